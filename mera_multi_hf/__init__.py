@@ -1,0 +1,16 @@
+"""mera-multi-hf: the MERA Multi benchmark on the Hugging Face stack."""
+__version__ = "0.1.0"
+
+from .errors import MeraError  # noqa: E402
+from .tasks import TASKS, TaskSpec, get_task  # noqa: E402
+
+
+def __getattr__(name):
+    # Heavy pieces load on first use so `import mera_multi_hf` and the CLI stay quick.
+    if name in ("load_task", "render_prompt"):
+        from . import loading
+        return getattr(loading, name)
+    raise AttributeError(name)
+
+
+__all__ = ["MeraError", "TASKS", "TaskSpec", "get_task", "load_task", "render_prompt"]

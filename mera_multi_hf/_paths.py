@@ -1,0 +1,36 @@
+"""Where the top-level folders of the project are, in a checkout and in an installed wheel.
+
+A wheel carries dataset_scripts/, metrics/ and judge_model/ inside the package (under
+_bundled/); a checkout or editable install has them beside the package.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+SAMPLES_DIR = PACKAGE_DIR / "samples"
+
+
+def bundled_dir(name: str) -> Path:
+    for candidate in (PACKAGE_DIR / "_bundled" / name, PACKAGE_DIR.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"the folder {name}/ is missing from this installation")
+
+
+def load_module_from_file(path: Path, name: str) -> ModuleType:
+    """Import one file as a module under a private name (once per process)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

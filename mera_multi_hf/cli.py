@@ -1,0 +1,86 @@
+"""The `mera-multi` command line. User mistakes print one clear line, never a traceback."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .errors import MeraError
+
+
+def cmd_tasks(args) -> int:
+    from .tasks import TASKS
+
+    rows = [("task", "class name", "modality", "test", "public", "answer", "metrics",
+             "domains", "hub id")]
+    for t in TASKS.values():
+        rows.append((t.key, t.class_name, t.modality, str(t.test_size), "yes" if t.public else "no",
+                     t.answer_kind, ",".join(t.metrics), str(len(t.domains) or ""), t.hub_id))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for n, row in enumerate(rows):
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+    return 0
+
+
+def cmd_build(args) -> int:
+    from .hub import export_raw, push
+    from .loading import resolve_source
+    from .tasks import get_task
+
+    task = get_task(args.task)
+    out = export_raw(task, resolve_source(task, args.raw), args.out, max_shard_size=args.max_shard_size)
+    print(f"wrote {task.key} in the Hub layout to {out}")
+    if args.push:
+        url = push(out, args.push, private=args.private, token=args.token)
+        print(f"published {url}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mera-multi",
+        description="MERA Multi on the Hugging Face stack: build task datasets, evaluate "
+                    "models, score predictions and package submissions.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("tasks", help="list the 18 MERA Multi tasks")
+    p.set_defaults(func=cmd_tasks)
+
+    p = sub.add_parser("build", help="turn a raw MERA folder into a Hub dataset (Parquet + card)")
+    p.add_argument("task", help="task key, e.g. ruhhh_image (see `mera-multi tasks`)")
+    p.add_argument("--raw", required=True, help="the raw MERA folder (test.json, shots.json, samples/), or `sample` for the bundled one")
+    p.add_argument("--out", required=True, help="folder to write the Hub layout into (replaced)")
+    p.add_argument("--max-shard-size", default="500MB", help="largest Parquet shard (default 500MB)")
+    p.add_argument("--push", metavar="ORG/NAME", help="also publish the folder as this Hub dataset")
+    p.add_argument("--private", action="store_true", help="with --push: a private repository")
+    p.add_argument("--token", help="with --push: a Hub token (default: the logged-in one)")
+    p.set_defaults(func=cmd_build)
+
+    for module in COMMAND_MODULES:
+        __import__(f"mera_multi_hf.{module}", fromlist=["add_parser"]).add_parser(sub)
+    return parser
+
+
+# Further commands register themselves: each module has add_parser(subparsers).
+COMMAND_MODULES: list[str] = []
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args) or 0
+    except MeraError as err:
+        print(f"mera-multi: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mera-multi: interrupted; finished work is kept (rerun to resume)", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

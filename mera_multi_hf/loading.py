@@ -1,0 +1,164 @@
+"""Load a MERA task from a raw folder, an exported folder or the Hub, always in one schema."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+import datasets
+
+from . import __version__
+from .errors import MeraError
+from .raw import group_key
+from .tasks import TaskSpec, get_task
+
+MEDIA_SLOT = re.compile(r"<((?:image|audio|video)(?:_\d+)?)>")
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("MERA_MULTI_CACHE",
+                               Path.home() / ".cache" / "mera_multi_hf"))
+
+
+def resolve_source(task: TaskSpec, source: str | Path | None) -> str | Path:
+    """The dataset location to read: ``None`` is the official Hub id, ``"sample"`` the
+    raw sample bundled with the package."""
+    if source is None:
+        return task.hub_id
+    if str(source) == "sample":
+        from .sample_data import bundled_sample
+        if task.key != "ruhhh_image":
+            raise MeraError(f"no bundled sample for {task.key} (there is one for ruhhh_image)")
+        return bundled_sample()
+    return source
+
+
+def source_kind(source: str | Path) -> str:
+    """'raw' (a raw MERA folder), 'exported' (a Hub-layout folder) or 'hub' (a Hub id)."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return "raw" if (path / "test.json").is_file() else "exported"
+    if path.exists() or str(source).startswith((".", "/", "~")):
+        raise MeraError(f"dataset source {source!r} is not a folder")
+    return "hub"
+
+
+def _folder_fingerprint(root: Path) -> str:
+    digest = hashlib.sha1(__version__.encode())
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            stat = os.stat(os.path.join(dirpath, name))
+            digest.update(f"{dirpath}/{name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]
+
+
+def load_task(task: str | TaskSpec, source: str | Path | None = None,
+              split: str | None = None):
+    """The task as a DatasetDict (splits ``test`` and ``shots``), or one split.
+
+    ``source``: a raw MERA folder, a folder exported by ``mera-multi build``, a Hub
+    dataset id (default: the task's official id) or ``"sample"`` (the bundled sample). Whatever the source, the schema is the
+    one of SPEC.md: Hub-copy meta names normalised, prompt indices resolved and group
+    ids present.
+    """
+    task = get_task(task) if isinstance(task, str) else task
+    source = resolve_source(task, source)
+    kind = source_kind(source)
+    if kind == "raw":
+        from .hub import export_raw
+
+        target = cache_root() / "raw" / f"{task.key}-{_folder_fingerprint(Path(source))}"
+        if not (target / "README.md").is_file():
+            export_raw(task, source, target)
+        source = target
+    try:
+        if task.domains and kind == "hub":
+            dsd = _load_domains(task, str(source))
+        else:
+            dsd = datasets.load_dataset(str(source))
+    except MeraError:
+        raise
+    except (FileNotFoundError, ValueError, ConnectionError) as err:
+        raise MeraError(f"cannot load {task.key} from {source}: {err}") from None
+    dsd = normalize(task, dsd)
+    if split is None:
+        return dsd
+    if split not in dsd:
+        raise MeraError(f"{task.key} from {source} has no split {split!r} "
+                        f"(splits: {', '.join(dsd)})")
+    return dsd[split]
+
+
+def _load_domains(task: TaskSpec, source: str) -> datasets.DatasetDict:
+    parts = {d: datasets.load_dataset(source, d) for d in task.domains}
+    return datasets.DatasetDict({
+        split: datasets.concatenate_datasets([parts[d][split] for d in task.domains])
+        for split in parts[task.domains[0]]})
+
+
+def normalize(task: TaskSpec, dsd: datasets.DatasetDict) -> datasets.DatasetDict:
+    """Bring a loaded task to the project's schema (a no-op on the project's own exports)."""
+    try:
+        from .hub import dataset_module
+        module = dataset_module(task)
+    except MeraError:
+        return dsd  # no declared schema yet for this task: leave it as published
+    from .builder import task_features
+
+    features = task_features(task, module.META_FEATURES)
+    out = {}
+    for split, ds in dsd.items():
+        if ds.features == features and not _missing_groups(task, ds):
+            out[split] = ds
+            continue
+        out[split] = _normalize_split(task, module, features, ds)
+    return datasets.DatasetDict(out)
+
+
+def _missing_groups(task: TaskSpec, ds: datasets.Dataset) -> bool:
+    return task.has_groups and ds.data.column("meta").combine_chunks().field("group_id").null_count > 0
+
+
+def _normalize_split(task, module, features, ds):
+    metas = [module.normalize_meta(m) for m in ds.data.column("meta").to_pylist()]
+    if task.has_groups and any(m["group_id"] is None for m in metas):
+        media = ds.data.column("inputs").combine_chunks().field(task.media_fields[0])
+        images = media.field("bytes").to_pylist()
+        questions = ds.data.column("inputs").combine_chunks().field("question").to_pylist()
+        first: dict[str, int] = {}
+        for meta, image, question in zip(metas, images, questions):
+            key = group_key(image, question or "")
+            first.setdefault(key, meta["id"])
+            if meta["group_id"] is None:
+                meta["group_id"] = first[key]
+    ds = ds.remove_columns("meta").add_column("meta", metas, feature=features["meta"])
+    return ds.select_columns(list(features)).cast(features)
+
+
+def text_inputs(task: TaskSpec, example: dict) -> dict:
+    return {name: example["inputs"].get(name) or "" for name in task.text_fields}
+
+
+def render_prompt(task: TaskSpec | str, example: dict) -> tuple[str, list[tuple[str, object]]]:
+    """The text the model sees and its media items, in the order of their placeholders.
+
+    ``instruction.format`` fills the text fields; media placeholders (``<image>``,
+    ``<audio_2>``) stay in the text. A media field the instruction never mentions gets a
+    placeholder at the start of the prompt so that no item is silently dropped.
+    """
+    task = get_task(task) if isinstance(task, str) else task
+    try:
+        text = example["instruction"].format(**text_inputs(task, example))
+    except (KeyError, IndexError, ValueError) as err:
+        raise MeraError(f"{task.key} id={example['meta']['id']}, field instruction: "
+                        f"cannot fill the template ({err!r})") from None
+    present = [f for f in task.media_fields if example["inputs"].get(f) is not None]
+    mentioned = [m.group(1) for m in MEDIA_SLOT.finditer(text)]
+    missing = [f for f in present if f not in mentioned]
+    if missing:
+        text = "".join(f"<{f}>" for f in missing) + "\n" + text
+        mentioned = missing + mentioned
+    media = [(name, example["inputs"][name]) for name in mentioned if name in present]
+    return text, media

@@ -1,0 +1,141 @@
+"""The MERA Multi task registry: every task declared once, as data.
+
+Everything else (builders, loading, prompts, the runner, scoring, the submission
+and the dataset cards) reads these declarations; nothing restates them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import MeraError
+
+LETTERS = "ABCDEFGHIJ"
+
+
+def _options(n: int) -> tuple[str, ...]:
+    return tuple(f"option_{c}" for c in "abcdefghij"[:n])
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    key: str                        # the name users type: ruhhh_image
+    hub_id: str                     # the official dataset on the Hub
+    class_name: str                 # file name stem inside the submission ZIP
+    modality: str                   # image | audio | video
+    media_fields: tuple[str, ...]   # inputs that hold media, in placeholder order
+    text_fields: tuple[str, ...]    # inputs that fill the instruction's {placeholders}
+    answer_kind: str                # letter | free | json
+    metrics: tuple[str, ...]        # official metric names, in report order
+    em_mode: str = "mera"           # exact-match normalisation: mera | strict
+    choices: tuple[str, ...] = ()   # allowed gold answers for letter tasks
+    public: bool = False            # test answers published (scorable locally)
+    test_size: int = 0              # examples in the official test split
+    domains: tuple[str, ...] = ()   # Hub configs of domain-split tasks
+    optional_media: tuple[str, ...] = ()  # media fields that may be empty
+    dialogue: bool = False          # ruTiE: earlier turns go into the context
+    max_new_tokens: int = 16
+    human_baseline: dict = field(default_factory=dict)
+
+    @property
+    def input_fields(self) -> tuple[str, ...]:
+        return self.media_fields + self.text_fields
+
+    @property
+    def has_groups(self) -> bool:
+        return "group_exact_match" in self.metrics
+
+
+def _letter(key, hub, cls, modality, media, n_options, *, question=True, extra=(), **kw):
+    text = (("question",) if question else ()) + tuple(extra) + _options(n_options)
+    kw.setdefault("metrics", ("exact_match", "judge_score"))
+    return TaskSpec(key, f"MERA-evaluation/{hub}", cls, modality, media, text, "letter",
+                    choices=tuple(LETTERS[:n_options]), **kw)
+
+
+def _free(key, hub, cls, modality, media, extra=(), **kw):
+    kw.setdefault("metrics", ("exact_match", "judge_score"))
+    kw.setdefault("max_new_tokens", 64)
+    return TaskSpec(key, f"MERA-evaluation/{hub}", cls, modality, media,
+                    ("question",) + tuple(extra), "free", **kw)
+
+
+_GROUPED = ("exact_match", "group_exact_match", "judge_score", "group_judge_score")
+_SCHOOL = ("biology", "chemistry", "physics", "earth_science")
+
+TASKS: dict[str, TaskSpec] = {t.key: t for t in [
+    _letter("ruhhh_image", "ruHHH-Image", "ruHHH_Image", "image", ("image",), 2,
+            metrics=_GROUPED, test_size=595,
+            human_baseline={"exact_match": 0.9529, "group_exact_match": 0.893}),
+    _letter("ruhhh_video", "ruHHH-Video", "ruHHH_Video", "video", ("video",), 2,
+            metrics=_GROUPED, test_size=911,
+            human_baseline={"exact_match": 0.9385, "group_exact_match": 0.8442}),
+    _free("rucommonvqa", "ruCommonVQA", "ruCommonVQA", "image", ("image",),
+          public=True, test_size=3015, human_baseline={"exact_match": 0.818}),
+    _free("ruclevr", "ruCLEVR", "ruCLEVR", "image", ("image",),
+          public=True, test_size=1148, human_baseline={"exact_match": 0.9608}),
+    _letter("weird", "WEIRD", "WEIRD", "image", ("image",), 2,
+            public=True, test_size=814, human_baseline={"exact_match": 0.8464}),
+    _letter("runaturalsciencevqa", "ruNaturalScienceVQA", "ruNaturalScienceVQA", "image",
+            ("image",), 4, extra=("context",), public=True, test_size=363,
+            domains=_SCHOOL, human_baseline={"exact_match": 0.938}),
+    _letter("labtabvqa", "LabTabVQA", "LabTabVQA", "image", ("image",), 7,
+            test_size=339, human_baseline={"exact_match": 0.9086}),
+    _free("realvqa", "RealVQA", "RealVQA", "image", ("image",),
+          test_size=773, human_baseline={"exact_match": 0.5834}),
+    _free("rumathvqa", "ruMathVQA", "ruMathVQA", "image", ("image",), extra=("annotation",),
+          test_size=502, human_baseline={"exact_match": 0.9311}),
+    _letter("rutie_image", "ruTiE-Image", "ruTiE_Image", "image", ("image",), 4,
+            dialogue=True, test_size=1500, human_baseline={"exact_match": 0.552}),
+    _letter("schoolsciencevqa", "SchoolScienceVQA", "SchoolScienceVQA", "image", ("image",), 4,
+            extra=("context",), test_size=4227,
+            domains=_SCHOOL + ("history_all", "history_ru", "economics"),
+            human_baseline={"exact_match": 0.4804}),
+    _letter("unisciencevqa", "UniScienceVQA", "UniScienceVQA", "image", ("image",), 10,
+            test_size=7432,
+            domains=("Applied_Sciences", "Business", "Cultural_Studies", "Fundamental_Sciences",
+                     "Health_and_Medicine", "Social_Sciences"),
+            human_baseline={"exact_match": 0.1259}),
+    _letter("ruenvaqa", "ruEnvAQA", "ruEnvAQA", "audio", ("audio",), 4,
+            public=True, test_size=596, human_baseline={"exact_match": 0.9497}),
+    TaskSpec("ruslun", "MERA-evaluation/ruSLUn", "ruSLUn", "audio", ("audio",),
+             ("question", "annotation"), "json", ("intent_exact_match", "slot_f1"),
+             public=True, test_size=741, max_new_tokens=256,
+             human_baseline={"intent_exact_match": 0.9069, "slot_f1": 0.305}),
+    _letter("aquaria", "AQUARIA", "AQUARIA", "audio", ("audio_1", "audio_2"), 4,
+            optional_media=("audio_2",), test_size=738, human_baseline={"exact_match": 0.9766}),
+    _letter("rutie_audio", "ruTiE-Audio", "ruTiE_Audio", "audio", ("audio",), 4, question=False,
+            dialogue=True, test_size=1500, human_baseline={"exact_match": 0.446}),
+    _letter("commonvideoqa", "CommonVideoQA", "CommonVideoQA", "video", ("video",), 4,
+            em_mode="strict", public=True, test_size=1200, human_baseline={"exact_match": 0.9575}),
+    _letter("realvideoqa", "RealVideoQA", "RealVideoQA", "video", ("video",), 4,
+            em_mode="strict", test_size=671, human_baseline={"exact_match": 0.9583}),
+]}
+
+MODALITIES = ("image", "audio", "video")
+
+
+def get_task(key: str) -> TaskSpec:
+    """The declaration of one task, by key (case-insensitive; class names work too)."""
+    wanted = key.strip().lower().replace("-", "_")
+    for task in TASKS.values():
+        if wanted in (task.key, task.class_name.lower()):
+            return task
+    known = ", ".join(TASKS)
+    raise MeraError(f"unknown task {key!r}. Known tasks: {known}")
+
+
+def resolve_tasks(names: str | list[str]) -> list[TaskSpec]:
+    """Task names, modalities ("image") or "all", comma-separated, to declarations."""
+    if isinstance(names, str):
+        names = [n for n in names.split(",") if n.strip()]
+    chosen: list[TaskSpec] = []
+    for name in names:
+        name = name.strip()
+        if name == "all":
+            picked = list(TASKS.values())
+        elif name in MODALITIES:
+            picked = [t for t in TASKS.values() if t.modality == name]
+        else:
+            picked = [get_task(name)]
+        chosen += [t for t in picked if t not in chosen]
+    return chosen

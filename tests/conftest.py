@@ -1,0 +1,32 @@
+"""Shared fixtures: every test runs offline, with its own cache folder."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    cache = tmp_path_factory.getbasetemp() / "mera-cache"
+    monkeypatch.setenv("MERA_MULTI_CACHE", str(cache))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path_factory.getbasetemp() / "hf-datasets"))
+
+
+@pytest.fixture
+def raw_sample(tmp_path) -> Path:
+    """A private, writable copy of the bundled raw ruHHH-Image sample."""
+    from mera_multi_hf.sample_data import bundled_sample
+
+    target = tmp_path / "ruHHH-Image"
+    shutil.copytree(bundled_sample(), target)
+    return target
