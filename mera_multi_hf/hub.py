@@ -123,7 +123,12 @@ def push(folder: str | Path, repo_id: str, private: bool = False, token: str | N
     from huggingface_hub import HfApi
 
     api = HfApi(token=token)
-    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-    api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
-                      commit_message="Upload with mera-multi-hf")
+    try:
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
+                          commit_message="Upload with mera-multi-hf")
+    except Exception as err:  # offline, no token, no rights: the export itself is kept
+        raise MeraError(f"could not publish {folder} to {repo_id}: {type(err).__name__}: {err}. "
+                        "The exported folder is intact; push it again once this is fixed.") \
+            from None
     return f"https://huggingface.co/datasets/{repo_id}"

@@ -1,0 +1,124 @@
+"""Build speed and memory: `mera-multi build` against a bare datasets baseline.
+
+Generates a raw ruHHH-Image folder of N examples with 640x480 JPEGs, then times, in
+alternating rounds, (a) `mera-multi build` (checks every record and image, writes Parquet
+shards and the card) and (b) a baseline that writes the same rows straight through
+`datasets.Dataset.from_generator` + `to_parquet`. Each runs in its own process so that
+its peak RSS is its own.
+
+    python benchmarks/build_speed.py [--examples 5000] [--rounds 2]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+from mera_multi_hf.sample_data import ITEMS, PROMPTS
+
+BASELINE = r"""
+import json, resource, sys
+from pathlib import Path
+import datasets
+from mera_multi_hf.hub import builder_class
+from mera_multi_hf.tasks import get_task
+
+raw, out, cache = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+prompts = json.loads((raw / "raw_dataset_meta.json").read_text())["prompts"]
+features = builder_class(get_task("ruhhh_image")).features()
+
+def rows():
+    for record in json.loads((raw / "test.json").read_text())["data"]:
+        inputs = dict(record["inputs"])
+        path = raw / inputs["image"]
+        inputs["image"] = {"bytes": path.read_bytes(), "path": path.name}
+        yield {"instruction": prompts[record["instruction"]], "inputs": inputs,
+               "outputs": record["outputs"], "meta": record["meta"]}
+
+ds = datasets.Dataset.from_generator(rows, features=features, cache_dir=cache)
+out.mkdir(parents=True)
+ds.to_parquet(str(out / "test.parquet"))
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+OURS = r"""
+import resource, sys
+from mera_multi_hf.cli import main
+assert main(["build", "ruhhh_image", "--raw", sys.argv[1], "--out", sys.argv[2]]) == 0
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def make_raw(folder: Path, n: int) -> None:
+    rng = random.Random(0)
+    (folder / "samples").mkdir(parents=True)
+    data = []
+    for i in range(n):
+        img = Image.new("RGB", (640, 480), tuple(rng.randrange(256) for _ in range(3)))
+        draw = ImageDraw.Draw(img)
+        for _ in range(12):
+            x, y = rng.randrange(600), rng.randrange(440)
+            draw.rectangle([x, y, x + rng.randrange(20, 200), y + rng.randrange(20, 200)],
+                           fill=tuple(rng.randrange(256) for _ in range(3)))
+        name = f"samples/image{i:05d}.jpg"
+        img.save(folder / name, quality=90)
+        category, subcategory, _scene, question, answers = ITEMS[i % len(ITEMS)]
+        data.append({
+            "instruction": i % len(PROMPTS),
+            "inputs": {"image": name, "question": question,
+                       "option_a": answers[0], "option_b": answers[-1]},
+            "outputs": "AB"[i % 2],
+            "meta": {"id": i, "group_id": i,
+                     "image": {"source": ["bench"], "type": ["photo"], "content": ["object"],
+                               "context": ["no_context"]},
+                     "categories": {"category": category, "subcategory": subcategory}}})
+    (folder / "test.json").write_text(json.dumps({"access": "public", "data": data},
+                                                 ensure_ascii=False))
+    (folder / "raw_dataset_meta.json").write_text(json.dumps({"prompts": PROMPTS},
+                                                             ensure_ascii=False))
+
+
+def timed(code: str, *args: str) -> tuple[float, float]:
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode:
+        sys.exit(proc.stderr)
+    return elapsed, int(proc.stdout.strip().splitlines()[-1]) / 1024  # MiB
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=5000)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        start = time.perf_counter()
+        make_raw(tmp / "raw", args.examples)
+        size = sum(p.stat().st_size for p in (tmp / "raw" / "samples").iterdir()) / 2**20
+        print(f"generated {args.examples} examples ({size:.0f} MiB of JPEG) "
+              f"in {time.perf_counter() - start:.1f} s")
+        results = {"baseline": [], "mera-multi build": []}
+        for r in range(args.rounds):
+            results["baseline"].append(timed(BASELINE, str(tmp / "raw"), str(tmp / f"b{r}"),
+                                             str(tmp / f"cache{r}")))
+            results["mera-multi build"].append(timed(OURS, str(tmp / "raw"), str(tmp / f"o{r}")))
+        for name, runs in results.items():
+            best = min(t for t, _ in runs)
+            rss = max(m for _, m in runs)
+            print(f"{name:17s} best {best:6.2f} s  {args.examples / best:7.0f} examples/s  "
+                  f"peak RSS {rss:6.0f} MiB  (runs: {', '.join(f'{t:.2f}' for t, _ in runs)})")
+        ratio = min(t for t, _ in results["baseline"]) / min(t for t, _ in results["mera-multi build"])
+        print(f"throughput ratio (mera-multi build / baseline): {ratio:.2f}  (goal >= 0.8)")
+
+
+if __name__ == "__main__":
+    main()

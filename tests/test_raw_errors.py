@@ -1,0 +1,112 @@
+"""Bad raw folders: every problem named by file, example id and field, all in one run."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mera_multi_hf import load_task
+from mera_multi_hf.cli import main
+from mera_multi_hf.errors import DataValidationError
+
+
+def _edit(folder, split, edit):
+    path = folder / f"{split}.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    edit(doc["data"])
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+
+
+def _problems(folder, tmp_path):
+    with pytest.raises(DataValidationError) as info:
+        from mera_multi_hf.hub import export_raw
+        from mera_multi_hf.tasks import get_task
+        export_raw(get_task("ruhhh_image"), folder, tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # nothing half-written
+    return info.value.problems
+
+
+def _find(problems, example_id, field, text):
+    hits = [p for p in problems if p.example_id == example_id and p.field == field
+            and text in p.message]
+    assert hits, f"no problem for id={example_id} {field} ~ {text!r} in:\n" + \
+        "\n".join(map(str, problems))
+    return hits[0]
+
+
+def test_every_bad_record_is_reported_in_one_run(raw_sample, tmp_path):
+    (raw_sample / "samples" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not really")
+    (tmp_path / "outside.png").write_bytes((raw_sample / "samples" / "image0000.png").read_bytes())
+
+    def break_test(data):
+        data[0]["inputs"]["image"] = "samples/missing.png"
+        data[1]["inputs"]["image"] = "../outside.png"
+        data[2]["inputs"]["image"] = "samples/broken.png"
+        del data[3]["inputs"]["option_b"]
+        data[4]["outputs"] = "C"
+        data[5]["meta"]["id"] = data[6]["meta"]["id"]
+        data[7]["instruction"] = 42
+        data[8]["instruction"] = "Вопрос: {question} {answer_hint} A. {option_a} B. {option_b}"
+        del data[9]["outputs"]
+        data[10]["meta"]["categories"]["category"] = "rude"
+
+    _edit(raw_sample, "test", break_test)
+    _edit(raw_sample, "shots", lambda data: data[0].update(outputs=""))
+    problems = _problems(raw_sample, tmp_path)
+    test_file = str(raw_sample / "test.json")
+    p = _find(problems, 0, "inputs.image", "missing media file 'samples/missing.png'")
+    assert p.file == test_file
+    _find(problems, 1, "inputs.image", "escapes the dataset folder")
+    _find(problems, 2, "inputs.image", "corrupt image")
+    _find(problems, 3, "inputs.option_b", "missing required field")
+    _find(problems, 4, "outputs", "'C' is not one of A, B")
+    _find(problems, 6, "meta.id", "duplicate id (records #5 and #6)")
+    _find(problems, 7, "instruction", "prompt index 42 out of range (the prompt list has 10")
+    _find(problems, 8, "instruction", "placeholder {answer_hint} is not an input field")
+    _find(problems, 9, "outputs", "missing required field")
+    _find(problems, 10, "meta.categories.category", "'rude' is not one of")
+    shots = _find(problems, 1000, "outputs", "'' is not one of A, B")
+    assert shots.file == str(raw_sample / "shots.json")
+    assert len(problems) == 11
+    text = str(DataValidationError(problems, str(raw_sample)))
+    assert "test.json, id=2, field inputs.image: 'samples/broken.png': corrupt image" in text
+
+
+def test_malformed_json_names_line_and_column_and_other_files_still_checked(raw_sample, tmp_path):
+    (raw_sample / "shots.json").write_text('{"data": [\n  {"instruction": "x",,}\n]}\n')
+    _edit(raw_sample, "test", lambda data: data[0].update(outputs="Z"))
+    problems = _problems(raw_sample, tmp_path)
+    bad_json = [p for p in problems if p.file.endswith("shots.json")]
+    assert len(bad_json) == 1 and "malformed JSON at line 2, column 23" in bad_json[0].message
+    _find(problems, 0, "outputs", "'Z' is not one of A, B")
+
+
+def test_private_test_split_may_hide_answers(raw_sample):
+    path = raw_sample / "test.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["access"] = "private"
+    for record in doc["data"]:
+        record["outputs"] = ""
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    test = load_task("ruhhh_image", source=raw_sample, split="test")
+    assert set(test["outputs"]) == {""} and len(test) == 26
+
+
+def test_cli_reports_problems_without_traceback(raw_sample, tmp_path, capsys):
+    _edit(raw_sample, "test", lambda data: data[3].update(outputs="maybe"))
+    code = main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "1 problem(s)" in err and "test.json, id=3, field outputs: 'maybe'" in err
+    assert "Traceback" not in err
+
+
+def test_console_script_unknown_task_is_one_clear_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "mera_multi_hf", "build", "ruhhh_imag",
+                           "--raw", str(tmp_path), "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("mera-multi: error: unknown task 'ruhhh_imag'")
+    assert "Traceback" not in proc.stderr
