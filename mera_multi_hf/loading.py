@@ -162,3 +162,32 @@ def render_prompt(task: TaskSpec | str, example: dict) -> tuple[str, list[tuple[
         mentioned = missing + mentioned
     media = [(name, example["inputs"][name]) for name in mentioned if name in present]
     return text, media
+
+
+def reference_rows(task: TaskSpec, ds: datasets.Dataset) -> list[dict]:
+    """What scoring needs of each example (id, gold, meta, the prompt text), without
+    reading or decoding any media."""
+    flat = ds.flatten()
+    media_columns = {f: next(c for c in flat.column_names if c.startswith(f"inputs.{f}"))
+                     for f in task.media_fields}
+    keep = ["instruction", "outputs"] + [c for c in flat.column_names if c.startswith("meta.")] \
+        + [f"inputs.{f}" for f in task.text_fields] + list(media_columns.values())
+    rows = []
+    for row in flat.select_columns(keep).to_list():
+        meta = {}
+        for column, value in row.items():
+            if column.startswith("meta."):
+                _nest(meta, column[5:].split("."), value)
+        inputs = {f: row[f"inputs.{f}"] for f in task.text_fields}
+        inputs.update({f: True if row[c] is not None else None for f, c in media_columns.items()})
+        example = {"instruction": row["instruction"], "inputs": inputs,
+                   "outputs": row["outputs"], "meta": meta}
+        rows.append({"id": meta["id"], "outputs": row["outputs"] or "", "meta": meta,
+                     "prompt": render_prompt(task, example)[0]})
+    return rows
+
+
+def _nest(target: dict, keys: list[str], value) -> None:
+    for key in keys[:-1]:
+        target = target.setdefault(key, {})
+    target[keys[-1]] = value

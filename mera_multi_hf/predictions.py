@@ -1,0 +1,76 @@
+"""Read predictions made elsewhere: this project's sample log, a plain JSONL of
+{id, prediction}, or lm-evaluation-harness `samples_<task>_*.jsonl` logs."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .errors import MeraError
+
+# Keys that hold the model's answer, in the order they are tried.
+ANSWER_KEYS = ("prediction", "generation", "raw_generation", "output", "outputs")
+
+
+def _answer_of(record: dict, where: str) -> tuple[int, str]:
+    if "doc_id" in record and ("resps" in record or "filtered_resps" in record):
+        # lm-evaluation-harness: the doc carries the MERA meta.id; filtered answers first
+        doc = record.get("doc") or {}
+        example_id = (doc.get("meta") or {}).get("id", record["doc_id"])
+        answer = (record.get("filtered_resps") or [None])[0]
+        if answer is None:
+            answer = (record.get("resps") or [[None]])[0]
+        while isinstance(answer, list):  # resps is a list of lists of strings
+            answer = answer[0] if answer else None
+    else:
+        example_id = record.get("id", (record.get("meta") or {}).get("id"))
+        answer = next((record[k] for k in ANSWER_KEYS if k in record), None)
+    if not isinstance(example_id, int) or isinstance(example_id, bool):
+        raise MeraError(f"{where}: no integer example id (expected \"id\", \"meta.id\" "
+                        "or lm-eval's \"doc_id\")")
+    if not isinstance(answer, str):
+        raise MeraError(f"{where}, id={example_id}: no answer text (expected one of "
+                        f"{', '.join(ANSWER_KEYS)}, or lm-eval's resps)")
+    return example_id, answer
+
+
+def prediction_files(path: str | Path) -> list[Path]:
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(path.glob("samples_*.jsonl")) or sorted(path.glob("*.jsonl"))
+        if not files:
+            raise MeraError(f"no .jsonl files in {path}")
+        return files
+    if not path.is_file():
+        raise MeraError(f"predictions file not found: {path}")
+    return [path]
+
+
+def read_predictions(path: str | Path, task_key: str | None = None) -> dict[int, str]:
+    """id -> answer. Lines of other tasks (a "task" field) are skipped; an id answered twice
+    with different texts is an error."""
+    answers: dict[int, str] = {}
+    conflicts = []
+    for file in prediction_files(path):
+        with open(file, encoding="utf-8") as fh:
+            for line_no, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                where = f"{file}:{line_no}"
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise MeraError(f"{where}: not a JSON line ({err.msg}, column {err.colno})") \
+                        from None
+                if not isinstance(record, dict):
+                    raise MeraError(f"{where}: expected a JSON object per line")
+                if task_key and record.get("task") not in (None, task_key):
+                    continue
+                example_id, answer = _answer_of(record, where)
+                if answers.setdefault(example_id, answer) != answer:
+                    conflicts.append(example_id)
+    if conflicts:
+        raise MeraError(f"{path}: ids answered twice with different answers: "
+                        f"{', '.join(map(str, sorted(set(conflicts))[:20]))}")
+    if not answers:
+        raise MeraError(f"{path}: no predictions found")
+    return answers

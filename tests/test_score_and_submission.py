@@ -1,0 +1,146 @@
+"""`mera-multi score`: predictions from elsewhere -> reports and the submission ZIP."""
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+
+from mera_multi_hf import load_task
+from mera_multi_hf.cli import main
+from mera_multi_hf.errors import MeraError
+from mera_multi_hf.submission import read_submission, write_submission
+
+
+@pytest.fixture
+def sample_test(raw_sample):
+    return load_task("ruhhh_image", source=raw_sample, split="test")
+
+
+def _golds(ds):
+    return {m["id"]: o for m, o in zip(ds["meta"], ds["outputs"])}
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                    encoding="utf-8")
+    return path
+
+
+def _flip(letter):
+    return "B" if letter == "A" else "A"
+
+
+def test_score_plain_jsonl_end_to_end(raw_sample, sample_test, tmp_path, capsys):
+    golds = _golds(sample_test)
+    groups = {m["id"]: m["group_id"] for m in sample_test["meta"]}
+    answers = dict(golds)
+    wrong_id = next(i for i in answers if sum(g == groups[i] for g in groups.values()) == 3)
+    answers[wrong_id] = _flip(golds[wrong_id])
+    verbose_id = next(i for i in answers if i != wrong_id and groups[i] != groups[wrong_id])
+    answers[verbose_id] = f"Ответ: {golds[verbose_id]}."
+    preds = _jsonl(tmp_path / "preds.jsonl",
+                   [{"id": i, "prediction": p} for i, p in answers.items()])
+    out = tmp_path / "results"
+    assert main(["score", "--task", "ruhhh_image", "--predictions", str(preds),
+                 "--data", str(raw_sample), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "| ruhhh_image | test | 26 | Exact match | 0.9231 |" in printed
+
+    doc = json.loads((out / "results.json").read_text())
+    result = doc["tasks"]["ruhhh_image"]
+    n_groups = len(set(groups.values()))
+    assert result["n_groups"] == n_groups == 8
+    assert result["metrics"]["exact_match"] == pytest.approx(24 / 26)
+    assert result["metrics"]["group_exact_match"] == pytest.approx((n_groups - 2) / n_groups)
+    # the verbose answer counts only after extraction, reported apart from the official EM
+    assert result["unofficial"]["exact_match_extracted"] == pytest.approx(25 / 26)
+    assert result["not_computed"] == ["judge_score", "group_judge_score"]
+    assert result["metric_modes"] == {"exact_match": "mera"}
+    category = next(m["categories"]["category"] for m in sample_test["meta"]
+                    if m["id"] == wrong_id)
+    cat_row = result["breakdown"]["category"][category]
+    assert cat_row["exact_match"] < 1 and cat_row["group_exact_match"] < 1
+    assert set(result["breakdown"]["category"]) == {
+        "empathetic", "etiquette", "harmless", "helpful", "honest", "open"}
+    assert sum(r["n_examples"] for r in result["breakdown"]["subcategory"].values()) == 26
+    run = doc["run"]
+    assert run["versions"]["datasets"] and run["dataset_fingerprint"]
+    assert run["predictions_sha256"][str(preds)]
+    assert "official_total" in doc["summary"]
+    assert "model-index" in (out / "model-index.yaml").read_text()
+
+    sub = read_submission(out / "submission.zip")
+    assert set(sub) == {"ruHHH_Image"} and sub["ruHHH_Image"] == answers
+    with zipfile.ZipFile(out / "submission.zip") as zf:
+        payload = json.loads(zf.read("ruHHH_Image.json"))
+    assert payload["data"]["test"][0] == {"outputs": answers[0], "meta": {"id": 0}}
+
+
+def test_score_reads_lm_eval_sample_logs(raw_sample, sample_test, tmp_path):
+    golds = _golds(sample_test)
+    logs = tmp_path / "lm_eval_out"
+    logs.mkdir()
+    rows = [{"doc_id": n, "doc": {"meta": {"id": i}}, "target": g,
+             "resps": [[f"  {g}"]], "filtered_resps": [g]}
+            for n, (i, g) in enumerate(golds.items())]
+    _jsonl(logs / "samples_ruhhh_image_2026-01-01T00-00-00.jsonl", rows)
+    out = tmp_path / "r"
+    assert main(["score", "--task", "ruhhh_image", "--predictions", str(logs),
+                 "--data", str(raw_sample), "--out", str(out)]) == 0
+    result = json.loads((out / "results.json").read_text())["tasks"]["ruhhh_image"]
+    assert result["metrics"]["exact_match"] == 1.0
+    assert result["metrics"]["group_exact_match"] == 1.0
+
+
+def test_private_split_is_not_scored_but_packaged(raw_sample, tmp_path, capsys):
+    doc = json.loads((raw_sample / "test.json").read_text())
+    doc["access"] = "private"
+    for record in doc["data"]:
+        record["outputs"] = ""
+    (raw_sample / "test.json").write_text(json.dumps(doc, ensure_ascii=False))
+    ids = [r["meta"]["id"] for r in doc["data"]]
+    preds = _jsonl(tmp_path / "p.jsonl", [{"id": i, "prediction": "A"} for i in ids])
+    out = tmp_path / "r"
+    assert main(["score", "--task", "ruhhh_image", "--predictions", str(preds),
+                 "--data", str(raw_sample), "--out", str(out)]) == 0
+    assert "gold answers are hidden" in capsys.readouterr().out
+    result = json.loads((out / "results.json").read_text())["tasks"]["ruhhh_image"]
+    assert result["scorable"] is False and result["metrics"] == {}
+    assert len(read_submission(out / "submission.zip")["ruHHH_Image"]) == 26
+
+
+def test_score_user_mistakes_are_one_line(raw_sample, sample_test, tmp_path, capsys):
+    ids = list(_golds(sample_test))
+    cases = {
+        "missing": ([{"id": i, "prediction": "A"} for i in ids[:-2]], "no prediction for 2 of 26"),
+        "extra": ([{"id": i, "prediction": "A"} for i in ids + [9999]], "ids not in ruhhh_image/test: 9999"),
+        "conflict": ([{"id": i, "prediction": "A"} for i in ids] + [{"id": ids[0], "prediction": "B"}],
+                     "answered twice with different answers: 0"),
+        "no_answer": ([{"id": 1}], "id=1: no answer text"),
+    }
+    for name, (rows, message) in cases.items():
+        preds = _jsonl(tmp_path / f"{name}.jsonl", rows)
+        code = main(["score", "--task", "ruhhh_image", "--predictions", str(preds),
+                     "--data", str(raw_sample), "--out", str(tmp_path / name)])
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and "Traceback" not in err, (name, err)
+    (tmp_path / "bad.jsonl").write_text('{"id": 1, "prediction": "A"}\n{oops\n')
+    assert main(["score", "--task", "ruhhh_image", "--predictions", str(tmp_path / "bad.jsonl"),
+                 "--data", str(raw_sample), "--out", str(tmp_path / "x")]) == 2
+    assert "bad.jsonl:2: not a JSON line" in capsys.readouterr().err
+
+
+def test_submission_checks_ids(tmp_path):
+    with pytest.raises(MeraError) as info:
+        write_submission(tmp_path / "s.zip", {"ruhhh_image": [(1, "A"), (1, "B"), (5, "A")]},
+                         expected_ids={"ruhhh_image": [1, 2, 3]})
+    message = str(info.value)
+    assert "duplicate answers for ids 1" in message
+    assert "no answer for test ids 2, 3" in message
+    assert "answers for ids not in the test split 5" in message
+    assert not (tmp_path / "s.zip").exists()
+    path = write_submission(tmp_path / "s.zip", {"ruhhh_image": {2: "B", 1: "A"},
+                                                  "ruslun": {7: '{"intent": "x"}'}})
+    assert read_submission(path) == {"ruHHH_Image": {1: "A", 2: "B"},
+                                     "ruSLUn": {7: '{"intent": "x"}'}}
