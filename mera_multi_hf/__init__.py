@@ -10,7 +10,11 @@ def __getattr__(name):
     if name in ("load_task", "render_prompt"):
         from . import loading
         return getattr(loading, name)
+    if name == "load_metric":
+        from .metrics_loading import load_metric
+        return load_metric
     raise AttributeError(name)
 
 
-__all__ = ["MeraError", "TASKS", "TaskSpec", "get_task", "load_task", "render_prompt"]
+__all__ = ["MeraError", "TASKS", "TaskSpec", "get_task", "load_task", "render_prompt",
+           "load_metric"]

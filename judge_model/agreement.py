@@ -1,0 +1,153 @@
+"""How well a judge agrees with human labels: accuracy, Cohen's kappa, confusion matrix.
+
+Input: a JSONL file, one human-labelled answer per line:
+
+    {"prompt": "...", "gold": "..." or [...], "prediction": "...", "label": 0 or 1}
+
+The judge rates every line exactly as it does when scoring (SPEC.md section 3: the
+"ОТВЕТ" variant, token windows, max over inputs), so the report measures the judge as
+it is used.
+
+Run:  mera-multi judge agreement --data labelled.jsonl --model PATH [--out report.json]
+  or: mera-multi judge agreement --data labelled.jsonl --url http://127.0.0.1:8000 --tokenizer PATH
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from mera_multi_hf.errors import MeraError
+
+FIELDS = ("prompt", "gold", "prediction", "label")
+
+
+def read_labelled(path: str | Path) -> list[dict]:
+    """The records of a labelled JSONL file; every bad line is reported at once."""
+    path = Path(path)
+    if not path.is_file():
+        raise MeraError(f"labelled file {path} does not exist: write one JSON object per line "
+                        f"with the fields {', '.join(FIELDS)}")
+    records, problems = [], []
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError as err:
+                problems.append(f"line {n}: not JSON ({err})")
+                continue
+            if not isinstance(rec, dict):
+                problems.append(f"line {n}: expected a JSON object")
+                continue
+            missing = [k for k in FIELDS if k not in rec]
+            if missing:
+                problems.append(f"line {n}: missing {', '.join(missing)}")
+                continue
+            label = rec["label"]
+            if isinstance(label, bool) or label in (0, 1):
+                rec["label"] = int(label)
+            else:
+                problems.append(f"line {n}: label must be 0 or 1 (or true/false), got {label!r}")
+                continue
+            if not all(isinstance(rec[k], str) for k in ("prompt", "prediction")):
+                problems.append(f"line {n}: prompt and prediction must be strings")
+                continue
+            records.append(rec)
+    if problems:
+        shown = "\n  ".join(problems[:50])
+        raise MeraError(f"{len(problems)} problem(s) in {path}:\n  {shown}")
+    if not records:
+        raise MeraError(f"{path} holds no labelled records")
+    return records
+
+
+def agreement_report(human: list[int], judge: list[int]) -> dict:
+    """Accuracy, Cohen's kappa and the confusion matrix of two 0/1 raters.
+
+    Kappa is None when it is undefined (both raters gave one and the same label to all).
+
+    >>> r = agreement_report([1, 1, 0, 0], [1, 0, 0, 0])
+    >>> r["accuracy"], round(r["cohen_kappa"], 3), r["confusion"]
+    (0.75, 0.5, {'tn': 2, 'fp': 0, 'fn': 1, 'tp': 1})
+    """
+    if len(human) != len(judge) or not human:
+        raise MeraError(f"need equally many human and judge labels, got {len(human)} and {len(judge)}")
+    n = len(human)
+    tp = sum(1 for h, j in zip(human, judge) if h == 1 and j == 1)
+    tn = sum(1 for h, j in zip(human, judge) if h == 0 and j == 0)
+    fp = sum(1 for h, j in zip(human, judge) if h == 0 and j == 1)
+    fn = n - tp - tn - fp
+    observed = (tp + tn) / n
+    human_pos, judge_pos = (tp + fn) / n, (tp + fp) / n
+    # Chance agreement: both say 1 by chance, or both say 0 by chance.
+    expected = human_pos * judge_pos + (1 - human_pos) * (1 - judge_pos)
+    kappa = None if expected == 1 else (observed - expected) / (1 - expected)
+    precision = tp / (tp + fp) if tp + fp else None
+    recall = tp / (tp + fn) if tp + fn else None
+    return {
+        "n": n,
+        "accuracy": observed,
+        "cohen_kappa": kappa,
+        "confusion": {"tn": tn, "fp": fp, "fn": fn, "tp": tp},
+        "matrix": [[tn, fp], [fn, tp]],  # rows: human 0/1, columns: judge 0/1
+        "precision": precision,
+        "recall": recall,
+        "human_positive_rate": human_pos,
+        "judge_positive_rate": judge_pos,
+    }
+
+
+def judge_agreement(records: list[dict], judge) -> dict:
+    """Rate every record with `judge` (a mera_multi_hf.judge.Judge) and compare with humans."""
+    from mera_multi_hf.judge import judge_scores
+
+    scores = judge_scores(judge, [r["prediction"] for r in records], [r["gold"] for r in records],
+                          [r["prompt"] for r in records])
+    report = agreement_report([r["label"] for r in records], [int(s) for s in scores])
+    report["judge"] = judge.describe()
+    return report
+
+
+def format_report(report: dict) -> str:
+    c = report["confusion"]
+    kappa = "undefined" if report["cohen_kappa"] is None else f"{report['cohen_kappa']:.4f}"
+    return "\n".join([
+        f"examples:       {report['n']}",
+        f"accuracy:       {report['accuracy']:.4f}",
+        f"Cohen's kappa:  {kappa}",
+        "confusion (rows human, columns judge):",
+        "              judge 0  judge 1",
+        f"  human 0   {c['tn']:8d} {c['fp']:8d}",
+        f"  human 1   {c['fn']:8d} {c['tp']:8d}",
+    ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from mera_multi_hf.judge import HttpJudge, LocalJudge
+
+    parser = argparse.ArgumentParser(description="Agreement of a judge with human labels.")
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--model")
+    parser.add_argument("--url")
+    parser.add_argument("--tokenizer")
+    parser.add_argument("--sep")
+    parser.add_argument("--out")
+    args = parser.parse_args(argv)
+    if bool(args.model) == bool(args.url):
+        parser.error("give exactly one of --model and --url")
+    records = read_labelled(args.data)
+    judge = LocalJudge(args.model) if args.model else \
+        HttpJudge(args.url, tokenizer=args.tokenizer, sep=args.sep)
+    report = judge_agreement(records, judge)
+    print(format_report(report))
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

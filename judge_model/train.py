@@ -1,0 +1,82 @@
+"""Train or fine-tune a judge on human-labelled answers (transformers Trainer).
+
+Data: the JSONL format of agreement.py, one {"prompt", "gold", "prediction", "label"} per
+line. Each record becomes the judge input of the scoring protocol,
+prompt + SEP + gold + SEP + prediction (the first gold when several are acceptable),
+truncated on the left like the served judge. The result is a folder that `LocalJudge`,
+`mera-multi judge serve` and vLLM load like any sequence classifier.
+
+Run:  mera-multi judge train --data train.jsonl --base MERA-evaluation/MERA_Answer_judge --out DIR
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from mera_multi_hf._paths import load_module_from_file
+from mera_multi_hf.errors import MeraError
+
+agreement = load_module_from_file(Path(__file__).with_name("agreement.py"),
+                                  "mera_multi_hf._judge_model.agreement")
+
+
+def judge_text(record: dict, sep: str) -> str:
+    gold = record["gold"] if isinstance(record["gold"], str) else record["gold"][0]
+    return f"{record['prompt']}{sep}{gold}{sep}{record['prediction']}"
+
+
+def train(data: str | Path, base: str, out: str | Path, *, epochs: float = 1.0,
+          learning_rate: float = 2e-5, batch_size: int = 8, max_length: int = 8192,
+          seed: int = 0, device: str | None = None) -> Path:
+    """Fine-tune `base` (a classifier or any encoder; a 2-class head is added) and save to `out`."""
+    import datasets
+    from transformers import (AutoModelForSequenceClassification, AutoTokenizer,
+                              DataCollatorWithPadding, Trainer, TrainingArguments)
+
+    records = agreement.read_labelled(data)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(base)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            base, num_labels=2, id2label={0: "incorrect", 1: "correct"},
+            label2id={"incorrect": 0, "correct": 1})
+    except (OSError, ValueError) as err:
+        raise MeraError(f"could not load the base model {base!r}: {err}") from None
+    if tokenizer.sep_token is None:
+        raise MeraError(f"the tokenizer of {base!r} has no sep_token; the judge input needs one")
+    tokenizer.truncation_side = "left"
+    limit = min(max_length, getattr(model.config, "max_position_embeddings", max_length))
+    rows = datasets.Dataset.from_dict({"text": [judge_text(r, tokenizer.sep_token) for r in records],
+                                       "labels": [r["label"] for r in records]})
+    rows = rows.map(lambda b: tokenizer(b["text"], truncation=True, max_length=limit),
+                    batched=True, remove_columns=["text"])
+    out = Path(out)
+    args = TrainingArguments(
+        output_dir=str(out / "checkpoints"), num_train_epochs=epochs, learning_rate=learning_rate,
+        per_device_train_batch_size=batch_size, seed=seed, save_strategy="no", report_to=[],
+        logging_steps=10, use_cpu=(device == "cpu"), disable_tqdm=True)
+    trainer = Trainer(model=model, args=args, train_dataset=rows,
+                      data_collator=DataCollatorWithPadding(tokenizer))
+    trainer.train()
+    trainer.save_model(str(out))
+    tokenizer.truncation_side = "right"  # saved as the usual default; judges set their own
+    tokenizer.save_pretrained(str(out))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Fine-tune a judge on labelled answers.")
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--base", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--lr", type=float, default=2e-5)
+    parser.add_argument("--batch-size", type=int, default=8)
+    args = parser.parse_args(argv)
+    print(f"saved the judge to {train(args.data, args.base, args.out, epochs=args.epochs, learning_rate=args.lr, batch_size=args.batch_size)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

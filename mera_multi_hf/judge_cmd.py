@@ -1,0 +1,107 @@
+"""`mera-multi judge ...`: serve a judge, measure its agreement with human labels, train one.
+
+The code lives in judge_model/ (server.py, agreement.py, train.py), which a wheel carries inside
+the package; these commands find it with bundled_dir().
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ._paths import bundled_dir, load_module_from_file
+from .errors import MeraError
+
+
+def _judge_model_module(name: str):
+    return load_module_from_file(bundled_dir("judge_model") / f"{name}.py",
+                                 f"mera_multi_hf._judge_model.{name}")
+
+
+def cmd_serve(args) -> int:
+    server_mod = _judge_model_module("server")
+    try:
+        server = server_mod.create_server(args.model, args.host, args.port,
+                                          served_model_name=args.served_model_name,
+                                          device=args.device, batch_size=args.batch_size,
+                                          quiet=not args.verbose)
+    except OSError as err:
+        raise MeraError(f"cannot listen on {args.host}:{args.port}: {err}. Pick another --port "
+                        "or stop what is using it") from None
+    return server_mod.run_foreground(server)
+
+
+def cmd_agreement(args) -> int:
+    from .judge import HttpJudge, LocalJudge, WINDOW_TOKENS
+
+    if bool(args.model) == bool(args.url):
+        raise MeraError("give exactly one of --model PATH (a judge run here) and --url URL "
+                        "(a served judge)")
+    agreement = _judge_model_module("agreement")
+    records = agreement.read_labelled(args.data)
+    window = args.window or WINDOW_TOKENS
+    if args.model:
+        judge = LocalJudge(args.model, device=args.device, batch_size=args.batch_size, window=window)
+    else:
+        judge = HttpJudge(args.url, model=args.served_model_name, tokenizer=args.tokenizer,
+                          sep=args.sep, window=window)
+    report = agreement.judge_agreement(records, judge)
+    print(agreement.format_report(report))
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
+        print(f"wrote {out}")
+    return 0
+
+
+def cmd_train(args) -> int:
+    train = _judge_model_module("train")
+    out = train.train(args.data, args.base, args.out, epochs=args.epochs, learning_rate=args.lr,
+                      batch_size=args.batch_size, max_length=args.max_length, seed=args.seed,
+                      device=args.device)
+    print(f"saved the judge to {out}")
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    judge = subparsers.add_parser("judge", help="serve a judge model, measure its agreement with humans, train one")
+    sub = judge.add_subparsers(dest="judge_command", metavar="JUDGE_COMMAND")
+    judge.set_defaults(func=lambda args: judge.print_help() or 2)
+
+    p = sub.add_parser("serve", help="serve a classifier with a vLLM-style /classify route")
+    p.add_argument("--model", required=True, help="local folder or Hub id of the judge classifier")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free one)")
+    p.add_argument("--served-model-name", help="the name clients send as `model` (default: --model)")
+    p.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: cuda when available)")
+    p.add_argument("--batch-size", type=int, default=16, help="texts per forward pass")
+    p.add_argument("--verbose", action="store_true", help="log every request")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("agreement", help="accuracy, Cohen's kappa and confusion matrix of a judge "
+                                         "against human labels")
+    p.add_argument("--data", required=True,
+                   help="JSONL with prompt, gold, prediction, label (0/1) per line")
+    p.add_argument("--model", help="judge run here: local folder or Hub id")
+    p.add_argument("--url", help="or a served judge, e.g. http://127.0.0.1:8000/classify")
+    p.add_argument("--served-model-name", help="with --url: the model name (default: ask /v1/models)")
+    p.add_argument("--tokenizer", help="with --url: the judge tokenizer (SEP + token windows)")
+    p.add_argument("--sep", help="with --url and no --tokenizer: the separator token, e.g. [SEP]")
+    p.add_argument("--window", type=int, help="token window (default 7995)")
+    p.add_argument("--device", help="with --model: cpu, cuda, ...")
+    p.add_argument("--batch-size", type=int, default=16, help="with --model: texts per forward pass")
+    p.add_argument("--out", help="also write the report as JSON here")
+    p.set_defaults(func=cmd_agreement)
+
+    p = sub.add_parser("train", help="train or fine-tune a judge on human-labelled answers")
+    p.add_argument("--data", required=True,
+                   help="JSONL with prompt, gold, prediction, label (0/1) per line")
+    p.add_argument("--base", required=True, help="the model to start from (folder or Hub id)")
+    p.add_argument("--out", required=True, help="folder to save the trained judge into")
+    p.add_argument("--epochs", type=float, default=1.0)
+    p.add_argument("--lr", type=float, default=2e-5, help="learning rate")
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--max-length", type=int, default=8192, help="tokens per input (left-truncated)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", help="cpu to force the CPU (default: what the Trainer picks)")
+    p.set_defaults(func=cmd_train)

@@ -1,0 +1,344 @@
+"""The metric library (mera_multi_hf.metric_fns) and the evaluate modules in metrics/."""
+from __future__ import annotations
+
+import doctest
+import inspect
+import json
+import os
+import random
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mera_multi_hf import metric_fns
+from mera_multi_hf.errors import MeraError
+from mera_multi_hf.metric_fns import (exact_match_scores, extract_answer, group_mean, group_scores,
+                                      normalize, slot_f1_scores, warn_if_squad_on_letters)
+
+REPO = Path(__file__).resolve().parent.parent
+METRICS = ("exact_match", "group_exact_match", "slot_f1", "judge_score")
+
+
+# ---------------------------------------------------------------------------------
+# Exact match against lm-eval's implementation (an independent reference).
+
+def _random_pairs(n: int, seed: int = 13) -> tuple[list[str], list[str]]:
+    """Answer-like pairs: letters, Cyrillic and Latin words, punctuation, spaces, empties.
+
+    About half the references are the prediction with case, punctuation or spacing
+    changed, so both outcomes are well represented.
+    """
+    rng = random.Random(seed)
+    words = ["A", "b", "C", "d", "Б", "в", "да", "Нет", "кошка", "Синий", "The", "an", "red",
+             "ёлка", "ЁЖ", "42", "3.14", "x-y", ""]
+    punct = list("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~") + ["«", "»", "—", "…"]
+    spaces = [" ", "  ", "\t", "\n", ""]
+
+    def phrase() -> str:
+        parts = []
+        for _ in range(rng.randint(0, 4)):
+            parts.append(rng.choice(words))
+            if rng.random() < 0.4:
+                parts.append(rng.choice(punct))
+            parts.append(rng.choice(spaces))
+        return "".join(parts)
+
+    def perturb(s: str) -> str:
+        kind = rng.randrange(5)
+        if kind == 0:
+            return s.upper()
+        if kind == 1:
+            return s.swapcase()
+        if kind == 2:
+            i = rng.randint(0, len(s))
+            return s[:i] + rng.choice(punct) + s[i:]
+        if kind == 3:
+            return s + rng.choice(spaces)
+        return s
+
+    preds, refs = [], []
+    for _ in range(n):
+        p = phrase()
+        preds.append(p)
+        refs.append(perturb(p) if rng.random() < 0.5 else phrase())
+    return preds, refs
+
+
+def test_mera_mode_matches_lm_eval_exact_match_per_example():
+    from lm_eval.api.metrics import exact_match_hf_evaluate
+
+    params = inspect.signature(exact_match_hf_evaluate).parameters
+    assert {"predictions", "references", "ignore_case", "ignore_punctuation"} <= set(params)
+    # lm-eval works on numpy fixed-width strings, which silently drop trailing NUL
+    # characters and truncate characters whose lowercase is longer (e.g. 'İ'); the pairs
+    # avoid both, so any difference left is a real disagreement.
+    preds, refs = _random_pairs(1500)
+    ours = exact_match_scores(preds, refs, mode="mera")
+    theirs = np.array([exact_match_hf_evaluate([p], [r], ignore_case=True, ignore_punctuation=True)
+                       ["exact_match"] for p, r in zip(preds, refs)])
+    mismatches = [(p, r) for p, r, a, b in zip(preds, refs, ours, theirs) if a != b]
+    assert not mismatches, mismatches[:5]
+    assert 0.2 < ours.mean() < 0.8  # both outcomes well represented
+    whole = exact_match_hf_evaluate(preds, refs, ignore_case=True, ignore_punctuation=True)
+    assert whole["exact_match"] == pytest.approx(ours.mean())
+
+
+def test_strict_mode_matches_lm_eval_without_options():
+    from lm_eval.api.metrics import exact_match_hf_evaluate
+
+    preds, refs = _random_pairs(1000, seed=5)
+    ours = exact_match_scores(preds, refs, mode="strict")
+    theirs = [exact_match_hf_evaluate([p], [r])["exact_match"] for p, r in zip(preds, refs)]
+    assert ours.tolist() == [int(t) for t in theirs]
+
+
+def test_normalisation_modes():
+    assert normalize("Ответ: B.", "mera") == "ответ b"
+    assert normalize(" A ", "mera") == " a "           # no whitespace strip
+    assert normalize("«Да»—нет", "mera") == "«да»—нет"  # only ASCII punctuation goes
+    assert normalize("Ответ: B.", "strict") == "Ответ: B."
+    assert normalize("The  cat, an apple!", "squad") == "cat apple"
+    assert normalize("theatre", "squad") == "theatre"    # whole words only
+    assert normalize("A", "squad") == ""
+    with pytest.raises(MeraError, match="unknown exact-match mode 'loose'"):
+        normalize("x", "loose")
+
+
+def test_exact_match_scores_cases():
+    assert exact_match_scores(["A", " A", "a.", ""], ["A", "A", "A", ""]).tolist() == [1, 0, 1, 1]
+    assert exact_match_scores(["A", "a"], ["A", "A"], mode="strict").tolist() == [1, 0]
+    # A list of acceptable answers matches any of them.
+    assert exact_match_scores(["Кошка", "пёс", "кот"], [["кот", "кошка"], ["кот"], "Кот"]).tolist() \
+        == [1, 0, 1]
+    with pytest.raises(MeraError, match="2 predictions but 1 references"):
+        exact_match_scores(["a", "b"], ["a"])
+    with pytest.raises(MeraError, match=r"predictions\[1\] is NoneType"):
+        exact_match_scores(["a", None], ["a", "b"])
+
+
+def test_squad_warns_on_letter_tasks_only():
+    with pytest.warns(UserWarning, match="gold 'A' becomes ''"):
+        warn_if_squad_on_letters("squad", "letter")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_if_squad_on_letters("squad", "free")
+        warn_if_squad_on_letters("mera", "letter")
+    # The trap the warning is about is real:
+    assert exact_match_scores([""], ["A"], mode="squad").tolist() == [1]
+
+
+def test_extract_answer_is_separate_from_official_em():
+    assert extract_answer("Ответ: B.") == "B"
+    assert extract_answer("ответ: b") == "B"
+    assert extract_answer("Сначала ответ A, но окончательный ОТВЕТ: **C**") == "C"
+    assert extract_answer("Ответ: (А)") == "A"                                # Cyrillic look-alike
+    assert extract_answer("ОТВЕТ: В", choices=["А", "Б", "В", "Г"]) == "В"      # Cyrillic choices
+    assert extract_answer("ответ: B", choices=["А", "Б", "В", "Г"]) == "В"
+    assert extract_answer("Б") == "Б"
+    assert extract_answer("Ответ: синий цвет.") == "синий цвет."
+    assert extract_answer("  просто текст ") == "просто текст"
+    assert extract_answer("ответ:") == ""
+    # Official EM does not extract:
+    assert exact_match_scores(["Ответ: B."], ["B"]).tolist() == [0]
+
+
+def test_group_mean_hand_cases():
+    # groups: 1 -> all right, 2 -> one wrong, 3 -> single right, 4 -> single wrong
+    scores = [1, 1, 1, 0, 1, 1, 0]
+    groups = [1, 1, 2, 2, 2, 3, 4]
+    assert group_scores(scores, groups).tolist() == [1, 0, 1, 0]
+    assert group_mean(scores, groups) == 0.5
+    assert group_mean([1, 1], ["x", "x"]) == 1.0      # any sortable ids work
+    assert group_mean([1, 0, 1], [5, 5, 5]) == 0.0    # one wrong answer sinks the group
+    with pytest.raises(MeraError, match="3 scores but 2 group ids"):
+        group_mean([1, 1, 1], [1, 2])
+    with pytest.raises(MeraError, match="no examples"):
+        group_mean([], [])
+
+
+def test_group_mean_agrees_with_a_plain_loop():
+    rng = np.random.default_rng(3)
+    ids = rng.integers(0, 500, size=3000)
+    scores = (rng.random(3000) < 0.9).astype(int)
+    by_group: dict = {}
+    for s, g in zip(scores, ids):
+        by_group.setdefault(g, []).append(s)
+    expected = sum(all(v == 1 for v in vals) for vals in by_group.values()) / len(by_group)
+    assert group_mean(scores, ids) == pytest.approx(expected)
+
+
+GOLD = "{'intent': 'alarm_set', 'slots': [{'time': 'Семь утра'}, {'date': 'завтра'}]}"
+
+
+@pytest.mark.parametrize("prediction, intent, f1", [
+    ('{"intent": "alarm_set", "slots": [{"time": "семь утра"}, {"date": "завтра"}]}', 1, 1.0),
+    # code fence, leading json, upper case: all removed before parsing
+    ('```json\n{"intent": "ALARM_SET", "slots": [{"time": "Семь утра"}]}\n```', 1, 2 / 3),
+    ('`{"intent": "alarm_set", "slots": []}`', 1, 0.0),
+    ('```{"intent": "alarm_set", "slots": [{"date": "завтра"}]}```', 1, 2 / 3),
+    ('  ```JSON\n{"intent": "alarm_set", "slots": [{"date": "ЗАВТРА"}]}```  ', 1, 2 / 3),
+    ('json {"intent": "alarm_query", "slots": [{"date": "завтра"}, {"x": "y"}]}', 0, 0.5),
+    # Python-literal single quotes are accepted
+    ("{'intent': 'alarm_set', 'slots': [{'time': 'семь утра', 'date': 'завтра'}]}", 1, 1.0),
+    ("это не json", 0, 0.0),
+    ('{"intent": "alarm_set", "slots": [', 0, 0.0),
+    ('["alarm_set"]', 0, 0.0),
+])
+def test_slot_f1_hand_cases(prediction, intent, f1):
+    em, scores = slot_f1_scores([prediction], [GOLD])
+    assert em.tolist() == [intent]
+    assert scores[0] == pytest.approx(f1)
+
+
+def test_slot_f1_multiset_and_empty_cases():
+    gold = '{"intent": "play", "slots": [{"artist": "a"}, {"artist": "a"}, {"song": "s"}]}'
+    # one "artist: a" predicted: C=1, P=1, R=1/3 -> F1 = 0.5
+    _, f1 = slot_f1_scores(['{"intent": "play", "slots": [{"artist": "a"}]}'], [gold])
+    assert f1[0] == pytest.approx(0.5)
+    # three "artist: a": only two in gold -> C=2, P=2/3, R=2/3
+    _, f1 = slot_f1_scores(['{"intent": "play", "slots": [{"artist": "a"}, {"artist": "a"}, '
+                            '{"artist": "a"}]}'], [gold])
+    assert f1[0] == pytest.approx(2 / 3)
+    # both empty -> 1; one side empty -> 0; gold as a dict works too
+    em, f1 = slot_f1_scores(['{"intent": "x", "slots": []}', '{"intent": "x", "slots": []}'],
+                            [{"intent": "X", "slots": []}, '{"intent": "x", "slots": [{"a": "b"}]}'])
+    assert em.tolist() == [1, 1] and f1.tolist() == [1.0, 0.0]
+    with pytest.raises(MeraError, match=r"references\[0\]"):
+        slot_f1_scores(["{}"], ["not json"])
+
+
+def test_library_doctests_pass():
+    from mera_multi_hf import judge, metrics_loading
+
+    for module in (metric_fns, judge, metrics_loading):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+# ---------------------------------------------------------------------------------
+# The evaluate modules.
+
+@pytest.fixture(scope="module")
+def modules():
+    import evaluate
+
+    return {name: evaluate.load(str(REPO / "metrics" / name)) for name in METRICS}
+
+
+def test_modules_load_from_the_checkout_and_compute(modules):
+    em = modules["exact_match"]
+    em.add_batch(predictions=["a", "B."], references=["A", "B"])
+    em.add_batch(predictions=["Ответ: C"], references=["C"])
+    assert em.compute() == {"exact_match": pytest.approx(2 / 3)}
+    assert em.compute(predictions=["Ответ: C", "x"], references=["C", "C"], extract=True) == \
+        {"exact_match": 0.0, "exact_match_extracted": 0.5}
+    assert em.compute(predictions=["a"], references=["A"], task="commonvideoqa") == {"exact_match": 0.0}
+    assert em.compute(predictions=["да", "нет"], references=[["Да", "верно"], ["нет."]]) == \
+        {"exact_match": 1.0}
+    with pytest.warns(UserWarning, match="squad"):
+        em.compute(predictions=[""], references=["A"], mode="squad", answer_kind="letter")
+
+    group = modules["group_exact_match"]
+    for start in range(0, 6, 2):
+        group.add_batch(predictions=["A", "B", "A", "A", "B", "B"][start:start + 2],
+                        references=["A", "B", "A", "B", "B", "B"][start:start + 2],
+                        group_ids=[0, 0, 1, 1, 2, 2][start:start + 2])
+    assert group.compute() == {"group_exact_match": pytest.approx(2 / 3),
+                               "exact_match": pytest.approx(5 / 6)}
+
+    slots = modules["slot_f1"]
+    result = slots.compute(predictions=['{"intent": "a", "slots": []}', "oops"],
+                           references=['{"intent": "a", "slots": []}'] * 2)
+    assert result == {"slot_f1": 0.5, "intent_exact_match": 0.5}
+
+
+def test_modules_combine(modules):
+    import evaluate
+
+    both = evaluate.combine([modules["exact_match"], modules["group_exact_match"]])
+    both.add_batch(predictions=["A", "B", "B"], references=["A", "A", "B"], group_ids=[1, 1, 2])
+    result = both.compute()
+    # both modules report exact_match, so evaluate prefixes those (only) with the module name
+    assert result == {"exact_match_exact_match": pytest.approx(2 / 3),
+                      "group_exact_match": 0.5,
+                      "group_exact_match_exact_match": pytest.approx(2 / 3)}
+    pair = evaluate.combine([modules["exact_match"], modules["slot_f1"]])
+    gold = '{"intent": "a", "slots": [{"k": "v"}]}'
+    assert pair.compute(predictions=[gold.upper()], references=[gold]) == \
+        {"exact_match": 1.0, "slot_f1": 1.0, "intent_exact_match": 1.0}
+
+
+def test_judge_module_refuses_without_a_judge(modules):
+    with pytest.raises(MeraError, match="no judge configured"):
+        modules["judge_score"].compute(predictions=["A"], references=["A"], prompts=["?"])
+
+
+@pytest.mark.parametrize("name", METRICS)
+def test_module_docstring_examples_run(name, modules):
+    module = sys.modules[type(modules[name]).__module__]
+    text = module._KWARGS_DESCRIPTION
+    test = doctest.DocTestParser().get_doctest(text, {}, f"{name}._KWARGS_DESCRIPTION",
+                                               module.__file__, 0)
+    assert test.examples, f"{name} has no examples"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    assert runner.failures == 0
+
+
+@pytest.mark.parametrize("name", METRICS)
+def test_module_folder_is_a_space(name):
+    import yaml
+
+    folder = REPO / "metrics" / name
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert card.startswith("---\n")
+    meta = yaml.safe_load(card.split("---\n")[1])
+    assert {"title", "emoji", "colorFrom", "colorTo", "sdk_version", "description"} <= set(meta)
+    assert meta["sdk"] == "gradio" and meta["app_file"] == "app.py" and meta["pinned"] is False
+    assert {"evaluate", "metric"} <= set(meta["tags"])
+    for section in ("Metric Description", "How to Use", "Inputs", "Output Values", "Examples",
+                    "Limitations and Bias", "Citation"):
+        assert f"## {section}" in card, (name, section)
+    app = (folder / "app.py").read_text(encoding="utf-8")
+    assert "launch_gradio_widget(module)" in app and "evaluate.load(" in app
+    assert "mera-multi-hf" in (folder / "requirements.txt").read_text(encoding="utf-8")
+    source = (folder / f"{name}.py").read_text(encoding="utf-8")
+    # evaluate's import scanner misreads `import a, b`: one module per import line
+    assert not [line for line in source.splitlines() if line.startswith("import ") and "," in line]
+
+
+def test_load_metric_rejects_unknown_names():
+    from mera_multi_hf import load_metric
+
+    with pytest.raises(MeraError, match="bundled metrics are exact_match"):
+        load_metric("bleu")
+
+
+def test_installed_wheel_finds_the_metric_modules(tmp_path):
+    """A non-editable install carries metrics/ inside the package and load_metric finds it."""
+    wheels, target = tmp_path / "wheels", tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(wheels), str(REPO)], check=True, cwd=tmp_path)
+    wheel = next(wheels.glob("mera_multi_hf-*.whl"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
+                    "-q", "--target", str(target), str(wheel)], check=True, cwd=tmp_path)
+    script = (
+        "import json, mera_multi_hf\n"
+        "from mera_multi_hf import load_metric\n"
+        "from mera_multi_hf.metrics_loading import metric_path\n"
+        "m = load_metric('group_exact_match')\n"
+        "r = m.compute(predictions=['A', 'B', 'B'], references=['A', 'B', 'A'], group_ids=[1, 1, 2])\n"
+        "print(json.dumps({'result': r, 'package': mera_multi_hf.__file__,\n"
+        "                  'module': metric_path('group_exact_match')}))\n")
+    env = dict(os.environ, PYTHONPATH=str(target), HF_MODULES_CACHE=str(tmp_path / "modules"))
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, check=True,
+                         capture_output=True, text=True)
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["result"] == {"group_exact_match": 0.5, "exact_match": pytest.approx(2 / 3)}
+    assert Path(report["package"]).is_relative_to(target)
+    assert Path(report["module"]) == target / "mera_multi_hf" / "_bundled" / "metrics" / "group_exact_match"
+    assert (Path(report["module"]) / "README.md").is_file()
