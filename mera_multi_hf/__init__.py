@@ -10,6 +10,9 @@ def __getattr__(name):
     if name in ("load_task", "render_prompt"):
         from . import loading
         return getattr(loading, name)
+    if name in ("run_evaluation", "evaluate_model"):
+        from . import runner
+        return getattr(runner, name)
     if name == "load_metric":
         from .metrics_loading import load_metric
         return load_metric
@@ -17,4 +20,4 @@ def __getattr__(name):
 
 
 __all__ = ["MeraError", "TASKS", "TaskSpec", "get_task", "load_task", "render_prompt",
-           "load_metric"]
+           "load_metric", "run_evaluation", "evaluate_model"]

@@ -168,18 +168,21 @@ def reference_rows(task: TaskSpec, ds: datasets.Dataset) -> list[dict]:
     """What scoring needs of each example (id, gold, meta, the prompt text), without
     reading or decoding any media."""
     flat = ds.flatten()
-    media_columns = {f: next(c for c in flat.column_names if c.startswith(f"inputs.{f}"))
-                     for f in task.media_fields}
+    present = {}  # media field -> per-row "has an item", read from Arrow validity only
+    for field in task.media_fields:
+        columns = [c for c in flat.column_names if c.startswith(f"inputs.{field}")]
+        valid = [flat.data.column(c).is_valid().to_pylist() for c in columns]
+        present[field] = [any(v) for v in zip(*valid)] if valid else [False] * len(flat)
     keep = ["instruction", "outputs"] + [c for c in flat.column_names if c.startswith("meta.")] \
-        + [f"inputs.{f}" for f in task.text_fields] + list(media_columns.values())
+        + [f"inputs.{f}" for f in task.text_fields]
     rows = []
-    for row in flat.select_columns(keep).to_list():
+    for position, row in enumerate(flat.select_columns(keep).to_list()):
         meta = {}
         for column, value in row.items():
             if column.startswith("meta."):
                 _nest(meta, column[5:].split("."), value)
         inputs = {f: row[f"inputs.{f}"] for f in task.text_fields}
-        inputs.update({f: True if row[c] is not None else None for f, c in media_columns.items()})
+        inputs.update({f: True if present[f][position] else None for f in task.media_fields})
         example = {"instruction": row["instruction"], "inputs": inputs,
                    "outputs": row["outputs"], "meta": meta}
         rows.append({"id": meta["id"], "outputs": row["outputs"] or "", "meta": meta,

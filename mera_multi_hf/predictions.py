@@ -45,9 +45,10 @@ def prediction_files(path: str | Path) -> list[Path]:
     return [path]
 
 
-def read_predictions(path: str | Path, task_key: str | None = None) -> dict[int, str]:
-    """id -> answer. Lines of other tasks (a "task" field) are skipped; an id answered twice
-    with different texts is an error."""
+def read_predictions(path: str | Path, task_key: str | None = None,
+                     split: str | None = None) -> dict[int, str]:
+    """id -> answer. Lines of other tasks or splits ("task", "split" fields) are skipped;
+    an id answered twice with different texts is an error."""
     answers: dict[int, str] = {}
     conflicts = []
     for file in prediction_files(path):
@@ -64,6 +65,8 @@ def read_predictions(path: str | Path, task_key: str | None = None) -> dict[int,
                 if not isinstance(record, dict):
                     raise MeraError(f"{where}: expected a JSON object per line")
                 if task_key and record.get("task") not in (None, task_key):
+                    continue
+                if split and record.get("split") not in (None, split):
                     continue
                 example_id, answer = _answer_of(record, where)
                 if answers.setdefault(example_id, answer) != answer:

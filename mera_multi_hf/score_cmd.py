@@ -20,7 +20,7 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     from .tasks import get_task
 
     task = get_task(task_key)
-    predictions = read_predictions(predictions_path, task.key)
+    predictions = read_predictions(predictions_path, task.key, split)
     ds = load_task(task, source=data, split=split)
     references = reference_rows(task, ds)
     known = {r["id"] for r in references}

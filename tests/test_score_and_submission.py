@@ -144,3 +144,19 @@ def test_submission_checks_ids(tmp_path):
                                                   "ruslun": {7: '{"intent": "x"}'}})
     assert read_submission(path) == {"ruHHH_Image": {1: "A", 2: "B"},
                                      "ruSLUn": {7: '{"intent": "x"}'}}
+
+
+def test_scoring_a_runner_sample_log_reproduces_the_run(tmp_path):
+    from mera_multi_hf.runner import run_evaluation
+
+    run = run_evaluation(tasks="ruhhh_image", data="sample", output_dir=tmp_path / "run",
+                         batch_size=4, progress=False)
+    log = tmp_path / "run" / "samples_ruhhh_image_test.jsonl"
+    assert main(["score", "--task", "ruhhh_image", "--predictions", str(log), "--data", "sample",
+                 "--out", str(tmp_path / "rescored")]) == 0
+    rescored = json.loads((tmp_path / "rescored" / "results.json").read_text())
+    ran = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert rescored["tasks"]["ruhhh_image"]["metrics"] == ran["tasks"]["ruhhh_image"]["metrics"]
+    assert run["summary"]["overall"] == rescored["summary"]["overall"]
+    assert read_submission(tmp_path / "rescored" / "submission.zip") == \
+        read_submission(tmp_path / "run" / "submission.zip")

@@ -1,0 +1,221 @@
+"""The ``hf`` backend: a transformers model in this process.
+
+AutoProcessor + AutoModelForImageTextToText (AutoModelForCausalLM for a text-only
+model), the model's own chat template, left padding, greedy decoding. The model loads
+on the first ``generate`` call, so a run whose answers are all in the sample log never
+loads it.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+import warnings
+from pathlib import Path
+
+from ..errors import MeraError
+from ..tiny_model import TINY_MODEL_ID, is_tiny_model, tiny_model_path, tiny_model_revision
+from .requests import Request, chat_messages, content_parts, plain_prompt
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+PROMPT_MODES = ("auto", "chat", "plain")
+
+
+def resolve_model(model: str | None, revision: str | None = None) -> tuple[str, str, str | None]:
+    """(model id for the records, what to pass to from_pretrained, revision).
+
+    The revision is the Hub commit when the model is in the local Hub cache, a content
+    fingerprint for a local folder, and the recipe hash for the built-in tiny model.
+    """
+    if is_tiny_model(model):
+        path = tiny_model_path()
+        return TINY_MODEL_ID, str(path), tiny_model_revision(path)
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return model, str(path), revision or "local-" + _folder_fingerprint(path)
+    if path.exists() or model.startswith((".", "/", "~")) or model.count("/") > 1:
+        raise MeraError(f"model path {model!r} is not a model folder (no such directory); "
+                        f"give a local folder with config.json or a Hub id such as org/name")
+    return model, model, _hub_commit(model, revision)
+
+
+def _folder_fingerprint(path: Path) -> str:
+    digest = hashlib.sha256()
+    for item in sorted(path.iterdir()):
+        if item.suffix in (".json", ".jinja", ".model", ".txt") and item.stat().st_size < 1 << 24:
+            digest.update(item.name.encode() + item.read_bytes())
+        elif item.is_file():
+            digest.update(f"{item.name}:{item.stat().st_size}".encode())
+    return digest.hexdigest()[:12]
+
+
+def _hub_commit(model: str, revision: str | None) -> str | None:
+    """The commit a Hub model id (and branch/tag) points to, found without downloading
+    the weights: asked of the Hub when online, else read from the local Hub cache. The
+    model is then loaded at that commit, so the recorded revision is the one used."""
+    if revision and re.fullmatch(r"[0-9a-f]{40}", revision):
+        return revision
+    from huggingface_hub import HfApi, constants, try_to_load_from_cache
+
+    if not constants.HF_HUB_OFFLINE:
+        try:
+            return HfApi().model_info(model, revision=revision, timeout=20).sha
+        except Exception:  # noqa: BLE001 (no network or no access: the cache may know)
+            pass
+    try:
+        hit = try_to_load_from_cache(model, "config.json", revision=revision)
+    except Exception:  # noqa: BLE001 (a malformed id: from_pretrained reports it properly)
+        hit = None
+    if isinstance(hit, str):
+        return Path(hit).parent.name  # .../snapshots/<commit>/config.json
+    return revision
+
+
+def _is_multimodal(config) -> bool:
+    from transformers import AutoModelForImageTextToText
+
+    auto_map = getattr(config, "auto_map", None) or {}
+    return type(config) in AutoModelForImageTextToText._model_mapping or \
+        "AutoModelForImageTextToText" in auto_map
+
+
+class HFBackend:
+    name = "hf"
+
+    def __init__(self, model: str | None = None, *, revision: str | None = None,
+                 dtype: str = "auto", device: str | None = None, max_pixels: int | None = None,
+                 trust_remote_code: bool = False, prompt_mode: str = "auto", batch_size: int = 8):
+        if dtype not in DTYPES:
+            raise MeraError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
+        if prompt_mode not in PROMPT_MODES:
+            raise MeraError(f"unknown prompt mode {prompt_mode!r}; choose one of {', '.join(PROMPT_MODES)}")
+        self.model_id, self.path, self.revision = resolve_model(model, revision)
+        self.from_hub = not Path(self.path).is_dir()
+        self.dtype, self.device_arg, self.max_pixels = dtype, device, max_pixels
+        self.trust_remote_code, self.prompt_mode = trust_remote_code, prompt_mode
+        self.batch_size = batch_size
+        self.model = None
+        self._warned = False
+
+    # what identifies the generations (hashed into every request) and what results record
+    def settings(self) -> dict:
+        return {"backend": self.name, "dtype": self.dtype, "prompt_mode": self.prompt_mode,
+                "max_pixels": self.max_pixels, "do_sample": False, "num_beams": 1}
+
+    def info(self) -> dict:
+        info = {"model": self.model_id, "revision": self.revision, "backend": self.name,
+                "dtype": self.dtype, "prompt_mode": self.prompt_mode, "max_pixels": self.max_pixels,
+                "trust_remote_code": self.trust_remote_code}
+        if self.model is not None:
+            info.update(dtype=str(self.model.dtype).replace("torch.", ""),
+                        prompt_mode=self.resolved_mode, device=str(self.device),
+                        model_class=type(self.model).__name__, text_only=self.text_only)
+        return info
+
+    def load(self) -> None:
+        if self.model is not None:
+            return
+        import torch
+        import transformers
+        from accelerate import PartialState
+
+        device = self.device_arg or str(PartialState().device)
+        kwargs = {"trust_remote_code": self.trust_remote_code}
+        if self.from_hub and self.revision:  # load the very commit the logs record
+            kwargs["revision"] = self.revision
+        if self.dtype == "auto":
+            # fp32 on CPU: bf16 there is slow and its rounding breaks batch invariance
+            dtype = torch.float32 if device == "cpu" else "auto"
+        else:
+            dtype = getattr(torch, self.dtype)
+        load = dict(kwargs, dtype=dtype)
+        if device == "auto":
+            load["device_map"] = "auto"
+        transformers.logging.disable_progress_bar()
+        try:
+            config = transformers.AutoConfig.from_pretrained(self.path, **kwargs)
+            self.text_only = not _is_multimodal(config)
+            if self.text_only:  # a language model: media are dropped (with a warning)
+                self.processor = transformers.AutoTokenizer.from_pretrained(self.path, **kwargs)
+                self.model = transformers.AutoModelForCausalLM.from_pretrained(self.path, **load)
+            else:
+                self.processor = transformers.AutoProcessor.from_pretrained(self.path, **kwargs)
+                self.model = transformers.AutoModelForImageTextToText.from_pretrained(self.path, **load)
+        except (OSError, ValueError) as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise MeraError(f"cannot load model {self.model_id!r}: {first}") from None
+        finally:
+            transformers.logging.enable_progress_bar()
+        if device != "auto":
+            self.model.to(device)
+        self.model.eval()
+        self.device = self.model.device
+        self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        self.tokenizer.padding_side = "left"  # generation continues at the right edge
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        has_template = bool(getattr(self.processor, "chat_template", None)
+                            or getattr(self.tokenizer, "chat_template", None))
+        if self.prompt_mode == "chat" and not has_template:
+            raise MeraError(f"model {self.model_id!r} has no chat template; use --prompt-mode plain")
+        self.resolved_mode = self.prompt_mode if self.prompt_mode != "auto" else \
+            ("chat" if has_template else "plain")
+        self.media_token = None if self.text_only else getattr(self.processor, "image_token", None)
+        gen = copy.deepcopy(self.model.generation_config)
+        gen.do_sample, gen.num_beams = False, 1
+        gen.temperature = gen.top_p = gen.top_k = None  # unused when greedy: silence warnings
+        gen.pad_token_id = self.tokenizer.pad_token_id
+        self.generation_config = gen
+
+    def render(self, request: Request) -> str:
+        """The full prompt string the model sees (chat template applied or plain)."""
+        if self.resolved_mode == "plain":
+            return plain_prompt(request.prompt, self.media_token)
+        if self.text_only:
+            text = "\n".join(p["text"] for p in content_parts(request.prompt) if p["type"] == "text")
+            messages = [{"role": "user", "content": text}]
+            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                                      tokenize=False)
+        return self.processor.apply_chat_template(chat_messages(request), add_generation_prompt=True,
+                                                  tokenize=False)
+
+    def encode(self, requests: list[Request]):
+        """The model inputs for one batch (on the model's device)."""
+        texts = [self.render(r) for r in requests]
+        # left padding: every prompt ends at the right edge, where generation continues
+        kwargs = {"text": texts, "padding": True, "padding_side": "left", "return_tensors": "pt"}
+        if not self.text_only:
+            kinds = {m.kind for r in requests for m in r.media}
+            if kinds - {"image"}:
+                raise MeraError(f"the hf backend does not handle {', '.join(sorted(kinds - {'image'}))} "
+                                f"inputs yet; serve the model with an OpenAI-compatible server "
+                                f"(e.g. vLLM) and use --backend openai")
+            images = [m.image(self.max_pixels) for r in requests for m in r.media]
+            if images:
+                kwargs["images"] = images
+        elif any(r.media for r in requests) and not self._warned:
+            warnings.warn(f"{self.model_id} is a text-only model: the media inputs are left out "
+                          f"of its prompts", UserWarning, stacklevel=2)
+            self._warned = True
+        processor = self.tokenizer if self.text_only else self.processor
+        batch = processor(**kwargs)
+        dtype = self.model.dtype
+        return {k: (v.to(self.device, dtype) if v.is_floating_point() else v.to(self.device))
+                for k, v in batch.items()}
+
+    def generate(self, requests: list[Request]) -> list[str]:
+        import torch
+
+        if not requests:
+            return []
+        self.load()
+        config = copy.copy(self.generation_config)
+        config.max_new_tokens = max(r.max_new_tokens for r in requests)
+        inputs = self.encode(requests)
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, generation_config=config)
+        new_tokens = out[:, inputs["input_ids"].shape[1]:]
+        return self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,88 @@
+"""The sample log: one JSON line per finished example, the unit of resumption.
+
+Each process appends to its own shard, ``<out>/logs/samples-rank<r>.jsonl``, and
+flushes after every batch. A restarted run reads every shard, whatever the number of
+processes that wrote them, and skips an example whose (task, split, id) is logged with
+the same request hash. A line torn by a kill is ignored (and cut off before the shard
+is appended to again). Media are logged as sha256 hashes, never as bytes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+LOG_DIR = "logs"
+
+
+def request_hash(model: str, revision: str | None, settings: dict, prompt: str,
+                 media_hashes: list[str], max_new_tokens: int) -> str:
+    """What an answer depends on: model, revision, generation settings, prompt, media."""
+    payload = json.dumps({"model": model, "revision": revision, "settings": settings,
+                          "max_new_tokens": max_new_tokens, "prompt": prompt,
+                          "media": media_hashes}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
+
+
+def read_lines(path: Path):
+    """The complete records of one shard; a torn or garbled line is skipped."""
+    with open(path, "rb") as f:
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                break  # the last line of a killed run
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and {"task", "split", "id", "request_hash"} <= record.keys():
+                yield record
+
+
+class SampleLog:
+    def __init__(self, out_dir: str | Path, rank: int = 0):
+        self.dir = Path(out_dir) / LOG_DIR
+        self.path = self.dir / f"samples-rank{rank}.jsonl"
+        self._file = None
+
+    def shards(self) -> list[Path]:
+        return sorted(self.dir.glob("samples-rank*.jsonl")) if self.dir.is_dir() else []
+
+    def read(self) -> dict[tuple, dict[str, dict]]:
+        """Every logged record: (task, split, id) -> {request hash: record} (first wins)."""
+        index: dict[tuple, dict[str, dict]] = {}
+        for shard in self.shards():
+            for record in read_lines(shard):
+                key = (record["task"], record["split"], int(record["id"]))
+                index.setdefault(key, {}).setdefault(record["request_hash"], record)
+        return index
+
+    def append(self, records: list[dict]) -> None:
+        if self._file is None:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            _cut_torn_tail(self.path)
+            self._file = open(self.path, "a", encoding="utf-8")
+        self._file.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        self._file.flush()  # a kill after this loses nothing
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def clear(self) -> None:
+        for shard in self.shards():
+            shard.unlink()
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Drop a partial last line so that the next record starts on a line of its own."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    with open(path, "rb+") as f:
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) == b"\n":
+            return
+        f.seek(0)
+        data = f.read()
+        f.truncate(data.rfind(b"\n") + 1)

@@ -1,0 +1,182 @@
+"""The built-in tiny model: a LLaVA-architecture VLM with random weights.
+
+A plumbing check, not a model: its answers are noise. It exists so that the demo
+(`mera-multi evaluate` with no arguments) and the tests run the real loading and
+generation path (AutoProcessor, AutoModelForImageTextToText, chat template, image
+tokens) offline, in seconds, on a CPU.
+
+It is built at first use into ``<cache_root>/models/`` (about 0.7 MB) from a fixed
+recipe and a fixed seed, so every build is the same model. Its weights are nudged so
+that it usually answers a lone "A" or "B" (chosen by the input, i.e. at random) and
+then stops; the scores it gets are those of a coin, which is the point.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+TINY_MODEL_ID = "mera-multi-hf/tiny-random-llava"
+RECIPE_VERSION = "2"
+SEED = 0
+
+# Sizes of the text model; "small" is only for the overhead benchmark (slower generate).
+SIZES = {
+    "tiny": dict(hidden=64, intermediate=128, layers=2, heads=4, kv_heads=2),
+    "small": dict(hidden=256, intermediate=768, layers=4, heads=4, kv_heads=2),
+}
+
+# Newlines are written as {{ "\n" }}: Jinja (trim_blocks) drops a newline after a tag.
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ '\n' }}"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
+    "{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<image>{{ '\n' }}{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}{{ '\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{{ '\n' }}{% endif %}"
+)
+
+CARD = """---
+library_name: transformers
+pipeline_tag: image-text-to-text
+tags: [mera-multi-hf, random-weights, test-only]
+---
+# {name} (random weights: a plumbing check)
+
+Built by mera-multi-hf (recipe {recipe}, seed {seed}). A 1-layer CLIP vision tower and a
+{layers}-layer Llama text model with random weights and a byte-level BPE tokenizer
+trained on a few Russian sentences. **Its answers are noise**: use it to check that a
+pipeline runs, never to judge anything.
+"""
+
+
+def is_tiny_model(name: str | None) -> bool:
+    return name in (None, TINY_MODEL_ID, "tiny")
+
+
+def tiny_model_path(size: str = "tiny") -> Path:
+    """The folder of the built-in model, built on first use (atomically)."""
+    from .loading import cache_root
+
+    target = cache_root() / "models" / f"tiny-random-llava-{size}-r{RECIPE_VERSION}"
+    if (target / "config.json").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".tiny-", dir=target.parent))
+    try:
+        build_tiny_model(work / "model", size=size)
+        try:
+            (work / "model").rename(target)
+        except OSError:  # another process finished first: its build is the same model
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+def tiny_model_revision(path: str | Path) -> str:
+    """A content hash of the built folder: the revision recorded in logs and results."""
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(path)):
+        if name.endswith((".json", ".safetensors", ".jinja")):
+            digest.update(name.encode())
+            digest.update(Path(path, name).read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _training_texts() -> list[str]:
+    from .sample_data import CATEGORY_CONTEXT, ITEMS, PROMPTS
+
+    texts = [item[3] for item in ITEMS] + [a for item in ITEMS for a in item[4]]
+    texts += PROMPTS + list(CATEGORY_CONTEXT.values())
+    return texts + ["Ответ: A", "Ответ: B", "A", "B", "C", "D"]
+
+
+def _tokenizer():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    special = ["<pad>", "<s>", "</s>", "<image>", "<|user|>", "<|assistant|>", "<|system|>"]
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=special, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(_training_texts(), trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
+                                   pad_token="<pad>", extra_special_tokens={"image_token": "<image>"})
+
+
+def build_tiny_model(out_dir: str | Path, size: str = "tiny") -> Path:
+    """Build the model into ``out_dir`` (offline, deterministic) and return the folder."""
+    import torch
+    import transformers
+    from transformers import (CLIPImageProcessorPil, CLIPVisionConfig, LlamaConfig, LlavaConfig,
+                              LlavaForConditionalGeneration, LlavaProcessor)
+
+    dims = SIZES[size]
+    tokenizer = _tokenizer()
+    processor = LlavaProcessor(
+        image_processor=CLIPImageProcessorPil(size={"shortest_edge": 28},
+                                              crop_size={"height": 28, "width": 28}),
+        tokenizer=tokenizer, patch_size=14, vision_feature_select_strategy="default",
+        num_additional_image_tokens=1, chat_template=CHAT_TEMPLATE)
+    vocab = len(tokenizer)
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                       num_attention_heads=2, image_size=28, patch_size=14,
+                                       projection_dim=32),
+        text_config=LlamaConfig(vocab_size=vocab, hidden_size=dims["hidden"],
+                                intermediate_size=dims["intermediate"],
+                                num_hidden_layers=dims["layers"],
+                                num_attention_heads=dims["heads"],
+                                num_key_value_heads=dims["kv_heads"], max_position_embeddings=1024,
+                                bos_token_id=tokenizer.bos_token_id,
+                                eos_token_id=tokenizer.eos_token_id,
+                                pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False),
+        image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
+        vision_feature_select_strategy="default", vision_feature_layer=-1,
+        pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(SEED)
+    model = LlavaForConditionalGeneration(config).eval()
+    gen = torch.Generator().manual_seed(SEED)
+    with torch.no_grad():
+        # Unit-scale weights make the output depend on the input (the default 0.02 init
+        # gives the same answer to every prompt).
+        for name, param in model.named_parameters():
+            if param.dim() >= 2 and "embed" not in name and "lm_head" not in name:
+                param.copy_(torch.randn(param.shape, generator=gen) * 2 / param.shape[1] ** 0.5)
+        # "A" and "B" get opposite output rows along a random direction v, so the sign of
+        # v.h picks one of them; their input embeddings are a large vector u, and the EOS
+        # row is u: right after a letter the model stops.
+        d = config.text_config.hidden_size
+        u = torch.randn(d, generator=gen)
+        u /= u.norm()
+        v = torch.randn(d, generator=gen)
+        v -= (v @ u) * u
+        v /= v.norm()
+        a, b = tokenizer.convert_tokens_to_ids(["A", "B"])
+        model.get_input_embeddings().weight[[a, b]] = 30 * u
+        head = model.get_output_embeddings().weight
+        head[a], head[b], head[tokenizer.eos_token_id] = 8 * v, -8 * v, 5 * u
+    out = Path(out_dir)
+    transformers.logging.disable_progress_bar()
+    try:
+        model.save_pretrained(out)
+        processor.save_pretrained(out)
+    finally:
+        transformers.logging.enable_progress_bar()
+    (out / "README.md").write_text(CARD.format(name=TINY_MODEL_ID, recipe=RECIPE_VERSION,
+                                               seed=SEED, layers=dims["layers"]), encoding="utf-8")
+    (out / "mera_multi_tiny.json").write_text(json.dumps(
+        {"model_id": TINY_MODEL_ID, "recipe": RECIPE_VERSION, "seed": SEED, "size": size,
+         "note": "random weights: a plumbing check, answers are noise"}, indent=1), encoding="utf-8")
+    return out
+
+
+if __name__ == "__main__":
+    print(tiny_model_path())

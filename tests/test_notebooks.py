@@ -1,0 +1,34 @@
+"""The notebooks run as written: every code cell, in order, in one namespace."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+
+
+def code_of(notebook: Path) -> list[str]:
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    blocks = []
+    for cell in cells:
+        if cell["cell_type"] != "code":
+            continue
+        lines = [line for line in "".join(cell["source"]).splitlines()
+                 if not line.lstrip().startswith(("!", "%"))]  # shell / magics: not Python
+        blocks.append("\n".join(lines))
+    return blocks
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs(notebook, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": "__main__"}
+    for number, block in enumerate(code_of(notebook)):
+        exec(compile(block, f"{notebook.name}[cell {number}]", "exec"), namespace)
+    assert (tmp_path / "runs" / "demo" / "submission.zip").is_file()

@@ -1,0 +1,218 @@
+"""The runner end to end on the bundled sample and the built-in tiny model: outputs,
+sample log, resumption, settings clashes, private splits, CLI errors."""
+from __future__ import annotations
+
+import json
+import re
+import string
+import zipfile
+
+import pytest
+
+from mera_multi_hf.cli import main
+from mera_multi_hf.errors import MeraError
+from mera_multi_hf.runner import make_batches, run_evaluation
+from mera_multi_hf.runner.samplelog import SampleLog
+
+NO_PUNCT = str.maketrans("", "", string.punctuation)
+
+
+def _log_lines(out):
+    lines = []
+    for shard in sorted((out / "logs").glob("samples-rank*.jsonl")):
+        lines += [json.loads(x) for x in shard.read_bytes().split(b"\n") if x.strip()]
+    return lines
+
+
+def _answers(out, split="test"):
+    path = out / f"samples_ruhhh_image_{split}.jsonl"
+    return {r["id"]: r["generation"] for r in map(json.loads, path.read_text().splitlines())}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """One uninterrupted run of the whole sample test split, batch size 1."""
+    out = tmp_path_factory.mktemp("reference")
+    result = run_evaluation(None, data="sample", batch_size=1, output_dir=out, progress=False)
+    return out, result
+
+
+def test_demo_cli_writes_everything(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["evaluate", "--output-dir", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "exact_match" in printed and "random weights" in printed
+    for name in ("results.json", "results.md", "model-index.yaml", "submission.zip",
+                 "samples_ruhhh_image_test.jsonl"):
+        assert (out / name).is_file(), name
+
+    run = json.loads((out / "results.json").read_text())["run"]
+    assert run["model"] == "mera-multi-hf/tiny-random-llava" and re.fullmatch(r"[0-9a-f]{12}", run["revision"])
+    assert run["dtype"] == "float32" and run["seed"] == 1234 and run["split"] == "test"
+    assert run["generation"] == {"do_sample": False, "num_beams": 1, "max_new_tokens": {"ruhhh_image": 16}}
+    assert set(run["versions"]) >= {"mera-multi-hf", "torch", "transformers", "datasets",
+                                    "evaluate", "accelerate"}
+    assert run["metric_modes"]["ruhhh_image"]["exact_match"] == "mera"
+    assert re.fullmatch(r"[0-9a-f]{16}", run["dataset_fingerprint"]["ruhhh_image"])
+    assert run["dataset_source"]["ruhhh_image"] == "sample"
+    assert "evaluate" in run["command"] and "chat template" in run["prompt_source"]
+    assert "model-index" in (out / "model-index.yaml").read_text()
+
+    lines = _log_lines(out)
+    assert sorted(r["id"] for r in lines) == list(range(26))
+    for record in lines:
+        assert re.fullmatch(r"[0-9a-f]{64}", record["media_sha256"][0])
+        assert record["target"] in ("A", "B") and "<image>" in record["prompt"]
+        assert record["metrics"]["exact_match"] in (0.0, 1.0)
+        official = record["generation"].lower().translate(NO_PUNCT) == record["target"].lower()
+        assert record["metrics"]["exact_match"] == float(official)
+        assert set(record) >= {"extracted", "time_s", "request_hash", "generation"}
+    text = (out / "logs" / "samples-rank0.jsonl").read_text()
+    assert "base64" not in text and "PNG" not in text  # never media bytes
+
+    with zipfile.ZipFile(out / "submission.zip") as zf:
+        rows = json.loads(zf.read("ruHHH_Image.json"))["data"]["test"]
+    assert {r["meta"]["id"]: r["outputs"] for r in rows} == _answers(out)
+    # the official EM in results.json is the mean of the logged per-sample EM
+    result = json.loads((out / "results.json").read_text())["tasks"]["ruhhh_image"]
+    assert result["metrics"]["exact_match"] == pytest.approx(
+        sum(r["metrics"]["exact_match"] for r in lines) / 26)
+
+
+def test_batch_size_does_not_change_answers(reference, tmp_path):
+    out, result = reference
+    again = run_evaluation(None, data="sample", batch_size=4, output_dir=tmp_path / "b4",
+                           progress=False)
+    assert _answers(tmp_path / "b4") == _answers(out)
+    assert again["tasks"][0]["metrics"] == result["tasks"][0]["metrics"]
+    assert len(set(_answers(out).values())) > 1
+
+
+def test_resume_skips_logged_examples_and_gives_the_same_results(reference, tmp_path):
+    out = tmp_path / "resume"
+    first = run_evaluation(None, data="sample", limit=10, batch_size=4, output_dir=out,
+                           progress=False)
+    assert first["counts"] == {"requested": 10, "resumed": 0, "generated": 10, "generated_here": 10}
+    # a torn last line, as a kill in the middle of a write leaves it
+    with open(out / "logs" / "samples-rank0.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"task": "ruhhh_image", "split": "test", "id": 11, "prom')
+    second = run_evaluation(None, data="sample", batch_size=3, output_dir=out, progress=False)
+    assert second["counts"]["resumed"] == 10 and second["counts"]["generated"] == 16
+    ids = [r["id"] for r in _log_lines(out) if "request_hash" in r]
+    assert sorted(ids) == list(range(26))  # every id exactly once, the torn line cut off
+    assert _answers(out) == _answers(reference[0])
+    assert second["tasks"][0]["metrics"] == reference[1]["tasks"][0]["metrics"]
+    third = run_evaluation(None, data="sample", output_dir=out, progress=False)
+    assert third["counts"]["generated"] == 0
+
+
+def test_other_settings_in_the_output_dir_stop_the_run(tmp_path, capsys):
+    out = tmp_path / "clash"
+    args = ["evaluate", "--output-dir", str(out), "--limit", "3", "--no-progress"]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main(args + ["--max-new-tokens", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "other settings" in err and "--overwrite" in err and "--output-dir" in err
+    assert len(err.strip().splitlines()) == 1
+    assert main(args + ["--max-new-tokens", "5", "--overwrite"]) == 0
+    lines = _log_lines(out)
+    assert len(lines) == 3 and len({r["request_hash"] for r in lines}) == 3
+    assert json.loads((out / "results.json").read_text())["run"]["generation"]["max_new_tokens"] == \
+        {"ruhhh_image": 5}
+
+
+def test_private_split_logs_and_submits_but_does_not_score(raw_sample, tmp_path, capsys):
+    doc = json.loads((raw_sample / "test.json").read_text(encoding="utf-8"))
+    doc["access"] = "private"
+    for record in doc["data"]:
+        record["outputs"] = ""
+    (raw_sample / "test.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    out = tmp_path / "private"
+    assert main(["evaluate", "--data", str(raw_sample), "--output-dir", str(out), "--limit", "5",
+                 "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "cannot score" in printed and "submission.zip" in printed
+    result = json.loads((out / "results.json").read_text())["tasks"]["ruhhh_image"]
+    assert result["scorable"] is False and result["metrics"] == {}
+    assert len(_answers(out)) == 5
+    assert all(r["metrics"] == {} and r["target"] == "" for r in _log_lines(out))
+    with zipfile.ZipFile(out / "submission.zip") as zf:
+        assert len(json.loads(zf.read("ruHHH_Image.json"))["data"]["test"]) == 5
+    # the shots split of the same folder has answers: it scores
+    assert main(["evaluate", "--data", str(raw_sample), "--split", "shots",
+                 "--output-dir", str(tmp_path / "shots"), "--no-progress"]) == 0
+    shots = json.loads((tmp_path / "shots" / "results.json").read_text())["tasks"]["ruhhh_image"]
+    assert shots["scorable"] is True and shots["n_examples"] == 6
+    assert not (tmp_path / "shots" / "submission.zip").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--tasks", "ruhhh_imag"], "unknown task 'ruhhh_imag'"),
+    (["--model", "./no/such/model"], "not a model folder"),
+    (["--tasks", "rutie_image"], "dialogue task"),
+    (["--data", "/no/such/folder"], "is not a folder"),
+    (["--tasks", "ruenvaqa"], "image tasks only"),
+])
+def test_user_mistakes_print_one_line(args, message, tmp_path, capsys):
+    code = main(["evaluate", "--output-dir", str(tmp_path / "x"), "--no-progress"] + args)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_help_lists_every_option(capsys):
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    text = capsys.readouterr().out
+    for flag in ("--model", "--tasks", "--data", "--split", "--limit", "--batch-size",
+                 "--output-dir", "--max-new-tokens", "--dtype", "--device", "--max-pixels",
+                 "--trust-remote-code", "--seed", "--backend", "--base-url", "--api-key",
+                 "--concurrency", "--judge", "--judge-url", "--overwrite", "accelerate launch"):
+        assert flag in text, flag
+
+
+def test_batches_group_similar_lengths():
+    from mera_multi_hf.runner.requests import Request
+
+    reqs = [Request("t", "test", i, "x" * n, [], 4) for i, n in enumerate([5, 50, 6, 49, 7, 48])]
+    batches = make_batches(reqs, 3)
+    assert [[r.id for r in b] for b in batches] == [[1, 3, 5], [4, 2, 0]]
+
+
+def test_sample_log_reader_ignores_garbage(tmp_path):
+    log = SampleLog(tmp_path, rank=1)
+    log.append([{"task": "t", "split": "test", "id": 1, "request_hash": "h", "generation": "A"}])
+    log.close()
+    with open(log.path, "a", encoding="utf-8") as f:
+        f.write("not json\n{\"task\": \"t\"}\n{\"task\": \"t\", \"split\": \"test\", \"id\": 2,")
+    assert list(SampleLog(tmp_path).read()) == [("t", "test", 1)]
+    log = SampleLog(tmp_path, rank=1)
+    log.append([{"task": "t", "split": "test", "id": 2, "request_hash": "h", "generation": "B"}])
+    log.close()
+    assert sorted(SampleLog(tmp_path).read()) == [("t", "test", 1), ("t", "test", 2)]
+
+
+def test_tiny_model_is_built_deterministically(tmp_path):
+    from mera_multi_hf.tiny_model import build_tiny_model, tiny_model_path, tiny_model_revision
+
+    assert tiny_model_revision(build_tiny_model(tmp_path / "again")) == \
+        tiny_model_revision(tiny_model_path())
+    assert "noise" in (tiny_model_path() / "README.md").read_text()
+
+
+def test_python_entry_point_rejects_bad_input(tmp_path):
+    with pytest.raises(MeraError, match="unknown backend"):
+        run_evaluation(None, backend="vllm", output_dir=tmp_path)
+    with pytest.raises(MeraError, match="needs --base-url"):
+        run_evaluation("m", backend="openai", output_dir=tmp_path)
+
+
+def test_modality_selection_leaves_dialogue_tasks_out():
+    from mera_multi_hf.runner.run import _select_tasks
+
+    specs, skipped = _select_tasks("image")
+    assert "ruhhh_image" in [t.key for t in specs] and [t.key for t in skipped] == ["rutie_image"]
+    with pytest.raises(MeraError, match="dialogue"):
+        _select_tasks("ruhhh_image,rutie_image")

@@ -1,0 +1,143 @@
+"""The runner as separate processes: killed with SIGKILL and resumed; data parallel
+with two CPU processes under `accelerate launch`; resuming with another number of
+processes."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+
+from mera_multi_hf.runner import run_evaluation
+
+
+def _env():
+    # CPU only, also on a GPU machine: two processes must not fight over one device
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", CUDA_VISIBLE_DEVICES="")
+    env.pop("ACCELERATE_USE_CPU", None)
+    return env
+
+
+def _evaluate(*args):
+    return [sys.executable, "-m", "mera_multi_hf", "evaluate", "--no-progress", *args]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _two_processes(*args):
+    """`accelerate launch` with two processes; on a machine without GPUs they join over
+    gloo (`--cpu` would start only one: accelerate leaves multi-CPU to mpirun)."""
+    return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu",
+            "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+            "--dynamo_backend", "no", "--main_process_ip", "127.0.0.1",
+            "--main_process_port", str(_free_port()),
+            "-m", "mera_multi_hf", "evaluate", "--no-progress", *args]
+
+
+def _complete_lines(out):
+    lines = []
+    for shard in sorted((out / "logs").glob("samples-rank*.jsonl")):
+        for raw in shard.read_bytes().split(b"\n"):
+            try:
+                lines.append(json.loads(raw))
+            except ValueError:
+                pass  # a torn line
+    return lines
+
+
+def _results(out):
+    doc = json.loads((out / "results.json").read_text())
+    answers = {r["id"]: r["generation"]
+               for r in map(json.loads, (out / "samples_ruhhh_image_test.jsonl").read_text().splitlines())}
+    return doc["tasks"]["ruhhh_image"]["metrics"], answers
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("uninterrupted")
+    run_evaluation(None, data="sample", batch_size=4, output_dir=out, progress=False)
+    return _results(out)
+
+
+def test_sigkill_mid_run_then_resume(tmp_path, uninterrupted):
+    out = tmp_path / "killed"
+    shard = out / "logs" / "samples-rank0.jsonl"
+    proc = subprocess.Popen(_evaluate("--data", "sample", "--batch-size", "1", "--output-dir", str(out)),
+                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if shard.is_file() and shard.read_bytes().count(b"\n") >= 3:
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.002)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
+    logged = len(_complete_lines(out))
+    assert 3 <= logged < 26  # killed in the middle
+
+    done = subprocess.run(_evaluate("--data", "sample", "--batch-size", "4", "--output-dir", str(out)),
+                          env=_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"from the sample log: {logged}, generated now: {26 - logged}" in done.stdout
+    ids = Counter(r["id"] for r in _complete_lines(out))
+    assert sorted(ids) == list(range(26)) and set(ids.values()) == {1}
+    assert _results(out) == uninterrupted
+
+
+def test_two_processes_match_one_and_resume_across_process_counts(tmp_path, uninterrupted):
+    out = tmp_path / "dp"
+    # one process does the first 6 examples ...
+    run_evaluation(None, data="sample", limit=6, output_dir=out, progress=False)
+    # ... two processes the next 10, each its own stride and log shard ...
+    done = subprocess.run(_two_processes("--data", "sample", "--limit", "16", "--batch-size", "3",
+                                         "--output-dir", str(out)),
+                          env=_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "from the sample log: 6, generated now: 10" in done.stdout
+    assert done.stdout.count("model: mera-multi-hf") == 1  # only the main process reports
+    rank1 = [json.loads(x) for x in (out / "logs" / "samples-rank1.jsonl").read_text().splitlines()]
+    assert len(rank1) == 5  # 10 pending examples strided over 2 ranks
+    assert json.loads((out / "results.json").read_text())["run"]["num_processes"] == 2
+    # ... and one process again finishes from both shards
+    last = run_evaluation(None, data="sample", batch_size=5, output_dir=out, progress=False)
+    assert last["counts"]["resumed"] == 16 and last["counts"]["generated"] == 10
+    ids = Counter(r["id"] for r in _complete_lines(out))
+    assert sorted(ids) == list(range(26)) and set(ids.values()) == {1}
+    assert _results(out) == uninterrupted
+
+
+def test_hub_model_from_the_local_cache_records_its_commit(tmp_path):
+    """A Hub id resolved offline through a real Hub cache layout: the run loads the
+    snapshot and records its commit hash as the revision."""
+    import shutil
+
+    from mera_multi_hf.tiny_model import tiny_model_path
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--mera-test--tiny-vlm"
+    shutil.copytree(tiny_model_path(), repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    out = tmp_path / "run"
+    env = dict(_env(), HF_HUB_CACHE=str(tmp_path / "hub"), HF_HUB_OFFLINE="1")
+    done = subprocess.run(_evaluate("--model", "mera-test/tiny-vlm", "--data", "sample", "--limit", "3",
+                                    "--output-dir", str(out)),
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = json.loads((out / "results.json").read_text())["run"]
+    assert run["model"] == "mera-test/tiny-vlm" and run["revision"] == commit
+    missing = subprocess.run(_evaluate("--model", "mera-test/not-there", "--data", "sample",
+                                       "--limit", "1", "--output-dir", str(tmp_path / "x")),
+                             env=env, capture_output=True, text=True, timeout=300)
+    assert missing.returncode == 2 and "cannot load model 'mera-test/not-there'" in missing.stderr
+    assert "Traceback" not in missing.stderr
