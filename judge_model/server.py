@@ -22,12 +22,11 @@ From Python (tests): server = serve(path, "127.0.0.1", 0); ...; server.shutdown(
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
-MAX_BODY_BYTES = 64 * 1024 * 1024
+from mera_multi_hf.http_json import JsonHandler
 
 
 class JudgeServer(ThreadingHTTPServer):
@@ -37,7 +36,7 @@ class JudgeServer(ThreadingHTTPServer):
         self.judge = judge
         self.model_name = model_name
         self.aliases = {model_name, judge.model_id}
-        self.quiet = quiet
+        self.verbose = not quiet
         self.thread: threading.Thread | None = None
         super().__init__(address, _Handler)
 
@@ -55,56 +54,33 @@ class JudgeServer(ThreadingHTTPServer):
         self.server_close()
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     server: JudgeServer
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *args):
-        if not self.server.quiet:
-            super().log_message(fmt, *args)
-
-    def _send(self, code: int, payload: dict) -> None:
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
     def _error(self, code: int, kind: str, message: str) -> None:
-        self._send(code, {"object": "error", "message": message, "type": kind, "code": code})
+        self.send_json(code, {"object": "error", "message": message, "type": kind, "code": code})
 
     def do_GET(self):
-        path = self.path.split("?")[0].rstrip("/")
+        path = self.route
         if path == "/health":
-            self._send(200, {"status": "ok"})
+            self.send_json(200, {"status": "ok"})
         elif path == "/v1/models":
             judge = self.server.judge
-            self._send(200, {"object": "list", "data": [{
+            self.send_json(200, {"object": "list", "data": [{
                 "id": self.server.model_name, "object": "model", "owned_by": "mera-multi-hf",
                 "root": judge.model_id, "max_model_len": judge.max_tokens}]})
         else:
             self._error(404, "NotFoundError", f"no route GET {path}")
 
     def do_POST(self):
-        path = self.path.split("?")[0].rstrip("/")
+        path = self.route
         if path not in ("/classify", "/v1/classify"):
             self._error(404, "NotFoundError", f"no route POST {path}; use /classify")
             return
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length <= 0 or length > MAX_BODY_BYTES:
-            self._error(400, "BadRequestError", "a JSON body with a Content-Length is required")
-            return
-        try:
-            body = json.loads(self.rfile.read(length))
+            body = self.read_json()
         except ValueError as err:
-            self._error(400, "BadRequestError", f"the body is not JSON: {err}")
-            return
-        if not isinstance(body, dict):
-            self._error(400, "BadRequestError", "the body must be a JSON object")
+            self._error(400, "BadRequestError", str(err))
             return
         model = body.get("model")
         if model is not None and model not in self.server.aliases:
@@ -132,7 +108,7 @@ class _Handler(BaseHTTPRequestHandler):
             best = max(range(len(row)), key=row.__getitem__)
             data.append({"index": i, "label": judge.id2label(best), "probs": row,
                          "num_classes": len(row)})
-        self._send(200, {"object": "list", "model": self.server.model_name, "data": data})
+        self.send_json(200, {"object": "list", "model": self.server.model_name, "data": data})
 
 
 def create_server(model_path: str, host: str = "127.0.0.1", port: int = 8000, *,

@@ -12,52 +12,37 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 from ..errors import MeraError
+from ..http_json import JsonHandler
 from .requests import Media, Request, prompt_from_openai
 
 
-class ChatHandler(BaseHTTPRequestHandler):
+class ChatHandler(JsonHandler):
     server_version = "mera-multi-serve/1"
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *args):  # quiet: a line per request would flood a run
-        if self.server.verbose:
-            super().log_message(fmt, *args)
-
-    def _send(self, status: int, payload: dict) -> None:
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
     def _error(self, status: int, message: str) -> None:
-        self._send(status, {"error": {"message": message, "type": "invalid_request_error"}})
+        self.send_json(status, {"error": {"message": message, "type": "invalid_request_error"}})
 
     def do_GET(self):
-        if self.path.rstrip("/") in ("/v1/models", "/models"):
-            self._send(200, {"object": "list", "data": [
+        if self.route in ("/v1/models", "/models"):
+            self.send_json(200, {"object": "list", "data": [
                 {"id": self.server.model_name, "object": "model", "owned_by": "mera-multi-hf"}]})
-        elif self.path.rstrip("/") == "/health":
-            self._send(200, {"status": "ok"})
+        elif self.route == "/health":
+            self.send_json(200, {"status": "ok"})
         else:
             self._error(404, f"no route {self.path}")
 
     def do_POST(self):
-        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+        if self.route not in ("/v1/chat/completions", "/chat/completions"):
             self._error(404, f"no route {self.path}")
             return
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length))
-            request = self._request(body)
+            request = self._request(self.read_json())
         except (ValueError, KeyError, TypeError) as err:
             self._error(400, f"bad request: {err}")
             return
@@ -67,7 +52,7 @@ class ChatHandler(BaseHTTPRequestHandler):
         except MeraError as err:
             self._error(400, str(err))
             return
-        self._send(200, {
+        self.send_json(200, {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
             "created": int(time.time()), "model": self.server.model_name,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},

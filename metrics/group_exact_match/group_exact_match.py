@@ -10,15 +10,8 @@ from mera_multi_hf.metric_fns import group_mean
 from mera_multi_hf.metric_fns import mean_score
 from mera_multi_hf.metric_fns import warn_if_squad_on_letters
 from mera_multi_hf.tasks import get_task
+from mera_multi_hf.metric_fns import CITATION as _CITATION
 
-_CITATION = """\
-@misc{mera_multi_2025,
-  title  = {MERA Multi: Multimodal Evaluation for Russian-language Architectures},
-  author = {{MERA Team}},
-  year   = {2025},
-  url    = {https://mera.a-ai.ru/en/multi}
-}
-"""
 
 _DESCRIPTION = """\
 Group exact match as MERA Multi scores ruHHH: the examples are split by `group_id` (one

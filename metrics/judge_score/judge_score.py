@@ -10,15 +10,8 @@ from mera_multi_hf.judge import get_judge
 from mera_multi_hf.judge import judge_scores
 from mera_multi_hf.metric_fns import group_mean
 from mera_multi_hf.metric_fns import mean_score
+from mera_multi_hf.metric_fns import CITATION as _CITATION
 
-_CITATION = """\
-@misc{mera_multi_2025,
-  title  = {MERA Multi: Multimodal Evaluation for Russian-language Architectures},
-  author = {{MERA Team}},
-  year   = {2025},
-  url    = {https://mera.a-ai.ru/en/multi}
-}
-"""
 
 _DESCRIPTION = """\
 The judge score of MERA Multi. A learned binary judge (official:

@@ -7,15 +7,8 @@ import evaluate
 
 from mera_multi_hf.metric_fns import mean_score
 from mera_multi_hf.metric_fns import slot_f1_scores
+from mera_multi_hf.metric_fns import CITATION as _CITATION
 
-_CITATION = """\
-@misc{mera_multi_2025,
-  title  = {MERA Multi: Multimodal Evaluation for Russian-language Architectures},
-  author = {{MERA Team}},
-  year   = {2025},
-  url    = {https://mera.a-ai.ru/en/multi}
-}
-"""
 
 _DESCRIPTION = """\
 Spoken language understanding scores for ruSLUn. The model answers with a JSON object

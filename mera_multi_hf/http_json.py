@@ -1,0 +1,44 @@
+"""A JSON-over-HTTP request handler shared by the project's small stdlib servers
+(the judge's /classify server and the OpenAI-compatible chat server)."""
+from __future__ import annotations
+
+import json
+from http.server import BaseHTTPRequestHandler
+
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):  # quiet unless asked: a line per request floods a run
+        if getattr(self.server, "verbose", False):
+            super().log_message(fmt, *args)
+
+    @property
+    def route(self) -> str:
+        return self.path.split("?")[0].rstrip("/")
+
+    def send_json(self, status: int, payload: dict) -> None:
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def read_json(self) -> dict:
+        """The request's JSON object; ValueError with a message fit for a 400 reply."""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length <= 0 or length > MAX_BODY_BYTES:
+            raise ValueError("a JSON body with a Content-Length is required")
+        try:
+            body = json.loads(self.rfile.read(length))
+        except ValueError as err:
+            raise ValueError(f"the body is not JSON: {err}") from None
+        if not isinstance(body, dict):
+            raise ValueError("the body must be a JSON object")
+        return body
