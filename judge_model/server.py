@@ -24,14 +24,11 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-from http.server import ThreadingHTTPServer
 
-from mera_multi_hf.http_json import JsonHandler
+from mera_multi_hf.http_json import JsonHandler, JsonServer
 
 
-class JudgeServer(ThreadingHTTPServer):
-    daemon_threads = True
-
+class JudgeServer(JsonServer):
     def __init__(self, address, judge, model_name: str, quiet: bool = True):
         self.judge = judge
         self.model_name = model_name

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from http.server import BaseHTTPRequestHandler
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
@@ -42,3 +44,37 @@ class JsonHandler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             raise ValueError("the body must be a JSON object")
         return body
+
+
+class JsonServer(ThreadingHTTPServer):
+    """A threading server whose close also ends its keep-alive connections and waits
+    for their handler threads, so no handler outlives the server (a thread left in a
+    keep-alive read while the interpreter shuts down can abort the process)."""
+
+    daemon_threads = False
+    block_on_close = True
+
+    def __init__(self, address, handler):
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        super().__init__(address, handler)
+
+    def process_request(self, request, client_address):
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request):
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def server_close(self):
+        with self._open_lock:
+            still_open = list(self._open)
+        for connection in still_open:  # wakes handlers waiting for a next request
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        super().server_close()  # joins the handler threads

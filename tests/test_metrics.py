@@ -318,7 +318,7 @@ def test_load_metric_rejects_unknown_names():
         load_metric("bleu")
 
 
-def test_installed_wheel_finds_the_metric_modules(tmp_path):
+def test_installed_wheel_finds_the_metric_modules_and_builders(tmp_path):
     """A non-editable install carries metrics/ inside the package and load_metric finds it."""
     wheels, target = tmp_path / "wheels", tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
@@ -332,9 +332,14 @@ def test_installed_wheel_finds_the_metric_modules(tmp_path):
         "from mera_multi_hf.metrics_loading import metric_path\n"
         "m = load_metric('group_exact_match')\n"
         "r = m.compute(predictions=['A', 'B', 'B'], references=['A', 'B', 'A'], group_ids=[1, 1, 2])\n"
-        "print(json.dumps({'result': r, 'package': mera_multi_hf.__file__,\n"
+        "from mera_multi_hf import load_task\n"
+        "from mera_multi_hf._paths import bundled_dir\n"
+        "n = len(load_task('ruhhh_image', source='sample', split='test'))\n"
+        "print(json.dumps({'result': r, 'package': mera_multi_hf.__file__, 'n_sample': n,\n"
+        "                  'scripts': str(bundled_dir('dataset_scripts')),\n"
         "                  'module': metric_path('group_exact_match')}))\n")
-    env = dict(os.environ, PYTHONPATH=str(target), HF_MODULES_CACHE=str(tmp_path / "modules"))
+    env = dict(os.environ, PYTHONPATH=str(target), HF_MODULES_CACHE=str(tmp_path / "modules"),
+               MERA_MULTI_CACHE=str(tmp_path / "cache"))
     out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, check=True,
                          capture_output=True, text=True)
     report = json.loads(out.stdout.strip().splitlines()[-1])
@@ -342,3 +347,6 @@ def test_installed_wheel_finds_the_metric_modules(tmp_path):
     assert Path(report["package"]).is_relative_to(target)
     assert Path(report["module"]) == target / "mera_multi_hf" / "_bundled" / "metrics" / "group_exact_match"
     assert (Path(report["module"]) / "README.md").is_file()
+    # the dataset builders and the bundled sample travel in the wheel too
+    assert report["n_sample"] == 26
+    assert Path(report["scripts"]) == target / "mera_multi_hf" / "_bundled" / "dataset_scripts"

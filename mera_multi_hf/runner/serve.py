@@ -15,10 +15,9 @@ import hashlib
 import threading
 import time
 import uuid
-from http.server import ThreadingHTTPServer
 
 from ..errors import MeraError
-from ..http_json import JsonHandler
+from ..http_json import JsonHandler, JsonServer
 from .requests import Media, Request, prompt_from_openai
 
 
@@ -75,10 +74,9 @@ class ChatHandler(JsonHandler):
 
 
 def make_server(backend, host: str = "127.0.0.1", port: int = 0,
-                model_name: str | None = None, verbose: bool = False) -> ThreadingHTTPServer:
+                model_name: str | None = None, verbose: bool = False) -> JsonServer:
     """A server bound to (host, port) (port 0: any free port; see ``server.server_port``)."""
-    server = ThreadingHTTPServer((host, port), ChatHandler)
-    server.daemon_threads = True
+    server = JsonServer((host, port), ChatHandler)
     server.backend = backend
     server.model_name = model_name or backend.model_id
     server.lock = threading.Lock()
