@@ -9,7 +9,7 @@ from __future__ import annotations
 import datasets
 
 from .raw import RawDataset
-from .tasks import TaskSpec, get_task
+from .tasks import CITATION, TaskSpec, get_task
 
 MEDIA_FEATURES = {
     "image": lambda: datasets.Image(),
@@ -55,6 +55,7 @@ class MeraBuilder(datasets.GeneratorBasedBuilder):
             features=self.features(),
             homepage="https://mera.a-ai.ru/",
             license="mit",
+            citation=CITATION,
         )
 
     def _split_generators(self, dl_manager):

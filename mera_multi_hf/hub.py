@@ -16,7 +16,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from . import __version__
 from ._paths import bundled_dir, load_module_from_file
 from .errors import DataValidationError, MeraError
-from .tasks import TaskSpec
+from .tasks import CITATION, TaskSpec
 
 TASK_CATEGORIES = {
     "image": ["visual-question-answering", "image-text-to-text"],
@@ -114,6 +114,11 @@ ds = load_dataset("{task.hub_id}")          # or this folder
 from mera_multi_hf import load_task
 ds = load_task("{task.key}", source="{task.hub_id}")
 ```
+
+## Citation
+
+```bibtex
+{CITATION}```
 """
     DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{text}").save(path)
 

@@ -27,16 +27,6 @@ from .errors import MeraError
 
 EM_MODES = ("mera", "strict", "squad")
 
-# The benchmark's citation, shown by every evaluate module in metrics/.
-CITATION = """\
-@misc{mera_multi_2025,
-  title  = {MERA Multi: Multimodal Evaluation for Russian-language Architectures},
-  author = {{MERA Team}},
-  year   = {2025},
-  url    = {https://mera.a-ai.ru/en/multi}
-}
-"""
-
 # str.translate tables: deleting punctuation in C is far faster than a regex or a loop.
 _DELETE_PUNCT = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Caches of datasets and evaluate modules stay inside this test session (read at import).
+_SESSION_CACHE = tempfile.mkdtemp(prefix="mera-tests-")
+os.environ.setdefault("HF_DATASETS_CACHE", os.path.join(_SESSION_CACHE, "datasets"))
+os.environ.setdefault("HF_MODULES_CACHE", os.path.join(_SESSION_CACHE, "modules"))
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -19,7 +24,6 @@ REPO = Path(__file__).resolve().parent.parent
 def _isolated_cache(tmp_path_factory, monkeypatch):
     cache = tmp_path_factory.getbasetemp() / "mera-cache"
     monkeypatch.setenv("MERA_MULTI_CACHE", str(cache))
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path_factory.getbasetemp() / "hf-datasets"))
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from mera_multi_hf.metric_fns import group_mean
 from mera_multi_hf.metric_fns import mean_score
 from mera_multi_hf.metric_fns import warn_if_squad_on_letters
 from mera_multi_hf.tasks import get_task
-from mera_multi_hf.metric_fns import CITATION as _CITATION
+from mera_multi_hf.tasks import CITATION as _CITATION
 
 
 _DESCRIPTION = """\

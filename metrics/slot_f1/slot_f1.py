@@ -7,7 +7,7 @@ import evaluate
 
 from mera_multi_hf.metric_fns import mean_score
 from mera_multi_hf.metric_fns import slot_f1_scores
-from mera_multi_hf.metric_fns import CITATION as _CITATION
+from mera_multi_hf.tasks import CITATION as _CITATION
 
 
 _DESCRIPTION = """\
