@@ -7,6 +7,14 @@ import sys
 from .errors import MeraError
 
 
+def text_table(rows: list[tuple[str, ...]]) -> str:
+    """Rows of strings as aligned columns, the first row a header underlined with dashes."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
 def cmd_tasks(args) -> int:
     from .tasks import TASKS
 
@@ -15,11 +23,7 @@ def cmd_tasks(args) -> int:
     for t in TASKS.values():
         rows.append((t.key, t.class_name, t.modality, str(t.test_size), "yes" if t.public else "no",
                      t.answer_kind, ",".join(t.metrics), str(len(t.domains) or ""), t.hub_id))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for n, row in enumerate(rows):
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
-        if n == 0:
-            print("  ".join("-" * w for w in widths))
+    print(text_table(rows))
     return 0
 
 

@@ -12,6 +12,7 @@ import shlex
 import sys
 
 from .errors import MeraError
+from .score_cmd import add_scoring_options
 
 EXAMPLES = """examples:
   mera-multi evaluate
@@ -87,6 +88,8 @@ def command_of(args) -> str:
 
 def format_results(result: dict) -> str:
     """The run as a short text table (what the CLI prints)."""
+    from .cli import text_table
+
     run = result["run"]
     lines = [f"model: {run['model']}" + (f"  (revision {run['revision']})" if run["revision"] else "")]
     counts = result["counts"]
@@ -98,16 +101,15 @@ def format_results(result: dict) -> str:
             rows.append((task["task"], task["split"], str(task["n_examples"]), "-",
                          "not scorable (gold hidden)"))
             continue
-        for name, value in {**task["metrics"], **task.get("unofficial", {})}.items():
+        for name, value in task["metrics"].items():
             rows.append((task["task"], task["split"], str(task["n_examples"]), name, f"{value:.4f}"))
+        for name, value in task.get("unofficial", {}).items():
+            rows.append((task["task"], task["split"], str(task["n_examples"]),
+                         f"{name} (not official)", f"{value:.4f}"))
         for name in task.get("not_computed", []):
             rows.append((task["task"], task["split"], str(task["n_examples"]), name,
                          "not computed (no --judge/--judge-url)"))
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    for n, row in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines.append(text_table(rows))
     lines += [f"note: {note}" for note in result["notes"]]
     files = result["files"]
     written = [str(files[k]) for k in ("results.json", "results.md", "model-index.yaml")]
@@ -177,11 +179,7 @@ def add_parser(sub) -> None:
     api.add_argument("--max-retries", type=int, default=4,
                      help="retries of a failed request, with exponential backoff (default 4)")
 
-    score = p.add_argument_group("scoring")
-    score.add_argument("--em-mode", choices=("mera", "strict", "squad"),
-                       help="exact-match normalisation (default: each task's official mode)")
-    score.add_argument("--judge", help="judge model id or folder: also compute judge scores")
-    score.add_argument("--judge-url", help="vLLM-style /classify endpoint of a served judge")
+    add_scoring_options(p.add_argument_group("scoring"))
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_evaluate)
     global _PARSER

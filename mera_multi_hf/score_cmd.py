@@ -65,6 +65,16 @@ def cmd_score(args) -> int:
     return 0
 
 
+def add_scoring_options(parser) -> None:
+    """The scoring options that `score` and `evaluate` share."""
+    from .metric_fns import EM_MODES
+
+    parser.add_argument("--em-mode", choices=EM_MODES,
+                        help="exact-match normalisation (default: each task's official mode)")
+    parser.add_argument("--judge", help="judge model id or folder: also compute judge scores")
+    parser.add_argument("--judge-url", help="vLLM-style /classify endpoint of a served judge")
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("score", help="score a predictions file and write results + submission",
                        description="Score predictions made elsewhere: this project's sample "
@@ -76,9 +86,6 @@ def add_parser(sub) -> None:
                                   "`sample` (default: the official Hub id)")
     p.add_argument("--split", default="test", help="split to score (default test)")
     p.add_argument("--out", required=True, help="output folder for the reports")
-    p.add_argument("--em-mode", choices=("mera", "strict", "squad"),
-                   help="exact-match normalisation (default: the task's official mode)")
-    p.add_argument("--judge", help="judge model id or path (computes judge scores)")
-    p.add_argument("--judge-url", help="vLLM-style /classify endpoint of a served judge")
+    add_scoring_options(p)
     p.add_argument("--no-submission", action="store_true", help="do not write submission.zip")
     p.set_defaults(func=cmd_score)
