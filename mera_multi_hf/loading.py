@@ -74,7 +74,7 @@ def load_task(task: str | TaskSpec, source: str | Path | None = None,
             export_raw(task, source, target)
         source = target
     try:
-        if task.domains and kind == "hub":
+        if task.domains and _has_domain_configs(task, str(source)):
             dsd = _load_domains(task, str(source))
         else:
             dsd = datasets.load_dataset(str(source))
@@ -91,8 +91,19 @@ def load_task(task: str | TaskSpec, source: str | Path | None = None,
     return dsd[split]
 
 
+def _has_domain_configs(task: TaskSpec, source: str) -> bool:
+    """Whether the source publishes the task one config per domain (as the Hub copies do)."""
+    return set(task.domains) <= set(datasets.get_dataset_config_names(source))
+
+
 def _load_domains(task: TaskSpec, source: str) -> datasets.DatasetDict:
-    parts = {d: datasets.load_dataset(source, d) for d in task.domains}
+    """All domain configs as one DatasetDict; each example's ``meta.domain`` says which
+    (reports break scores down by it; the task score is the size-weighted mean)."""
+    def with_domain(domain):
+        return lambda meta: {"meta": {**meta, "domain": domain}}
+
+    parts = {d: datasets.load_dataset(source, d).map(with_domain(d), input_columns="meta")
+             for d in task.domains}
     return datasets.DatasetDict({
         split: datasets.concatenate_datasets([parts[d][split] for d in task.domains])
         for split in parts[task.domains[0]]})
