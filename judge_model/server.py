@@ -128,14 +128,8 @@ def serve(model_path: str, host: str = "127.0.0.1", port: int = 8000, **options)
 
 
 def run_foreground(server: JudgeServer) -> int:
-    print(f"serving judge {server.model_name} at {server.url}/classify (Ctrl+C to stop)", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+    return server.serve_until_interrupted(
+        f"serving judge {server.model_name} at {server.url}/classify (Ctrl+C to stop)")
 
 
 def main(argv: list[str] | None = None) -> int:

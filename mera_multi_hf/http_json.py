@@ -78,3 +78,14 @@ class JsonServer(ThreadingHTTPServer):
             except OSError:
                 pass
         super().server_close()  # joins the handler threads
+
+    def serve_until_interrupted(self, banner: str) -> int:
+        """Serve in the foreground (a command line server) until Ctrl+C, then close."""
+        print(banner, flush=True)
+        try:
+            self.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.server_close()
+        return 0

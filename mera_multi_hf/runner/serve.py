@@ -107,14 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"serve: error: {err}")
         return 2
     server = make_server(backend, args.host, args.port, args.served_name, args.verbose)
-    print(f"serving {server.model_name} on http://{args.host}:{server.server_port}/v1", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+    return server.serve_until_interrupted(
+        f"serving {server.model_name} on http://{args.host}:{server.server_port}/v1 (Ctrl+C to stop)")
 
 
 if __name__ == "__main__":
