@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mera-multi",
         description="MERA Multi on the Hugging Face stack: build task datasets, evaluate "
                     "models, score predictions and package submissions.")
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"mera-multi-hf {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("tasks", help="list the 18 MERA Multi tasks")
