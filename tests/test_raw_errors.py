@@ -1,11 +1,13 @@
 """Bad raw folders: every problem named by file, example id and field, all in one run."""
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
 
 import pytest
+from PIL import Image
 
 from mera_multi_hf import load_task
 from mera_multi_hf.cli import main
@@ -38,6 +40,10 @@ def _find(problems, example_id, field, text):
 
 def test_every_bad_record_is_reported_in_one_run(raw_sample, tmp_path):
     (raw_sample / "samples" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not really")
+    (raw_sample / "samples" / "notes.png").write_bytes(b"just some text, not a picture")
+    jpeg = io.BytesIO()
+    Image.new("RGB", (64, 48), (200, 30, 30)).save(jpeg, format="JPEG")
+    (raw_sample / "samples" / "cut.jpg").write_bytes(jpeg.getvalue()[:-300])  # a cut-off download
     (tmp_path / "outside.png").write_bytes((raw_sample / "samples" / "image0000.png").read_bytes())
 
     def break_test(data):
@@ -51,6 +57,8 @@ def test_every_bad_record_is_reported_in_one_run(raw_sample, tmp_path):
         data[8]["instruction"] = "Вопрос: {question} {answer_hint} A. {option_a} B. {option_b}"
         del data[9]["outputs"]
         data[10]["meta"]["categories"]["category"] = "rude"
+        data[11]["inputs"]["image"] = "samples/notes.png"
+        data[12]["inputs"]["image"] = "samples/cut.jpg"
 
     _edit(raw_sample, "test", break_test)
     _edit(raw_sample, "shots", lambda data: data[0].update(outputs=""))
@@ -67,9 +75,11 @@ def test_every_bad_record_is_reported_in_one_run(raw_sample, tmp_path):
     _find(problems, 8, "instruction", "placeholder {answer_hint} is not an input field")
     _find(problems, 9, "outputs", "missing required field")
     _find(problems, 10, "meta.categories.category", "'rude' is not one of")
+    _find(problems, 11, "inputs.image", "corrupt image (UnidentifiedImageError")
+    _find(problems, 12, "inputs.image", "truncated JPEG")
     shots = _find(problems, 1000, "outputs", "'' is not one of A, B")
     assert shots.file == str(raw_sample / "shots.json")
-    assert len(problems) == 11
+    assert len(problems) == 13
     text = str(DataValidationError(problems, str(raw_sample)))
     assert "test.json, id=2, field inputs.image: 'samples/broken.png': corrupt image" in text
 
