@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+# What each notebook leaves behind when it ran through (relative to its working folder).
+WRITES = {"quickstart.ipynb": ["hub/ruHHH-Image/README.md", "runs/demo/results.json",
+                               "runs/demo/submission.zip", "runs/scored/submission.zip"]}
 
 
 def code_of(notebook: Path) -> list[str]:
@@ -22,7 +25,7 @@ def code_of(notebook: Path) -> list[str]:
 
 
 def test_there_are_notebooks():
-    assert NOTEBOOKS
+    assert NOTEBOOKS and {n.name for n in NOTEBOOKS} <= set(WRITES)
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
@@ -31,4 +34,5 @@ def test_notebook_runs(notebook, tmp_path, monkeypatch):
     namespace = {"__name__": "__main__"}
     for number, block in enumerate(code_of(notebook)):
         exec(compile(block, f"{notebook.name}[cell {number}]", "exec"), namespace)
-    assert (tmp_path / "runs" / "demo" / "submission.zip").is_file()
+    for path in WRITES[notebook.name]:
+        assert (tmp_path / path).is_file(), path
