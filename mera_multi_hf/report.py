@@ -54,8 +54,8 @@ def _groups_of(task: TaskSpec, metas: list[dict]) -> dict[str, list]:
     return out
 
 
-def _per_example_metrics(task, golds, preds, group_ids, em_mode, judge_labels):
-    """name -> per-example scores, and name -> group ids for the group metrics."""
+def _per_example_metrics(task, golds, preds, em_mode, judge_labels):
+    """Metric name -> per-example scores (group metrics are aggregated from these)."""
     scores = {}
     if task.answer_kind == "json":
         intent, slots = metric_fns.slot_f1_scores(preds, golds)
@@ -118,7 +118,7 @@ def score_task(task: TaskSpec, references: list[dict], predictions: dict[int, st
             [r.get("prompt", "") for r in references],
             [r["outputs"] for r in references], preds, judge=judge, judge_url=judge_url)
         result["metric_modes"]["judge"] = judge_url or str(judge)
-    scores = _per_example_metrics(task, golds, preds, group_ids, em_mode, judge_labels)
+    scores = _per_example_metrics(task, golds, preds, em_mode, judge_labels)
     metrics = _aggregate(task, scores, group_ids)
     result["metrics"] = {m: metrics[m] for m in task.metrics if m in metrics}
     result["unofficial"] = {m: metrics[m] for m in UNOFFICIAL if m in metrics}
