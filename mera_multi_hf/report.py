@@ -68,6 +68,17 @@ def _per_example_metrics(task, golds, preds, em_mode, judge_labels):
     return scores
 
 
+def per_example_scores(task: TaskSpec, references: list[dict], predictions: dict[int, str],
+                       em_mode: str | None = None) -> dict[str, np.ndarray]:
+    """Metric name -> per-example scores (no judge, no aggregation), in reference order;
+    empty when the gold answers are hidden. The runner logs these with every sample."""
+    if not references or any(not r["outputs"] for r in references):
+        return {}
+    golds = [_golds(task, r["outputs"]) for r in references]
+    preds = [predictions[r["id"]] for r in references]
+    return _per_example_metrics(task, golds, preds, em_mode or task.em_mode, None)
+
+
 def _aggregate(task, scores, group_ids) -> dict[str, float]:
     out = {name: float(np.mean(s)) if len(s) else 0.0 for name, s in scores.items()}
     if task.has_groups:

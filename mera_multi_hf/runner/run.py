@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import time
-import warnings
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -287,7 +286,6 @@ def _generate(engine, mine, loaded, log, specs, em_mode, *, show: bool, world: i
     from tqdm.auto import tqdm
 
     from ..metric_fns import extract_answer
-    from ..report import score_task
 
     by_key = {t.key: t for t in specs}
     if mine and hasattr(engine, "load"):
@@ -303,7 +301,7 @@ def _generate(engine, mine, loaded, log, specs, em_mode, *, show: bool, world: i
             generations = engine.generate(batch)
             seconds = time.perf_counter() - t0
             drop_media(batch)
-            scores = _batch_scores(score_task, task, batch, generations, em_mode)
+            scores = _batch_scores(task, batch, generations, em_mode)
             log.append([{
                 "task": r.task, "split": r.split, "id": r.id, "prompt": r.prompt,
                 "media_sha256": [m.sha256 for m in r.media], "target": r.target,
@@ -318,16 +316,14 @@ def _generate(engine, mine, loaded, log, specs, em_mode, *, show: bool, world: i
     return count
 
 
-def _batch_scores(score_task, task, batch, generations, em_mode) -> dict[int, dict]:
+def _batch_scores(task, batch, generations, em_mode) -> dict[int, dict]:
     """Official per-example metrics for one batch (empty where the gold is hidden)."""
-    refs = [{"id": r.id, "outputs": r.target, "meta": r.extra["meta"], "prompt": r.prompt}
-            for r in batch]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the squad warning is given once, at the end
-        result = score_task(task, refs, {r.id: g for r, g in zip(batch, generations)},
-                            em_mode=em_mode, split=batch[0].split)
-    per = result.get("per_example") or {}
-    return {r.id: {m: per[m][r.id] for m in per} for r in batch}
+    from ..report import per_example_scores
+
+    refs = [{"id": r.id, "outputs": r.target} for r in batch]
+    scores = per_example_scores(task, refs, {r.id: g for r, g in zip(batch, generations)},
+                                em_mode)
+    return {r.id: {m: float(s[i]) for m, s in scores.items()} for i, r in enumerate(batch)}
 
 
 def _merged(log: SampleLog, requests: list[Request]) -> dict[tuple, dict]:
