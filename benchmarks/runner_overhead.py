@@ -94,8 +94,9 @@ def bare_loop(backend, ds, batches, prepared: bool = True):
     """
     import torch
 
-    from mera_multi_hf.loading import render_prompt
-    from mera_multi_hf.runner.requests import chat_messages, Request
+    from mera_multi_hf.prompts import render_prompt
+    from mera_multi_hf.runner.chat import chat_messages
+    from mera_multi_hf.runner.request import Request
 
     def prepare(row):
         text, media = render_prompt("ruhhh_image", row)

@@ -7,10 +7,13 @@ from .tasks import TASKS, TaskSpec, get_task  # noqa: E402
 
 def __getattr__(name):
     # Heavy pieces load on first use so `import mera_multi_hf` and the CLI stay quick.
-    if name in ("load_task", "render_prompt"):
-        from . import loading
-        return getattr(loading, name)
-    if name in ("run_evaluation", "evaluate_model"):
+    if name == "load_task":
+        from .loading import load_task
+        return load_task
+    if name == "render_prompt":
+        from .prompts import render_prompt
+        return render_prompt
+    if name == "run_evaluation":
         from . import runner
         return getattr(runner, name)
     if name == "load_metric":
@@ -20,4 +23,4 @@ def __getattr__(name):
 
 
 __all__ = ["MeraError", "TASKS", "TaskSpec", "get_task", "load_task", "render_prompt",
-           "load_metric", "run_evaluation", "evaluate_model"]
+           "load_metric", "run_evaluation"]

@@ -3,18 +3,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from pathlib import Path
 
 import datasets
 
 from . import __version__
 from .errors import MeraError
+from .prompts import render_prompt
 from .raw import group_key
 from .tasks import TaskSpec, get_task
-
-MEDIA_SLOT = re.compile(r"<((?:image|audio|video)(?:_\d+)?)>")
-
 
 def cache_root() -> Path:
     return Path(os.environ.get("MERA_MULTI_CACHE",
@@ -146,33 +143,6 @@ def _normalize_split(task, module, features, ds):
                 meta["group_id"] = first[key]
     ds = ds.remove_columns("meta").add_column("meta", metas, feature=features["meta"])
     return ds.select_columns(list(features)).cast(features)
-
-
-def text_inputs(task: TaskSpec, example: dict) -> dict:
-    return {name: example["inputs"].get(name) or "" for name in task.text_fields}
-
-
-def render_prompt(task: TaskSpec | str, example: dict) -> tuple[str, list[tuple[str, object]]]:
-    """The text the model sees and its media items, in the order of their placeholders.
-
-    ``instruction.format`` fills the text fields; media placeholders (``<image>``,
-    ``<audio_2>``) stay in the text. A media field the instruction never mentions gets a
-    placeholder at the start of the prompt so that no item is silently dropped.
-    """
-    task = get_task(task) if isinstance(task, str) else task
-    try:
-        text = example["instruction"].format(**text_inputs(task, example))
-    except (KeyError, IndexError, ValueError) as err:
-        raise MeraError(f"{task.key} id={example['meta']['id']}, field instruction: "
-                        f"cannot fill the template ({err!r})") from None
-    present = [f for f in task.media_fields if example["inputs"].get(f) is not None]
-    mentioned = [m.group(1) for m in MEDIA_SLOT.finditer(text)]
-    missing = [f for f in present if f not in mentioned]
-    if missing:
-        text = "".join(f"<{f}>" for f in missing) + "\n" + text
-        mentioned = missing + mentioned
-    media = [(name, example["inputs"][name]) for name in mentioned if name in present]
-    return text, media
 
 
 def reference_rows(task: TaskSpec, ds: datasets.Dataset) -> list[dict]:

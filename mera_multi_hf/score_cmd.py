@@ -15,7 +15,7 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     from .loading import load_task, reference_rows
     from .predictions import read_predictions
     from .provenance import command_line, file_sha256, package_versions
-    from .report import score_task, write_reports
+    from .scoring import score_task, write_reports
     from .submission import write_submission
     from .tasks import get_task
 

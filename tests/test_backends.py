@@ -15,10 +15,12 @@ from PIL import Image
 
 from mera_multi_hf.errors import MeraError
 from mera_multi_hf.runner import run_evaluation
-from mera_multi_hf.runner.hf_backend import HFBackend
-from mera_multi_hf.runner.openai_backend import OpenAIBackend
-from mera_multi_hf.runner.requests import (Media, Request, content_parts, limit_pixels,
-                                           openai_messages, plain_prompt, prompt_from_openai)
+from mera_multi_hf.runner.backends.hf import HFBackend
+from mera_multi_hf.runner.backends.openai import OpenAIBackend
+from mera_multi_hf.media import Media, limit_pixels
+from mera_multi_hf.prompts import content_parts, plain_prompt
+from mera_multi_hf.runner.chat import openai_messages, prompt_from_openai
+from mera_multi_hf.runner.request import Request
 from mera_multi_hf.runner.serve import make_server
 
 
@@ -54,10 +56,12 @@ def _request(prompt="<image>\nЧто на картинке? Ответь A ил�
 
 def test_content_parts_follow_placeholder_order():
     parts = content_parts("Первое <image_1> между\n<image_2>\nконец")
-    assert parts == [{"type": "text", "text": "Первое"}, {"type": "image"},
-                     {"type": "text", "text": "между"}, {"type": "image"},
-                     {"type": "text", "text": "конец"}]
-    assert content_parts("<audio>\nВопрос?") == [{"type": "audio"}, {"type": "text", "text": "Вопрос?"}]
+    # verbatim, as the official harness interleaves: spaces and line breaks are kept
+    assert parts == [{"type": "text", "text": "Первое "}, {"type": "image"},
+                     {"type": "text", "text": " между\n"}, {"type": "image"},
+                     {"type": "text", "text": "\nконец"}]
+    assert content_parts("<audio>\nВопрос?") == [{"type": "audio"}, {"type": "text", "text": "\nВопрос?"}]
+    assert content_parts("<image><image>") == [{"type": "image"}, {"type": "image"}]
     assert plain_prompt("a <image> b <image_2>", "<IMG>") == "a <IMG> b <IMG>"
 
 
@@ -242,7 +246,7 @@ def test_text_only_model_uses_causal_lm_and_drops_media(tmp_path):
     backend = HFBackend(str(tmp_path / "lm"), max_pixels=None)
     backend.load()
     assert backend.text_only and type(backend.model).__name__ == "LlamaForCausalLM"
-    assert backend.render(_request()) == "<|user|>\nЧто на картинке? Ответь A или B.\n<|assistant|>\n"
+    assert backend.render(_request()) == "<|user|>\n\nЧто на картинке? Ответь A или B.\n<|assistant|>\n"
     with pytest.warns(UserWarning, match="text-only"):
         out = backend.generate([_request(), _request(prompt="<image> Да?")])
     assert len(out) == 2

@@ -174,7 +174,7 @@ def test_help_lists_every_option(capsys):
 
 
 def test_batches_group_similar_lengths():
-    from mera_multi_hf.runner.requests import Request
+    from mera_multi_hf.runner.request import Request
 
     reqs = [Request("t", "test", i, "x" * n, [], 4) for i, n in enumerate([5, 50, 6, 49, 7, 48])]
     batches = make_batches(reqs, 3)

@@ -1,14 +1,12 @@
 """The runner: MERA Multi tasks through a model, logged, resumable, scored.
 
-- :mod:`.requests`        examples -> requests (prompt + media) -> chat messages
-- :mod:`.hf_backend`      a transformers model in this process (``--backend hf``)
-- :mod:`.openai_backend`  an OpenAI-compatible server (``--backend openai``)
+- :mod:`.request`         examples -> generation requests (prompt + media)
+- :mod:`.chat`            requests as chat messages (chat template, chat-completions API)
+- :mod:`.backends`        the Backend protocol; ``hf`` (transformers) and ``openai`` (a server)
 - :mod:`.samplelog`       the per-sample JSONL log, shards per process, resumption
 - :mod:`.run`             :func:`run_evaluation`, the whole run (data parallel under accelerate)
 - :mod:`.serve`           a small OpenAI-compatible server over the hf backend
-
-Backends share one interface: ``generate(requests) -> list[str]``.
 """
-from .run import evaluate_model, make_batches, run_evaluation
+from .run import make_batches, run_evaluation
 
-__all__ = ["run_evaluation", "evaluate_model", "make_batches"]
+__all__ = ["run_evaluation", "make_batches"]

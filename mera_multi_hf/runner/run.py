@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import MeraError
 from ..tasks import MODALITIES, TaskSpec, get_task, resolve_tasks
 from ..tiny_model import TINY_MODEL_ID
-from .requests import Request, arrow_view, build_requests, drop_media, load_media
+from .request import Request, arrow_view, build_requests, drop_media, load_media
 from .samplelog import SampleLog, request_hash
 
 BACKENDS = ("hf", "openai")
@@ -45,7 +45,7 @@ def run_evaluation(model: str | None = None, tasks: str | list[str] = "ruhhh_ima
     ``results.md``, ``model-index.yaml`` and, for the test split, ``submission.zip``.
     ``backend``: "hf", "openai", or a ready backend object (``generate(requests) ->
     list[str]`` plus ``model_id``, ``revision``, ``batch_size``, ``settings()``, ``info()``,
-    ``close()``, as :class:`~mera_multi_hf.runner.hf_backend.HFBackend` has).
+    ``close()``, as :class:`~mera_multi_hf.runner.backends.hf.HFBackend` has).
     """
     from accelerate.utils import set_seed
 
@@ -119,7 +119,7 @@ def run_evaluation(model: str | None = None, tasks: str | list[str] = "ruhhh_ima
 
     records = _merged(log, requests)
     task_results, answers, expected = [], {}, {}
-    from ..report import score_task, write_reports
+    from ..scoring import score_task, write_reports
     from ..submission import write_submission
 
     for task in specs:
@@ -160,9 +160,6 @@ def run_evaluation(model: str | None = None, tasks: str | list[str] = "ruhhh_ima
             "files": files, "notes": notes,
             "counts": {"requested": len(requests), "resumed": len(done),
                        "generated": len(pending), "generated_here": generated}}
-
-
-evaluate_model = run_evaluation
 
 
 def _select_tasks(names) -> tuple[list[TaskSpec], list[TaskSpec]]:
@@ -230,12 +227,12 @@ def _make_backend(kind, model, *, batch_size, base_url, api_key, concurrency, ti
     if not isinstance(kind, str):
         return kind  # a ready backend object (the interface of HFBackend)
     if kind == "openai":
-        from .openai_backend import OpenAIBackend
+        from .backends.openai import OpenAIBackend
 
         return OpenAIBackend(model, base_url, api_key=api_key, concurrency=concurrency,
                              timeout=timeout, max_retries=max_retries,
                              max_pixels=hf_options["max_pixels"])
-    from .hf_backend import HFBackend
+    from .backends.hf import HFBackend
 
     return HFBackend(model, batch_size=batch_size, **hf_options)
 
@@ -318,7 +315,7 @@ def _generate(engine, mine, loaded, log, specs, em_mode, *, show: bool, world: i
 
 def _batch_scores(task, batch, generations, em_mode) -> dict[int, dict]:
     """Official per-example metrics for one batch (empty where the gold is hidden)."""
-    from ..report import per_example_scores
+    from ..scoring import per_example_scores
 
     refs = [{"id": r.id, "outputs": r.target} for r in batch]
     scores = per_example_scores(task, refs, {r.id: g for r, g in zip(batch, generations)},

@@ -18,7 +18,9 @@ import uuid
 
 from ..errors import MeraError
 from ..http_json import JsonHandler, JsonServer
-from .requests import Media, Request, prompt_from_openai
+from ..media import Media
+from .chat import prompt_from_openai
+from .request import Request
 
 
 class ChatHandler(JsonHandler):
@@ -85,7 +87,7 @@ def make_server(backend, host: str = "127.0.0.1", port: int = 0,
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .hf_backend import HFBackend
+    from .backends.hf import HFBackend
 
     parser = argparse.ArgumentParser(prog="python -m mera_multi_hf.runner.serve",
                                      description=__doc__.split("\n\n")[0])

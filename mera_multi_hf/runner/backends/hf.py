@@ -13,9 +13,11 @@ import re
 import warnings
 from pathlib import Path
 
-from ..errors import MeraError
-from ..tiny_model import TINY_MODEL_ID, is_tiny_model, tiny_model_path, tiny_model_revision
-from .requests import Request, chat_messages, content_parts, plain_prompt
+from ...errors import MeraError
+from ...prompts import plain_prompt
+from ...tiny_model import TINY_MODEL_ID, is_tiny_model, tiny_model_path, tiny_model_revision
+from ..chat import chat_messages
+from ..request import Request
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 PROMPT_MODES = ("auto", "chat", "plain")
@@ -172,8 +174,7 @@ class HFBackend:
         if self.resolved_mode == "plain":
             return plain_prompt(request.prompt, self.media_token)
         if self.text_only:
-            text = "\n".join(p["text"] for p in content_parts(request.prompt) if p["type"] == "text")
-            messages = [{"role": "user", "content": text}]
+            messages = [{"role": "user", "content": plain_prompt(request.prompt, None)}]
             return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
                                                       tokenize=False)
         return self.processor.apply_chat_template(chat_messages(request), add_generation_prompt=True,

@@ -14,8 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import requests as http
 
-from ..errors import MeraError
-from .requests import Request, openai_messages
+from ...errors import MeraError
+from ..chat import openai_messages
+from ..request import Request
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 

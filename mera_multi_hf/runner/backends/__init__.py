@@ -1,0 +1,1 @@
+"""Backends: where generations come from. Each one implements :class:`Backend`."""
