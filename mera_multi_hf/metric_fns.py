@@ -168,25 +168,51 @@ def group_mean(scores, group_ids) -> float:
 
 
 # ----------------------------------------------------------------------------------
-# The second, separate EM variant: answer extraction (never the official number).
+# "The text after the last ОТВЕТ": one rule, two named readings.
 
-_ANSWER_MARK = re.compile("ответ", re.IGNORECASE)
+ANSWER_MARKER = "ОТВЕТ"
+_ANSWER_MARK_ANY_CASE = re.compile(ANSWER_MARKER, re.IGNORECASE)
+
+
+def official_answer_part(prediction: str) -> str:
+    """The judge's second input (official): ``prediction.split("ОТВЕТ")[-1].strip()``.
+
+    Case-sensitive; with no marker this is the whole prediction stripped.
+
+    >>> official_answer_part("Рассуждаю... ОТВЕТ: синий ")
+    ': синий'
+    >>> official_answer_part("Ответ: синий")
+    'Ответ: синий'
+    """
+    return prediction.split(ANSWER_MARKER)[-1].strip()
+
+
+def lenient_answer_part(text: str) -> str:
+    """The unofficial reading, for the separate "extracted" EM only: the official rule
+    with the marker matched in any case ("Ответ", "ответ") and colons around the answer
+    dropped.
+
+    >>> lenient_answer_part("Думаю... ответ: синий")
+    'синий'
+    """
+    return official_answer_part(_ANSWER_MARK_ANY_CASE.sub(ANSWER_MARKER, text)).strip(":").strip()
+
+
 # Cyrillic letters that look like Latin option letters, and back.
 _CYR_TO_LAT = dict(zip("АВСЕНКМОРТХ", "ABCEHKMOPTX"))
 _LAT_TO_CYR = {v: k for k, v in _CYR_TO_LAT.items()}
 # What may surround a lone option letter: "B.", "(B)", "**B**", "«B»", "B)".
 _LETTER_WRAP = " \t\r\n:.,;!?()[]{}*\"'«»`-—–"
-_LEAD_STRIP = " \t\r\n:"
 
 
 def extract_answer(text: str, choices: Iterable[str] | None = None) -> str:
     """The answer inside a wordy reply, for the separate "extracted" EM only.
 
-    Takes the text after the last "ОТВЕТ" (any case), strips colons and spaces; if what
-    remains is one letter (optionally wrapped in brackets, stars, quotes or followed by
-    a dot) it returns that letter. Cyrillic look-alikes are mapped to the letter the
-    task's `choices` use (Latin when no choices are given). Anything else comes back
-    stripped, unchanged.
+    Takes `lenient_answer_part` (the text after the last "ОТВЕТ" in any case, colons
+    dropped); if what remains is one letter (optionally wrapped in brackets, stars,
+    quotes or followed by a dot) it returns that letter. Cyrillic look-alikes are mapped
+    to the letter the task's `choices` use (Latin when no choices are given). Anything
+    else comes back as it is.
 
     >>> extract_answer("Думаю, правильный ответ: B.")
     'B'
@@ -199,15 +225,11 @@ def extract_answer(text: str, choices: Iterable[str] | None = None) -> str:
     """
     if not isinstance(text, str):
         raise MeraError(f"extract_answer needs a string, got {type(text).__name__}")
-    last = None
-    for last in _ANSWER_MARK.finditer(text):
-        pass
-    tail = text[last.end():] if last is not None else text
-    tail = tail.strip(_LEAD_STRIP)
+    tail = lenient_answer_part(text)
     letter = tail.strip(_LETTER_WRAP)
     if len(letter) == 1 and letter.isalpha():
         return _map_letter(letter.upper(), choices)
-    return tail.strip()
+    return tail
 
 
 def _map_letter(letter: str, choices: Iterable[str] | None) -> str:
@@ -230,89 +252,150 @@ def warn_if_squad_on_letters(mode: str, answer_kind: str | None) -> None:
 
 
 # ----------------------------------------------------------------------------------
-# ruSLUn: intent exact match and slot F1.
+# ruSLUn: intent exact match and slot F1, as multimodal_tasks/ruslun/utils.py.
 
-def _parse_json_like(text: str):
-    """Lowercase, unwrap a code fence / backticks / a leading 'json', parse. None if it fails."""
-    # "```json\n{...}\n```", "`{...}`" and "json {...}" all come down to "{...}".
-    s = text.lower().strip().strip("`").strip()
-    if s.startswith("json"):
-        s = s[4:].strip()
+RUSLUN_METRICS = ("intent_exact_match", "slot_f1")
+# The corrected reading (case-insensitive on both sides): reported beside, never instead.
+RUSLUN_CI_METRICS = ("intent_exact_match_ci", "slot_f1_ci")
+
+
+class _Malformed(Exception):
+    """A parsed answer that the official scorer could not read (it would abort)."""
+
+
+def _parse_prediction(text: str):
+    """The filtered prediction as a dict; None when it is not JSON, null or not an object."""
     try:
-        return json.loads(s)
+        parsed = json.loads(text)  # json only: the official code has no literal_eval here
     except (ValueError, RecursionError):
-        pass
-    try:
-        # Models (and the Hub copy of the gold) often write Python dicts with single quotes.
-        return ast.literal_eval(s)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
-
-
-def _lower_all(value):
-    if isinstance(value, str):
-        return value.lower()
-    if isinstance(value, dict):
-        return {_lower_all(k): _lower_all(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_lower_all(v) for v in value]
-    return value
-
-
-def _hashable(value):
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _slot_multiset(parsed: dict) -> Counter:
-    slots = parsed.get("slots")
-    if isinstance(slots, dict):
-        slots = [slots]
-    if not isinstance(slots, list):
-        return Counter()
-    return Counter((_hashable(k), _hashable(v))
-                   for item in slots if isinstance(item, dict) for k, v in item.items())
+    return parsed if isinstance(parsed, dict) else None
 
 
 def _parse_gold(reference, index: int) -> dict:
-    parsed = _lower_all(reference) if isinstance(reference, dict) else (
-        _parse_json_like(reference) if isinstance(reference, str) else None)
+    """The official gold: ``json.loads(outputs.replace("'", '"'))``, not lowercased.
+
+    Where the official parse would crash (an apostrophe inside a value) a Python literal
+    parse of the original is tried; a gold that is no object is a MeraError.
+    """
+    parsed = reference
+    if isinstance(reference, str):
+        try:
+            parsed = json.loads(reference.replace("'", '"'))
+        except (ValueError, RecursionError):
+            try:
+                parsed = ast.literal_eval(reference)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                parsed = None
     if not isinstance(parsed, dict):
         raise MeraError(f"references[{index}] is not a JSON object with 'intent' and 'slots' "
                         f"(got {str(reference)[:80]!r}); ruSLUn gold answers must parse")
     return parsed
 
 
-def slot_f1_scores(predictions: Sequence[str], references: Sequence[str | dict]
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-example (intent exact match, slot F1) for ruSLUn, exactly as SPEC.md section 3.
+def _slot_pairs(parsed: dict, fold) -> Counter:
+    """The multiset of (str(slot_type), str(value)) over all dicts in ``slots``.
+
+    ``slots`` may be missing, null or empty; anything else but a list of dicts is
+    malformed (the official code would raise).
+    """
+    slots = parsed.get("slots", []) or []
+    if not isinstance(slots, list) or not all(isinstance(item, dict) for item in slots):
+        raise _Malformed
+    return Counter((fold(str(k)), fold(str(v))) for item in slots for k, v in item.items())
+
+
+def _slot_f1(pred: Counter, gold: Counter) -> float:
+    n_pred, n_gold = sum(pred.values()), sum(gold.values())
+    if n_pred == 0 and n_gold == 0:
+        return 1.0
+    common = sum((pred & gold).values())
+    precision = common / n_pred if n_pred else 0.0
+    recall = common / n_gold if n_gold else 0.0
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+def _same(fold):
+    def equal(a, b) -> bool:
+        if isinstance(a, str) and isinstance(b, str):
+            return fold(a) == fold(b)
+        try:
+            return bool(a == b)
+        except Exception:  # noqa: BLE001 - an odd value never aborts the scoring
+            return False
+    return equal
+
+
+def _one_ruslun(pred: dict | None, gold: dict, fold) -> tuple[float, float]:
+    """(intent EM, slot F1) of one example under a case fold (identity = official)."""
+    if pred is None:
+        return 0.0, 0.0
+    gold_pairs = _slot_pairs(gold, fold)
+    try:
+        pred_pairs = _slot_pairs(pred, fold)
+    except _Malformed:
+        return 0.0, 0.0
+    intent = float(_same(fold)(pred.get("intent"), gold.get("intent")))
+    return intent, _slot_f1(pred_pairs, gold_pairs)
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+def ruslun_scores(predictions: Sequence[str], references: Sequence[str | dict], *,
+                  filtered: bool = False, case_insensitive: bool = False) -> dict[str, np.ndarray]:
+    """Per-example ruSLUn scores, exactly as the official ``process_results``.
+
+    ``filtered=False``: the predictions are raw generations and the official filters
+    (``lowercase``, ``slot_clean``; mera_multi_hf.filters) are applied here; pass
+    ``filtered=True`` when they were applied already (never apply them twice). The gold
+    is not lowercased, so a CamelCase gold intent never matches: that is official. With
+    ``case_insensitive=True`` the corrected reading is added under ``*_ci`` names.
+
+    >>> gold = "{'intent': 'Alarm_Set', 'slots': [{'time': 'семь утра'}]}"
+    >>> s = ruslun_scores(['{"intent": "Alarm_Set", "slots": [{"time": "семь утра"}]}'], [gold],
+    ...                   case_insensitive=True)
+    >>> {k: v.tolist() for k, v in s.items()}
+    {'intent_exact_match': [0.0], 'slot_f1': [1.0], 'intent_exact_match_ci': [1.0], 'slot_f1_ci': [1.0]}
+    """
+    from .filters import RUSLUN_FILTERS, apply_filters_many
+
+    predictions = _check_strings(predictions, "predictions")
+    references = list(references)
+    if len(predictions) != len(references):
+        raise MeraError(f"got {len(predictions)} predictions but {len(references)} references: "
+                        "they must pair up one to one")
+    if not filtered:
+        predictions = apply_filters_many(RUSLUN_FILTERS, predictions)
+    golds = [_parse_gold(ref, i) for i, ref in enumerate(references)]
+    preds = [_parse_prediction(p) for p in predictions]
+    variants = [(RUSLUN_METRICS, _identity)]
+    if case_insensitive:
+        variants.append((RUSLUN_CI_METRICS, str.lower))
+    out = {}
+    for (intent_name, f1_name), fold in variants:
+        for i, gold in enumerate(golds):
+            try:
+                _slot_pairs(gold, fold)
+            except _Malformed:
+                raise MeraError(f"references[{i}]: 'slots' must be a list of objects, got "
+                                f"{str(gold.get('slots'))[:80]!r}") from None
+        pairs = np.array([_one_ruslun(p, g, fold) for p, g in zip(preds, golds)],
+                         dtype=np.float64).reshape(-1, 2)
+        out[intent_name], out[f1_name] = pairs[:, 0].copy(), pairs[:, 1].copy()
+    return out
+
+
+def slot_f1_scores(predictions: Sequence[str], references: Sequence[str | dict], *,
+                   filtered: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Per-example (intent exact match, slot F1) for ruSLUn: the official pair of
+    `ruslun_scores`.
 
     >>> gold = "{'intent': 'alarm_set', 'slots': [{'time': 'семь утра'}]}"
     >>> em, f1 = slot_f1_scores(['```json\\n{"intent": "ALARM_SET", "slots": []}\\n```'], [gold])
     >>> em.tolist(), f1.tolist()
     ([1.0], [0.0])
     """
-    predictions = _check_strings(predictions, "predictions")
-    references = list(references)
-    if len(predictions) != len(references):
-        raise MeraError(f"got {len(predictions)} predictions but {len(references)} references: "
-                        "they must pair up one to one")
-    intent = np.zeros(len(predictions), dtype=np.float64)
-    f1 = np.zeros(len(predictions), dtype=np.float64)
-    for i, (pred_text, ref) in enumerate(zip(predictions, references)):
-        gold = _parse_gold(ref, i)
-        pred = _parse_json_like(pred_text)
-        if not isinstance(pred, dict):
-            continue  # an answer that does not parse scores 0 on both
-        intent[i] = float(_hashable(pred.get("intent")) == _hashable(gold.get("intent")))
-        p_slots, g_slots = _slot_multiset(pred), _slot_multiset(gold)
-        n_pred, n_gold = sum(p_slots.values()), sum(g_slots.values())
-        if n_pred == 0 and n_gold == 0:
-            f1[i] = 1.0
-            continue
-        common = sum((p_slots & g_slots).values())
-        precision = common / n_pred if n_pred else 0.0
-        recall = common / n_gold if n_gold else 0.0
-        f1[i] = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return intent, f1
+    scores = ruslun_scores(predictions, references, filtered=filtered)
+    return scores["intent_exact_match"], scores["slot_f1"]

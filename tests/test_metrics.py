@@ -171,30 +171,148 @@ def test_group_mean_agrees_with_a_plain_loop():
     assert group_mean(scores, ids) == pytest.approx(expected)
 
 
+# ---------------------------------------------------------------------------------
+# ruSLUn, against the official rule (multimodal_tasks/ruslun/utils.py) re-stated here.
+
+def _official_clean(s: str) -> str:
+    """The official ruslunscoring cleaner, re-stated from its documented steps."""
+    import ast
+    import re
+
+    s = s.strip()
+    m = re.match(r"^```(?:\w+)?\s*(.*)\s*```$", s, flags=re.DOTALL)
+    if m:
+        s = m.group(1).strip()
+    if s.startswith("`") and s.endswith("`"):
+        s = s[1:-1].strip()
+    s = re.sub(r"(?i)^\s*json\s*[:\n\r]\s*", "", s, count=1)
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
+        try:
+            s = ast.literal_eval(s)
+            s = s if isinstance(s, str) else str(s)
+        except Exception:
+            s = s[1:-1]
+    return s.strip()
+
+
+def _official_ruslun(prediction: str, outputs: str):
+    """(intent_EM, slot_f1) by the official process_results; raises where it raises."""
+    from collections import Counter
+
+    try:
+        pred = json.loads(_official_clean(prediction.lower()))
+    except json.JSONDecodeError:
+        return 0, 0
+    if pred is None:
+        return 0, 0
+    ref = json.loads(outputs.replace("'", '"'))
+    intent = int(pred.get("intent") == ref.get("intent"))
+
+    def kv(obj):
+        return [(str(k), str(v)) for slot in (obj.get("slots", []) or []) for k, v in slot.items()]
+
+    p, r = Counter(kv(pred)), Counter(kv(ref))
+    if not p and not r:
+        return intent, 1.0
+    c = sum((p & r).values())
+    prec = c / sum(p.values()) if p else 0.0
+    rec = c / sum(r.values()) if r else 0.0
+    return intent, (2 * prec * rec / (prec + rec) if prec + rec else 0.0)
+
+
 GOLD = "{'intent': 'alarm_set', 'slots': [{'time': 'Семь утра'}, {'date': 'завтра'}]}"
+CAMEL = "{'intent': 'SetAlarm', 'slots': [{'date': 'завтра'}]}"
+OFFICIAL_CRASHES = "official raises"
+
+# (prediction, gold, intent EM, slot F1, the official code's outcome), values by hand.
+RUSLUN_TABLE = [
+    # gold is not lowercased: "Семь утра" never matches the lowercased "семь утра"
+    ('{"intent": "alarm_set", "slots": [{"time": "семь утра"}, {"date": "завтра"}]}', GOLD, 1, 0.5, None),
+    # CamelCase gold intent: never matches (official); the slot still does
+    ('{"intent": "SetAlarm", "slots": [{"date": "завтра"}]}', CAMEL, 0, 1.0, None),
+    # a single-quoted dict is not JSON: json.loads only
+    ("{'intent': 'alarm_set', 'slots': [{'date': 'завтра'}]}", GOLD, 0, 0.0, None),
+    # "json" followed by a space stays, so the text does not parse
+    ('json {"intent": "alarm_set", "slots": [{"date": "завтра"}]}', GOLD, 0, 0.0, None),
+    ('`json {"intent": "alarm_set", "slots": [{"date": "завтра"}]}`', GOLD, 0, 0.0, None),
+    # "json:" + line break, and "JSON" + line break: removed; C=1, P=1, R=1/2
+    ('json:\n{"intent": "alarm_set", "slots": [{"date": "завтра"}]}', GOLD, 1, 2 / 3, None),
+    ('JSON\n{"intent": "alarm_set", "slots": [{"date": "завтра"}]}', GOLD, 1, 2 / 3, None),
+    # a quoted JSON string is unwrapped by a literal parse; no slots vs two -> 0
+    ('"{\\"intent\\": \\"alarm_set\\", \\"slots\\": []}"', GOLD, 1, 0.0, None),
+    ("'{\"intent\": \"alarm_set\", \"slots\": [{\"date\": \"завтра\"}]}'", GOLD, 1, 2 / 3, None),
+    # fences, with and without a language word; upper case is lowered first
+    ('```json\n{"intent": "ALARM_SET", "slots": [{"date": "Завтра"}]}\n```', GOLD, 1, 2 / 3, None),
+    ('  ```{"intent": "alarm_set", "slots": []}```  ', GOLD, 1, 0.0, None),
+    ('`{"intent": "x", "slots": [{"date": "завтра"}, {"time": "Семь утра"}]}`', GOLD, 0, 0.5, None),
+    ("это не json", GOLD, 0, 0.0, None),
+    ('{"intent": "alarm_set", "slots": [', GOLD, 0, 0.0, None),
+    ("null", GOLD, 0, 0.0, None),
+    # an empty object: intent None != "x"; both slot lists empty -> F1 1
+    ("{}", "{'intent': 'x', 'slots': []}", 0, 1.0, None),
+    # values compare as str(): 5 and "5" match, a list never matches a string
+    ('{"intent": "a", "slots": [{"n": 5}]}', "{'intent': 'a', 'slots': [{'n': '5'}]}", 1, 1.0, None),
+    ('{"intent": "alarm_set", "slots": [{"date": ["завтра"]}]}', GOLD, 1, 0.0, None),
+    ('{"intent": "alarm_set", "slots": null}', GOLD, 1, 0.0, None),
+    # malformed answers score 0 where the official code aborts the whole run
+    ('["alarm_set"]', GOLD, 0, 0.0, OFFICIAL_CRASHES),
+    ('{"intent": "alarm_set", "slots": {"date": "завтра"}}', GOLD, 0, 0.0, OFFICIAL_CRASHES),
+    ('{"intent": "alarm_set", "slots": ["date"]}', GOLD, 0, 0.0, OFFICIAL_CRASHES),
+    ('{"intent": "alarm_set", "slots": "завтра"}', GOLD, 0, 0.0, OFFICIAL_CRASHES),
+    ("[" * 50000 + "]" * 50000, GOLD, 0, 0.0, OFFICIAL_CRASHES),
+    # a Python set (unhashable in the old code) is no JSON
+    ("{'intent': 'a', 'slots': [{'k': {1, 2}}]}", GOLD, 0, 0.0, None),
+]
 
 
-@pytest.mark.parametrize("prediction, intent, f1", [
-    ('{"intent": "alarm_set", "slots": [{"time": "семь утра"}, {"date": "завтра"}]}', 1, 1.0),
-    # code fence, leading json, upper case: all removed before parsing
-    ('```json\n{"intent": "ALARM_SET", "slots": [{"time": "Семь утра"}]}\n```', 1, 2 / 3),
-    ('`{"intent": "alarm_set", "slots": []}`', 1, 0.0),
-    ('```{"intent": "alarm_set", "slots": [{"date": "завтра"}]}```', 1, 2 / 3),
-    ('  ```JSON\n{"intent": "alarm_set", "slots": [{"date": "ЗАВТРА"}]}```  ', 1, 2 / 3),
-    ('json {"intent": "alarm_query", "slots": [{"date": "завтра"}, {"x": "y"}]}', 0, 0.5),
-    # Python-literal single quotes are accepted
-    ("{'intent': 'alarm_set', 'slots': [{'time': 'семь утра', 'date': 'завтра'}]}", 1, 1.0),
-    ("это не json", 0, 0.0),
-    ('{"intent": "alarm_set", "slots": [', 0, 0.0),
-    ('["alarm_set"]', 0, 0.0),
-])
-def test_slot_f1_hand_cases(prediction, intent, f1):
-    em, scores = slot_f1_scores([prediction], [GOLD])
+@pytest.mark.parametrize("prediction, gold, intent, f1, official", RUSLUN_TABLE)
+def test_ruslun_parity_table(prediction, gold, intent, f1, official):
+    em, scores = slot_f1_scores([prediction], [gold])
     assert em.tolist() == [intent]
     assert scores[0] == pytest.approx(f1)
+    if official is None:
+        assert _official_ruslun(prediction, gold) == (intent, pytest.approx(f1))
+    else:
+        with pytest.raises((AttributeError, TypeError, RecursionError)):
+            _official_ruslun(prediction, gold)
 
 
-def test_slot_f1_multiset_and_empty_cases():
+def test_ruslun_whole_table_at_once_never_aborts():
+    preds = [row[0] for row in RUSLUN_TABLE]
+    golds = [row[1] for row in RUSLUN_TABLE]
+    scores = metric_fns.ruslun_scores(preds, golds)
+    assert scores["intent_exact_match"].tolist() == [row[2] for row in RUSLUN_TABLE]
+    assert scores["slot_f1"].tolist() == pytest.approx([row[3] for row in RUSLUN_TABLE])
+
+
+def test_ruslun_case_insensitive_variant_is_beside_the_official_one():
+    scores = metric_fns.ruslun_scores(
+        ['{"intent": "SetAlarm", "slots": [{"time": "Семь утра"}]}'],
+        ["{'intent': 'SetAlarm', 'slots': [{'time': 'Семь утра'}, {'date': 'завтра'}]}"],
+        case_insensitive=True)
+    # official: intent 0 (gold CamelCase); slots: C=0 -> 0. corrected: intent 1; C=1,
+    # P=1, R=1/2 -> 2/3
+    assert {k: v.tolist() for k, v in scores.items()} == {
+        "intent_exact_match": [0.0], "slot_f1": [0.0],
+        "intent_exact_match_ci": [1.0], "slot_f1_ci": [pytest.approx(2 / 3)]}
+    assert set(metric_fns.ruslun_scores(["{}"], ["{'intent': 'x'}"])) == {"intent_exact_match",
+                                                                          "slot_f1"}
+
+
+def test_ruslun_prefiltered_predictions_are_not_filtered_twice():
+    from mera_multi_hf.filters import apply_filters
+
+    raw = 'json: json:\n{"intent": "A", "slots": []}'
+    once = apply_filters(("lowercase", "slot_clean"), raw)
+    assert once == 'json:\n{"intent": "a", "slots": []}'  # one prefix goes, as officially
+    gold = "{'intent': 'a', 'slots': []}"
+    assert metric_fns.ruslun_scores([raw], [gold])["intent_exact_match"].tolist() == [0.0]
+    assert metric_fns.ruslun_scores([once], [gold], filtered=True)["intent_exact_match"].tolist() == [0.0]
+    # filtering the filtered text again would strip the second prefix and score 1
+    assert metric_fns.ruslun_scores([once], [gold])["intent_exact_match"].tolist() == [1.0]
+
+
+def test_slot_f1_multiset_and_gold_cases():
     gold = '{"intent": "play", "slots": [{"artist": "a"}, {"artist": "a"}, {"song": "s"}]}'
     # one "artist: a" predicted: C=1, P=1, R=1/3 -> F1 = 0.5
     _, f1 = slot_f1_scores(['{"intent": "play", "slots": [{"artist": "a"}]}'], [gold])
@@ -203,18 +321,55 @@ def test_slot_f1_multiset_and_empty_cases():
     _, f1 = slot_f1_scores(['{"intent": "play", "slots": [{"artist": "a"}, {"artist": "a"}, '
                             '{"artist": "a"}]}'], [gold])
     assert f1[0] == pytest.approx(2 / 3)
-    # both empty -> 1; one side empty -> 0; gold as a dict works too
+    # a gold given as a dict is used as it is (not lowercased either)
     em, f1 = slot_f1_scores(['{"intent": "x", "slots": []}', '{"intent": "x", "slots": []}'],
                             [{"intent": "X", "slots": []}, '{"intent": "x", "slots": [{"a": "b"}]}'])
-    assert em.tolist() == [1, 1] and f1.tolist() == [1.0, 0.0]
+    assert em.tolist() == [0, 1] and f1.tolist() == [1.0, 0.0]
+    # an apostrophe inside a gold value breaks the official replace; a literal parse saves it
+    em, f1 = slot_f1_scores(['{"intent": "a", "slots": [{"name": "д\'артаньян"}]}'],
+                            ["{'intent': 'a', 'slots': [{'name': \"д'артаньян\"}]}"])
+    assert (em.tolist(), f1.tolist()) == ([1.0], [1.0])
     with pytest.raises(MeraError, match=r"references\[0\]"):
         slot_f1_scores(["{}"], ["not json"])
+    with pytest.raises(MeraError, match=r"references\[0\]: 'slots' must be a list"):
+        slot_f1_scores(["{}"], ["{'intent': 'a', 'slots': 'b'}"])
+
+
+def test_filters_registry():
+    from mera_multi_hf.filters import FILTERS, apply_filters
+
+    assert set(FILTERS) == {"remove_whitespace", "take_first", "lowercase", "slot_clean"}
+    assert apply_filters(("remove_whitespace", "take_first"), " \n Б ") == "Б "
+    assert apply_filters((), "  As Is ") == "  As Is "
+    assert apply_filters(["lowercase"], "ÀБC") == "àбc"
+    with pytest.raises(MeraError, match="unknown prediction filter.*'upper'"):
+        apply_filters(("upper",), "x")
+    with pytest.raises(MeraError, match="must be a string"):
+        apply_filters((), None)
+
+
+# ---------------------------------------------------------------------------------
+# "The text after the last ОТВЕТ": the official rule and its lenient, named variant.
+
+@pytest.mark.parametrize("text, official, lenient", [
+    ("Рассуждение. ОТВЕТ: синий", ": синий", "синий"),
+    ("Ответ: синий", "Ответ: синий", "синий"),           # lowercase marker: no marker officially
+    ("ответ b", "ответ b", "b"),
+    ("ОТВЕТ A, нет, ОТВЕТ B ", "B", "B"),
+    ("  без маркера ", "без маркера", "без маркера"),
+    ("ОТВЕТ", "", ""),
+])
+def test_answer_part_official_and_lenient(text, official, lenient):
+    assert metric_fns.official_answer_part(text) == official == text.split("ОТВЕТ")[-1].strip()
+    assert metric_fns.lenient_answer_part(text) == lenient
 
 
 def test_library_doctests_pass():
     from mera_multi_hf import judge, metrics_loading
 
-    for module in (metric_fns, judge, metrics_loading):
+    from mera_multi_hf import filters
+
+    for module in (metric_fns, judge, metrics_loading, filters):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 
