@@ -33,25 +33,31 @@ def _string_list(value, field):
     raise FieldError(field, "must be a string or a list of strings")
 
 
+def _object(meta: dict, key: str) -> dict:
+    value = meta.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise FieldError(f"meta.{key}", f"must be an object, got {type(value).__name__}")
+    return dict(value)
+
+
 def normalize_meta(meta: dict) -> dict:
-    image = dict(meta.get("image") or {})
+    image = _object(meta, "image")
     for old, new in HUB_ALIASES.items():
         if old in image:
             image.setdefault(new, image.pop(old))
-    categories = meta.get("categories") or {}
+    categories = _object(meta, "categories")
     category = categories.get("category")
     if not isinstance(category, str) or category.strip().lower() not in CATEGORIES:
         raise FieldError("meta.categories.category",
-                         f"{category!r} is not one of {', '.join(CATEGORIES)}")
+                         f"{category!r:.80} is not one of {', '.join(CATEGORIES)}")
     subcategory = categories.get("subcategory")
     if not isinstance(subcategory, str) or not subcategory.strip():
         raise FieldError("meta.categories.subcategory", "missing or empty")
-    group_id = meta.get("group_id")
-    if group_id is not None and (not isinstance(group_id, int) or isinstance(group_id, bool)):
-        raise FieldError("meta.group_id", f"must be an integer, got {group_id!r}")
     return {
         "id": meta["id"],
-        "group_id": group_id,
+        "group_id": meta.get("group_id"),
         "image": {key: _string_list(image.get(key), f"meta.image.{key}")
                   for key in IMAGE_META_KEYS},
         "categories": {"category": category.strip().lower(), "subcategory": subcategory},

@@ -2,13 +2,16 @@
 
 Each task's module in dataset_scripts/ subclasses :class:`MeraBuilder` and declares its
 ``meta`` features and how to normalise a record's meta; everything else comes from the
-task's declaration in :mod:`mera_multi_hf.tasks`.
+task's declaration in :mod:`mera_multi_hf.tasks`. Every normalised meta is checked
+against the declared features (types, integer ranges) before Arrow sees it, so a bad
+value is a problem naming its field, never a failed write.
 """
 from __future__ import annotations
 
 import datasets
+import numpy as np
 
-from .raw import RawDataset
+from .raw import FieldError, RawDataset
 from .tasks import CITATION, TaskSpec, get_task
 
 MEDIA_FEATURES = {
@@ -29,15 +32,65 @@ def task_features(task: TaskSpec, meta_features: dict) -> datasets.Features:
     })
 
 
+def _check_scalar(value, dtype: str, field: str) -> None:
+    if dtype == "string":
+        if not isinstance(value, str):
+            raise FieldError(field, f"must be a string, got {type(value).__name__}")
+    elif dtype.startswith(("int", "uint")):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise FieldError(field, f"must be an integer, got {type(value).__name__}")
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise FieldError(field, f"{value} is out of range for {dtype} "
+                                    f"({info.min}..{info.max})")
+    elif dtype == "bool" and not isinstance(value, bool):
+        raise FieldError(field, f"must be true or false, got {type(value).__name__}")
+    elif dtype.startswith("float") and (not isinstance(value, (int, float)) or
+                                        isinstance(value, bool)):
+        raise FieldError(field, f"must be a number, got {type(value).__name__}")
+
+
+def check_features(value, feature, field: str) -> None:
+    """Raise FieldError (dotted field name) where ``value`` does not fit ``feature``.
+    None is accepted anywhere (a missing value; the builder fills derived ones)."""
+    if value is None:
+        return
+    if isinstance(feature, dict):
+        if not isinstance(value, dict):
+            raise FieldError(field, f"must be an object, got {type(value).__name__}")
+        for key, sub in feature.items():
+            check_features(value.get(key), sub, f"{field}.{key}")
+    elif isinstance(feature, (datasets.List, datasets.LargeList, datasets.Sequence, list)):
+        inner = feature[0] if isinstance(feature, list) else feature.feature
+        if not isinstance(value, list):
+            raise FieldError(field, f"must be a list, got {type(value).__name__}")
+        for item in value:
+            check_features(item, inner, field)
+    elif isinstance(feature, datasets.Value):
+        _check_scalar(value, feature.dtype, field)
+
+
 class MeraBuilder(datasets.GeneratorBasedBuilder):
-    """Build one MERA task from its raw folder (``data_dir``), streaming record by record."""
+    """Build one MERA task from its raw folder (``data_dir``), streaming record by record.
+
+    ``raw_options`` (set on the instance before ``download_and_prepare``) go to
+    :class:`~mera_multi_hf.raw.RawDataset`: ``limits``, ``include_private_answers``.
+    """
 
     TASK_KEY: str = ""
     META_FEATURES: dict = {}
+    raw_options: dict = {}
 
     @staticmethod
     def normalize_meta(meta: dict) -> dict:
         return dict(meta)
+
+    @classmethod
+    def checked_meta(cls, meta: dict) -> dict:
+        """The task's normalised meta, checked against its declared features."""
+        out = cls.normalize_meta(meta)
+        check_features(out, cls.META_FEATURES, "meta")
+        return out
 
     @classmethod
     def task(cls) -> TaskSpec:
@@ -54,12 +107,12 @@ class MeraBuilder(datasets.GeneratorBasedBuilder):
                         f"built from the raw MERA layout by mera-multi-hf.",
             features=self.features(),
             homepage="https://mera.a-ai.ru/",
-            license="mit",
             citation=CITATION,
         )
 
     def _split_generators(self, dl_manager):
-        self.raw = RawDataset(self.task(), self.config.data_dir, self.normalize_meta)
+        self.raw = RawDataset(self.task(), self.config.data_dir, self.checked_meta,
+                              **self.raw_options)
         return [datasets.SplitGenerator(name=split, gen_kwargs={"split": split})
                 for split in self.raw.splits()]
 

@@ -5,17 +5,22 @@ as it is with huggingface_hub; no loading script is involved (datasets 4+ has no
 """
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import datasets
+import yaml
 from datasets.info import DatasetInfosDict
+from datasets.utils.py_utils import convert_file_size_to_int
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from . import __version__
 from ._paths import bundled_dir, load_module_from_file
 from .errors import DataValidationError, MeraError
+from .raw import RawLimits, fill_readme
 from .tasks import CITATION, TaskSpec
 
 TASK_CATEGORIES = {
@@ -42,96 +47,361 @@ def builder_class(task: TaskSpec) -> type:
     raise MeraError(f"dataset_scripts/{task.key}.py declares no builder for {task.key}")
 
 
+MARKER = ".mera-multi-export.json"   # written into every export: proof that we made it
+INTERNAL_TAG = "mera-internal-with-answers"
+
+
+def shard_size(value) -> int:
+    """``--max-shard-size`` in bytes ("500MB", "1GB", 1000000); a clear error otherwise."""
+    try:
+        size = convert_file_size_to_int(value)
+    except (ValueError, TypeError):
+        size = None
+    if not isinstance(size, int) or size <= 0:
+        raise MeraError(f"--max-shard-size {value!r}: not a positive size "
+                        "(examples: 500MB, 1GB, 100000000)")
+    return size
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(os.path.join(folder, ""))
+
+
+def output_mode(out_dir: Path, raw_dir: Path, overwrite: bool = False) -> str:
+    """How ``out_dir`` may be written: "new", "empty" (fill it) or "replace".
+
+    Refused always: the raw folder, a folder holding it, the current directory or a
+    folder holding it, a symbolic link, a file. An existing non-empty folder is replaced
+    only when a previous export wrote our marker into it, or with ``overwrite``.
+    """
+    out_abs = os.path.abspath(out_dir)
+    out_real = os.path.realpath(out_dir)
+    for other, what in ((raw_dir, "the raw folder"), (os.getcwd(), "the current directory")):
+        if _inside(os.path.realpath(other), out_real):
+            raise MeraError(f"--out {out_dir} is {what} or a folder that holds it; "
+                            "choose a new folder for the export")
+    if os.path.islink(out_abs):
+        raise MeraError(f"--out {out_dir} is a symbolic link; give the real folder instead")
+    if not os.path.lexists(out_abs):
+        return "new"
+    if not os.path.isdir(out_abs):
+        raise MeraError(f"--out {out_dir} exists and is not a folder")
+    if not os.listdir(out_abs):
+        return "empty"
+    marker = os.path.join(out_abs, MARKER)
+    if overwrite or (os.path.isfile(marker) and not os.path.islink(marker)):
+        return "replace"
+    raise MeraError(f"--out {out_dir} exists and was not written by mera-multi build (no "
+                    f"{MARKER}); choose another folder, or pass --overwrite to replace it")
+
+
+def _make_parents(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents; return those created, deepest first."""
+    made, probe = [], folder
+    while not os.path.lexists(probe):
+        made.append(probe)
+        probe = probe.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return made
+
+
+def _swap_in(staged: Path, out_dir: Path, mode: str) -> None:
+    if mode == "new":
+        staged.rename(out_dir)
+    elif mode == "empty":  # a folder the user made: fill it, keep it
+        for child in staged.iterdir():
+            child.rename(out_dir / child.name)
+    else:
+        old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+        os.replace(out_dir, old / "x")
+        staged.rename(out_dir)
+        shutil.rmtree(old)
+
+
+def _prepare(task, raw_dir, work: Path, max_shard_size: int, raw_options: dict):
+    """Build into ``work``; returns the builder (its ``raw`` holds what was read)."""
+    builder = builder_class(task)(data_dir=str(Path(raw_dir).resolve()),
+                                  cache_dir=str(work / "cache"))
+    builder.raw_options = raw_options
+    try:
+        builder.download_and_prepare(output_dir=str(work / "prepared"),
+                                     file_format="parquet", max_shard_size=max_shard_size)
+    except MeraError:
+        raise
+    except Exception:
+        if getattr(builder, "raw", None) is None or not builder.raw.problems:
+            raise
+    if builder.raw.problems:
+        raise DataValidationError(builder.raw.problems, str(raw_dir))
+    return builder
+
+
 def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
-               max_shard_size: str | int = "500MB") -> Path:
+               max_shard_size: str | int = "500MB", *, include_private_answers: bool = False,
+               overwrite: bool = False, limits: RawLimits | None = None) -> Path:
     """Build the task from its raw folder and write the Hub layout into ``out_dir``.
 
     Every problem in the raw folder is reported at once (DataValidationError) and nothing
-    is written in that case; an existing ``out_dir`` is replaced only on success.
+    is written in that case. The export is made in a temporary sibling folder and moved
+    into place only on success (see :func:`output_mode` for what may be replaced).
+    ``include_private_answers`` keeps a private test split's gold answers: an internal
+    export, marked so in its card and marker, which :func:`push` refuses.
     """
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    size = shard_size(max_shard_size)
+    raw_dir, out_dir = Path(raw_dir), Path(out_dir)
+    if not raw_dir.is_dir():
+        raise MeraError(f"raw dataset folder not found: {raw_dir}")
+    mode = output_mode(out_dir, raw_dir, overwrite)
+    made = _make_parents(out_dir.parent)
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
     try:
-        builder = builder_class(task)(data_dir=str(Path(raw_dir).resolve()),
-                                      cache_dir=str(work / "cache"))
-        try:
-            builder.download_and_prepare(output_dir=str(work / "prepared"),
-                                         file_format="parquet", max_shard_size=max_shard_size)
-        except MeraError:
-            raise
-        except Exception:
-            if getattr(builder, "raw", None) is None or not builder.raw.problems:
-                raise
-        if builder.raw.problems:
-            raise DataValidationError(builder.raw.problems, str(raw_dir))
+        builder = _prepare(task, raw_dir, work, size, {
+            "limits": limits, "include_private_answers": include_private_answers})
+        internal = include_private_answers and builder.raw.private
         staged = work / "export"
         (staged / "data").mkdir(parents=True)
         for split in builder.info.splits:
             shards = sorted((work / "prepared").glob(f"*-{split}*.parquet"))
             for i, shard in enumerate(shards):
                 shard.rename(staged / "data" / f"{split}-{i:05d}-of-{len(shards):05d}.parquet")
-        write_card(task, builder.info, staged / "README.md", builder.raw)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        staged.rename(out_dir)
+        write_card(task, builder.info, staged / "README.md", builder.raw, internal=internal)
+        (staged / MARKER).write_text(json.dumps({
+            "created_by": "mera-multi-hf", "version": __version__, "task": task.key,
+            "internal_with_answers": internal}) + "\n", encoding="utf-8")
+        _swap_in(staged, out_dir, mode)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        for folder in made:  # parents this call created, nothing else
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+        raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out_dir
 
 
-def write_card(task: TaskSpec, info: datasets.DatasetInfo, path: Path, raw=None) -> None:
-    splits = list(info.splits)
+# ---- the dataset card ----
+
+# The standard descriptions that "default" stands for in data_field_descriptions and
+# metrics: (English, Russian). option_<x> fields are described by their letter.
+FIELD_DEFAULTS = {
+    "instruction": ("The prompt of this example: a template whose {field} placeholders are "
+                    "filled from `inputs`; placeholders such as `<image>` mark where media go.",
+                    "Промпт примера: шаблон, плейсхолдеры {поле} которого заполняются из "
+                    "`inputs`, а плейсхолдеры вида `<image>` отмечают место медиа."),
+    "inputs": ("What the model is given: media and text fields.",
+               "То, что получает модель: медиа и текстовые поля."),
+    "inputs.image": ("The picture the question is about.", "Изображение, о котором вопрос."),
+    "inputs.audio": ("The audio clip the question is about.", "Аудиозапись, о которой вопрос."),
+    "inputs.video": ("The video the question is about.", "Видео, о котором вопрос."),
+    "inputs.question": ("The question text.", "Текст вопроса."),
+    "outputs": ("The gold answer (empty in the test split of a private task).",
+                "Правильный ответ (пустая строка в тесте закрытой задачи)."),
+    "meta": ("Metadata of the example, never shown to the model.",
+             "Метаданные примера; модели не показываются."),
+    "meta.id": ("The example number, unique across test and shots.",
+                "Номер примера, сквозной для test и shots."),
+    "meta.group_id": ("Examples with the same media and question share it.",
+                      "Общий у примеров с одинаковыми медиа и вопросом."),
+    "meta.categories": ("The categories of the example.", "Категории примера."),
+    "meta.image": ("Image metadata (MERA image taxonomy).",
+                   "Метаданные изображения (классификация изображений MERA)."),
+    "meta.image.source": ("Where the image comes from.", "Происхождение изображения."),
+    "meta.image.type": ("The kind of image.", "Тип изображения."),
+    "meta.image.content": ("What the image shows.", "Что изображено."),
+    "meta.image.context": ("Context present in the image.", "Контекст на изображении."),
+    "meta.image.synt_source": ("Generators used to make the material, if any.",
+                               "Генераторы, которыми сделан материал, если были."),
+}
+METRIC_DEFAULTS = {
+    "Exact match": ("The share of examples whose answer equals the gold answer (after the "
+                    "task's normalisation).",
+                    "Доля примеров, где ответ совпал с правильным (после нормализации задачи)."),
+    "Group Exact match": ("Examples are grouped (same media and question); a group counts "
+                          "only when all its examples are right; the mean over groups.",
+                          "Примеры группируются (одни медиа и вопрос); группа засчитывается, "
+                          "только если верны все её примеры; среднее по группам."),
+    "Judge score": ("The share of answers a judge model labels correct.",
+                    "Доля ответов, которые модель-судья признала верными."),
+}
+LANGS = ("en", "ru")
+HF_LICENSES = {"mit", "apache-2.0", "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0",
+               "cc-by-nc-sa-4.0", "cc0-1.0", "openrail", "other"}
+
+
+def _default_text(path: str, lang: str) -> str:
+    name = path.rsplit(".", 1)[-1]
+    if path.startswith("inputs.option_") and len(name) == len("option_a"):
+        return ("Answer option {}." if lang == "en" else "Вариант ответа {}.").format(
+            name[-1].upper())
+    pair = FIELD_DEFAULTS.get(path)
+    return pair[LANGS.index(lang)] if pair else ""
+
+
+def _text(value, lang: str, default: str) -> str:
+    """A {"ru","en"} description (or a plain string) in ``lang``; "default" -> default."""
+    text = value.get(lang) if isinstance(value, dict) else value
+    return default if not isinstance(text, str) or text == "default" else text
+
+
+def _field_lines(descs: dict, example, lang: str, prefix: str = "", level: int = 0) -> list[str]:
+    lines = []
+    for name, value in descs.items():
+        path = f"{prefix}{name}"
+        sample = example.get(name) if isinstance(example, dict) else None
+        leaf = isinstance(value, dict) and any(k in value for k in LANGS)
+        kind = f" [{type(sample).__name__}]" if sample is not None and \
+            not isinstance(sample, dict) else ""
+        text = _text(value if leaf else None, lang, _default_text(path, lang))
+        lines.append(f"{'    ' * level}- `{name}`{kind} — {text}".rstrip(" —"))
+        if isinstance(value, dict) and not leaf:
+            lines += _field_lines(value, sample, lang, f"{path}.", level + 1)
+    return lines
+
+
+def _metric_lines(meta: dict, lang: str) -> list[str]:
+    metrics = meta.get("metrics") if isinstance(meta.get("metrics"), dict) else {}
+    lines = []
+    for name, value in metrics.items():
+        pair = METRIC_DEFAULTS.get(name, ("", ""))
+        lines.append(f"- `{name}`: {_text(value, lang, pair[LANGS.index(lang)])}".rstrip(": "))
+    human = meta.get("human_benchmark") if isinstance(meta.get("human_benchmark"), dict) else {}
+    if human:
+        lines += ["", "Human baseline:" if lang == "en" else "Результаты людей:", ""]
+        lines += [f"- {name}: {score}" for name, score in human.items()]
+    return lines
+
+
+def _readme_block(sections: dict, level: str) -> list[str]:
+    lines = []
+    for title, text in sections.items():
+        if title in ("Contributors", "Авторы"):
+            lines += [f"{title}: {text.strip()}", ""]
+        else:
+            lines += [f"{level} {title}", "", text.strip(), ""]
+    return lines
+
+
+def _language_part(meta: dict, sections: dict, lang: str) -> list[str]:
+    """One language's half of the card: description, readme sections, fields, metrics."""
+    head = "##" if lang == "en" else "###"
+    lines = []
+    description = meta.get("description")
+    if description:
+        lines += [_text(description, lang, ""), ""]
+    lines += _readme_block(sections, head)
+    if meta.get("skills"):
+        skills = ", ".join(meta["skills"])
+        lines += [f"{'Evaluated skills' if lang == 'en' else 'Проверяемые навыки'}: {skills}", ""]
+    if isinstance(meta.get("data_field_descriptions"), dict):
+        lines += [f"{head} {'Data fields' if lang == 'en' else 'Поля данных'}", ""]
+        lines += _field_lines(meta["data_field_descriptions"], meta.get("data_example"), lang)
+        lines.append("")
+    if meta.get("metrics") or meta.get("human_benchmark"):
+        lines += [f"{head} {'Metrics' if lang == 'en' else 'Метрики'}", ""]
+        lines += _metric_lines(meta, lang) + [""]
+    return lines
+
+
+def _card_license(meta: dict) -> dict:
+    declared = str(meta.get("license") or "")
+    key = declared.strip().lower().replace(" ", "-")
+    if key in HF_LICENSES:
+        return {"license": key}
+    if declared == "MERA_private":
+        return {"license": "other", "license_name": "mera-private"}
+    return {"license": "other", "license_name": key[:60] or "unknown"}
+
+
+def _export_notes(task: TaskSpec, info, raw, internal: bool) -> list[str]:
+    meta = raw.card_meta() if raw is not None else {}
+    sizes = ", ".join(f"{s}: {info.splits[s].num_examples}" for s in info.splits)
+    private = raw.private if raw is not None else not task.public
+    answers = ("**this internal export keeps the hidden gold answers**" if internal else
+               "gold answers are hidden (`outputs` is empty) and scored by the MERA site"
+               if private else "gold answers are published")
+    prompts = meta.get("prompts")
+    how = (f"`instruction` was resolved from a list of {len(prompts)} prompts"
+           if isinstance(prompts, list) else "every record carries its own `instruction`")
+    lines = ["## This export", "",
+             f"- Splits: {sizes}. The test split is {'private' if private else 'public'}: "
+             f"{answers}.",
+             f"- Built by mera-multi-hf {__version__} from the raw MERA layout; {how}. The "
+             "model sees `instruction.format(**text inputs)` with media placeholders such as "
+             "`<image>` left in place.",
+             f"- Dataset size (metadata, computed): {meta.get('dataset_size', 'not declared')}; "
+             f"generators used: {', '.join(meta.get('synt_source_models') or []) or 'none'}.",
+             f"- Project metrics: {', '.join(task.metrics)} (exact match normalisation "
+             f"`{task.em_mode}`).",
+             f"- License: {meta.get('license') or 'not declared'}. Official copy: "
+             f"[{task.hub_id}](https://huggingface.co/datasets/{task.hub_id}).", ""]
+    if isinstance(meta.get("data_example"), dict):
+        example = json.dumps(meta["data_example"], ensure_ascii=False, indent=4)
+        lines += ["### Data example (raw MERA format)", "", "```json", example, "```", ""]
+    lines += ["```python", "from datasets import load_dataset",
+              f'ds = load_dataset("{task.hub_id}")          # or this folder', "```", ""]
+    return lines
+
+
+def write_card(task: TaskSpec, info: datasets.DatasetInfo, path: Path, raw=None,
+               internal: bool = False) -> None:
+    """README.md of an export: YAML header (huggingface_hub) and the card built from the
+    raw folder's metadata and readme sections (SPEC.md section 2)."""
+    meta = raw.card_meta() if raw is not None else {}
+    readme = {lang: fill_readme(raw.readme.get(lang, {}), meta) for lang in LANGS} \
+        if raw is not None else {"en": {}, "ru": {}}
+    tags = ["mera", "mera-multi", "benchmark", task.modality] + ([INTERNAL_TAG] if internal else [])
     card_data = DatasetCardData(
-        language=["ru"],
-        license="mit",
-        pretty_name=task.hub_id.split("/")[-1],
-        task_categories=TASK_CATEGORIES[task.modality],
-        tags=["mera", "mera-multi", "benchmark", task.modality],
+        language=["ru"], pretty_name=str(meta.get("dataset_name") or task.hub_id.split("/")[-1]),
+        task_categories=TASK_CATEGORIES[task.modality], tags=tags, **_card_license(meta),
         configs=[{"config_name": "default",
-                  "data_files": [{"split": s, "path": f"data/{s}-*"} for s in splits]}],
-    )
+                  "data_files": [{"split": s, "path": f"data/{s}-*"} for s in info.splits]}])
     DatasetInfosDict({"default": info}).to_dataset_card_data(card_data)
-    sizes = ", ".join(f"{s}: {info.splits[s].num_examples}" for s in splits)
-    prompts = len(raw.prompts) if raw is not None and raw.prompts else 0
-    access = getattr(raw, "access", "private")
-    text = f"""# {task.class_name}
+    lines = [f"# {card_data.pretty_name}", ""]
+    if internal:
+        lines += ["> **INTERNAL EXPORT — DO NOT PUBLISH.** The test split of this private task "
+                  "keeps its gold answers (built with `--internal-with-answers`); "
+                  "`mera-multi build --push` refuses it.", ""]
+    lines += _language_part(meta, readme["en"], "en")
+    if readme["ru"] or isinstance(meta.get("description"), dict):
+        lines += ["## Описание на русском", ""] + _language_part(meta, readme["ru"], "ru")
+    lines += _export_notes(task, info, raw, internal)
+    lines += ["## Citation", "", "```bibtex", CITATION.rstrip(), "```", ""]
+    DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n" + "\n".join(lines)).save(path)
 
-MERA Multi task `{task.key}` ({task.modality}), in the Hugging Face Hub layout: Parquet
-shards under `data/` and this card. Built by mera-multi-hf {__version__} from the raw MERA
-layout; official copy: [{task.hub_id}](https://huggingface.co/datasets/{task.hub_id}).
 
-- Splits: {sizes}. The test split is {access}: {"gold answers are published" if access == "public"
-  else "gold answers are hidden and scored by the MERA site from a submission ZIP"}.
-- Every example carries its own `instruction` (one of {prompts or "the task's"} prompts);
-  the model sees `instruction.format(**text inputs)` with media placeholders such as
-  `<image>` left in place.
-- Metrics: {", ".join(task.metrics)} (exact match normalisation `{task.em_mode}`).
-
-```python
-from datasets import load_dataset
-ds = load_dataset("{task.hub_id}")          # or this folder
-from mera_multi_hf import load_task
-ds = load_task("{task.key}", source="{task.hub_id}")
-```
-
-## Citation
-
-```bibtex
-{CITATION}```
-"""
-    DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{text}").save(path)
+def is_internal(folder: str | Path) -> bool:
+    """Whether an exported folder keeps private answers (marker or card tag says so)."""
+    folder = Path(folder)
+    try:
+        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+        if marker.get("internal_with_answers"):
+            return True
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        head = (folder / "README.md").read_text(encoding="utf-8").split("---\n")[1]
+        return INTERNAL_TAG in (yaml.safe_load(head) or {}).get("tags", [])
+    except (OSError, IndexError, yaml.YAMLError, AttributeError, TypeError):
+        return False
 
 
 def push(folder: str | Path, repo_id: str, private: bool = False, token: str | None = None) -> str:
-    """Publish an exported folder as a dataset repository on the Hub."""
+    """Publish an exported folder as a dataset repository on the Hub (never an internal
+    export: that is refused before anything is sent)."""
+    if is_internal(folder):
+        raise MeraError(f"{folder} is an internal export that keeps the hidden test answers "
+                        "of a private task; it is never pushed. Rebuild without "
+                        "--internal-with-answers to publish.")
     from huggingface_hub import HfApi
 
     api = HfApi(token=token)
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
         api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
-                          commit_message="Upload with mera-multi-hf")
+                          commit_message="Upload with mera-multi-hf", ignore_patterns=[MARKER])
     except Exception as err:  # offline, no token, no rights: the export itself is kept
         raise MeraError(f"could not publish {folder} to {repo_id}: {type(err).__name__}: {err}. "
                         "The exported folder is intact; push it again once this is fixed.") \

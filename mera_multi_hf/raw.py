@@ -2,25 +2,52 @@
 
 The reader streams one record at a time and never stops at the first problem: every
 problem found goes into ``problems`` so that one run reports them all.
+
+Hostile folders are expected: every file is read only when it is a regular file whose
+resolved path lies inside the dataset folder (symbolic links leading out, FIFOs and
+devices are refused before anything is opened), under a size limit; images are checked
+for their declared size from the header alone (no decoding), and JSON nesting too deep
+for the parser is a problem like any other.
+
+Computed metadata fields (``dataset_size``, ``synt_source_models``) may hold one of the
+official expression strings. They are recognised by the shape of their syntax tree and
+computed here, never evaluated: ``len(DATA)`` (the number of test records) and
+``list(set(sample[k1][k2]... for sample in DATA))`` (the sorted distinct values, a list
+value counting as its items). Any other expression is a problem in the metadata file.
 """
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import io
 import json
 import os
+import re
+import stat
 import string
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
 from PIL import Image
 
 from .errors import MeraError, Problem
+from .prompts import render_prompt
 from .tasks import TaskSpec
 
 SPLITS = ("test", "shots")
 META_FILES = ("raw_dataset_meta.json", "dataset_meta.json")
+README_FILES = {"en": "raw_readme_en.json", "ru": "raw_readme_ru.json"}
+
+
+@dataclass(frozen=True)
+class RawLimits:
+    """What the reader accepts at most (hostile or broken folders must not exhaust memory)."""
+    max_image_pixels: int = 100_000_000     # width x height declared in the image header
+    max_media_bytes: int = 512 * 2**20      # one media file
+    max_json_bytes: int = 2 * 2**30         # one JSON file
 
 
 class FieldError(ValueError):
@@ -32,10 +59,56 @@ class FieldError(ValueError):
         self.message = message
 
 
-def read_json(path: Path):
-    """Parse one JSON file; malformed JSON becomes a FieldError with line and column."""
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
+    """The bytes of ``relative`` under ``root``, read only if it is safe to.
+
+    Refused (FieldError with field ""): a NUL byte, a path that leaves the folder as
+    written or once symbolic links are resolved, anything but a regular file (checked
+    with stat before opening, so a FIFO never blocks), a file over ``limit`` bytes.
+    """
+    if "\0" in relative:
+        raise FieldError("", f"path {relative!r} contains a NUL byte")
+    root_real = os.path.realpath(root)
+    lexical = os.path.normpath(os.path.join(os.path.abspath(root), relative))
+    if not lexical.startswith(os.path.join(os.path.abspath(root), "")):
+        raise FieldError("", f"path {relative!r} escapes the dataset folder")
+    real = os.path.realpath(lexical)
+    if not real.startswith(os.path.join(root_real, "")):
+        raise FieldError("", f"{relative!r} is a symbolic link (or lies under one) that leads "
+                             "outside the dataset folder")
     try:
-        text = path.read_text(encoding="utf-8")
+        info = os.stat(real)
+        if not stat.S_ISREG(info.st_mode):
+            raise FieldError("", f"{relative!r} is {_file_kind(info.st_mode)}, not a regular file")
+        if info.st_size > limit:
+            raise FieldError("", f"{relative!r} is {info.st_size} bytes, above the limit of {limit}")
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise FieldError("", f"missing file {relative!r}") from None
+    except OSError as err:
+        raise FieldError("", f"cannot read {relative!r}: {err.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # swapped after the stat
+            raise FieldError("", f"{relative!r} is not a regular file")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise FieldError("", f"{relative!r} is larger than the limit of {limit} bytes")
+    return data
+
+
+def parse_json(data: bytes):
+    """Parse JSON bytes; every failure becomes a FieldError (field "") that says why."""
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise FieldError("", f"not UTF-8 text ({err.reason} at byte {err.start})") from None
     try:
@@ -43,39 +116,74 @@ def read_json(path: Path):
     except json.JSONDecodeError as err:
         raise FieldError("", f"malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}") \
             from None
+    except RecursionError:
+        raise FieldError("", "JSON nested too deeply to read") from None
+    except ValueError as err:  # e.g. an integer with more digits than Python converts
+        raise FieldError("", f"unreadable JSON value: {err}") from None
+
+
+def read_json(path: Path, limit: int = RawLimits.max_json_bytes):
+    """Parse one JSON file of a dataset folder (the file must lie inside its folder)."""
+    return parse_json(read_inside(path.parent, path.name, limit))
 
 
 @functools.lru_cache(maxsize=1024)  # a task has ~10 prompts: parse each once
-def placeholders(template: str) -> tuple[str, ...]:
-    """The {field} names a str.format template uses (media <slots> are not among them)."""
+def placeholders(template: str) -> tuple[tuple[str, str, str | None], ...]:
+    """The (name, format spec, conversion) of each {field} of a str.format template."""
     try:
-        return tuple(name for _, name, _, _ in string.Formatter().parse(template) if name is not None)
+        return tuple((name, spec or "", conv) for _, name, spec, conv
+                     in string.Formatter().parse(template) if name is not None)
     except ValueError as err:
         raise FieldError("instruction", f"not a valid format template: {err}") from None
+
+
+def placeholder_problems(template: str, fields: tuple[str, ...]) -> list[str]:
+    """Why the template's placeholders are not plain ``{field}`` names of ``fields``."""
+    out = []
+    for name, spec, conv in placeholders(template):
+        shown = "{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
+        if not name or name.isdigit():
+            out.append(f"positional placeholder {shown}: name an input field instead")
+        elif name not in fields:
+            out.append(f"placeholder {shown} is not an input field "
+                       f"(text fields: {', '.join(fields)})")
+        elif conv or spec:
+            out.append(f"placeholder {shown}: conversions and format specs are not allowed")
+    return out
 
 
 JPEG_START, JPEG_END = b"\xff\xd8\xff", b"\xff\xd9"
 PNG_START, PNG_END = b"\x89PNG\r\n\x1a\n", b"IEND\xaeB`\x82"
 
 
-def image_problem(data: bytes) -> str | None:
-    """Why these bytes are not a complete image, or None when they are.
+def image_problem(data: bytes, max_pixels: int = RawLimits.max_image_pixels) -> str | None:
+    """Why these bytes are not a complete image of an acceptable size, or None.
 
-    JPEG and PNG (what MERA ships) are checked by their start and end markers, which
-    catches truncated files that Pillow would open without complaint, at a fraction of
-    the cost of parsing; other formats are opened with Pillow.
+    The size comes from the header alone (Pillow opens lazily), so a decompression
+    bomb is refused without being decoded. JPEG and PNG (what MERA ships) are then
+    checked by their start and end markers, which catches truncated files that Pillow
+    would open without complaint; other formats are verified by Pillow.
     """
-    if data.startswith(JPEG_START):
-        # a few padding bytes after the end marker are common and harmless
-        return None if JPEG_END in data[-32:] else "corrupt image (truncated JPEG: no end marker)"
-    if data.startswith(PNG_START):
-        return None if data.rstrip(b"\0").endswith(PNG_END) else \
-            "corrupt image (truncated PNG: no IEND chunk)"
     try:
-        with Image.open(io.BytesIO(data)) as img:
-            img.verify()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as img:
+                width, height = img.size
+                if width * height <= max_pixels and not data.startswith((JPEG_START, PNG_START)):
+                    img.verify()
+    except Image.DecompressionBombError as err:
+        return f"image too large to decode safely ({err})"
+    except Image.UnidentifiedImageError:
+        return "corrupt image (UnidentifiedImageError: not a format Pillow recognises)"
     except Exception as err:  # PIL raises many types for bad data
         return f"corrupt image ({type(err).__name__}: {err})"
+    if width * height > max_pixels:
+        return (f"image declares {width}x{height} = {width * height} pixels, above the limit "
+                f"of {max_pixels} (raise it with --max-image-pixels if this is intended)")
+    if data.startswith(JPEG_START) and JPEG_END not in data[-32:]:
+        return "corrupt image (truncated JPEG: no end marker)"  # a little padding is harmless
+    if data.startswith(PNG_START) and not data.rstrip(b"\0").endswith(PNG_END):
+        return "corrupt image (truncated PNG: no IEND chunk)"
     return None
 
 
@@ -86,24 +194,176 @@ def group_key(image_bytes: bytes | None, question: str) -> str:
     return digest.hexdigest()
 
 
+# ---- the metadata file: prompts, excluded fields, computed fields, card material ----
+
+def exclusion_paths(spec) -> list[tuple[str, ...]]:
+    """``exclude_fields`` as field paths. Official form: a nested object whose leaves are
+    lists of names ({"meta": {"image": ["synt_source"]}}); also a list of dotted paths."""
+    if spec in (None, {}, []):
+        return []
+    if isinstance(spec, list) and all(isinstance(p, str) and p for p in spec):
+        return [tuple(p.split(".")) for p in spec]
+    if not isinstance(spec, dict):
+        raise FieldError("exclude_fields", 'must be an object like {"meta": {"image": '
+                         '["synt_source"]}} or a list of dotted field paths')
+    paths = []
+    for key, sub in spec.items():
+        if isinstance(sub, list) and all(isinstance(n, str) for n in sub):
+            paths += [(key, name) for name in sub]
+        else:
+            paths += [(key,) + rest for rest in exclusion_paths(sub)] if sub else [(key,)]
+    return paths
+
+
+def drop_fields(record: dict, paths: list[tuple[str, ...]]) -> dict:
+    """The record without the excluded fields (the parsed record is changed in place)."""
+    for path in paths:
+        node = record
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(path[-1], None)
+    return record
+
+
+def _sample_path(node, var: str) -> list[str] | None:
+    """The constant string keys of ``var[k1][k2]...``, or None for any other shape."""
+    keys = []
+    while isinstance(node, ast.Subscript):
+        if not (isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)):
+            return None
+        keys.insert(0, node.slice.value)
+        node = node.value
+    return keys if isinstance(node, ast.Name) and node.id == var and keys else None
+
+
+def _distinct_path(node) -> list[str] | None:
+    """The key path of ``list(set(sample[..]... for sample in DATA))`` (or sorted(...))."""
+    def call(n, names):
+        return (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names
+                and len(n.args) == 1 and not n.keywords)
+    if not (call(node, ("list", "sorted")) and call(node.args[0], ("set",))):
+        return None
+    gen = node.args[0].args[0]
+    if not (isinstance(gen, (ast.GeneratorExp, ast.ListComp)) and len(gen.generators) == 1):
+        return None
+    loop = gen.generators[0]
+    if not (isinstance(loop.target, ast.Name) and isinstance(loop.iter, ast.Name)
+            and loop.iter.id == "DATA" and not loop.ifs and not loop.is_async):
+        return None
+    return _sample_path(gen.elt, loop.target.id)
+
+
+def compute_field(field: str, expression: str, data: list):
+    """The value of an official computed-field expression over the test records ``DATA``."""
+    known = ("it computes len(DATA) and list(set(sample['k1']['k2']... for sample in DATA)); "
+             "write the value itself instead")
+    try:
+        tree = ast.parse(expression.strip(), mode="eval") if len(expression) < 500 else None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    node = tree.body if tree else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" \
+            and len(node.args) == 1 and isinstance(node.args[0], ast.Name) \
+            and node.args[0].id == "DATA" and not node.keywords:
+        return len(data)
+    keys = _distinct_path(node) if node is not None else None
+    if keys is None:
+        raise FieldError(field, f"the expression {expression!r} is not one this project computes "
+                                f"({known})")
+    found = set()
+    for record in data:
+        value = record
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str):
+                found.add(item)
+    return sorted(found)
+
+
+CARD_FIELD_TYPES = {  # field -> (accepted types, what to write)
+    "dataset_name": ((str,), "a string"), "license": ((str,), "a string"),
+    "task_type": ((str,), "a string"), "task_description": ((str,), "a string"),
+    "description": ((str, dict), 'a string or {"ru": ..., "en": ...}'),
+    "modalities": ((list,), "a list of strings"), "skills": ((list,), "a list of strings"),
+    "domains": ((list,), "a list of strings"), "universal_domains": ((list,), "a list of strings"),
+    "dataset_size": ((int, str), 'an integer or "len(DATA)"'),
+    "synt_source_models": ((list, str), "a list of strings or its official expression"),
+    "data_example": ((dict,), "one record"), "data_field_descriptions": ((dict,), "an object"),
+    "metrics": ((dict,), 'an object {"Metric name": {"ru": ..., "en": ...}}'),
+    "human_benchmark": ((dict,), 'an object {"Metric name": number}'),
+}
+
+
+def card_meta_problems(meta: dict) -> list[tuple[str, str]]:
+    """(field, message) for each card field of the metadata that has the wrong shape."""
+    out = []
+    for name, (types, what) in CARD_FIELD_TYPES.items():
+        value = meta.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, types) or isinstance(value, bool):
+            out.append((name, f"must be {what}, got {type(value).__name__}"))
+        elif isinstance(value, list) and not all(isinstance(v, str) for v in value):
+            out.append((name, f"must be {what}"))
+    for metric, score in (meta.get("human_benchmark") or {}).items() \
+            if isinstance(meta.get("human_benchmark"), dict) else ():
+        if not isinstance(score, (int, float)) or isinstance(score, bool):
+            out.append((f"human_benchmark.{metric}", f"must be a number, got {score!r}"))
+    return out
+
+
+README_PLACEHOLDER = re.compile(r"""\{meta\[(["'])(\w+)\1\]\}""")
+
+
+def fill_readme(sections: dict, meta: dict) -> dict:
+    """Sections with the official ``{meta["field"]}`` placeholders filled in (the only
+    substitution the official templates use; nothing else is interpreted)."""
+    def fill(match):
+        value = meta.get(match.group(2))
+        return match.group(0) if value is None else str(value)
+    return {title: README_PLACEHOLDER.sub(fill, text) for title, text in sections.items()}
+
+
 class RawDataset:
-    """One raw MERA folder for one task."""
+    """One raw MERA folder for one task.
+
+    ``include_private_answers``: keep the gold answers of a private test split (an
+    internal export, or the local cache that scoring reads); by default they become "".
+    """
 
     def __init__(self, task: TaskSpec, root: str | Path,
-                 normalize_meta: Callable[[dict], dict] | None = None):
+                 normalize_meta: Callable[[dict], dict] | None = None, *,
+                 limits: RawLimits | None = None, include_private_answers: bool = False):
         self.task = task
         self.root = Path(root)
         if not self.root.is_dir():
             raise MeraError(f"raw dataset folder not found: {self.root}")
-        self._root_abs = os.path.abspath(self.root)
-        self._root_prefix = os.path.join(self._root_abs, "")
+        self.limits = limits or RawLimits()
+        self.include_private_answers = include_private_answers
         self.normalize_meta = normalize_meta or (lambda meta: dict(meta))
         self.problems: list[Problem] = []
-        self.prompts = self._read_prompts()
         self.access = "private"
+        self.counts: dict[str, int] = {}
+        self.computed: dict = {}
+        self.meta_file = str(self.root / META_FILES[0])
+        self.meta = self._read_meta()
+        self.prompts = self._prompt_list()
+        self.exclude = self._exclusions()
+        self.readme = {lang: self._read_readme(name) for lang, name in README_FILES.items()}
+
+    @property
+    def private(self) -> bool:
+        """Private unless test.json says "public" (a MERA_private licence always is)."""
+        return self.access != "public" or self.meta.get("license") == "MERA_private"
+
+    def card_meta(self) -> dict:
+        """The metadata with its computed fields filled in (after the test split is read)."""
+        return {**self.meta, **self.computed}
 
     def splits(self) -> list[str]:
-        found = [s for s in SPLITS if (self.root / f"{s}.json").is_file()]
+        found = [s for s in SPLITS if os.path.lexists(self.root / f"{s}.json")]
         if "test" not in found:
             self.problems.append(Problem(str(self.root / "test.json"), None, None,
                                          "missing: a raw MERA folder needs test.json"))
@@ -112,41 +372,94 @@ class RawDataset:
     def _problem(self, file: str, example_id, field: str | None, message: str) -> None:
         self.problems.append(Problem(file, example_id, field, message))
 
-    def _read_prompts(self) -> list[str] | None:
+    def _load(self, name: str):
+        return read_json(self.root / name, self.limits.max_json_bytes)
+
+    def _read_meta(self) -> dict:
         for name in META_FILES:
-            path = self.root / name
-            if path.is_file():
-                try:
-                    meta = read_json(path)
-                except FieldError as err:
-                    self._problem(str(path), None, None, err.message)
-                    return None
-                prompts = meta.get("prompts") if isinstance(meta, dict) else None
-                if prompts is None:
-                    return None
-                if not (isinstance(prompts, list) and all(isinstance(p, str) for p in prompts)):
-                    self._problem(str(path), None, "prompts", "must be a list of strings")
-                    return None
-                return prompts
+            if not os.path.lexists(self.root / name):
+                continue
+            self.meta_file = str(self.root / name)
+            try:
+                meta = self._load(name)
+            except FieldError as err:
+                self._problem(self.meta_file, None, None, err.message)
+                return {}
+            if not isinstance(meta, dict):
+                self._problem(self.meta_file, None, None, "must be a JSON object")
+                return {}
+            for field, message in card_meta_problems(meta):
+                self._problem(self.meta_file, None, field, message)
+            return meta
+        return {}
+
+    def _prompt_list(self) -> list[str] | None:
+        prompts = self.meta.get("prompts")
+        if isinstance(prompts, list) and all(isinstance(p, str) for p in prompts):
+            return prompts  # documented form: records index into it
+        if prompts is not None and not isinstance(prompts, dict):  # a dict: card material only
+            self._problem(self.meta_file, None, "prompts", "must be a list of prompt strings "
+                          "(documented form) or an object of prompt blocks (published form)")
         return None
+
+    def _exclusions(self) -> list[tuple[str, ...]]:
+        try:
+            return exclusion_paths(self.meta.get("exclude_fields"))
+        except FieldError as err:
+            self._problem(self.meta_file, None, err.field, err.message)
+            return []
+
+    def _read_readme(self, name: str) -> dict:
+        if not os.path.lexists(self.root / name):
+            return {}
+        try:
+            sections = self._load(name)
+        except FieldError as err:
+            self._problem(str(self.root / name), None, None, err.message)
+            return {}
+        if not isinstance(sections, dict) or \
+                not all(isinstance(v, str) for v in sections.values()):
+            self._problem(str(self.root / name), None, None,
+                          'must be one JSON object {"Section title": "Markdown text", ...}')
+            return {}
+        return sections
+
+    def _start_test(self, file: str, doc: dict) -> None:
+        """Read the test split's access level and compute the metadata's computed fields."""
+        access = doc.get("access") or "private"
+        if access not in ("private", "public"):
+            self._problem(file, None, "access", f'must be "private" or "public", got {access!r}')
+            access = "private"
+        self.access = access
+        for field in ("dataset_size", "synt_source_models"):
+            if isinstance(self.meta.get(field), str):
+                try:
+                    self.computed[field] = compute_field(field, self.meta[field], doc["data"])
+                except FieldError as err:
+                    self._problem(self.meta_file, None, err.field, err.message)
 
     def records(self, split: str) -> Iterator[dict]:
         """Yield the split's valid examples, normalised; record problems as they are found."""
-        path = self.root / f"{split}.json"
-        file = str(path)
+        file = str(self.root / f"{split}.json")
         try:
-            doc = read_json(path)
+            doc = self._load(f"{split}.json")
         except FieldError as err:
             self._problem(file, None, None, err.message)
             return
         if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
             self._problem(file, None, "data", 'expected {"data": [record, ...]}')
             return
+        if not doc["data"]:
+            self._problem(file, None, "data", f"the {split} split is empty: it needs at least "
+                                              "one example")
+            return
         if split == "test":
-            self.access = doc.get("access", "private")
-        has_answers = split != "test" or self.access == "public"
+            self._start_test(file, doc)
+        blank = split == "test" and self.private and not self.include_private_answers
+        has_answers = split != "test" or not self.private
         seen_ids: dict[int, int] = {}
         first_of_group: dict[str, int] = {}
+        self.counts[split] = 0
         for position, record in enumerate(doc["data"]):
             example = self._check_record(file, position, record, has_answers, seen_ids)
             if example is None:
@@ -154,30 +467,40 @@ class RawDataset:
             meta = example["meta"]
             if self.task.has_groups and meta.get("group_id") is None:
                 media = example["inputs"].get(self.task.media_fields[0]) or {}
-                key = group_key(media.get("bytes"), example["inputs"].get("question", ""))
+                key = group_key(media.get("bytes"), example["inputs"].get("question") or "")
                 meta["group_id"] = first_of_group.setdefault(key, meta["id"])
+            if blank:
+                example["outputs"] = ""  # private answers never leave the raw folder
+            self.counts[split] += 1
             yield example
 
-    def _check_record(self, file, position, record, has_answers, seen_ids) -> dict | None:
-        before = len(self.problems)
-        if not isinstance(record, dict):
-            self._problem(file, None, None, f"record #{position} is not a JSON object")
-            return None
+    def _record_id(self, file, position, record, seen_ids):
         meta = record.get("meta")
         example_id = meta.get("id") if isinstance(meta, dict) else None
+        if not isinstance(meta, dict):
+            self._problem(file, None, "meta", f"record #{position}: missing or not an object")
+            return None
         if not isinstance(example_id, int) or isinstance(example_id, bool):
             self._problem(file, None, "meta.id",
-                          f"record #{position}: missing or not an integer ({example_id!r})")
+                          f"record #{position}: missing or not an integer ({example_id!r:.80})")
             return None
         if example_id in seen_ids:
             self._problem(file, example_id, "meta.id",
                           f"duplicate id (records #{seen_ids[example_id]} and #{position})")
             return None
         seen_ids[example_id] = position
+        return example_id
 
-        def problem(field, message):
-            self._problem(file, example_id, field, message)
-
+    def _check_record(self, file, position, record, has_answers, seen_ids) -> dict | None:
+        before = len(self.problems)
+        if not isinstance(record, dict):
+            self._problem(file, None, None, f"record #{position} is not a JSON object")
+            return None
+        drop_fields(record, self.exclude)
+        example_id = self._record_id(file, position, record, seen_ids)
+        if example_id is None:
+            return None
+        problem = functools.partial(self._problem, file, example_id)
         for name in ("instruction", "inputs", "outputs"):
             if name not in record:
                 problem(name, "missing required field")
@@ -186,38 +509,13 @@ class RawDataset:
             if "inputs" in record:
                 problem("inputs", "must be an object")
             return None
-
-        instruction = self._instruction(record.get("instruction"), problem)
-        out_inputs: dict = {}
-        for name in self.task.text_fields:
-            value = inputs.get(name)
-            if not isinstance(value, str):
-                problem(f"inputs.{name}", "missing required field" if value is None
-                        else f"must be a string, got {type(value).__name__}")
-            out_inputs[name] = value
-        for name in self.task.media_fields:
-            out_inputs[name] = self._media(inputs.get(name), f"inputs.{name}",
-                                           name in self.task.optional_media, problem)
-        if instruction is not None:
-            try:
-                unknown = [p for p in placeholders(instruction) if p not in self.task.text_fields]
-            except FieldError as err:
-                problem("instruction", err.message)
-            else:
-                for name in unknown:
-                    problem("instruction", f"placeholder {{{name}}} is not an input field "
-                            f"(text fields: {', '.join(self.task.text_fields)})")
-
-        outputs = self._outputs(record.get("outputs"), has_answers, problem)
-        try:
-            out_meta = self.normalize_meta(meta)
-        except FieldError as err:
-            problem(err.field, err.message)
-            out_meta = None
-        if len(self.problems) > before:
-            return None
-        return {"instruction": instruction, "inputs": out_inputs, "outputs": outputs,
-                "meta": out_meta}
+        example = {"instruction": self._instruction(record.get("instruction"), problem),
+                   "inputs": self._inputs(inputs, problem),
+                   "outputs": self._outputs(record.get("outputs"), has_answers, problem),
+                   "meta": self._meta(record["meta"], problem)}
+        if len(self.problems) == before:
+            self._check_render(example, problem)
+        return example if len(self.problems) == before else None
 
     def _instruction(self, value, problem) -> str | None:
         if isinstance(value, bool):
@@ -225,59 +523,93 @@ class RawDataset:
         if isinstance(value, int):
             if self.prompts is None:
                 problem("instruction", "is a prompt index but the folder has no prompt list "
-                        f"({' or '.join(META_FILES)} with \"prompts\")")
+                        f"({' or '.join(META_FILES)} with \"prompts\" as a list)")
                 return None
             if not 0 <= value < len(self.prompts):
                 problem("instruction", f"prompt index {value} out of range "
                         f"(the prompt list has {len(self.prompts)} prompts)")
                 return None
-            return self.prompts[value]
-        if isinstance(value, str) and value.strip():
-            return value
-        if value is not None:
-            problem("instruction", "must be a non-empty string or a prompt index")
-        return None
+            value = self.prompts[value]
+        elif not (isinstance(value, str) and value.strip()):
+            if value is not None:
+                problem("instruction", "must be a non-empty string or a prompt index")
+            return None
+        try:  # a task whose prompt rules rewrite braces is checked by rendering alone
+            why = [] if getattr(self.task, "prompt_rules", ()) else \
+                placeholder_problems(value, self.task.text_fields)
+        except FieldError as err:
+            why = [err.message]
+        for message in why:
+            problem("instruction", message)
+        return value
+
+    def _inputs(self, inputs: dict, problem) -> dict:
+        out: dict = {}
+        for name in self.task.text_fields:
+            value = inputs.get(name)
+            if not isinstance(value, str):
+                problem(f"inputs.{name}", "missing required field" if value is None
+                        else f"must be a string, got {type(value).__name__}")
+            out[name] = value
+        for name in self.task.media_fields:
+            out[name] = self._media(inputs.get(name), f"inputs.{name}",
+                                    name in self.task.optional_media, problem)
+        return out
 
     def _media(self, value, field, optional, problem) -> dict | None:
         if value in (None, "") and optional:
             return None
         if not isinstance(value, str) or not value:
-            problem(field, "missing media path")
-            return None
-        # A lexical check (no symlink resolution): fast, and it catches "../" and absolute paths.
-        path = os.path.normpath(os.path.join(self._root_abs, value))
-        if not path.startswith(self._root_prefix):
-            problem(field, f"media path {value!r} escapes the dataset folder")
+            problem(field, "missing media path" if value in (None, "")
+                    else f"must be a path string, got {type(value).__name__}")
             return None
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            problem(field, f"missing media file {value!r}")
+            data = read_inside(self.root, value, self.limits.max_media_bytes)
+        except FieldError as err:
+            problem(field, err.message)
             return None
         if self.task.modality == "image":
-            why = image_problem(data)
+            why = image_problem(data, self.limits.max_image_pixels)
             if why:
                 problem(field, f"{value!r}: {why}")
                 return None
-        return {"bytes": data, "path": os.path.basename(path)}
+        return {"bytes": data, "path": os.path.basename(value)}
 
     def _outputs(self, value, has_answers, problem):
         if self.task.answer_kind == "free" and isinstance(value, list):
             if not all(isinstance(v, str) for v in value):
                 problem("outputs", "a list of answers must hold strings only")
+                return None
             return json.dumps(value, ensure_ascii=False)
         if not isinstance(value, str):
             if value is not None:
                 problem("outputs", f"must be a string, got {type(value).__name__}")
-            return value
+            return None
         if self.task.answer_kind == "letter":
             if value == "" and not has_answers:
                 return value
             if value not in self.task.choices:
                 what = "split has answers" if has_answers else "answer, when given,"
-                problem("outputs", f"{value!r} is not one of {', '.join(self.task.choices)} "
+                problem("outputs", f"{value!r:.80} is not one of {', '.join(self.task.choices)} "
                         f"(this {what} must be a letter)")
         elif has_answers and not value.strip():
             problem("outputs", "empty gold answer in a split that has answers")
         return value
+
+    def _meta(self, meta: dict, problem) -> dict | None:
+        try:
+            return self.normalize_meta(meta)
+        except FieldError as err:
+            problem(err.field, err.message)
+        except (TypeError, ValueError, AttributeError, KeyError) as err:
+            problem("meta", f"unexpected shape ({type(err).__name__}: {err})")
+        return None
+
+    def _check_render(self, example: dict, problem) -> None:
+        """Fill the template exactly as a run will (prompts.render_prompt)."""
+        try:
+            render_prompt(self.task, example)
+        except MeraError as err:
+            problem("instruction", str(err).split("field instruction: ", 1)[-1])
+        except Exception as err:  # any other failure of str.format on user data
+            problem("instruction", f"cannot fill the template ({type(err).__name__}: {err})")

@@ -64,24 +64,24 @@ def test_every_bad_record_is_reported_in_one_run(raw_sample, tmp_path):
     _edit(raw_sample, "shots", lambda data: data[0].update(outputs=""))
     problems = _problems(raw_sample, tmp_path)
     test_file = str(raw_sample / "test.json")
-    p = _find(problems, 0, "inputs.image", "missing media file 'samples/missing.png'")
+    p = _find(problems, 1, "inputs.image", "missing file 'samples/missing.png'")
     assert p.file == test_file
-    _find(problems, 1, "inputs.image", "escapes the dataset folder")
-    _find(problems, 2, "inputs.image", "corrupt image")
-    _find(problems, 3, "inputs.option_b", "missing required field")
-    _find(problems, 4, "outputs", "'C' is not one of A, B")
-    _find(problems, 6, "meta.id", "duplicate id (records #5 and #6)")
-    _find(problems, 7, "instruction", "prompt index 42 out of range (the prompt list has 10")
-    _find(problems, 8, "instruction", "placeholder {answer_hint} is not an input field")
-    _find(problems, 9, "outputs", "missing required field")
-    _find(problems, 10, "meta.categories.category", "'rude' is not one of")
-    _find(problems, 11, "inputs.image", "corrupt image (UnidentifiedImageError")
-    _find(problems, 12, "inputs.image", "truncated JPEG")
-    shots = _find(problems, 1000, "outputs", "'' is not one of A, B")
+    _find(problems, 2, "inputs.image", "escapes the dataset folder")
+    _find(problems, 3, "inputs.image", "corrupt image")
+    _find(problems, 4, "inputs.option_b", "missing required field")
+    _find(problems, 5, "outputs", "'C' is not one of A, B")
+    _find(problems, 7, "meta.id", "duplicate id (records #5 and #6)")
+    _find(problems, 8, "instruction", "is a prompt index but the folder has no prompt list")
+    _find(problems, 9, "instruction", "placeholder {answer_hint} is not an input field")
+    _find(problems, 10, "outputs", "missing required field")
+    _find(problems, 11, "meta.categories.category", "'rude' is not one of")
+    _find(problems, 12, "inputs.image", "corrupt image (UnidentifiedImageError")
+    _find(problems, 13, "inputs.image", "corrupt image")
+    shots = _find(problems, 27, "outputs", "'' is not one of A, B")
     assert shots.file == str(raw_sample / "shots.json")
     assert len(problems) == 13
     text = str(DataValidationError(problems, str(raw_sample)))
-    assert "test.json, id=2, field inputs.image: 'samples/broken.png': corrupt image" in text
+    assert "test.json, id=3, field inputs.image: 'samples/broken.png': corrupt image" in text
 
 
 def test_malformed_json_names_line_and_column_and_other_files_still_checked(raw_sample, tmp_path):
@@ -90,7 +90,7 @@ def test_malformed_json_names_line_and_column_and_other_files_still_checked(raw_
     problems = _problems(raw_sample, tmp_path)
     bad_json = [p for p in problems if p.file.endswith("shots.json")]
     assert len(bad_json) == 1 and "malformed JSON at line 2, column 23" in bad_json[0].message
-    _find(problems, 0, "outputs", "'Z' is not one of A, B")
+    _find(problems, 1, "outputs", "'Z' is not one of A, B")
 
 
 def test_private_test_split_may_hide_answers(raw_sample):
@@ -109,7 +109,7 @@ def test_cli_reports_problems_without_traceback(raw_sample, tmp_path, capsys):
     code = main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2
-    assert "1 problem(s)" in err and "test.json, id=3, field outputs: 'maybe'" in err
+    assert "1 problem(s)" in err and "test.json, id=4, field outputs: 'maybe'" in err
     assert "Traceback" not in err
 
 

@@ -11,7 +11,7 @@ from PIL import Image, ImageChops
 
 from mera_multi_hf import TASKS, MeraError, get_task, load_task, render_prompt
 from mera_multi_hf.cli import main
-from mera_multi_hf.hub import builder_class
+from mera_multi_hf.hub import MARKER, export_raw, push
 from mera_multi_hf.sample_data import bundled_sample, write_sample
 from mera_multi_hf.tasks import resolve_tasks
 
@@ -40,22 +40,55 @@ def test_tasks_command_prints_every_task(capsys):
         assert re.search(rf"^{task.key}\s+{task.class_name}\s+{task.modality}", out, re.M)
 
 
+SAMPLE_FILES = ("test.json", "shots.json", "raw_dataset_meta.json", "raw_readme_en.json",
+                "raw_readme_ru.json")
+
+# The exported schema, written out (not read back from the builder under test).
+STRING = datasets.Value("string")
+EXPECTED_FEATURES = datasets.Features({
+    "instruction": STRING,
+    "inputs": {"image": datasets.Image(), "question": STRING, "option_a": STRING,
+               "option_b": STRING},
+    "outputs": STRING,
+    "meta": {
+        "id": datasets.Value("int32"),
+        "group_id": datasets.Value("int32"),
+        "image": {"source": datasets.List(STRING), "type": datasets.List(STRING),
+                  "content": datasets.List(STRING), "context": datasets.List(STRING)},
+        "categories": {"category": STRING, "subcategory": STRING},
+    },
+})
+
+
 def test_bundled_sample_is_what_the_generator_writes(tmp_path):
     fresh = write_sample(tmp_path / "s")
     shipped = bundled_sample()
-    for name in ("test.json", "shots.json", "raw_dataset_meta.json"):
+    for name in SAMPLE_FILES:
         assert json.loads((fresh / name).read_text()) == json.loads((shipped / name).read_text())
+    assert sorted(p.name for p in (shipped / "samples").iterdir()) == \
+        sorted(p.name for p in (fresh / "samples").iterdir())
     for image in (shipped / "samples").iterdir():
         with Image.open(image) as a, Image.open(fresh / "samples" / image.name) as b:
             assert ImageChops.difference(a.convert("RGB"), b.convert("RGB")).getbbox() is None
 
 
-def test_sample_covers_categories_groups_and_prompts():
-    test = json.loads((bundled_sample() / "test.json").read_text())["data"]
-    prompts = json.loads((bundled_sample() / "raw_dataset_meta.json").read_text())["prompts"]
-    assert len(prompts) == 10
+def test_sample_is_in_the_published_official_layout():
+    folder = bundled_sample()
+    test_doc = json.loads((folder / "test.json").read_text())
+    test, shots = test_doc["data"], json.loads((folder / "shots.json").read_text())["data"]
+    meta = json.loads((folder / "raw_dataset_meta.json").read_text())
+    assert test_doc["access"] == "private" and meta["license"] == "MERA_private"
+    assert {r["outputs"] for r in test} == {"A", "B"}  # demo answers stay in the raw file
+    assert [r["meta"]["id"] for r in test + shots] == list(range(1, len(test) + len(shots) + 1))
+    assert all(isinstance(r["instruction"], str) for r in test + shots)
+    assert isinstance(meta["prompts"], dict) and meta["dataset_size"] == "len(DATA)"
+    assert meta["synt_source_models"].startswith("list(set(")
+    assert meta["exclude_fields"] == {"meta": {"image": ["synt_source"]}}
+    assert {"Exact match", "Group Exact match"} == set(meta["metrics"]) == \
+        set(meta["human_benchmark"])
+    assert isinstance(shots[0]["meta"]["image"]["source"], str)  # strings and lists both occur
     pairs = {(r["inputs"]["image"], r["inputs"]["question"]) for r in test}
-    assert len(pairs) >= 8
+    assert len(pairs) >= 8 and len({r["instruction"] for r in test}) >= 10
     cats = {r["meta"]["categories"]["category"] for r in test}
     assert cats == {"empathetic", "etiquette", "harmless", "helpful", "honest", "open"}
     sizes = {}
@@ -77,29 +110,96 @@ def test_build_writes_hub_layout_that_load_dataset_reads(raw_sample, tmp_path, c
     assert sorted(p.name for p in (out / "data").iterdir()) == [
         "shots-00000-of-00001.parquet", "test-00000-of-00001.parquet"]
     card, text = _card(out)
-    assert card["language"] == ["ru"] and card["license"] == "mit"
-    assert card["pretty_name"] == "ruHHH-Image"
+    assert card["language"] == ["ru"] and card["license"] == "other"
+    assert card["license_name"] == "mera-private" and card["pretty_name"] == "ruHHH-Image"
     assert "visual-question-answering" in card["task_categories"]
     assert card["configs"][0]["data_files"] == [
         {"split": "test", "path": "data/test-*"}, {"split": "shots", "path": "data/shots-*"}]
-    assert {f["name"] for f in card["dataset_info"]["features"]} == {
-        "instruction", "inputs", "outputs", "meta"}
     assert {s["name"]: s["num_examples"] for s in card["dataset_info"]["splits"]} == {
         "test": 26, "shots": 6}
-    assert "# ruHHH_Image" in text
+    assert "mera-internal-with-answers" not in card["tags"]
 
     exported = datasets.load_dataset(str(out))
-    from_raw = load_task("ruhhh_image", source=raw_sample)
-    features = builder_class(get_task("ruhhh_image")).features()
+    with_answers = export_raw(get_task("ruhhh_image"), raw_sample, tmp_path / "internal",
+                              include_private_answers=True)
+    internal = datasets.load_dataset(str(with_answers))
+    raw = {r["meta"]["id"]: r for split in ("test", "shots")
+           for r in json.loads((raw_sample / f"{split}.json").read_text())["data"]}
     for split in ("test", "shots"):
-        assert exported[split].features == features
-        assert exported[split].to_list() == from_raw[split].to_list()
+        assert exported[split].features == EXPECTED_FEATURES
+        assert exported[split].remove_columns("outputs").to_list() == \
+            internal[split].remove_columns("outputs").to_list()
+        for row in internal[split]:
+            record = raw[row["meta"]["id"]]
+            assert row["instruction"] == record["instruction"]
+            assert row["outputs"] == record["outputs"] in ("A", "B")
+    assert set(exported["test"]["outputs"]) == {""}  # private: blanked by default
+    assert exported["shots"]["outputs"] == internal["shots"]["outputs"]
     first = exported["test"][0]
     assert isinstance(first["inputs"]["image"], Image.Image)
-    assert set(first["meta"]["image"]) == {"source", "type", "content", "context"}
-    # the int instruction of the raw record is resolved from the prompt list
-    prompts = json.loads((raw_sample / "raw_dataset_meta.json").read_text())["prompts"]
-    assert first["instruction"] == prompts[first["meta"]["id"] % 10]
+    assert first["meta"]["image"] == {"source": ["mera-multi-hf sample"], "type": ["graphics"],
+                                      "content": ["object"], "context": ["no_context"]}
+    shot = exported["shots"][0]["meta"]["image"]  # written as plain strings in the raw file
+    assert shot["source"] == ["mera-multi-hf sample"] and shot["context"] == ["no_context"]
+
+
+def test_card_is_built_from_the_metadata_and_readmes(raw_sample, tmp_path):
+    out = export_raw(get_task("ruhhh_image"), raw_sample, tmp_path / "o")
+    _, text = _card(out)
+    meta = json.loads((raw_sample / "raw_dataset_meta.json").read_text())
+    assert meta["description"]["en"] in text and meta["description"]["ru"] in text
+    assert "## Task description" in text and "### Описание задачи" in text
+    assert "ruHHH-Image here is a small demo" in text and '{meta["dataset_name"]}' not in text
+    assert "Evaluated skills: Ethics, Common everyday knowledge, Scene understanding" in text
+    assert "- `question` [str] — The question text." in text  # "default" -> standard text
+    assert "- `category` [str] — The ethics category." in text  # a custom description
+    assert "- `option_b` [str] — Вариант ответа B." in text
+    assert "- `Group Exact match`: Examples are grouped" in text
+    assert "- Exact match: 0.0" in text and "Contributors: mera-multi-hf maintainers" in text
+    assert "License: MERA_private" in text
+    assert "Dataset size (metadata, computed): 26; generators used: Pillow." in text
+    assert '"image": "samples/example.png"' in text  # the data example, raw format
+    assert "INTERNAL" not in text
+
+
+def test_documented_form_int_instructions_index_the_prompt_list(raw_sample, tmp_path):
+    meta_path = raw_sample / "raw_dataset_meta.json"
+    meta = json.loads(meta_path.read_text())
+    prompts = [f"<image>\nШаблон {n}: {{question}}\nA. {{option_a}}\nB. {{option_b}}\nОтвет:"
+               for n in range(10)]
+    meta.update(prompts=prompts, dataset_size=26, synt_source_models=["x"])
+    meta_path.write_text(json.dumps(meta, ensure_ascii=False))
+    for split in ("test", "shots"):
+        path = raw_sample / f"{split}.json"
+        doc = json.loads(path.read_text())
+        for record in doc["data"]:
+            record["instruction"] = record["meta"]["id"] % 10
+        path.write_text(json.dumps(doc, ensure_ascii=False))
+    out = export_raw(get_task("ruhhh_image"), raw_sample, tmp_path / "o")
+    test = datasets.load_dataset(str(out), split="test")
+    assert test["instruction"] == [prompts[m["id"] % 10] for m in test["meta"]]
+    assert "resolved from a list of 10 prompts" in _card(out)[1]
+
+
+def test_internal_export_keeps_answers_is_marked_and_never_pushed(raw_sample, tmp_path, capsys,
+                                                                   monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "internal"
+    assert main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(out),
+                 "--internal-with-answers"]) == 0
+    assert "INTERNAL" in capsys.readouterr().out
+    card, text = _card(out)
+    assert "mera-internal-with-answers" in card["tags"] and "INTERNAL EXPORT" in text
+    assert set(datasets.load_dataset(str(out), split="test")["outputs"]) == {"A", "B"}
+    with pytest.raises(MeraError, match="internal export .* never pushed"):
+        push(out, "someone/leak")  # refused before any Hub call (offline would say otherwise)
+    (out / MARKER).unlink()  # the card alone still marks it
+    with pytest.raises(MeraError, match="never pushed"):
+        push(out, "someone/leak")
+    code = main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(tmp_path / "p"),
+                 "--internal-with-answers", "--push", "someone/leak"])
+    err = capsys.readouterr().err
+    assert code == 2 and "never published" in err and not (tmp_path / "p").exists()
 
 
 def test_group_ids_derived_when_missing(raw_sample):
