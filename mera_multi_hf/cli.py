@@ -28,13 +28,25 @@ def cmd_tasks(args) -> int:
 
 
 def cmd_build(args) -> int:
-    from .hub import export_raw, push
+    from .hub import export_raw, push, shard_size
     from .loading import resolve_source
+    from .raw import RawLimits
     from .tasks import get_task
 
+    if args.internal_with_answers and args.push:  # refused before anything is built or sent
+        raise MeraError("--push with --internal-with-answers: an export that keeps private "
+                        "answers is never published")
+    if args.max_image_pixels <= 0:
+        raise MeraError(f"--max-image-pixels {args.max_image_pixels}: must be positive")
     task = get_task(args.task)
-    out = export_raw(task, resolve_source(task, args.raw), args.out, max_shard_size=args.max_shard_size)
-    print(f"wrote {task.key} in the Hub layout to {out}")
+    shard_size(args.max_shard_size)
+    out = export_raw(task, resolve_source(task, args.raw), args.out,
+                     max_shard_size=args.max_shard_size, overwrite=args.overwrite,
+                     include_private_answers=args.internal_with_answers,
+                     limits=RawLimits(max_image_pixels=args.max_image_pixels))
+    print(f"wrote {task.key} in the Hub layout to {out}"
+          + (" (INTERNAL: keeps private answers; never publish it)"
+             if args.internal_with_answers else ""))
     if args.push:
         url = push(out, args.push, private=args.private, token=args.token)
         print(f"published {url}")
@@ -56,9 +68,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("build", help="turn a raw MERA folder into a Hub dataset (Parquet + card)")
     p.add_argument("task", help="task key, e.g. ruhhh_image (see `mera-multi tasks`)")
-    p.add_argument("--raw", required=True, help="the raw MERA folder (test.json, shots.json, samples/), or `sample` for the bundled one")
-    p.add_argument("--out", required=True, help="folder to write the Hub layout into (replaced)")
+    p.add_argument("--raw", required=True, help="the raw MERA folder (test.json, shots.json, "
+                   "samples/), or `sample` for the bundled one")
+    p.add_argument("--out", required=True, help="folder to write the Hub layout into; an "
+                   "existing one is replaced only if an earlier build wrote it (or --overwrite)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out folder "
+                   "that this tool did not write (never the raw folder or the current one)")
+    p.add_argument("--internal-with-answers", action="store_true", help="keep the gold answers "
+                   "of a private test split (an internal export: marked so, never pushed)")
     p.add_argument("--max-shard-size", default="500MB", help="largest Parquet shard (default 500MB)")
+    p.add_argument("--max-image-pixels", type=int, default=100_000_000, help="refuse images "
+                   "whose header declares more pixels (default 100000000)")
     p.add_argument("--push", metavar="ORG/NAME", help="also publish the folder as this Hub dataset")
     p.add_argument("--private", action="store_true", help="with --push: a private repository")
     p.add_argument("--token", help="with --push: a Hub token (default: the logged-in one)")
