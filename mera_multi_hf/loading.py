@@ -9,9 +9,11 @@ import datasets
 
 from . import __version__
 from .errors import MeraError
-from .prompts import render_prompt
 from .raw import group_key
 from .tasks import TaskSpec, get_task
+
+CACHE_FORMAT = 2  # raise when the exported layout of a raw folder changes
+
 
 def cache_root() -> Path:
     return Path(os.environ.get("MERA_MULTI_CACHE",
@@ -42,7 +44,8 @@ def source_kind(source: str | Path) -> str:
 
 
 def _folder_fingerprint(root: Path) -> str:
-    digest = hashlib.sha1(__version__.encode())
+    # The package version and the cache format: a cache made by other code is not reused.
+    digest = hashlib.sha1(f"{__version__}:{CACHE_FORMAT}".encode())
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in sorted(filenames):
@@ -66,9 +69,16 @@ def load_task(task: str | TaskSpec, source: str | Path | None = None,
     if kind == "raw":
         from .hub import export_raw
 
+        from filelock import FileLock
+
         target = cache_root() / "raw" / f"{task.key}-{_folder_fingerprint(Path(source))}"
-        if not (target / "README.md").is_file():
-            export_raw(task, source, target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # One process converts, concurrent ones wait and read (several runs may share a
+        # fresh cache). The cache keeps a private split's answers: local scoring needs
+        # them, and the cache is never published.
+        with FileLock(str(target) + ".lock"):
+            if not (target / "README.md").is_file():
+                export_raw(task, source, target, include_private_answers=True, overwrite=True)
         source = target
     try:
         if task.domains and _has_domain_configs(task, str(source)):
@@ -143,35 +153,3 @@ def _normalize_split(task, module, features, ds):
                 meta["group_id"] = first[key]
     ds = ds.remove_columns("meta").add_column("meta", metas, feature=features["meta"])
     return ds.select_columns(list(features)).cast(features)
-
-
-def reference_rows(task: TaskSpec, ds: datasets.Dataset) -> list[dict]:
-    """What scoring needs of each example (id, gold, meta, the prompt text), without
-    reading or decoding any media."""
-    flat = ds.flatten()
-    present = {}  # media field -> per-row "has an item", read from Arrow validity only
-    for field in task.media_fields:
-        columns = [c for c in flat.column_names if c.startswith(f"inputs.{field}")]
-        valid = [flat.data.column(c).is_valid().to_pylist() for c in columns]
-        present[field] = [any(v) for v in zip(*valid)] if valid else [False] * len(flat)
-    keep = ["instruction", "outputs"] + [c for c in flat.column_names if c.startswith("meta.")] \
-        + [f"inputs.{f}" for f in task.text_fields]
-    rows = []
-    for position, row in enumerate(flat.select_columns(keep).to_list()):
-        meta = {}
-        for column, value in row.items():
-            if column.startswith("meta."):
-                _nest(meta, column[5:].split("."), value)
-        inputs = {f: row[f"inputs.{f}"] for f in task.text_fields}
-        inputs.update({f: True if present[f][position] else None for f in task.media_fields})
-        example = {"instruction": row["instruction"], "inputs": inputs,
-                   "outputs": row["outputs"], "meta": meta}
-        rows.append({"id": meta["id"], "outputs": row["outputs"] or "", "meta": meta,
-                     "prompt": render_prompt(task, example)[0]})
-    return rows
-
-
-def _nest(target: dict, keys: list[str], value) -> None:
-    for key in keys[:-1]:
-        target = target.setdefault(key, {})
-    target[keys[-1]] = value

@@ -3,6 +3,7 @@ left in place, and its split into interleaved text and media parts."""
 from __future__ import annotations
 
 import re
+import string
 
 from .errors import MeraError
 from .tasks import TaskSpec, get_task
@@ -10,33 +11,74 @@ from .tasks import TaskSpec, get_task
 MEDIA_SLOT = re.compile(r"<((?:image|audio|video)(?:_\d+)?)>")
 
 
-def text_inputs(task: TaskSpec, example: dict) -> dict:
-    return {name: example["inputs"].get(name) or "" for name in task.text_fields}
+def _escape_braces_except_fields(instruction: str, fields: list[str]) -> str:
+    """ruTiE's rule: every brace is literal except the ``{field}`` of a text input."""
+    text = instruction.replace("{", "{{").replace("}", "}}")
+    for name in fields:
+        text = text.replace("{{" + name + "}}", "{" + name + "}")
+    return text
+
+
+# Prompt rules a task may declare (TaskSpec.prompt_rules): "before" rules rewrite the
+# instruction before it is filled, "after" rules the filled text.
+RULES_BEFORE = {"escape_braces_except_fields": _escape_braces_except_fields}
+RULES_AFTER = {"strip": str.strip}
+
+
+def _check_template(task: TaskSpec, instruction: str, inputs: dict) -> None:
+    """Only plain ``{field}`` placeholders of the example's inputs: a format spec, a
+    conversion, an attribute or an index would read or print more than the field."""
+    for _, name, spec, conversion in string.Formatter().parse(instruction):
+        if name is None:
+            continue
+        if name not in inputs or spec or conversion:
+            shown = "{" + name + ("!" + conversion if conversion else "") + \
+                (":" + spec if spec else "") + "}"
+            why = "not an input field" if name not in inputs else "only plain {field} is allowed"
+            raise ValueError(f"placeholder {shown}: {why}")
+
+
+def fill_instruction(task: TaskSpec, example: dict) -> str:
+    """The official ``doc_to_text``: ``instruction.format(**inputs)`` over every input (a
+    missing option prints as ``None``, as the official code does), with the task's rules."""
+    inputs = dict(example["inputs"])
+    for name in task.media_fields:  # media are not text: their placeholder stays as is
+        inputs[name] = f"<{name}>"
+    instruction = example["instruction"]
+    text_names = [name for name in inputs if name not in task.media_fields]
+    for rule in task.prompt_rules:
+        if rule in RULES_BEFORE:
+            instruction = RULES_BEFORE[rule](instruction, text_names)
+    try:
+        _check_template(task, instruction, inputs)
+        text = instruction.format(**inputs)
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError) as err:
+        raise MeraError(f"{task.key} id={example['meta'].get('id')}, field instruction: "
+                        f"cannot fill the template ({err})") from None
+    for rule in task.prompt_rules:
+        if rule in RULES_AFTER:
+            text = RULES_AFTER[rule](text)
+    for old, new in task.placeholder_rewrites:
+        text = text.replace(old, new)
+    return text
 
 
 def render_prompt(task: TaskSpec | str, example: dict) -> tuple[str, list[tuple[str, object]]]:
-    """The text the model sees and its media items, in the order of their placeholders.
+    """The text the model sees and its media items.
 
-    ``instruction.format`` fills the text fields; media placeholders (``<image>``,
-    ``<audio_2>``) stay in the text. A media field the instruction never mentions gets a
-    placeholder at the start of the prompt so that no item is silently dropped.
+    The text is the task's official ``doc_to_text`` (:func:`fill_instruction`); media
+    placeholders (``<image>``, ``<audio_2>``) stay in it. The media come in field order,
+    as the official ``doc_to_image``/``doc_to_audio`` pass them. A present media field the
+    prompt never mentions gets a placeholder at the start, so no item is silently dropped
+    (the official harness would fail on the count mismatch).
     """
     task = get_task(task) if isinstance(task, str) else task
-    try:
-        text = example["instruction"].format(**text_inputs(task, example))
-    except (KeyError, IndexError, ValueError) as err:
-        raise MeraError(f"{task.key} id={example['meta']['id']}, field instruction: "
-                        f"cannot fill the template ({err!r})") from None
+    text = fill_instruction(task, example)
     present = [f for f in task.media_fields if example["inputs"].get(f) is not None]
-    mentioned = [m.group(1) for m in MEDIA_SLOT.finditer(text)]
-    missing = [f for f in present if f not in mentioned]
-    if missing:
-        text = "".join(f"<{f}>" for f in missing) + "\n" + text
-        mentioned = missing + mentioned
-    media = [(name, example["inputs"][name]) for name in mentioned if name in present]
-    return text, media
-
-
+    slots = len(MEDIA_SLOT.findall(text))
+    if slots < len(present):
+        text = "".join(f"<{f}>" for f in present[slots:]) + "\n" + text
+    return text, [(name, example["inputs"][name]) for name in present]
 
 
 def content_parts(prompt: str) -> list[dict]:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import hashlib
 import platform
+import re
+import shlex
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -30,5 +32,22 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def command_line() -> str:
-    return " ".join([Path(sys.argv[0]).name] + sys.argv[1:])
+def mask_secrets(text: str) -> str:
+    """``text`` with API key values and URL user names/passwords masked."""
+    text = re.sub(r"(--api[-_]key[= ]|--token[= ])\S+", r"\1***", text)
+    return re.sub(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@", r"\1***@", text)
+
+
+def command_line(config=None) -> str:
+    """The command, masked: rebuilt from a run config's options that differ from the
+    defaults (the same whether run directly or under a launcher), else as typed."""
+    if config is None:
+        return mask_secrets(" ".join([Path(sys.argv[0]).name] + sys.argv[1:]))
+    parts = ["mera-multi evaluate"]
+    for name, value in config.changed().items():
+        flag = "--" + name.replace("_", "-")
+        if name == "api_key":
+            value = "***"
+        for item in value if isinstance(value, list) else [value]:
+            parts.append(flag if item is True else f"{flag} {shlex.quote(str(item))}")
+    return mask_secrets(" ".join(parts))

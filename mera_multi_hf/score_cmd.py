@@ -8,60 +8,74 @@ from .errors import MeraError
 
 def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str | Path, *,
                       data=None, split: str = "test", em_mode: str | None = None,
-                      judge=None, judge_url: str | None = None,
+                      judge=None, judge_url: str | None = None, judge_tokenizer: str | None = None,
                       submission: bool = True) -> dict:
     """Score one task's predictions file; write results.json/.md, model-index.yaml and
     (for the test split) submission.zip into ``out_dir``. Returns the task result."""
-    from .loading import load_task, reference_rows
+    from .examples import make_examples
+    from .judge import get_judge
+    from .loading import load_task
     from .predictions import read_predictions
-    from .provenance import command_line, file_sha256, package_versions
-    from .scoring import score_task, write_reports
-    from .submission import write_submission
+    from .reports import report_files, results_doc, write_outputs
+    from .scoring import score_task, summarize
+    from .submission import submission_answers, submission_bytes
     from .tasks import get_task
 
     task = get_task(task_key)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise MeraError(f"--out {out} is a file, not a folder")
     predictions = read_predictions(predictions_path, task.key, split)
-    ds = load_task(task, source=data, split=split)
-    references = reference_rows(task, ds)
-    known = {r["id"] for r in references}
+    examples = make_examples(task, load_task(task, source=data, split=split))
+    known = {e.id for e in examples}
     extra = sorted(set(predictions) - known)
     if extra:
         raise MeraError(f"{predictions_path}: ids not in {task.key}/{split}: "
                         f"{', '.join(map(str, extra[:20]))}")
-    result = score_task(task, references, predictions, em_mode=em_mode, judge=judge,
-                        judge_url=judge_url, split=split)
-    files = [str(f) for f in Path(predictions_path).glob("*.jsonl")] \
-        if Path(predictions_path).is_dir() else [str(predictions_path)]
-    run_info = {
-        "mode": "score", "model": Path(predictions_path).stem,
-        "predictions": files,
+    scorer = get_judge(judge, judge_url, judge_tokenizer=judge_tokenizer) \
+        if judge or judge_url else None
+    result = score_task(task, examples, predictions, em_mode=em_mode, judge=scorer, split=split)
+    run_info = _score_record(task, predictions_path, data, split, result, scorer)
+    summary = summarize([result])
+    files = report_files([result], summary, run_info, official={})
+    if submission and split == "test":
+        files["submission.zip"] = submission_bytes(
+            {task.key: submission_answers(task.key, predictions)},
+            expected_ids={task.key: sorted(known)})
+    write_outputs(out, files, results_doc([result], summary, run_info))
+    return result
+
+
+def _score_record(task, predictions_path, data, split, result, judge) -> dict:
+    import uuid
+
+    from .predictions import prediction_files
+    from .provenance import command_line, file_sha256, package_versions
+
+    files = [str(f) for f in prediction_files(predictions_path)]
+    return {
+        "run_id": uuid.uuid4().hex[:12], "mode": "score",
+        "model": Path(predictions_path).stem, "predictions": files,
         "predictions_sha256": {f: file_sha256(f) for f in files},
         "dataset_source": str(data or task.hub_id), "split": split,
-        "dataset_fingerprint": ds._fingerprint,
         "metric_modes": result["metric_modes"],
-        "judge": judge_url or (str(judge) if judge else None),
+        "judge": judge.describe() if judge is not None else None,
         "versions": package_versions(), "command": command_line(),
     }
-    out = Path(out_dir)
-    write_reports(out, [result], run_info)
-    if submission and split == "test":
-        write_submission(out / "submission.zip", {task.key: predictions},
-                         expected_ids={task.key: sorted(known)})
-    return result
 
 
 def cmd_score(args) -> int:
     out = Path(args.out)
     result = score_predictions(args.task, args.predictions, out, data=args.data, split=args.split,
                                em_mode=args.em_mode, judge=args.judge, judge_url=args.judge_url,
+                               judge_tokenizer=args.judge_tokenizer,
                                submission=not args.no_submission)
     print((out / "results.md").read_text(encoding="utf-8"))
     if not result["scorable"]:
         print(f"{args.task}/{args.split}: {result['note']}")
-    written = ["results.json", "results.md", "model-index.yaml"]
-    if (out / "submission.zip").is_file() and not args.no_submission and args.split == "test":
-        written.append("submission.zip")
-    print(f"wrote {', '.join(written)} to {out}")
+    from .reports import RESULTS, previous_files
+
+    print(f"wrote {', '.join(previous_files(out) + [RESULTS])} to {out}")
     return 0
 
 
@@ -73,6 +87,8 @@ def add_scoring_options(parser) -> None:
                         help="exact-match normalisation (default: each task's official mode)")
     parser.add_argument("--judge", help="judge model id or folder: also compute judge scores")
     parser.add_argument("--judge-url", help="vLLM-style /classify endpoint of a served judge")
+    parser.add_argument("--judge-tokenizer", help="tokenizer (id or folder) of a served judge, "
+                                                  "when the server does not report its separator")
 
 
 def add_parser(sub) -> None:

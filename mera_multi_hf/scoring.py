@@ -1,252 +1,161 @@
-"""Score a task's predictions and write the reports: results.json, results.md, model-index.
+"""Scores from the task declarations: per-example metrics, group metrics, breakdowns,
+and the summaries over tasks. Writing the reports is :mod:`mera_multi_hf.reports`.
 
-The formulas live in :mod:`mera_multi_hf.metric_fns`; this module decides which official
-metrics a task gets, the breakdowns (category, subcategory, domain), the task score and
-the totals over tasks (per modality, overall, official = private tasks only).
+The formulas live in :mod:`mera_multi_hf.metric_fns`; which metrics a task has, its EM
+mode, its filters and its breakdowns come from its :class:`~mera_multi_hf.tasks.TaskSpec`.
 """
 from __future__ import annotations
 
-import json
 from collections import defaultdict
-from pathlib import Path
 from statistics import fmean
 
 import numpy as np
 
 from . import metric_fns
 from .errors import MeraError
+from .examples import Example
+from .filters import apply_filters
 from .tasks import TASKS, TaskSpec
 
-METRIC_NAMES = {
-    "exact_match": "Exact match",
-    "group_exact_match": "Group exact match",
-    "judge_score": "Judge score",
-    "group_judge_score": "Group judge score",
-    "intent_exact_match": "Intent exact match",
-    "slot_f1": "Slot F1",
-    "exact_match_extracted": "Exact match after answer extraction (not official)",
-}
+# Group metrics: the mean over groups of "every example of the group scored 1".
+GROUP_OF = {"group_exact_match": "exact_match", "group_judge_score": "judge_score"}
+# The project's extra, never an official number: EM after answer extraction.
 UNOFFICIAL = ("exact_match_extracted",)
 
 
-def _golds(task: TaskSpec, outputs: str):
-    """Free-answer tasks may store a JSON list of acceptable answers."""
-    if task.answer_kind == "free" and outputs.startswith("["):
-        try:
-            answers = json.loads(outputs)
-        except json.JSONDecodeError:
-            return outputs
-        if isinstance(answers, list) and all(isinstance(a, str) for a in answers):
-            return answers
-    return outputs
+def _exact_match(task, golds, preds, em_mode):
+    return {"exact_match": metric_fns.exact_match_scores(preds, golds, mode=em_mode)}
 
 
-def _groups_of(task: TaskSpec, metas: list[dict]) -> dict[str, list]:
-    """Breakdown name -> the key of each example (ruHHH categories, science domains)."""
-    out = {}
-    if metas and isinstance(metas[0].get("categories"), dict):
-        cats = [m["categories"] for m in metas]
-        out["category"] = [c.get("category") for c in cats]
-        if all(c.get("subcategory") is not None for c in cats):
-            out["subcategory"] = [f"{c.get('category')}/{c.get('subcategory')}" for c in cats]
-    if metas and metas[0].get("domain") is not None:
-        out["domain"] = [m.get("domain") for m in metas]
-    return out
+def _slots(task, golds, preds, em_mode):
+    intent, slots = metric_fns.slot_f1_scores(preds, golds)
+    return {"intent_exact_match": intent, "slot_f1": slots}
 
 
-def _per_example_metrics(task, golds, preds, em_mode, judge_labels):
-    """Metric name -> per-example scores (group metrics are aggregated from these)."""
-    scores = {}
-    if task.answer_kind == "json":
-        intent, slots = metric_fns.slot_f1_scores(preds, golds)
-        return {"intent_exact_match": intent, "slot_f1": slots}
-    scores["exact_match"] = metric_fns.exact_match_scores(preds, golds, mode=em_mode)
-    if judge_labels is not None:
-        scores["judge_score"] = np.asarray(judge_labels, dtype=float)
-    extracted = [metric_fns.extract_answer(p, task.choices or None) for p in preds]
-    scores["exact_match_extracted"] = metric_fns.exact_match_scores(extracted, golds, mode=em_mode)
+# Official per-example metric -> the function that makes it (one call may make several).
+PER_EXAMPLE = {"exact_match": _exact_match, "intent_exact_match": _slots, "slot_f1": _slots}
+
+
+def filtered(task: TaskSpec, predictions: list[str]) -> list[str]:
+    """The predictions as the official scoring sees them (the task's filters)."""
+    return [apply_filters(task.score_filters, p) for p in predictions]
+
+
+def per_example_scores(task: TaskSpec, golds: list, predictions: list[str],
+                       em_mode: str | None = None) -> dict[str, np.ndarray]:
+    """Metric name -> per-example scores of the official metrics (group metrics and the
+    judge aside) and the unofficial extracted EM, for examples whose gold is known."""
+    em_mode = em_mode or task.em_mode
+    preds = filtered(task, predictions)
+    scores: dict[str, np.ndarray] = {}
+    for name in task.metrics:
+        if name in PER_EXAMPLE and name not in scores:
+            scores.update(PER_EXAMPLE[name](task, golds, preds, em_mode))
+    if "exact_match" in scores:
+        extracted = [metric_fns.extract_answer(p, task.choices or None) for p in preds]
+        scores["exact_match_extracted"] = metric_fns.exact_match_scores(extracted, golds,
+                                                                         mode=em_mode)
     return scores
 
 
-def per_example_scores(task: TaskSpec, references: list[dict], predictions: dict[int, str],
-                       em_mode: str | None = None) -> dict[str, np.ndarray]:
-    """Metric name -> per-example scores (no judge, no aggregation), in reference order;
-    empty when the gold answers are hidden. The runner logs these with every sample."""
-    if not references or any(not r["outputs"] for r in references):
-        return {}
-    golds = [_golds(task, r["outputs"]) for r in references]
-    preds = [predictions[r["id"]] for r in references]
-    return _per_example_metrics(task, golds, preds, em_mode or task.em_mode, None)
-
-
-def _aggregate(task, scores, group_ids) -> dict[str, float]:
-    out = {name: float(np.mean(s)) if len(s) else 0.0 for name, s in scores.items()}
-    if task.has_groups:
-        for name, group_name in (("exact_match", "group_exact_match"),
-                                 ("judge_score", "group_judge_score")):
-            if name in scores:
-                out[group_name] = metric_fns.group_mean(scores[name], group_ids)
+def _aggregate(scores: dict[str, np.ndarray], groups: list[int], names) -> dict[str, float]:
+    out = {}
+    for name in names:
+        if name in GROUP_OF and GROUP_OF[name] in scores:
+            out[name] = metric_fns.group_mean(scores[GROUP_OF[name]], groups)
+        elif name in scores:
+            out[name] = float(np.mean(scores[name])) if len(scores[name]) else 0.0
     return out
 
 
-def score_task(task: TaskSpec, references: list[dict], predictions: dict[int, str], *,
-               em_mode: str | None = None, judge=None, judge_url: str | None = None,
-               split: str = "test") -> dict:
-    """The official metrics of one task (plus breakdowns) for predictions keyed by id.
-
-    ``references``: one dict per example with ``id``, ``outputs`` (gold, "" when hidden),
-    ``meta`` and ``prompt`` (the text the model saw; the judge reads it). Judge metrics
-    are computed only when a judge is given; otherwise they are listed as not computed.
-    """
-    em_mode = em_mode or task.em_mode
-    ids = [r["id"] for r in references]
-    missing = [i for i in ids if i not in predictions]
+def _check_complete(task: TaskSpec, examples: list[Example], predictions: dict, split: str):
+    missing = [e.id for e in examples if e.id not in predictions]
     if missing:
         shown = ", ".join(map(str, missing[:20]))
-        raise MeraError(f"{task.key}/{split}: no prediction for {len(missing)} of {len(ids)} "
-                        f"examples (ids {shown}{', ...' if len(missing) > 20 else ''})")
+        raise MeraError(f"{task.key}/{split}: no prediction for {len(missing)} of "
+                        f"{len(examples)} examples (ids {shown}{', ...' if len(missing) > 20 else ''})")
+
+
+def score_task(task: TaskSpec, examples: list[Example], predictions: dict[int, str], *,
+               em_mode: str | None = None, judge=None, split: str = "test") -> dict:
+    """The metrics of one task for predictions keyed by id.
+
+    ``judge``: a ready judge (:func:`mera_multi_hf.judge.get_judge`) or None. Judge metrics
+    are computed only with one, and always reported apart from the official metrics.
+    """
+    em_mode = em_mode or task.em_mode
+    _check_complete(task, examples, predictions, split)
+    groups = [e.group for e in examples]
     result = {"task": task.key, "class_name": task.class_name, "modality": task.modality,
-              "public": task.public, "split": split, "n_examples": len(ids),
-              "metric_modes": {"exact_match": em_mode}}
-    metas = [r.get("meta") or {} for r in references]
-    group_ids = [m.get("group_id", m.get("id")) for m in metas]
+              "public": task.public, "split": split, "n_examples": len(examples),
+              "official_metrics": list(task.metrics), "judge_metrics": list(task.judge_metrics),
+              "metric_modes": {"exact_match": em_mode, "filters": list(task.score_filters)},
+              "human_baseline": dict(task.human_baseline)}
     if task.has_groups:
-        result["n_groups"] = len(set(group_ids))
-    if not ids or any(not r["outputs"] for r in references):
-        result.update(scorable=False, metrics={},
-                      note="gold answers are hidden in this split: submit the ZIP to the "
-                           "MERA site for scores")
+        result["n_groups"] = len(set(groups))
+    if not examples or any(e.gold is None for e in examples):
+        result.update(scorable=False, metrics={}, note="gold answers are hidden in this split: "
+                      "submit the ZIP to the MERA site for scores")
         return result
-    if task.answer_kind != "json":
+    if "exact_match" in task.metrics:
         metric_fns.warn_if_squad_on_letters(em_mode, task.answer_kind)
-    golds = [_golds(task, r["outputs"]) for r in references]
-    preds = [predictions[i] for i in ids]
-    judge_labels = None
-    wants_judge = any(m.startswith("judge") or m.endswith("judge_score") for m in task.metrics)
-    if wants_judge and (judge or judge_url):
-        from .judge import judge_example_scores
-        judge_labels = judge_example_scores(
-            [r.get("prompt", "") for r in references],
-            [r["outputs"] for r in references], preds, judge=judge, judge_url=judge_url)
-        result["metric_modes"]["judge"] = judge_url or str(judge)
-    scores = _per_example_metrics(task, golds, preds, em_mode, judge_labels)
-    metrics = _aggregate(task, scores, group_ids)
-    result["metrics"] = {m: metrics[m] for m in task.metrics if m in metrics}
-    result["unofficial"] = {m: metrics[m] for m in UNOFFICIAL if m in metrics}
-    result["not_computed"] = [m for m in task.metrics if m not in metrics]
+    golds = [e.gold for e in examples]
+    preds = [predictions[e.id] for e in examples]
+    scores = per_example_scores(task, golds, preds, em_mode)
+    if judge is not None and task.judge_metrics:
+        from .judge import judge_scores
+        scores["judge_score"] = np.asarray(
+            judge_scores(judge, preds, golds, [e.prompt for e in examples]), dtype=float)
+        result["metric_modes"]["judge"] = judge.describe()
+    result["metrics"] = _aggregate(scores, groups, task.metrics)
+    result["judge"] = _aggregate(scores, groups, task.judge_metrics)
+    result["judge_not_computed"] = [m for m in task.judge_metrics if m not in result["judge"]]
+    result["unofficial"] = _aggregate(scores, groups, UNOFFICIAL)
     result["task_score"] = fmean(result["metrics"].values())
     result["scorable"] = True
-    result["breakdown"] = {}
-    for name, keys in _groups_of(task, metas).items():
-        result["breakdown"][name] = _breakdown(task, keys, scores, group_ids)
-    result["per_example"] = {m: dict(zip(ids, map(float, scores[m]))) for m in scores}
+    result["breakdown"] = _breakdowns(task, examples, scores, groups)
+    result["per_example"] = {m: dict(zip((e.id for e in examples), map(float, s)))
+                             for m, s in scores.items()}
     return result
 
 
-def _breakdown(task, keys, scores, group_ids) -> dict:
-    rows = defaultdict(list)
-    for position, key in enumerate(keys):
-        rows[key].append(position)
+def _breakdowns(task: TaskSpec, examples: list[Example], scores, groups) -> dict:
     out = {}
-    for key in sorted(rows, key=str):
-        idx = np.asarray(rows[key])
-        sub = {name: s[idx] for name, s in scores.items() if name not in UNOFFICIAL}
-        agg = _aggregate(task, sub, [group_ids[i] for i in idx])
-        agg["n_examples"] = len(idx)
-        out[str(key)] = agg
+    names = task.metrics + task.judge_metrics
+    for name, _ in task.breakdowns:
+        rows = defaultdict(list)
+        for position, example in enumerate(examples):
+            if name in example.breakdown:
+                rows[example.breakdown[name]].append(position)
+        table = {}
+        for key in sorted(rows):
+            idx = np.asarray(rows[key])
+            sub = {m: s[idx] for m, s in scores.items()}
+            table[key] = {**_aggregate(sub, [groups[i] for i in idx], names),
+                          "n_examples": len(idx)}
+        if table:
+            out[name] = table
     return out
 
 
 def summarize(task_results: list[dict]) -> dict:
-    """Task scores averaged per modality, overall, and over private tasks (the official total)."""
+    """Task scores (the mean of each task's official metrics) averaged per modality, over
+    all scored tasks, and over the private tasks (the leaderboard's set)."""
     scored = [r for r in task_results if r.get("scorable")]
     by_modality = defaultdict(list)
     for r in scored:
         by_modality[r["modality"]].append(r["task_score"])
     private = [r["task_score"] for r in scored if not r["public"]]
+    n_private = sum(not t.public for t in TASKS.values())
     return {
+        "task_score_definition": "the mean of the task's official metrics (its metadata); "
+                                 "judge metrics are never part of it",
         "tasks": {r["task"]: r["task_score"] for r in scored},
-        "modality": {m: fmean(v) for m, v in sorted(by_modality.items())},
-        "overall": fmean(r["task_score"] for r in scored) if scored else None,
-        "official_total": fmean(private) if private else None,
-        "official_total_note": "mean task score over private tasks only, as on the leaderboard; "
-                               f"{len(private)} of {sum(not t.public for t in TASKS.values())} "
-                               "private tasks scored here",
+        "modality": {m: {"score": fmean(v), "n_tasks": len(v)} for m, v in sorted(by_modality.items())},
+        "overall": {"score": fmean(r["task_score"] for r in scored) if scored else None,
+                    "n_tasks": len(scored)},
+        "official_total": {"score": fmean(private) if private else None,
+                           "n_tasks": len(private), "of": n_private,
+                           "complete": len(private) == n_private},
         "not_scorable": [r["task"] for r in task_results if not r.get("scorable")],
     }
-
-
-def _fmt(value) -> str:
-    return "—" if value is None else f"{value:.4f}"
-
-
-def markdown(task_results: list[dict], summary: dict, run_info: dict) -> str:
-    lines = [f"# MERA Multi results: {run_info.get('model', 'predictions')}", ""]
-    lines += ["| task | split | n | metric | score |", "|---|---|---|---|---|"]
-    for r in task_results:
-        if not r.get("scorable"):
-            lines.append(f"| {r['task']} | {r['split']} | {r['n_examples']} | — | "
-                         "not scorable: gold answers hidden |")
-            continue
-        for name, value in {**r["metrics"], **r.get("unofficial", {})}.items():
-            lines.append(f"| {r['task']} | {r['split']} | {r['n_examples']} | "
-                         f"{METRIC_NAMES.get(name, name)} | {_fmt(value)} |")
-        for name in r.get("not_computed", []):
-            lines.append(f"| {r['task']} | {r['split']} | {r['n_examples']} | "
-                         f"{METRIC_NAMES.get(name, name)} | not computed (no judge given) |")
-    lines += ["", "| total | score |", "|---|---|"]
-    for modality, value in summary["modality"].items():
-        lines.append(f"| {modality} | {_fmt(value)} |")
-    lines.append(f"| overall | {_fmt(summary['overall'])} |")
-    lines.append(f"| official total (private tasks) | {_fmt(summary['official_total'])} |")
-    for r in task_results:
-        for name, rows in r.get("breakdown", {}).items():
-            metric_names = [m for m in r["metrics"]]
-            lines += ["", f"## {r['task']} by {name}", "",
-                      "| " + " | ".join([name, "n"] + [METRIC_NAMES.get(m, m) for m in metric_names])
-                      + " |", "|" + "---|" * (len(metric_names) + 2)]
-            for key, agg in rows.items():
-                lines.append("| " + " | ".join([key, str(agg["n_examples"])]
-                                               + [_fmt(agg.get(m)) for m in metric_names]) + " |")
-    lines += ["", "Settings: " + ", ".join(f"{k}={v}" for k, v in run_info.items()
-                                          if isinstance(v, (str, int, float)) and v != "")]
-    return "\n".join(lines) + "\n"
-
-
-def model_index(task_results: list[dict], model_name: str) -> str:
-    """The `model-index` YAML block of a Hub model card for the scored tasks."""
-    import yaml
-
-    results = []
-    for r in task_results:
-        if not r.get("scorable"):
-            continue
-        task = TASKS[r["task"]]
-        results.append({
-            "task": {"type": "visual-question-answering" if task.modality == "image"
-                     else f"{task.modality}-text-to-text", "name": f"MERA Multi {task.class_name}"},
-            "dataset": {"name": task.hub_id.split("/")[-1], "type": task.hub_id,
-                        "split": r["split"]},
-            "metrics": [{"type": name, "value": round(value, 4),
-                         "name": METRIC_NAMES.get(name, name)}
-                        for name, value in r["metrics"].items()],
-            "source": {"name": "mera-multi-hf", "url": "https://mera.a-ai.ru/"},
-        })
-    block = {"model-index": [{"name": model_name, "results": results}]}
-    return yaml.safe_dump(block, allow_unicode=True, sort_keys=False)
-
-
-def write_reports(out_dir: str | Path, task_results: list[dict], run_info: dict) -> dict:
-    """results.json, results.md and model-index.yaml in ``out_dir``; returns the summary."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    summary = summarize(task_results)
-    doc = {"run": run_info, "summary": summary,
-           "tasks": {r["task"]: {k: v for k, v in r.items() if k != "per_example"}
-                     for r in task_results}}
-    (out / "results.json").write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n",
-                                      encoding="utf-8")
-    (out / "results.md").write_text(markdown(task_results, summary, run_info), encoding="utf-8")
-    (out / "model-index.yaml").write_text(
-        model_index(task_results, str(run_info.get("model", "model"))), encoding="utf-8")
-    return summary

@@ -1,12 +1,14 @@
 """The MERA submission ZIP (SPEC.md section 4): one <ClassName>.json per task."""
 from __future__ import annotations
 
+import io
 import json
 import zipfile
 from collections import Counter
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from .atomic import write_atomic
 from .errors import MeraError
 from .tasks import get_task
 
@@ -50,33 +52,52 @@ def task_payload(pairs: list[tuple[int, str]]) -> dict:
                               for i, out in sorted(pairs, key=lambda p: p[0])]}}
 
 
-def write_submission(path: str | Path, answers: Mapping[str, PairsOrMap],
-                     expected_ids: Mapping[str, Iterable[int]] | None = None,
-                     extra_files: Mapping[str, str | Path] | None = None) -> Path:
-    """Write the ZIP after checking every task's answers against its test ids.
+def _zip_bytes(files: Mapping[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return buffer.getvalue()
 
-    ``answers``: task key -> {id: output} or [(id, output), ...]; ``expected_ids``: task
-    key -> the test split's ids (checked when given); ``extra_files``: name in the ZIP ->
-    a file to add beside the task files (sample logs; never media).
+
+def submission_bytes(answers: Mapping[str, PairsOrMap],
+                     expected_ids: Mapping[str, Iterable[int]] | None = None,
+                     logs: Mapping[str, bytes] | None = None) -> bytes:
+    """The ZIP, after checking every task's answers against its test ids.
+
+    ``answers``: task key -> {id: output} or [(id, output), ...], the outputs already
+    filtered as the task declares (:func:`submission_answers`); ``expected_ids``: task key
+    -> the test split's ids (checked when given); ``logs``: file name -> the sample log,
+    packed as ``logs_public.zip`` the way the official packer adds its logs (no media).
     """
-    problems, payloads = [], {}
+    problems, files = [], {}
     for key, task_answers in answers.items():
         task = get_task(key)
         pairs = _pairs(task_answers)
         problems += check_answers(task.key, pairs, (expected_ids or {}).get(key))
-        payloads[f"{task.class_name}.json"] = task_payload(pairs)
+        files[f"{task.class_name}.json"] = json.dumps(task_payload(pairs), ensure_ascii=False,
+                                                      indent=1).encode("utf-8")
     if problems:
         raise MeraError("the submission was not written:\n  - " + "\n  - ".join(problems))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for name, payload in payloads.items():
-            zf.writestr(name, json.dumps(payload, ensure_ascii=False, indent=1))
-        for name, file in (extra_files or {}).items():
-            zf.write(file, arcname=name)
-    partial.replace(path)
-    return path
+    if logs:
+        files["logs_public.zip"] = _zip_bytes(logs)
+    return _zip_bytes(files)
+
+
+def submission_answers(task_key: str, predictions: Mapping[int, str]) -> dict[int, str]:
+    """What the official packer takes (``filtered_resps[0]``): the cut generation with the
+    task's submission filters applied."""
+    from .filters import apply_filters
+
+    task = get_task(task_key)
+    return {i: apply_filters(task.submit_filters, text) for i, text in predictions.items()}
+
+
+def write_submission(path: str | Path, answers: Mapping[str, PairsOrMap],
+                     expected_ids: Mapping[str, Iterable[int]] | None = None,
+                     logs: Mapping[str, bytes] | None = None) -> Path:
+    """:func:`submission_bytes`, written atomically to ``path``."""
+    return write_atomic(path, submission_bytes(answers, expected_ids, logs))
 
 
 def read_submission(path: str | Path) -> dict[str, dict[int, str]]:

@@ -26,58 +26,101 @@ def _options(n: int) -> tuple[str, ...]:
     return tuple(f"option_{c}" for c in "abcdefghij"[:n])
 
 
+# Generation as the official harness runs every MERA Multi task (no task YAML sets
+# generation_kwargs): greedy, at most 256 new tokens, stop at the few-shot delimiter.
+DEFAULT_MAX_NEW_TOKENS = 256
+DEFAULT_STOP = ("\n\n",)
+
+# Judge metrics are not official leaderboard metrics of any task (the task metadata
+# names EM / group EM / intent EM / slot F1): they are computed only with a judge and
+# reported apart, so no official number changes meaning when a judge is given.
+JUDGE_METRICS = ("judge_score",)
+GROUPED_JUDGE_METRICS = ("judge_score", "group_judge_score")
+
+
+@dataclass(frozen=True)
+class DialogueSpec:
+    """ruTiE: questions asked in order within a dialogue, earlier turns as context."""
+    context_turns: int = 5                 # earlier turns shown (the README's recommended run)
+    answer_pattern: str = r"\b([A-D])\b"   # an earlier answer reduced to its letter
+    no_answer: str = "-1"                  # what stands for an earlier answer with no letter
+
+
 @dataclass(frozen=True)
 class TaskSpec:
+    """Everything task-specific, as data. Every stage reads these fields; none branches
+    on a task's name."""
     key: str                        # the name users type: ruhhh_image
     hub_id: str                     # the official dataset on the Hub
     class_name: str                 # file name stem inside the submission ZIP
     modality: str                   # image | audio | video
     media_fields: tuple[str, ...]   # inputs that hold media, in placeholder order
     text_fields: tuple[str, ...]    # inputs that fill the instruction's {placeholders}
-    answer_kind: str                # letter | free | json
-    metrics: tuple[str, ...]        # official metric names, in report order
+    answer_kind: str                # letter | free | json (the gold's type: str, list of str, object)
+    metrics: tuple[str, ...]        # the official metrics (task metadata), in report order
     em_mode: str = "mera"           # exact-match normalisation: mera | strict
     choices: tuple[str, ...] = ()   # allowed gold answers for letter tasks
     public: bool = False            # test answers published (scorable locally)
     test_size: int = 0              # examples in the official test split
     domains: tuple[str, ...] = ()   # Hub configs of domain-split tasks
     optional_media: tuple[str, ...] = ()  # media fields that may be empty
-    dialogue: bool = False          # ruTiE: earlier turns go into the context
-    max_new_tokens: int = 16
-    human_baseline: dict = field(default_factory=dict)
+    dialogue: DialogueSpec | None = None  # ruTiE: earlier turns go into the context
+    judge_metrics: tuple[str, ...] = JUDGE_METRICS  # computed only when a judge is given
+    # report breakdowns: (name, dotted path into meta), e.g. ("category", "categories.category")
+    breakdowns: tuple[tuple[str, str], ...] = ()
+    # prompt rules applied to the instruction before formatting (mera_multi_hf.prompts.RULES)
+    prompt_rules: tuple[str, ...] = ()
+    # media placeholder rewrites in the rendered prompt, e.g. ("<audio_1>", "<audio>")
+    placeholder_rewrites: tuple[tuple[str, str], ...] = ()
+    score_filters: tuple[str, ...] = ()   # prediction filters before scoring (mera_multi_hf.filters)
+    submit_filters: tuple[str, ...] = ()  # prediction filters before the submission file
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
+    stop: tuple[str, ...] = DEFAULT_STOP
+    human_baseline: dict = field(default_factory=dict)  # metric -> the human score
+    harness_name: str = ""          # the task's name in the official harness (default: key)
 
     @property
-    def input_fields(self) -> tuple[str, ...]:
-        return self.media_fields + self.text_fields
+    def harness_names(self) -> tuple[str, ...]:
+        """Names the official harness logs this task under (domain and variant tasks
+        add a suffix: runaturalsciencevqa_biology, rutie_vision_gen)."""
+        return (self.harness_name or self.key,)
 
     @property
     def has_groups(self) -> bool:
         return "group_exact_match" in self.metrics
 
+    @property
+    def all_metrics(self) -> tuple[str, ...]:
+        return self.metrics + self.judge_metrics
+
 
 def _letter(key, hub, cls, modality, media, n_options, *, question=True, extra=(), **kw):
     text = (("question",) if question else ()) + tuple(extra) + _options(n_options)
-    kw.setdefault("metrics", ("exact_match", "judge_score"))
+    kw.setdefault("metrics", ("exact_match",))
     return TaskSpec(key, f"MERA-evaluation/{hub}", cls, modality, media, text, "letter",
                     choices=tuple(LETTERS[:n_options]), **kw)
 
 
 def _free(key, hub, cls, modality, media, extra=(), **kw):
-    kw.setdefault("metrics", ("exact_match", "judge_score"))
-    kw.setdefault("max_new_tokens", 64)
+    kw.setdefault("metrics", ("exact_match",))
     return TaskSpec(key, f"MERA-evaluation/{hub}", cls, modality, media,
                     ("question",) + tuple(extra), "free", **kw)
 
 
-_GROUPED = ("exact_match", "group_exact_match", "judge_score", "group_judge_score")
+_GROUPED = dict(metrics=("exact_match", "group_exact_match"), judge_metrics=GROUPED_JUDGE_METRICS)
+_ETHICS = (("category", "categories.category"), ("subcategory", "categories.subcategory"))
+_DOMAIN = (("domain", "domain"),)
 _SCHOOL = ("biology", "chemistry", "physics", "earth_science")
+
+# ruTiE's generate variant (custom_generate_task.yaml): leading whitespace off, first answer.
+_RUTIE_FILTERS = ("remove_whitespace", "take_first")
 
 TASKS: dict[str, TaskSpec] = {t.key: t for t in [
     _letter("ruhhh_image", "ruHHH-Image", "ruHHH_Image", "image", ("image",), 2,
-            metrics=_GROUPED, test_size=595,
+            **_GROUPED, breakdowns=_ETHICS, test_size=595,
             human_baseline={"exact_match": 0.9529, "group_exact_match": 0.893}),
     _letter("ruhhh_video", "ruHHH-Video", "ruHHH_Video", "video", ("video",), 2,
-            metrics=_GROUPED, test_size=911,
+            **_GROUPED, breakdowns=_ETHICS[:1], em_mode="strict", test_size=911,
             human_baseline={"exact_match": 0.9385, "group_exact_match": 0.8442}),
     _free("rucommonvqa", "ruCommonVQA", "ruCommonVQA", "image", ("image",),
           public=True, test_size=3015, human_baseline={"exact_match": 0.818}),
@@ -87,7 +130,7 @@ TASKS: dict[str, TaskSpec] = {t.key: t for t in [
             public=True, test_size=814, human_baseline={"exact_match": 0.8464}),
     _letter("runaturalsciencevqa", "ruNaturalScienceVQA", "ruNaturalScienceVQA", "image",
             ("image",), 4, extra=("context",), public=True, test_size=363,
-            domains=_SCHOOL, human_baseline={"exact_match": 0.938}),
+            domains=_SCHOOL, breakdowns=_DOMAIN, human_baseline={"exact_match": 0.938}),
     _letter("labtabvqa", "LabTabVQA", "LabTabVQA", "image", ("image",), 7,
             test_size=339, human_baseline={"exact_match": 0.9086}),
     _free("realvqa", "RealVQA", "RealVQA", "image", ("image",),
@@ -95,26 +138,31 @@ TASKS: dict[str, TaskSpec] = {t.key: t for t in [
     _free("rumathvqa", "ruMathVQA", "ruMathVQA", "image", ("image",), extra=("annotation",),
           test_size=502, human_baseline={"exact_match": 0.9311}),
     _letter("rutie_image", "ruTiE-Image", "ruTiE_Image", "image", ("image",), 4,
-            dialogue=True, test_size=1500, human_baseline={"exact_match": 0.552}),
+            harness_name="rutie_vision",
+            dialogue=DialogueSpec(), score_filters=_RUTIE_FILTERS,
+            submit_filters=_RUTIE_FILTERS, test_size=1500, human_baseline={"exact_match": 0.552}),
     _letter("schoolsciencevqa", "SchoolScienceVQA", "SchoolScienceVQA", "image", ("image",), 4,
             extra=("context",), test_size=4227,
-            domains=_SCHOOL + ("history_all", "history_ru", "economics"),
+            domains=_SCHOOL + ("history_all", "history_ru", "economics"), breakdowns=_DOMAIN,
             human_baseline={"exact_match": 0.4804}),
     _letter("unisciencevqa", "UniScienceVQA", "UniScienceVQA", "image", ("image",), 10,
             test_size=7432,
             domains=("Applied_Sciences", "Business", "Cultural_Studies", "Fundamental_Sciences",
-                     "Health_and_Medicine", "Social_Sciences"),
+                     "Health_and_Medicine", "Social_Sciences"), breakdowns=_DOMAIN,
             human_baseline={"exact_match": 0.1259}),
     _letter("ruenvaqa", "ruEnvAQA", "ruEnvAQA", "audio", ("audio",), 4,
             public=True, test_size=596, human_baseline={"exact_match": 0.9497}),
     TaskSpec("ruslun", "MERA-evaluation/ruSLUn", "ruSLUn", "audio", ("audio",),
              ("question", "annotation"), "json", ("intent_exact_match", "slot_f1"),
-             public=True, test_size=741, max_new_tokens=256,
+             judge_metrics=(), score_filters=("lowercase", "slot_clean"),
+             submit_filters=("lowercase", "slot_clean"), public=True, test_size=741,
              human_baseline={"intent_exact_match": 0.9069, "slot_f1": 0.305}),
     _letter("aquaria", "AQUARIA", "AQUARIA", "audio", ("audio_1", "audio_2"), 4,
-            optional_media=("audio_2",), test_size=738, human_baseline={"exact_match": 0.9766}),
+            optional_media=("audio_2",),
+            placeholder_rewrites=(("<audio_1>", "<audio>"), ("<audio_2>", "<audio>")), test_size=738, human_baseline={"exact_match": 0.9766}),
     _letter("rutie_audio", "ruTiE-Audio", "ruTiE_Audio", "audio", ("audio",), 4, question=False,
-            dialogue=True, test_size=1500, human_baseline={"exact_match": 0.446}),
+            dialogue=DialogueSpec(), score_filters=_RUTIE_FILTERS,
+            submit_filters=_RUTIE_FILTERS, test_size=1500, human_baseline={"exact_match": 0.446}),
     _letter("commonvideoqa", "CommonVideoQA", "CommonVideoQA", "video", ("video",), 4,
             em_mode="strict", public=True, test_size=1200, human_baseline={"exact_match": 0.9575}),
     _letter("realvideoqa", "RealVideoQA", "RealVideoQA", "video", ("video",), 4,

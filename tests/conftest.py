@@ -16,6 +16,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 _SESSION_CACHE = tempfile.mkdtemp(prefix="mera-tests-")
 os.environ.setdefault("HF_DATASETS_CACHE", os.path.join(_SESSION_CACHE, "datasets"))
 os.environ.setdefault("HF_MODULES_CACHE", os.path.join(_SESSION_CACHE, "modules"))
+os.environ["MERA_MULTI_CACHE"] = os.path.join(_SESSION_CACHE, "mera")  # module fixtures too
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -2,6 +2,8 @@
 sample log, resumption, settings clashes, private splits, CLI errors."""
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import re
 import string
@@ -24,86 +26,151 @@ def _log_lines(out):
     return lines
 
 
-def _answers(out, split="test"):
+def _samples(out, split="test"):
     path = out / f"samples_ruhhh_image_{split}.jsonl"
-    return {r["id"]: r["generation"] for r in map(json.loads, path.read_text().splitlines())}
+    return list(map(json.loads, path.read_text().splitlines()))
+
+
+def _answers(out, split="test"):
+    return {r["id"]: r["generation"] for r in _samples(out, split)}
+
+
+@pytest.fixture(scope="module")
+def sample_ids():
+    from mera_multi_hf import load_task
+
+    return sorted(m["id"] for m in load_task("ruhhh_image", source="sample", split="test")["meta"])
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """One uninterrupted run of the whole sample test split, batch size 1."""
     out = tmp_path_factory.mktemp("reference")
-    result = run_evaluation(None, data="sample", batch_size=1, output_dir=out, progress=False)
+    result = run_evaluation(data=["sample"], batch_size=1, output_dir=str(out), no_progress=True)
     return out, result
 
 
-def test_demo_cli_writes_everything(tmp_path, capsys):
+def test_demo_cli_writes_everything(tmp_path, capsys, sample_ids):
     out = tmp_path / "demo"
     assert main(["evaluate", "--output-dir", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    assert "exact_match" in printed and "random weights" in printed
-    for name in ("results.json", "results.md", "model-index.yaml", "submission.zip",
-                 "samples_ruhhh_image_test.jsonl"):
+    assert "Exact match" in printed and "random weights" in printed
+    assert "no model-index.yaml" in printed  # the bundled sample is not the official test split
+    for name in ("results.json", "results.md", "submission.zip", "samples_ruhhh_image_test.jsonl"):
         assert (out / name).is_file(), name
+    assert not (out / "model-index.yaml").exists()
 
     run = json.loads((out / "results.json").read_text())["run"]
     assert run["model"] == "mera-multi-hf/tiny-random-llava" and re.fullmatch(r"[0-9a-f]{12}", run["revision"])
     assert run["dtype"] == "float32" and run["seed"] == 1234 and run["split"] == "test"
-    assert run["generation"] == {"do_sample": False, "num_beams": 1, "max_new_tokens": {"ruhhh_image": 16}}
+    # the official harness's generation: greedy, 256 new tokens, stop at a blank line
+    assert run["generation"] == {"do_sample": False, "num_beams": 1,
+                                 "max_new_tokens": {"ruhhh_image": 256},
+                                 "stop": {"ruhhh_image": ["\n\n"]}, "user_choices": {}}
     assert set(run["versions"]) >= {"mera-multi-hf", "torch", "transformers", "datasets",
                                     "evaluate", "accelerate"}
     assert run["metric_modes"]["ruhhh_image"]["exact_match"] == "mera"
-    assert re.fullmatch(r"[0-9a-f]{16}", run["dataset_fingerprint"]["ruhhh_image"])
+    assert run["official_test_split"] == {"ruhhh_image": False}
     assert run["dataset_source"]["ruhhh_image"] == "sample"
     assert "evaluate" in run["command"] and "chat template" in run["prompt_source"]
-    assert "model-index" in (out / "model-index.yaml").read_text()
+    # results.json lists every file of its run with its sha256 (a reader can tell a stale one)
+    assert set(run["files"]) == {"samples_ruhhh_image_test.jsonl", "results.md", "submission.zip"}
+    for name, digest in run["files"].items():
+        assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest
+    assert run["run_id"] in (out / "results.md").read_text()
 
     lines = _log_lines(out)
-    assert sorted(r["id"] for r in lines) == list(range(26))
-    for record in lines:
+    assert sorted(r["id"] for r in lines) == sample_ids
+    for record in lines:  # the log keeps generations, never gold answers or media bytes
         assert re.fullmatch(r"[0-9a-f]{64}", record["media_sha256"][0])
-        assert record["target"] in ("A", "B") and "<image>" in record["prompt"]
-        assert record["metrics"]["exact_match"] in (0.0, 1.0)
-        official = record["generation"].lower().translate(NO_PUNCT) == record["target"].lower()
-        assert record["metrics"]["exact_match"] == float(official)
-        assert set(record) >= {"extracted", "time_s", "request_hash", "generation"}
+        assert "target" not in record and "<image>" in record["prompt"]
+        assert "\n\n" not in record["generation"]  # cut at the first stop string
     text = (out / "logs" / "samples-rank0.jsonl").read_text()
-    assert "base64" not in text and "PNG" not in text  # never media bytes
+    assert "base64" not in text and "PNG" not in text
 
+    samples = _samples(out)
+    for record in samples:
+        official = record["generation"].lower().translate(NO_PUNCT) == record["target"].lower()
+        assert record["target"] in ("A", "B")
+        assert record["metrics"]["exact_match"] == float(official)
+        assert set(record) >= {"extracted", "filtered", "time_s", "request_hash", "generation"}
     with zipfile.ZipFile(out / "submission.zip") as zf:
         rows = json.loads(zf.read("ruHHH_Image.json"))["data"]["test"]
+        with zipfile.ZipFile(io.BytesIO(zf.read("logs_public.zip"))) as logs:
+            assert logs.namelist() == ["samples_ruhhh_image_test.jsonl"]
     assert {r["meta"]["id"]: r["outputs"] for r in rows} == _answers(out)
-    # the official EM in results.json is the mean of the logged per-sample EM
+    # the official EM in results.json is the mean of the per-sample EM
     result = json.loads((out / "results.json").read_text())["tasks"]["ruhhh_image"]
     assert result["metrics"]["exact_match"] == pytest.approx(
-        sum(r["metrics"]["exact_match"] for r in lines) / 26)
+        sum(r["metrics"]["exact_match"] for r in samples) / len(samples))
+    assert result["human_baseline"] == {"exact_match": 0.9529, "group_exact_match": 0.893}
+    assert result["judge_not_computed"] == ["judge_score", "group_judge_score"]
 
 
 def test_batch_size_does_not_change_answers(reference, tmp_path):
     out, result = reference
-    again = run_evaluation(None, data="sample", batch_size=4, output_dir=tmp_path / "b4",
-                           progress=False)
+    again = run_evaluation(data=["sample"], batch_size=4, output_dir=str(tmp_path / "b4"),
+                           no_progress=True)
     assert _answers(tmp_path / "b4") == _answers(out)
     assert again["tasks"][0]["metrics"] == result["tasks"][0]["metrics"]
     assert len(set(_answers(out).values())) > 1
 
 
-def test_resume_skips_logged_examples_and_gives_the_same_results(reference, tmp_path):
+def test_resume_skips_logged_examples_and_gives_the_same_results(reference, tmp_path, sample_ids):
     out = tmp_path / "resume"
-    first = run_evaluation(None, data="sample", limit=10, batch_size=4, output_dir=out,
-                           progress=False)
+    options = dict(data=["sample"], output_dir=str(out), no_progress=True)
+    first = run_evaluation(limit=10, batch_size=4, **options)
     assert first["counts"] == {"requested": 10, "resumed": 0, "generated": 10, "generated_here": 10}
+    with zipfile.ZipFile(out / "submission.zip") as zf:  # a --limit run's ZIP ...
+        assert len(json.loads(zf.read("ruHHH_Image.json"))["data"]["test"]) == 10
     # a torn last line, as a kill in the middle of a write leaves it
     with open(out / "logs" / "samples-rank0.jsonl", "a", encoding="utf-8") as f:
         f.write('{"task": "ruhhh_image", "split": "test", "id": 11, "prom')
-    second = run_evaluation(None, data="sample", batch_size=3, output_dir=out, progress=False)
-    assert second["counts"]["resumed"] == 10 and second["counts"]["generated"] == 16
+    second = run_evaluation(batch_size=3, **options)
+    n = len(sample_ids)
+    assert second["counts"]["resumed"] == 10 and second["counts"]["generated"] == n - 10
     ids = [r["id"] for r in _log_lines(out) if "request_hash" in r]
-    assert sorted(ids) == list(range(26))  # every id exactly once, the torn line cut off
+    assert sorted(ids) == sample_ids  # every id exactly once, the torn line cut off
     assert _answers(out) == _answers(reference[0])
     assert second["tasks"][0]["metrics"] == reference[1]["tasks"][0]["metrics"]
-    third = run_evaluation(None, data="sample", output_dir=out, progress=False)
+    with zipfile.ZipFile(out / "submission.zip") as zf:  # ... is replaced by the full run's
+        assert len(json.loads(zf.read("ruHHH_Image.json"))["data"]["test"]) == n
+    third = run_evaluation(**options)
     assert third["counts"]["generated"] == 0
+
+
+def test_changed_gold_answers_rebuild_every_derived_file(raw_sample, tmp_path):
+    out = tmp_path / "gold"
+    options = dict(data=[str(raw_sample)], output_dir=str(out), no_progress=True)
+    run_evaluation(**options)
+    doc = json.loads((raw_sample / "test.json").read_text(encoding="utf-8"))
+    for record in doc["data"]:
+        record["outputs"] = "B" if record["outputs"] == "A" else "A"
+    (raw_sample / "test.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    again = run_evaluation(**options)
+    assert again["counts"]["generated"] == 0  # the answers are resumed ...
+    gold = {r["meta"]["id"]: r["outputs"] for r in doc["data"]}
+    samples = _samples(out)
+    assert {r["id"]: r["target"] for r in samples} == gold  # ... the targets are today's
+    for record in samples:
+        correct = record["generation"].lower().translate(NO_PUNCT) == gold[record["id"]].lower()
+        assert record["metrics"]["exact_match"] == float(correct)
+    result = json.loads((out / "results.json").read_text())["tasks"]["ruhhh_image"]
+    assert result["metrics"]["exact_match"] == pytest.approx(
+        sum(r["metrics"]["exact_match"] for r in samples) / len(samples))
+
+
+def test_a_shots_run_removes_the_old_submission_of_its_own_folder(tmp_path):
+    out = tmp_path / "stale"
+    decoy = out / "my-notes.txt"
+    options = dict(data=["sample"], output_dir=str(out), no_progress=True, limit=3)
+    run_evaluation(**options)
+    decoy.write_text("keep me")
+    run_evaluation(split="shots", **options)
+    assert not (out / "submission.zip").exists()  # it belonged to the earlier run only
+    assert decoy.read_text() == "keep me"  # never a file the project did not write
+    files = json.loads((out / "results.json").read_text())["run"]["files"]
+    assert "submission.zip" not in files and "samples_ruhhh_image_shots.jsonl" in files
 
 
 def test_other_settings_in_the_output_dir_stop_the_run(tmp_path, capsys):
@@ -118,8 +185,9 @@ def test_other_settings_in_the_output_dir_stop_the_run(tmp_path, capsys):
     assert main(args + ["--max-new-tokens", "5", "--overwrite"]) == 0
     lines = _log_lines(out)
     assert len(lines) == 3 and len({r["request_hash"] for r in lines}) == 3
-    assert json.loads((out / "results.json").read_text())["run"]["generation"]["max_new_tokens"] == \
-        {"ruhhh_image": 5}
+    generation = json.loads((out / "results.json").read_text())["run"]["generation"]
+    assert generation["max_new_tokens"] == {"ruhhh_image": 5}
+    assert generation["user_choices"] == {"max_new_tokens": 5}
 
 
 def test_private_split_logs_and_submits_but_does_not_score(raw_sample, tmp_path, capsys):
@@ -136,14 +204,14 @@ def test_private_split_logs_and_submits_but_does_not_score(raw_sample, tmp_path,
     result = json.loads((out / "results.json").read_text())["tasks"]["ruhhh_image"]
     assert result["scorable"] is False and result["metrics"] == {}
     assert len(_answers(out)) == 5
-    assert all(r["metrics"] == {} and r["target"] == "" for r in _log_lines(out))
+    assert all(r["metrics"] == {} and r["target"] is None for r in _samples(out))
     with zipfile.ZipFile(out / "submission.zip") as zf:
         assert len(json.loads(zf.read("ruHHH_Image.json"))["data"]["test"]) == 5
     # the shots split of the same folder has answers: it scores
     assert main(["evaluate", "--data", str(raw_sample), "--split", "shots",
                  "--output-dir", str(tmp_path / "shots"), "--no-progress"]) == 0
     shots = json.loads((tmp_path / "shots" / "results.json").read_text())["tasks"]["ruhhh_image"]
-    assert shots["scorable"] is True and shots["n_examples"] == 6
+    assert shots["scorable"] is True and shots["n_examples"] == len(doc_shots(raw_sample))
     assert not (tmp_path / "shots" / "submission.zip").exists()
 
 
@@ -152,7 +220,8 @@ def test_private_split_logs_and_submits_but_does_not_score(raw_sample, tmp_path,
     (["--model", "./no/such/model"], "not a model folder"),
     (["--tasks", "rutie_image"], "dialogue task"),
     (["--data", "/no/such/folder"], "is not a folder"),
-    (["--tasks", "ruenvaqa"], "image tasks only"),
+    (["--output-dir", "/dev/null"], "is a file"),
+    (["--batch-size", "0"], "at least 1"),
 ])
 def test_user_mistakes_print_one_line(args, message, tmp_path, capsys):
     code = main(["evaluate", "--output-dir", str(tmp_path / "x"), "--no-progress"] + args)
@@ -169,7 +238,9 @@ def test_help_lists_every_option(capsys):
     for flag in ("--model", "--tasks", "--data", "--split", "--limit", "--batch-size",
                  "--output-dir", "--max-new-tokens", "--dtype", "--device", "--max-pixels",
                  "--trust-remote-code", "--seed", "--backend", "--base-url", "--api-key",
-                 "--concurrency", "--judge", "--judge-url", "--overwrite", "accelerate launch"):
+                 "--concurrency", "--judge", "--judge-url", "--overwrite", "accelerate launch",
+                 "--stop", "--judge-tokenizer", "--revision", "--prompt-mode", "--timeout",
+                 "--max-retries", "--em-mode", "--no-progress"):
         assert flag in text, flag
 
 
@@ -204,15 +275,19 @@ def test_tiny_model_is_built_deterministically(tmp_path):
 
 def test_python_entry_point_rejects_bad_input(tmp_path):
     with pytest.raises(MeraError, match="unknown backend"):
-        run_evaluation(None, backend="vllm", output_dir=tmp_path)
+        run_evaluation(backend="vllm", output_dir=str(tmp_path))
     with pytest.raises(MeraError, match="needs --base-url"):
-        run_evaluation("m", backend="openai", output_dir=tmp_path)
+        run_evaluation(model="m", backend="openai", output_dir=str(tmp_path))
 
 
 def test_modality_selection_leaves_dialogue_tasks_out():
-    from mera_multi_hf.runner.run import _select_tasks
+    from mera_multi_hf.runner.run import select_tasks
 
-    specs, skipped = _select_tasks("image")
+    specs, skipped = select_tasks("image")
     assert "ruhhh_image" in [t.key for t in specs] and [t.key for t in skipped] == ["rutie_image"]
     with pytest.raises(MeraError, match="dialogue"):
-        _select_tasks("ruhhh_image,rutie_image")
+        select_tasks("ruhhh_image,rutie_image")
+
+
+def doc_shots(raw_folder):
+    return json.loads((raw_folder / "shots.json").read_text(encoding="utf-8"))["data"]

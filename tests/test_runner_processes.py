@@ -15,6 +15,10 @@ from collections import Counter
 import pytest
 
 from mera_multi_hf.runner import run_evaluation
+from mera_multi_hf.sample_data import bundled_sample
+
+SAMPLE_IDS = sorted(r["meta"]["id"] for r in json.loads(
+    (bundled_sample() / "test.json").read_text(encoding="utf-8"))["data"])
 
 
 def _env():
@@ -65,7 +69,7 @@ def _results(out):
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     out = tmp_path_factory.mktemp("uninterrupted")
-    run_evaluation(None, data="sample", batch_size=4, output_dir=out, progress=False)
+    run_evaluation(data="sample", batch_size=4, output_dir=out, no_progress=True)
     return _results(out)
 
 
@@ -83,21 +87,22 @@ def test_sigkill_mid_run_then_resume(tmp_path, uninterrupted):
     proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
     logged = len(_complete_lines(out))
-    assert 3 <= logged < 26  # killed in the middle
+    n = len(SAMPLE_IDS)
+    assert 3 <= logged < n  # killed in the middle
 
     done = subprocess.run(_evaluate("--data", "sample", "--batch-size", "4", "--output-dir", str(out)),
                           env=_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert f"from the sample log: {logged}, generated now: {26 - logged}" in done.stdout
+    assert f"from the sample log: {logged}, generated now: {n - logged}" in done.stdout
     ids = Counter(r["id"] for r in _complete_lines(out))
-    assert sorted(ids) == list(range(26)) and set(ids.values()) == {1}
+    assert sorted(ids) == SAMPLE_IDS and set(ids.values()) == {1}
     assert _results(out) == uninterrupted
 
 
 def test_two_processes_match_one_and_resume_across_process_counts(tmp_path, uninterrupted):
     out = tmp_path / "dp"
     # one process does the first 6 examples ...
-    run_evaluation(None, data="sample", limit=6, output_dir=out, progress=False)
+    run_evaluation(data="sample", limit=6, output_dir=out, no_progress=True)
     # ... two processes the next 10, each its own stride and log shard ...
     done = subprocess.run(_two_processes("--data", "sample", "--limit", "16", "--batch-size", "3",
                                          "--output-dir", str(out)),
@@ -109,10 +114,10 @@ def test_two_processes_match_one_and_resume_across_process_counts(tmp_path, unin
     assert len(rank1) == 5  # 10 pending examples strided over 2 ranks
     assert json.loads((out / "results.json").read_text())["run"]["num_processes"] == 2
     # ... and one process again finishes from both shards
-    last = run_evaluation(None, data="sample", batch_size=5, output_dir=out, progress=False)
+    last = run_evaluation(data="sample", batch_size=5, output_dir=out, no_progress=True)
     assert last["counts"]["resumed"] == 16 and last["counts"]["generated"] == 10
     ids = Counter(r["id"] for r in _complete_lines(out))
-    assert sorted(ids) == list(range(26)) and set(ids.values()) == {1}
+    assert sorted(ids) == SAMPLE_IDS and set(ids.values()) == {1}
     assert _results(out) == uninterrupted
 
 

@@ -45,36 +45,37 @@ def test_score_plain_jsonl_end_to_end(raw_sample, sample_test, tmp_path, capsys)
     assert main(["score", "--task", "ruhhh_image", "--predictions", str(preds),
                  "--data", str(raw_sample), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "| ruhhh_image | test | 26 | Exact match | 0.9231 |" in printed
+    n = len(golds)
+    assert f"| ruhhh_image | test | {n} | Exact match | {(n - 2) / n:.4f} | 0.9529 |" in printed
 
     doc = json.loads((out / "results.json").read_text())
     result = doc["tasks"]["ruhhh_image"]
     n_groups = len(set(groups.values()))
-    assert result["n_groups"] == n_groups == 8
-    assert result["metrics"]["exact_match"] == pytest.approx(24 / 26)
+    assert result["n_groups"] == n_groups and 1 < n_groups < n
+    assert result["metrics"]["exact_match"] == pytest.approx((n - 2) / n)
     assert result["metrics"]["group_exact_match"] == pytest.approx((n_groups - 2) / n_groups)
     # the verbose answer counts only after extraction, reported apart from the official EM
-    assert result["unofficial"]["exact_match_extracted"] == pytest.approx(25 / 26)
-    assert result["not_computed"] == ["judge_score", "group_judge_score"]
-    assert result["metric_modes"] == {"exact_match": "mera"}
+    assert result["unofficial"]["exact_match_extracted"] == pytest.approx((n - 1) / n)
+    assert result["judge_not_computed"] == ["judge_score", "group_judge_score"]
+    assert result["metric_modes"] == {"exact_match": "mera", "filters": []}
     category = next(m["categories"]["category"] for m in sample_test["meta"]
                     if m["id"] == wrong_id)
     cat_row = result["breakdown"]["category"][category]
     assert cat_row["exact_match"] < 1 and cat_row["group_exact_match"] < 1
     assert set(result["breakdown"]["category"]) == {
         "empathetic", "etiquette", "harmless", "helpful", "honest", "open"}
-    assert sum(r["n_examples"] for r in result["breakdown"]["subcategory"].values()) == 26
+    assert sum(r["n_examples"] for r in result["breakdown"]["subcategory"].values()) == n
     run = doc["run"]
-    assert run["versions"]["datasets"] and run["dataset_fingerprint"]
-    assert run["predictions_sha256"][str(preds)]
-    assert "official_total" in doc["summary"]
-    assert "model-index" in (out / "model-index.yaml").read_text()
+    assert run["versions"]["datasets"] and run["predictions_sha256"][str(preds)]
+    assert doc["summary"]["official_total"]["n_tasks"] == 1
+    assert not (out / "model-index.yaml").exists()  # a local folder is not the official split
 
     sub = read_submission(out / "submission.zip")
     assert set(sub) == {"ruHHH_Image"} and sub["ruHHH_Image"] == answers
     with zipfile.ZipFile(out / "submission.zip") as zf:
         payload = json.loads(zf.read("ruHHH_Image.json"))
-    assert payload["data"]["test"][0] == {"outputs": answers[0], "meta": {"id": 0}}
+    first = min(answers)
+    assert payload["data"]["test"][0] == {"outputs": answers[first], "meta": {"id": first}}
 
 
 def test_score_reads_lm_eval_sample_logs(raw_sample, sample_test, tmp_path):
@@ -91,6 +92,13 @@ def test_score_reads_lm_eval_sample_logs(raw_sample, sample_test, tmp_path):
     result = json.loads((out / "results.json").read_text())["tasks"]["ruhhh_image"]
     assert result["metrics"]["exact_match"] == 1.0
     assert result["metrics"]["group_exact_match"] == 1.0
+    # a log of another task is refused: lm-eval names the task in the file name
+    other = tmp_path / "other"
+    other.mkdir()
+    _jsonl(other / "samples_rucommonvqa_2026-01-01T00-00-00.jsonl", rows)
+    with pytest.raises(MeraError, match="rucommonvqa"):
+        from mera_multi_hf.score_cmd import score_predictions
+        score_predictions("ruhhh_image", other, tmp_path / "r2", data=raw_sample)
 
 
 def test_private_split_is_not_scored_but_packaged(raw_sample, tmp_path, capsys):
@@ -107,16 +115,17 @@ def test_private_split_is_not_scored_but_packaged(raw_sample, tmp_path, capsys):
     assert "gold answers are hidden" in capsys.readouterr().out
     result = json.loads((out / "results.json").read_text())["tasks"]["ruhhh_image"]
     assert result["scorable"] is False and result["metrics"] == {}
-    assert len(read_submission(out / "submission.zip")["ruHHH_Image"]) == 26
+    assert len(read_submission(out / "submission.zip")["ruHHH_Image"]) == len(ids)
 
 
 def test_score_user_mistakes_are_one_line(raw_sample, sample_test, tmp_path, capsys):
     ids = list(_golds(sample_test))
     cases = {
-        "missing": ([{"id": i, "prediction": "A"} for i in ids[:-2]], "no prediction for 2 of 26"),
+        "missing": ([{"id": i, "prediction": "A"} for i in ids[:-2]],
+                    f"no prediction for 2 of {len(ids)}"),
         "extra": ([{"id": i, "prediction": "A"} for i in ids + [9999]], "ids not in ruhhh_image/test: 9999"),
         "conflict": ([{"id": i, "prediction": "A"} for i in ids] + [{"id": ids[0], "prediction": "B"}],
-                     "answered twice with different answers: 0"),
+                     f"answered twice with different answers: {ids[0]}"),
         "no_answer": ([{"id": 1}], "id=1: no answer text"),
     }
     for name, (rows, message) in cases.items():
@@ -150,7 +159,7 @@ def test_scoring_a_runner_sample_log_reproduces_the_run(tmp_path):
     from mera_multi_hf.runner import run_evaluation
 
     run = run_evaluation(tasks="ruhhh_image", data="sample", output_dir=tmp_path / "run",
-                         batch_size=4, progress=False)
+                         batch_size=4, no_progress=True)
     log = tmp_path / "run" / "samples_ruhhh_image_test.jsonl"
     assert main(["score", "--task", "ruhhh_image", "--predictions", str(log), "--data", "sample",
                  "--out", str(tmp_path / "rescored")]) == 0

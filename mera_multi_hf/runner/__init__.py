@@ -4,9 +4,14 @@
 - :mod:`.chat`            requests as chat messages (chat template, chat-completions API)
 - :mod:`.backends`        the Backend protocol; ``hf`` (transformers) and ``openai`` (a server)
 - :mod:`.samplelog`       the per-sample JSONL log, shards per process, resumption
-- :mod:`.run`             :func:`run_evaluation`, the whole run (data parallel under accelerate)
+- :mod:`.config`          :class:`RunConfig`, every option of a run (the CLI is generated from it)
+- :mod:`.run`             :func:`run_evaluation`: plan, load, requests, resume (data parallel)
+- :mod:`.generate`        this process's share through the backend into the sample log
+- :mod:`.finish`          merge, score, and write the outputs as one consistent set
 - :mod:`.serve`           a small OpenAI-compatible server over the hf backend
 """
-from .run import make_batches, run_evaluation
+from .config import RunConfig
+from .generate import make_batches
+from .run import run_evaluation
 
-__all__ = ["run_evaluation", "make_batches"]
+__all__ = ["RunConfig", "run_evaluation", "make_batches"]

@@ -8,11 +8,10 @@ the dataset only for the batch being generated, so memory stays bounded on big t
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..media import Media, media_bytes
-from ..prompts import render_prompt
-from ..tasks import TaskSpec
+from ..tasks import DEFAULT_STOP, TaskSpec
 
 
 @dataclass
@@ -23,10 +22,10 @@ class Request:
     prompt: str                    # rendered text with media placeholders
     media: list[Media]
     max_new_tokens: int
-    target: str = ""
     index: int = -1                # row in the dataset the media come from
     hash: str = ""                 # request hash (model + settings + prompt + media)
-    extra: dict = field(default_factory=dict)  # the example's meta, for scoring
+    # generation stops at the first of these strings (or EOS) and the text is cut there
+    stop: tuple[str, ...] = DEFAULT_STOP
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -39,27 +38,27 @@ def arrow_view(ds):
     return ds if ds.format["type"] == "arrow" else ds.with_format("arrow")
 
 
-def _arrow_rows(ds, indices):
-    return arrow_view(ds)[list(indices)].to_pylist()
-
-
-def build_requests(task: TaskSpec, ds, split: str, max_new_tokens: int | None = None,
+def build_requests(task: TaskSpec, examples: list, ds, split: str,
+                   max_new_tokens: int | None = None, stop: tuple[str, ...] | None = None,
                    chunk: int = 64) -> list[Request]:
-    """One request per example of ``ds`` (one split of a task), in dataset order."""
+    """One request per example (:class:`mera_multi_hf.examples.Example`) of one split of a
+    task, in order. Media bytes are read chunk by chunk, only to hash them."""
     out: list[Request] = []
     n_tokens = max_new_tokens or task.max_new_tokens
+    stops = tuple(stop if stop is not None else task.stop)
     ds = arrow_view(ds)
-    for start in range(0, len(ds), chunk):
-        rows = _arrow_rows(ds, range(start, min(start + chunk, len(ds))))
-        for offset, row in enumerate(rows):
-            text, items = render_prompt(task, row)
+    for start in range(0, len(examples), chunk):
+        part = examples[start:start + chunk]
+        inputs = ds[[e.index for e in part]].column("inputs").to_pylist() \
+            if task.media_fields else [{}] * len(part)
+        for example, row in zip(part, inputs):
             media = [Media(kind=task.modality, field=name,
-                           sha256=hashlib.sha256(media_bytes(value)).hexdigest())
-                     for name, value in items]
-            out.append(Request(task=task.key, split=split, id=int(row["meta"]["id"]),
-                               prompt=text, media=media, max_new_tokens=n_tokens,
-                               target=row.get("outputs") or "", index=start + offset,
-                               extra={"meta": row["meta"]}))
+                           sha256=hashlib.sha256(media_bytes(row[name])).hexdigest())
+                     for name in example.media_fields]
+            request = Request(task=task.key, split=split, id=example.id, prompt=example.prompt,
+                              media=media, max_new_tokens=n_tokens, index=example.index,
+                              stop=stops)
+            out.append(request)
     return out
 
 

@@ -17,11 +17,13 @@ LOG_DIR = "logs"
 
 
 def request_hash(model: str, revision: str | None, settings: dict, prompt: str,
-                 media_hashes: list[str], max_new_tokens: int) -> str:
-    """What an answer depends on: model, revision, generation settings, prompt, media."""
+                 media_hashes: list[str], max_new_tokens: int, stop=()) -> str:
+    """What an answer depends on: model, revision, generation settings (the stop strings
+    and token limit included), prompt, media."""
     payload = json.dumps({"model": model, "revision": revision, "settings": settings,
-                          "max_new_tokens": max_new_tokens, "prompt": prompt,
-                          "media": media_hashes}, sort_keys=True, ensure_ascii=False)
+                          "max_new_tokens": max_new_tokens, "stop": list(stop),
+                          "prompt": prompt, "media": media_hashes},
+                         sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
 
 
@@ -35,8 +37,17 @@ def read_lines(path: Path):
                 record = json.loads(raw)
             except ValueError:
                 continue
-            if isinstance(record, dict) and {"task", "split", "id", "request_hash"} <= record.keys():
+            if _well_formed(record):
                 yield record
+
+
+def _well_formed(record) -> bool:
+    """A line this project wrote: anything else (edited, foreign) is not trusted, so its
+    example is generated again rather than scored from a guess."""
+    return (isinstance(record, dict) and isinstance(record.get("id"), int)
+            and not isinstance(record.get("id"), bool)
+            and all(isinstance(record.get(k), str)
+                    for k in ("task", "split", "request_hash", "generation")))
 
 
 class SampleLog:

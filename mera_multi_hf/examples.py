@@ -1,0 +1,94 @@
+"""One example model, made once from a dataset row: requests, scoring, the judge and
+the submission all read it; nothing else rebuilds reference rows.
+
+Made from the Arrow columns without reading or decoding any media: a media field is
+only known to be present (the bytes are read for the batch being generated).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import datasets
+
+from .prompts import render_prompt
+from .tasks import TaskSpec
+
+Gold = str | list[str]
+
+
+@dataclass
+class Example:
+    task: str
+    id: int
+    index: int                     # the row in its split (where the media are read from)
+    prompt: str                    # the official doc_to_text, media placeholders in place
+    media_fields: tuple[str, ...]  # the present media, in the order they are passed
+    gold: Gold | None              # typed: a string, or a list of acceptable answers; None = hidden
+    group: int                     # group id (its own id where the task has no groups)
+    breakdown: dict[str, str] = field(default_factory=dict)  # breakdown name -> key
+    meta: dict = field(default_factory=dict)
+
+
+def _nest(target: dict, keys: list[str], value) -> None:
+    for key in keys[:-1]:
+        target = target.setdefault(key, {})
+    target[keys[-1]] = value
+
+
+def _lookup(meta: dict, path: str):
+    value = meta
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _typed_gold(outputs) -> Gold | None:
+    """The gold as the task stores it; an empty one (a private split) is hidden."""
+    if isinstance(outputs, (list, tuple)):
+        answers = [str(a) for a in outputs]
+        return answers if answers else None
+    if outputs is None or outputs == "":
+        return None
+    return str(outputs)
+
+
+def _present_media(task: TaskSpec, flat: datasets.Dataset) -> dict[str, list[bool]]:
+    """Media field -> per row "has an item", read from Arrow validity only."""
+    present = {}
+    for name in task.media_fields:
+        columns = [c for c in flat.column_names if c == f"inputs.{name}"
+                   or c.startswith(f"inputs.{name}.")]
+        valid = [flat.data.column(c).is_valid().to_pylist() for c in columns]
+        present[name] = [any(v) for v in zip(*valid)] if valid else [False] * len(flat)
+    return present
+
+
+def make_examples(task: TaskSpec, ds: datasets.Dataset) -> list[Example]:
+    """The examples of one split, in dataset order."""
+    flat = ds.flatten()
+    present = _present_media(task, flat)
+    media_columns = {c for c in flat.column_names
+                     if any(c == f"inputs.{m}" or c.startswith(f"inputs.{m}.")
+                            for m in task.media_fields)}
+    keep = [c for c in flat.column_names if c not in media_columns]
+    out = []
+    for position, row in enumerate(flat.select_columns(keep).to_list()):
+        meta, inputs = {}, {}
+        for column, value in row.items():
+            if column.startswith("meta."):
+                _nest(meta, column[5:].split("."), value)
+            elif column.startswith("inputs."):
+                inputs[column[7:]] = value
+        for name in task.media_fields:  # a marker: present or not, never the bytes
+            inputs[name] = True if present[name][position] else None
+        example = {"instruction": row["instruction"], "inputs": inputs, "meta": meta}
+        prompt, media = render_prompt(task, example)
+        group = meta.get("group_id")
+        out.append(Example(
+            task=task.key, id=int(meta["id"]), index=position, prompt=prompt,
+            media_fields=tuple(name for name, _ in media), gold=_typed_gold(row["outputs"]),
+            group=int(group) if group is not None else int(meta["id"]),
+            breakdown={name: str(_lookup(meta, path)) for name, path in task.breakdowns
+                       if _lookup(meta, path) is not None},
+            meta=meta))
+    return out

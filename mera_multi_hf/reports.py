@@ -1,0 +1,153 @@
+"""The reports of a run or a scoring: results.json, results.md, model-index.yaml, and
+writing a run's outputs as one consistent set.
+
+Scores come from :mod:`mera_multi_hf.scoring`; this module only renders and writes.
+Every file names the run it belongs to (``run_id``); results.json is written last and
+lists the sha256 of every other file of its run, so a reader can tell a stale file.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .atomic import sha256_bytes, write_atomic
+from .tasks import TASKS
+
+METRIC_NAMES = {
+    "exact_match": "Exact match",
+    "group_exact_match": "Group exact match",
+    "judge_score": "Judge score",
+    "group_judge_score": "Group judge score",
+    "intent_exact_match": "Intent exact match",
+    "slot_f1": "Slot F1",
+    "exact_match_extracted": "Exact match after answer extraction (not official)",
+}
+RESULTS = "results.json"
+
+
+def _fmt(value) -> str:
+    return "—" if value is None else f"{value:.4f}"
+
+
+def _human(result: dict, metric: str) -> str:
+    return _fmt(result.get("human_baseline", {}).get(metric))
+
+
+def metric_rows(result: dict) -> list[tuple[str, str, str]]:
+    """(metric label, score, human baseline) of one task, official metrics first; what
+    results.md and the CLI table show."""
+    if not result.get("scorable"):
+        return [("—", "not scorable: gold answers hidden", "")]
+    rows = [(METRIC_NAMES.get(m, m), _fmt(v), _human(result, m))
+            for m, v in result["metrics"].items()]
+    rows += [(METRIC_NAMES.get(m, m) + " (judge)", _fmt(v), "")
+             for m, v in result.get("judge", {}).items()]
+    rows += [(METRIC_NAMES.get(m, m), "not computed (no judge given)", "")
+             for m in result.get("judge_not_computed", [])]
+    rows += [(METRIC_NAMES.get(m, m), _fmt(v), "") for m, v in result.get("unofficial", {}).items()]
+    return rows
+
+
+def _totals(summary: dict) -> list[str]:
+    lines = ["| total | score | over |", "|---|---|---|"]
+    for modality, agg in summary["modality"].items():
+        lines.append(f"| {modality} | {_fmt(agg['score'])} | {agg['n_tasks']} tasks |")
+    overall, official = summary["overall"], summary["official_total"]
+    lines.append(f"| all scored tasks | {_fmt(overall['score'])} | {overall['n_tasks']} tasks |")
+    lines.append(f"| private tasks (the leaderboard's set) | {_fmt(official['score'])} | "
+                 f"{official['n_tasks']} of {official['of']} private tasks |")
+    return lines + ["", f"Task score: {summary['task_score_definition']}."]
+
+
+def _breakdown_tables(result: dict) -> list[str]:
+    lines = []
+    names = list(result.get("metrics", {})) + list(result.get("judge", {}))
+    for name, rows in result.get("breakdown", {}).items():
+        lines += ["", f"## {result['task']} by {name}", "",
+                  "| " + " | ".join([name, "n"] + [METRIC_NAMES.get(m, m) for m in names]) + " |",
+                  "|" + "---|" * (len(names) + 2)]
+        for key, agg in rows.items():
+            lines.append("| " + " | ".join([key, str(agg["n_examples"])]
+                                           + [_fmt(agg.get(m)) for m in names]) + " |")
+    return lines
+
+
+def markdown(task_results: list[dict], summary: dict, run_info: dict) -> str:
+    lines = [f"# MERA Multi results: {run_info.get('model', 'predictions')}", "",
+             f"Run `{run_info.get('run_id')}`; the settings are in results.json.", "",
+             "| task | split | n | metric | score | human |", "|---|---|---|---|---|---|"]
+    for r in task_results:
+        for label, score, human in metric_rows(r):
+            lines.append(f"| {r['task']} | {r['split']} | {r['n_examples']} | {label} | "
+                         f"{score} | {human} |")
+    lines += [""] + _totals(summary)
+    for r in task_results:
+        lines += _breakdown_tables(r)
+    return "\n".join(lines) + "\n"
+
+
+def model_index(task_results: list[dict], model_name: str, official: dict[str, bool]) -> str | None:
+    """The `model-index` block of a Hub model card, for the tasks scored on the whole
+    official test split only (``official``: task -> whether it was); None when none was."""
+    from huggingface_hub import EvalResult, ModelCardData
+
+    results = []
+    for r in task_results:
+        if not r.get("scorable") or not official.get(r["task"]):
+            continue
+        task = TASKS[r["task"]]
+        for name, value in r["metrics"].items():
+            results.append(EvalResult(
+                task_type="visual-question-answering" if task.modality == "image"
+                else f"{task.modality}-text-to-text", task_name=f"MERA Multi {task.class_name}",
+                dataset_type=task.hub_id, dataset_name=task.hub_id.split("/")[-1],
+                dataset_split=r["split"], metric_type=name, metric_name=METRIC_NAMES.get(name, name),
+                metric_value=round(value, 4), source_name="mera-multi-hf",
+                source_url="https://mera.a-ai.ru/"))
+    if not results:
+        return None
+    return ModelCardData(model_name=model_name, eval_results=results).to_yaml() + "\n"
+
+
+def results_doc(task_results: list[dict], summary: dict, run_info: dict) -> dict:
+    return {"run": run_info, "summary": summary,
+            "tasks": {r["task"]: {k: v for k, v in r.items() if k != "per_example"}
+                      for r in task_results}}
+
+
+def previous_files(out: Path) -> list[str]:
+    """The files an earlier run of this project listed in ``out``'s results.json."""
+    try:
+        doc = json.loads((out / RESULTS).read_text(encoding="utf-8"))
+        return [name for name in doc["run"]["files"] if "/" not in name and name != RESULTS]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def write_outputs(out: str | Path, files: dict[str, bytes | str], doc: dict) -> dict[str, Path]:
+    """Write a run's files as one set: the old results.json goes first (no index claims a
+    half-replaced set), each file is replaced atomically, files that the previous run of
+    this project listed and this one does not make are removed (never any other file),
+    and results.json, with every file's sha256, comes last."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    stale = [n for n in previous_files(out) if n not in files]
+    (out / RESULTS).unlink(missing_ok=True)
+    written = {}
+    for name, data in files.items():
+        written[name] = write_atomic(out / name, data)
+    for name in stale:
+        (out / name).unlink(missing_ok=True)
+    doc["run"]["files"] = {name: sha256_bytes(data) for name, data in files.items()}
+    written[RESULTS] = write_atomic(out / RESULTS,
+                                    json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+    return written
+
+
+def report_files(task_results, summary, run_info, official) -> dict[str, str]:
+    """results.md and (when there is one) model-index.yaml, as texts."""
+    files = {"results.md": markdown(task_results, summary, run_info)}
+    block = model_index(task_results, str(run_info.get("model", "model")), official)
+    if block:
+        files["model-index.yaml"] = block
+    return files

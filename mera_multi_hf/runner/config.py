@@ -1,0 +1,107 @@
+"""Every option of a run, once: the dataclass that Python callers fill and from which
+the CLI is generated (``transformers.HfArgumentParser``, flags as ``--max-new-tokens``)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from ..errors import MeraError
+
+BACKENDS = ("hf", "openai")
+
+
+def _opt(default, help: str, **extra):
+    return field(default=default, metadata={"help": help, **extra})
+
+
+@dataclass
+class RunConfig:
+    # what to run
+    model: str | None = _opt(None, "Hub id or local folder; for --backend openai the served "
+                             "model name (default: the built-in tiny random model, a plumbing check)")
+    revision: str | None = _opt(None, "model revision (branch, tag or commit) on the Hub")
+    tasks: str = _opt("ruhhh_image", "comma-separated task keys, a modality (image, audio, "
+                      "video) or `all` (see `mera-multi tasks`)")
+    data: list[str] | None = _opt(None, "dataset source: raw MERA folder, exported folder, Hub "
+                                  "id or `sample`; TASK=SOURCE for one task (repeatable). Default: "
+                                  "the official Hub copy; with no --model, `sample`",
+                                  action="append", metavar="SOURCE")
+    split: str = _opt("test", "split to run: test or shots")
+    limit: int | None = _opt(None, "only the first N examples of each task")
+    output_dir: str | None = _opt(None, "where to write (default runs/<model name>)")
+    overwrite: bool = _opt(False, "replace a run with other settings found in --output-dir")
+    # generation
+    backend: str = _opt("hf", "hf: transformers in this process; openai: an OpenAI-compatible "
+                        "chat-completions server", choices=BACKENDS)
+    batch_size: int = _opt(8, "examples per generate call (hf). Greedy answers do not depend on it")
+    max_new_tokens: int | None = _opt(None, "override every task's answer length (official: 256)")
+    stop: list[str] | None = _opt(None, "override the stop strings (official: a blank line, "
+                                  "\"\\n\\n\"); repeatable", action="append")
+    dtype: str = _opt("auto", "hf weights dtype (auto: float32 on CPU, the model's own on GPU)",
+                      choices=("auto", "float32", "bfloat16", "float16"))
+    device: str | None = _opt(None, "hf device: cpu, cuda, cuda:1, or auto (one model over all "
+                              "GPUs). Default: this process's accelerate device")
+    max_pixels: int | None = _opt(None, "downscale larger images (aspect kept) to at most this "
+                                  "many pixels before the processor, e.g. 1003520")
+    prompt_mode: str = _opt("auto", "chat: the model's chat template; plain: the prompt as text "
+                            "(auto: chat when there is a template)", choices=("auto", "chat", "plain"))
+    trust_remote_code: bool = _opt(False, "allow model code from the Hub repository (only for "
+                                   "models you trust)")
+    seed: int = _opt(1234, "random seed")
+    # openai backend
+    base_url: str | None = _opt(None, "server URL up to /v1, e.g. http://127.0.0.1:8000/v1")
+    api_key: str | None = _opt(None, "API key (default: $OPENAI_API_KEY); never recorded")
+    concurrency: int = _opt(8, "requests in flight at once (openai)")
+    timeout: float = _opt(300.0, "seconds per request (openai)")
+    max_retries: int = _opt(4, "retries of a failed request, with exponential backoff (openai)")
+    # scoring
+    em_mode: str | None = _opt(None, "exact-match normalisation (default: each task's official "
+                               "mode)", choices=("mera", "strict", "squad"))
+    judge: str | None = _opt(None, "judge model id or folder: also compute judge scores")
+    judge_url: str | None = _opt(None, "vLLM-style /classify endpoint of a served judge")
+    judge_tokenizer: str | None = _opt(None, "tokenizer (id or folder) of a served judge, when "
+                                       "the server does not report its separator")
+    no_progress: bool = _opt(False, "no progress bar")
+
+    def __post_init__(self):
+        if isinstance(self.data, (str, Path)):  # Python callers: one source
+            self.data = [str(self.data)]
+        if isinstance(self.stop, str):
+            self.stop = [self.stop]
+        if self.output_dir is not None:
+            self.output_dir = str(self.output_dir)
+        if self.data and any(isinstance(d, list) for d in self.data):
+            self.data = [d for item in self.data for d in (item if isinstance(item, list) else [item])]
+        if self.stop and any(isinstance(s, list) for s in self.stop):
+            self.stop = [s for item in self.stop for s in (item if isinstance(item, list) else [item])]
+        for name in ("batch_size", "concurrency", "limit", "max_new_tokens", "max_pixels"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise MeraError(f"--{name.replace('_', '-')} must be at least 1 (got {value})")
+        if self.backend not in BACKENDS:
+            raise MeraError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
+        if self.max_retries < 0 or self.timeout <= 0:
+            raise MeraError("--max-retries must be >= 0 and --timeout > 0")
+        if self.api_key is None and self.backend == "openai":
+            self.api_key = os.environ.get("OPENAI_API_KEY")
+
+    def sources(self) -> str | dict | None:
+        """--data as given: None, one source for every task, or task -> source."""
+        if not self.data:
+            return None
+        per_task = {}
+        for value in self.data:
+            key, sep, source = value.partition("=")
+            if sep and "/" not in key and os.sep not in key:
+                per_task[key.strip().lower()] = source
+            elif len(self.data) == 1:
+                return value
+            else:
+                raise MeraError(f"--data {value!r}: give one source, or TASK=SOURCE for each task")
+        return per_task
+
+    def changed(self) -> dict:
+        """The options that differ from the defaults (what the command line said)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) != f.default}

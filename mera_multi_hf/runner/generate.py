@@ -1,0 +1,54 @@
+"""The generation stage: this process's share of the pending requests, in batches of
+one task each, through the backend, into the sample log (flushed after every batch)."""
+from __future__ import annotations
+
+import time
+
+from .request import Request, drop_media, load_media
+from .samplelog import SampleLog
+
+
+def make_batches(requests: list[Request], batch_size: int) -> list[list[Request]]:
+    """Batches of one task each, similar prompt lengths together (less padding)."""
+    batches = []
+    by_task: dict[str, list[Request]] = {}
+    for request in requests:
+        by_task.setdefault(request.task, []).append(request)
+    for task_requests in by_task.values():
+        ordered = sorted(task_requests, key=lambda r: (-len(r.prompt), r.id))
+        batches += [ordered[i:i + batch_size] for i in range(0, len(ordered), batch_size)]
+    return batches
+
+
+def log_record(request: Request, generation: str, seconds: float, model_id: str) -> dict:
+    """What the sample log keeps of one answer: never media bytes, never gold answers
+    (the derived files take those from the current references)."""
+    return {"task": request.task, "split": request.split, "id": request.id,
+            "prompt": request.prompt, "media_sha256": [m.sha256 for m in request.media],
+            "generation": generation, "time_s": round(seconds, 4), "model": model_id,
+            "request_hash": request.hash}
+
+
+def generate_into_log(engine, mine: list[Request], datasets: dict, log: SampleLog, *,
+                      show: bool, label: str = "generating") -> int:
+    """Generate ``mine`` (a list of requests) batch by batch; returns how many."""
+    from tqdm.auto import tqdm
+
+    if mine:
+        engine.load()  # load errors before the progress bar starts
+    bar = tqdm(total=len(mine), disable=not show, unit="ex", desc=label)
+    count = 0
+    try:
+        for batch in make_batches(mine, engine.batch_size):
+            load_media(batch, datasets[batch[0].task])
+            started = time.perf_counter()
+            generations = engine.generate(batch)
+            seconds = (time.perf_counter() - started) / len(batch)
+            drop_media(batch)
+            log.append([log_record(r, g, seconds, engine.model_id)
+                        for r, g in zip(batch, generations)])
+            count += len(batch)
+            bar.update(len(batch))
+    finally:
+        bar.close()
+    return count
