@@ -22,42 +22,71 @@ from mera_multi_hf.errors import MeraError
 FIELDS = ("prompt", "gold", "prediction", "label")
 
 
+def _bad_field(rec: dict) -> str | None:
+    """The first problem with one record's fields, naming the field; None when fine."""
+    missing = [k for k in FIELDS if k not in rec]
+    if missing:
+        return f"missing field(s) {', '.join(missing)}"
+    for key in FIELDS[:3]:
+        value = rec[key]
+        texts = value if key == "gold" and isinstance(value, list) and value else [value]
+        if not all(isinstance(t, str) for t in texts):
+            kind = "a string or a non-empty list of strings" if key == "gold" else "a string"
+            return f"field {key!r} must be {kind}, got {str(value)[:60]!r}"
+        if any(_has_surrogates(t) for t in texts):
+            return f"field {key!r} is not valid UTF-8"
+    label = rec["label"]
+    if not (isinstance(label, bool) or label in (0, 1)):
+        return f"field 'label' must be 0 or 1 (or true/false), got {label!r}"
+    return None
+
+
+def _has_surrogates(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _parse_line(raw: bytes):
+    """(record, problem) of one line; bytes that are not UTF-8 survive as surrogates so
+    that the problem can name the field that holds them."""
+    text = raw.decode("utf-8", "surrogateescape")
+    try:
+        rec = json.loads(text)
+    except (ValueError, RecursionError) as err:
+        if _has_surrogates(text):
+            return None, "not valid UTF-8"
+        return None, f"not JSON ({err})"
+    if not isinstance(rec, dict):
+        return None, "expected a JSON object"
+    problem = _bad_field(rec)
+    if problem is None:
+        rec["label"] = int(rec["label"])
+    return rec, problem
+
+
 def read_labelled(path: str | Path) -> list[dict]:
-    """The records of a labelled JSONL file; every bad line is reported at once."""
+    """The records of a labelled JSONL file; any bad line is a one-line MeraError naming
+    the file, the line and the field (and how many more lines are bad)."""
     path = Path(path)
     if not path.is_file():
         raise MeraError(f"labelled file {path} does not exist: write one JSON object per line "
                         f"with the fields {', '.join(FIELDS)}")
     records, problems = [], []
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
+    with path.open("rb") as f:
+        for n, raw in enumerate(f, 1):
+            if not raw.strip():
                 continue
-            try:
-                rec = json.loads(line)
-            except ValueError as err:
-                problems.append(f"line {n}: not JSON ({err})")
-                continue
-            if not isinstance(rec, dict):
-                problems.append(f"line {n}: expected a JSON object")
-                continue
-            missing = [k for k in FIELDS if k not in rec]
-            if missing:
-                problems.append(f"line {n}: missing {', '.join(missing)}")
-                continue
-            label = rec["label"]
-            if isinstance(label, bool) or label in (0, 1):
-                rec["label"] = int(label)
+            rec, problem = _parse_line(raw)
+            if problem:
+                problems.append(f"{path}: line {n}: {problem}")
             else:
-                problems.append(f"line {n}: label must be 0 or 1 (or true/false), got {label!r}")
-                continue
-            if not all(isinstance(rec[k], str) for k in ("prompt", "prediction")):
-                problems.append(f"line {n}: prompt and prediction must be strings")
-                continue
-            records.append(rec)
+                records.append(rec)
     if problems:
-        shown = "\n  ".join(problems[:50])
-        raise MeraError(f"{len(problems)} problem(s) in {path}:\n  {shown}")
+        more = f" (and {len(problems) - 1} more bad line(s))" if len(problems) > 1 else ""
+        raise MeraError(f"{problems[0]}{more}; each line needs {', '.join(FIELDS)}")
     if not records:
         raise MeraError(f"{path} holds no labelled records")
     return records

@@ -8,32 +8,45 @@ Routes (the subset of vLLM's API that the MERA harness and `HttpJudge` use):
         reply: {"object": "list", "model": "<name>",
                 "data": [{"index": 0, "label": "correct", "probs": [0.1, 0.9],
                           "num_classes": 2}, ...]}
+    POST /tokenize    {"model", "prompt": str, "add_special_tokens": true} -> {"tokens", "count", "max_model_len"}
+    POST /detokenize  {"model", "tokens": [int, ...]} -> {"prompt": str}
+    GET  /tokenizer_info  {"tokenizer_class", "sep_token", "cls_token", "model_max_length"}
     GET  /health      {"status": "ok"}
     GET  /v1/models   {"object": "list", "data": [{"id": "<name>", "object": "model", ...}]}
 
 `truncate_prompt_tokens` keeps the last N tokens of a text, as vLLM does. A request for
-another model name gets 404, as from vLLM. Errors come back as JSON
-{"object": "error", "message": ..., "type": ..., "code": ...}.
+another model name gets 404, as from vLLM. With an API key every route but /health
+needs ``Authorization: Bearer <key>`` (else 401). Every error, a malformed body included,
+comes back as JSON {"object": "error", "message": ..., "type": ..., "code": ...}.
 
-Run:  mera-multi judge serve --model PATH [--host 127.0.0.1] [--port 8000]
+Run:  mera-multi judge serve --model PATH [--host 127.0.0.1] [--port 8000] [--api-key KEY]
   or: python judge_model/server.py --model PATH
 From Python (tests): server = serve(path, "127.0.0.1", 0); ...; server.shutdown().
 """
 from __future__ import annotations
 
 import argparse
+import hmac
 import sys
 import threading
 
 from mera_multi_hf.http_json import JsonHandler, JsonServer
 
 
+class _BadRequest(Exception):
+    def __init__(self, code: int, kind: str, message: str):
+        super().__init__(message)
+        self.code, self.kind = code, kind
+
+
 class JudgeServer(JsonServer):
-    def __init__(self, address, judge, model_name: str, quiet: bool = True):
+    def __init__(self, address, judge, model_name: str, quiet: bool = True,
+                 api_key: str | None = None):
         self.judge = judge
         self.model_name = model_name
         self.aliases = {model_name, judge.model_id}
         self.verbose = not quiet
+        self.api_key = api_key or None
         self.thread: threading.Thread | None = None
         super().__init__(address, _Handler)
 
@@ -55,67 +68,114 @@ class _Handler(JsonHandler):
     server: JudgeServer
 
     def _error(self, code: int, kind: str, message: str) -> None:
+        self.close_connection = True  # the body may be unread: never reuse this connection
         self.send_json(code, {"object": "error", "message": message, "type": kind, "code": code})
 
+    def _authorized(self) -> bool:
+        key = self.server.api_key
+        if key is None or self.route == "/health":
+            return True
+        given = self.headers.get("Authorization", "")
+        if hmac.compare_digest(given.encode("utf-8", "replace"), f"Bearer {key}".encode("utf-8")):
+            return True
+        self._error(401, "AuthenticationError", "a valid `Authorization: Bearer <key>` is required")
+        return False
+
     def do_GET(self):
-        path = self.route
+        if not self._authorized():
+            return
+        judge, path = self.server.judge, self.route
         if path == "/health":
             self.send_json(200, {"status": "ok"})
         elif path == "/v1/models":
-            judge = self.server.judge
             self.send_json(200, {"object": "list", "data": [{
                 "id": self.server.model_name, "object": "model", "owned_by": "mera-multi-hf",
-                "root": judge.model_id, "max_model_len": judge.max_tokens}]})
+                "root": judge.model_id, "max_model_len": judge.max_tokens, "sep_token": judge.sep}]})
+        elif path == "/tokenizer_info":
+            tok = judge.tokenizer
+            self.send_json(200, {"tokenizer_class": type(tok).__name__, "sep_token": judge.sep,
+                                 "cls_token": tok.cls_token, "model_max_length": judge.max_tokens})
         else:
             self._error(404, "NotFoundError", f"no route GET {path}")
 
     def do_POST(self):
-        path = self.route
-        if path not in ("/classify", "/v1/classify"):
-            self._error(404, "NotFoundError", f"no route POST {path}; use /classify")
+        if not self._authorized():
+            return
+        routes = {"/classify": self._classify, "/v1/classify": self._classify,
+                  "/tokenize": self._tokenize, "/detokenize": self._detokenize}
+        route = routes.get(self.route)
+        if route is None:
+            self._error(404, "NotFoundError", f"no route POST {self.route}; use /classify")
             return
         try:
             body = self.read_json()
-        except ValueError as err:
-            self._error(400, "BadRequestError", str(err))
-            return
+            self._check_model(body)
+            self.send_json(200, route(body))
+        except _BadRequest as err:
+            self._error(err.code, err.kind, str(err))
+        except (ValueError, RecursionError) as err:  # a malformed or too deeply nested body
+            self._error(400, "BadRequestError", str(err) or type(err).__name__)
+        except Exception as err:  # noqa: BLE001 - the client gets the cause, the server lives on
+            self._error(500, "InternalServerError", f"{type(err).__name__}: {err}")
+
+    def _check_model(self, body: dict) -> None:
         model = body.get("model")
-        if model is not None and model not in self.server.aliases:
-            self._error(404, "NotFoundError", f"The model `{model}` does not exist. "
-                        f"This server serves `{self.server.model_name}`.")
+        if model is None:
             return
+        if not isinstance(model, str):
+            raise _BadRequest(400, "BadRequestError", "`model` must be a string")
+        if model not in self.server.aliases:
+            raise _BadRequest(404, "NotFoundError", f"The model `{model}` does not exist. "
+                              f"This server serves `{self.server.model_name}`.")
+
+    def _classify(self, body: dict) -> dict:
         texts = body.get("input")
         if isinstance(texts, str):
             texts = [texts]
         if not (isinstance(texts, list) and texts and all(isinstance(t, str) for t in texts)):
-            self._error(400, "BadRequestError", "`input` must be a string or a non-empty list of strings")
-            return
+            raise _BadRequest(400, "BadRequestError",
+                              "`input` must be a string or a non-empty list of strings")
         truncate = body.get("truncate_prompt_tokens")
-        if truncate is not None and (not isinstance(truncate, int) or truncate < 1):
-            self._error(400, "BadRequestError", "`truncate_prompt_tokens` must be a positive integer")
-            return
-        try:
-            probs = self.server.judge.probs(texts, truncate=truncate)
-        except Exception as err:  # the client gets a 500 with the cause, the server lives on
-            self._error(500, "InternalServerError", f"{type(err).__name__}: {err}")
-            return
+        if truncate is not None and (type(truncate) is not int or truncate < 1):
+            raise _BadRequest(400, "BadRequestError",
+                              "`truncate_prompt_tokens` must be a positive integer")
         judge = self.server.judge
         data = []
-        for i, row in enumerate(probs):
+        for i, row in enumerate(judge.probs(texts, truncate=truncate)):
             best = max(range(len(row)), key=row.__getitem__)
             data.append({"index": i, "label": judge.id2label(best), "probs": row,
                          "num_classes": len(row)})
-        self.send_json(200, {"object": "list", "model": self.server.model_name, "data": data})
+        return {"object": "list", "model": self.server.model_name, "data": data}
+
+    def _tokenize(self, body: dict) -> dict:
+        text, special = body.get("prompt"), body.get("add_special_tokens", True)
+        if not isinstance(text, str) or not isinstance(special, bool):
+            raise _BadRequest(400, "BadRequestError", "`prompt` must be a string and "
+                              "`add_special_tokens` a boolean")
+        judge = self.server.judge
+        ids = judge.tokenizer(text, add_special_tokens=special, verbose=False)["input_ids"]
+        return {"tokens": ids, "count": len(ids), "max_model_len": judge.max_tokens}
+
+    def _detokenize(self, body: dict) -> dict:
+        ids = body.get("tokens")
+        vocab = len(self.server.judge.tokenizer)
+        if not (isinstance(ids, list)
+                and all(type(i) is int and 0 <= i < vocab for i in ids)):
+            raise _BadRequest(400, "BadRequestError",
+                              f"`tokens` must be a list of token ids in [0, {vocab})")
+        return {"prompt": self.server.judge.tokenizer.decode(ids)}
 
 
 def create_server(model_path: str, host: str = "127.0.0.1", port: int = 8000, *,
                   served_model_name: str | None = None, device: str | None = None,
-                  batch_size: int = 16, quiet: bool = True) -> JudgeServer:
+                  batch_size: int = 16, quiet: bool = True,
+                  api_key: str | None = None) -> JudgeServer:
     """Load the classifier and bind the server (not yet serving). Port 0 picks a free port."""
     from mera_multi_hf.judge import LocalJudge
 
     judge = LocalJudge(model_path, device=device, batch_size=batch_size)
-    return JudgeServer((host, port), judge, served_model_name or str(model_path), quiet=quiet)
+    return JudgeServer((host, port), judge, served_model_name or str(model_path), quiet=quiet,
+                       api_key=api_key)
 
 
 def serve(model_path: str, host: str = "127.0.0.1", port: int = 8000, **options) -> JudgeServer:
@@ -141,9 +201,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: cuda when available)")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--verbose", action="store_true", help="log every request")
+    parser.add_argument("--api-key", help="require `Authorization: Bearer <key>`")
     args = parser.parse_args(argv)
     server = create_server(args.model, args.host, args.port, served_model_name=args.served_model_name,
-                           device=args.device, batch_size=args.batch_size, quiet=not args.verbose)
+                           device=args.device, batch_size=args.batch_size, quiet=not args.verbose,
+                           api_key=args.api_key)
     return run_foreground(server)
 
 

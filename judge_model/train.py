@@ -2,7 +2,7 @@
 
 Data: the JSONL format of agreement.py, one {"prompt", "gold", "prediction", "label"} per
 line. Each record becomes the judge input of the scoring protocol,
-prompt + SEP + gold + SEP + prediction (the first gold when several are acceptable),
+prompt + SEP + str(gold) + SEP + prediction (a list of acceptable answers as its repr),
 truncated on the left like the served judge. The result is a folder that `LocalJudge`,
 `mera-multi judge serve` and vLLM load like any sequence classifier.
 
@@ -21,8 +21,10 @@ agreement = load_module_from_file(Path(__file__).with_name("agreement.py"),
 
 
 def judge_text(record: dict, sep: str) -> str:
-    gold = record["gold"] if isinstance(record["gold"], str) else record["gold"][0]
-    return f"{record['prompt']}{sep}{gold}{sep}{record['prediction']}"
+    """The first judge input of the scoring protocol (str(gold): a list gives its repr)."""
+    from mera_multi_hf.judge import raw_inputs
+
+    return raw_inputs(record["prompt"], record["gold"], record["prediction"], sep)[0]
 
 
 def train(data: str | Path, base: str, out: str | Path, *, epochs: float = 1.0,

@@ -23,7 +23,7 @@ def cmd_serve(args) -> int:
         server = server_mod.create_server(args.model, args.host, args.port,
                                           served_model_name=args.served_model_name,
                                           device=args.device, batch_size=args.batch_size,
-                                          quiet=not args.verbose)
+                                          quiet=not args.verbose, api_key=args.api_key)
     except OSError as err:
         raise MeraError(f"cannot listen on {args.host}:{args.port}: {err}. Pick another --port "
                         "or stop what is using it") from None
@@ -43,7 +43,7 @@ def cmd_agreement(args) -> int:
         judge = LocalJudge(args.model, device=args.device, batch_size=args.batch_size, window=window)
     else:
         judge = HttpJudge(args.url, model=args.served_model_name, tokenizer=args.tokenizer,
-                          sep=args.sep, window=window)
+                          sep=args.sep, window=window, api_key=args.api_key)
     report = agreement.judge_agreement(records, judge)
     print(agreement.format_report(report))
     if args.out:
@@ -76,6 +76,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: cuda when available)")
     p.add_argument("--batch-size", type=int, default=16, help="texts per forward pass")
     p.add_argument("--verbose", action="store_true", help="log every request")
+    p.add_argument("--api-key", help="require `Authorization: Bearer <key>` on every route but "
+                                     "/health")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("agreement", help="accuracy, Cohen's kappa and confusion matrix of a judge "
@@ -85,8 +87,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--model", help="judge run here: local folder or Hub id")
     p.add_argument("--url", help="or a served judge, e.g. http://127.0.0.1:8000/classify")
     p.add_argument("--served-model-name", help="with --url: the model name (default: ask /v1/models)")
-    p.add_argument("--tokenizer", help="with --url: the judge tokenizer (SEP + token windows)")
+    p.add_argument("--tokenizer", help="with --url: the judge tokenizer, path or Hub id (SEP + "
+                                       "token windows; default: ask the server)")
     p.add_argument("--sep", help="with --url and no --tokenizer: the separator token, e.g. [SEP]")
+    p.add_argument("--api-key", help="with --url: the served judge's API key")
     p.add_argument("--window", type=int, help="token window (default 7995)")
     p.add_argument("--device", help="with --model: cpu, cuda, ...")
     p.add_argument("--batch-size", type=int, default=16, help="with --model: texts per forward pass")

@@ -20,8 +20,8 @@ import requests
 
 from mera_multi_hf._paths import bundled_dir, load_module_from_file
 from mera_multi_hf.errors import MeraError
-from mera_multi_hf.judge import (HttpJudge, Judge, LocalJudge, answer_part, get_judge,
-                                 judge_example_scores, judge_scores, raw_inputs, token_windows)
+from mera_multi_hf.judge import (HttpJudge, Judge, LocalJudge, get_judge, judge_example_scores,
+                                 judge_scores, raw_inputs, token_windows)
 from mera_multi_hf.metric_fns import group_mean
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -61,6 +61,43 @@ def local_judge(judge_dir) -> LocalJudge:
 
 
 @pytest.fixture(scope="session")
+def reference(judge_dir):
+    """Labels straight from transformers, one text at a time (no project code): the
+    classifier's argmax over the text left-truncated to the model's 512 positions."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(judge_dir)
+    tok.truncation_side = "left"
+    model = AutoModelForSequenceClassification.from_pretrained(judge_dir).eval()
+
+    def labels(texts):
+        with torch.inference_mode():
+            return [int(model(**tok(t, truncation=True, max_length=512, return_tensors="pt"))
+                        .logits[0].argmax()) for t in texts]
+
+    return labels
+
+
+def official_inputs(prompt, gold, prediction, sep, tok, window):
+    """The judge inputs of one example by the official rule (SPEC.md section 3)."""
+    texts = [prompt + sep + str(gold) + sep + prediction]
+    tail = prediction.split("ОТВЕТ")[-1].strip()
+    if tail:
+        texts.append(prompt + sep + str(gold) + sep + tail)
+    out = []
+    for text in texts:
+        ids = tok.encode(text)
+        out += [tok.decode(ids[:window]), tok.decode(ids[-window:])] if len(ids) > window else [text]
+    return out
+
+
+def official_scores(prompts, golds, preds, sep, tok, window, labels):
+    return [max(labels(official_inputs(p, g, a, sep, tok, window)))
+            for p, g, a in zip(prompts, golds, preds)]
+
+
+@pytest.fixture(scope="session")
 def served(judge_dir):
     server = server_mod.serve(judge_dir, "127.0.0.1", 0, device="cpu", batch_size=8)
     yield server
@@ -76,34 +113,68 @@ def _free_port() -> int:
 # ---------------------------------------------------------------------------------
 # The input protocol.
 
-def test_answer_part_and_raw_inputs():
-    assert answer_part("рассуждение... ОТВЕТ: синий") == "синий"
-    assert answer_part("Ответ: A, нет, ответ: B") == "B"      # the last marker, any case
-    assert answer_part("ответ:   ") == ""
-    assert answer_part("синий") == ""
-    assert raw_inputs("P", "g", "x", "|") == ["P|g|x"]
-    assert raw_inputs("P", "g", "Ответ: y", "|") == ["P|g|Ответ: y", "P|g|y"]
-    assert raw_inputs("P", ["a", "b"], "ответ b", "|") == ["P|a|ответ b", "P|a|b", "P|b|ответ b", "P|b|b"]
-    with pytest.raises(MeraError, match="empty list of gold"):
-        raw_inputs("P", [], "x", "|")
+LONG_PROMPT = " ".join(["кошка сидит на подоконнике"] * 2100)  # > 7995 tokens, judged twice
 
 
-def test_token_windows_split_long_inputs_into_first_and_last(local_judge):
+# (prompt, gold, prediction): the parity table of the judge inputs
+INPUT_TABLE = [
+    ("Какого цвета небо?", "синий", "синий"),                    # no marker, nothing to strip
+    ("Какого цвета небо?", "синий", "  синий "),                 # no marker: stripped copy
+    ("Какого цвета небо?", "синий", "Рассуждаю. ОТВЕТ: синий"),  # marker: ": синий"
+    ("Какого цвета небо?", "синий", "Ответ: синий"),             # lowercase «Ответ»: no marker
+    ("Какого цвета небо?", "синий", "ответ синий"),
+    ("Кто это?", ["кот", "кошка"], "ОТВЕТ кошка"),               # list gold: its Python repr
+    ("Кто это?", "кот", "ОТВЕТ"),                                # empty tail: one input
+    (LONG_PROMPT, "кошка", "ОТВЕТ кошка"),                        # over 7995 tokens: two windows
+]
+
+
+@pytest.fixture(scope="session")
+def full_window_judge(judge_dir) -> LocalJudge:
+    return LocalJudge(judge_dir, device="cpu")  # the official 7995-token window
+
+
+@pytest.mark.parametrize("prompt, gold, prediction", INPUT_TABLE)
+def test_judge_inputs_equal_the_official_rule(prompt, gold, prediction, full_window_judge):
+    tok = full_window_judge.tokenizer
+    expected = official_inputs(prompt, gold, prediction, "[SEP]", tok, 7995)
+    assert full_window_judge.inputs(prompt, gold, prediction) == expected
+
+
+def test_judge_input_table_by_hand():
+    assert raw_inputs("P", "g", "x", "|") == ["P|g|x", "P|g|x"]
+    assert raw_inputs("P", "g", " x ", "|") == ["P|g| x ", "P|g|x"]
+    assert raw_inputs("P", "g", "ОТВЕТ: y", "|") == ["P|g|ОТВЕТ: y", "P|g|: y"]
+    assert raw_inputs("P", "g", "Ответ: y", "|") == ["P|g|Ответ: y", "P|g|Ответ: y"]
+    assert raw_inputs("P", ["a", "b"], "ОТВЕТ b", "|") == ["P|['a', 'b']|ОТВЕТ b", "P|['a', 'b']|b"]
+    assert raw_inputs("P", "g", "ОТВЕТ  ", "|") == ["P|g|ОТВЕТ  "]
+    assert raw_inputs("P", "g", "", "|") == ["P|g|"]
+
+
+def test_the_long_input_is_cut_into_first_and_last_7995_tokens(full_window_judge):
+    tok = full_window_judge.tokenizer
+    inputs = full_window_judge.inputs(LONG_PROMPT, "кошка", "ОТВЕТ кошка")
+    ids = tok.encode(LONG_PROMPT + "[SEP]кошка[SEP]ОТВЕТ кошка")
+    assert len(ids) > 7995 and len(inputs) == 4
+    first, last = inputs[0], inputs[1]
+    assert first.startswith("[CLS] кошка") and last.endswith("[SEP] ответ кошка [SEP]")
+    # the windows are 7995 tokens each, special tokens included (counted once more on encode)
+    assert len(tok.encode(first, add_special_tokens=False)) == 7995
+    assert len(tok.encode(last, add_special_tokens=False)) == 7995
+
+
+def test_token_windows_small_window(local_judge):
     tok = local_judge.tokenizer
     short = "синий [SEP] синий"
     long = " ".join(PROMPTS * 3) + " [SEP] синий [SEP] красный"
-    ids = tok(long, add_special_tokens=False)["input_ids"]
-    assert len(ids) > WINDOW and len(tok(short, add_special_tokens=False)["input_ids"]) <= WINDOW
+    ids = tok.encode(long)
+    assert len(ids) > WINDOW and len(tok.encode(short)) <= WINDOW
     windows = token_windows([short, long], tok, WINDOW)
     assert windows[0] == [short]
-    first, last = windows[1]
-    assert tok(first, add_special_tokens=False)["input_ids"] == ids[:WINDOW]
-    assert tok(last, add_special_tokens=False)["input_ids"] == ids[-WINDOW:]
-    assert "[SEP]" in last  # the separator survives the decode round trip
-    # through a judge: the long input and its "ОТВЕТ" variant both get two windows
-    inputs = local_judge.inputs(" ".join(PROMPTS * 3), "синий", "так ОТВЕТ: синий")
-    assert len(inputs) == 4
-    assert len(local_judge.inputs("?", "да", "да")) == 1
+    assert windows[1] == [tok.decode(ids[:WINDOW]), tok.decode(ids[-WINDOW:])]
+    assert "[SEP]" in windows[1][1]  # the separator survives the decode round trip
+    with pytest.raises(MeraError, match="must be positive"):
+        token_windows([short], tok, 0)
 
 
 class RuleJudge(Judge):
@@ -125,13 +196,16 @@ class RuleJudge(Judge):
 
 def test_judge_score_math_max_over_inputs_then_mean():
     judge = RuleJudge()
-    preds = ["синий", "Ответ: синий", "красный", "ОТВЕТ: нет", "b"]
-    golds = ["синий", "синий", "синий", "да", ["a", "b"]]
-    scores = judge_scores(judge, preds, golds, ["q"] * 5)
-    # 2nd: the full answer is wrong but its ОТВЕТ part is right -> max = 1
-    assert scores.tolist() == [1, 1, 0, 0, 1]
-    assert len(judge.seen) == 1 + 2 + 1 + 2 + 2
-    assert group_mean(scores, [1, 1, 2, 2, 3]) == pytest.approx(2 / 3)
+    preds = ["синий", "ОТВЕТ синий", "красный", "ОТВЕТ: нет", "b", "Ответ: синий"]
+    golds = ["синий", "синий", "синий", "да", ["a", "b"], "синий"]
+    scores = judge_scores(judge, preds, golds, ["q"] * 6)
+    # 2nd: the full answer is wrong but its ОТВЕТ part is right -> max = 1; 5th: the gold
+    # part is "['a', 'b']", never equal to "b"; 6th: «Ответ» is no marker
+    assert scores.tolist() == [1, 1, 0, 0, 0, 0]
+    # each distinct text is classified once: 4 answers need one text; the 2nd's ОТВЕТ
+    # text "q|синий|синий" is the 1st's; only "ОТВЕТ: нет" adds a second one
+    assert len(judge.seen) == 7 and len(set(judge.seen)) == 7
+    assert group_mean(scores, [1, 1, 2, 2, 3, 3]) == pytest.approx(1 / 3)
     with pytest.raises(MeraError, match="2 predictions, 1 references"):
         judge_scores(judge, ["a", "b"], ["a"], ["q", "q"])
 
@@ -152,10 +226,16 @@ def test_no_judge_configured_is_an_error():
         judge_example_scores(["q"], ["a"], ["a"])
     with pytest.raises(MeraError, match="not both"):
         get_judge("some/judge", "http://127.0.0.1:1/classify")
-    with pytest.raises(MeraError, match="separator token"):
-        HttpJudge("http://127.0.0.1:1")
+    with pytest.raises(MeraError, match="judge_tokenizer is for a served judge"):
+        get_judge("some/judge", judge_tokenizer="x")
     with pytest.raises(MeraError, match="not an http"):
         HttpJudge("127.0.0.1:8000", sep="[SEP]")
+    url = f"http://127.0.0.1:{_free_port()}"
+    with pytest.raises(MeraError) as err:
+        get_judge(judge_url=url, retries=0)
+    message = str(err.value)
+    assert "separator token" in message and "--judge-tokenizer" in message
+    assert "\n" not in message and url in message
 
 
 def test_missing_local_judge_is_a_clear_error(tmp_path):
@@ -168,50 +248,80 @@ def test_missing_local_judge_is_a_clear_error(tmp_path):
 # ---------------------------------------------------------------------------------
 # Local and served judges agree.
 
-def test_local_and_http_backends_give_identical_labels(local_judge, served, judge_dir):
+def test_local_and_http_backends_match_transformers(local_judge, served, judge_dir, reference):
     preds, golds, prompts = _examples()
-    texts = [t for per in local_judge.inputs_many(prompts, golds, preds) for t in per]
-    local_probs = local_judge.probs(texts)
-    local_labels = local_judge.labels(texts)
-    assert set(local_labels) == {0, 1}, "the test needs both labels to mean anything"
+    tok = local_judge.tokenizer
+    per_example = [official_inputs(p, g, a, "[SEP]", tok, WINDOW) for p, g, a in zip(prompts, golds, preds)]
+    texts = [t for per in per_example for t in per]
+    expected_labels = reference(texts)
+    assert set(expected_labels) == {0, 1}, "the test needs both labels to mean anything"
+    assert local_judge.labels(texts) == expected_labels
     for options in ({"batch_size": 1, "concurrency": 4}, {"batch_size": 5, "concurrency": 2}):
         http = HttpJudge(served.url, tokenizer=judge_dir, window=WINDOW, backoff=0.01, **options)
-        assert http.labels(texts) == local_labels
-        np.testing.assert_allclose(http.probs(texts), local_probs, atol=1e-5)
+        assert http.labels(texts) == expected_labels
     assert http.model == judge_dir  # asked /v1/models for the served name
+    expected = [max(reference(per)) for per in per_example]
+    assert 0 < sum(expected) < len(expected)
+    assert judge_scores(local_judge, preds, golds, prompts).tolist() == expected
+    assert judge_scores(http, preds, golds, prompts).tolist() == expected
+    # with no tokenizer given, the served judge learns SEP and tokenizes through the server
+    bare = HttpJudge(served.url, window=WINDOW, backoff=0.01)
+    assert bare.sep == "[SEP]" and bare.describe()["tokenizer"] == "server /tokenize"
+    assert bare.inputs_many(prompts, golds, preds) == per_example
+    assert judge_scores(bare, preds, golds, prompts).tolist() == expected
 
-    local_scores = judge_scores(local_judge, preds, golds, prompts)
-    http_scores = judge_scores(http, preds, golds, prompts)
-    assert local_scores.tolist() == http_scores.tolist()
-    # and the example scores are the max of their inputs' labels
-    per_example = local_judge.inputs_many(prompts, golds, preds)
-    expected = [max(local_judge.labels(per)) for per in per_example]
-    assert local_scores.tolist() == expected
 
-
-def test_server_protocol(served, judge_dir, local_judge):
+def test_server_protocol(served, judge_dir, local_judge, reference):
     assert requests.get(served.url + "/health").json() == {"status": "ok"}
     models = requests.get(served.url + "/v1/models").json()
-    assert models["data"][0]["id"] == judge_dir
+    assert models["data"][0]["id"] == judge_dir and models["data"][0]["sep_token"] == "[SEP]"
+    info = requests.get(served.url + "/tokenizer_info").json()
+    assert info["sep_token"] == "[SEP]" and info["cls_token"] == "[CLS]"
+    tok = local_judge.tokenizer
+    toks = requests.post(served.url + "/tokenize", json={"prompt": "кошка [SEP] да"}).json()
+    assert toks["tokens"] == tok.encode("кошка [SEP] да") and toks["count"] == len(toks["tokens"])
+    back = requests.post(served.url + "/detokenize", json={"tokens": toks["tokens"][1:-1]}).json()
+    assert back == {"prompt": tok.decode(toks["tokens"][1:-1])}
     body = {"model": judge_dir, "input": ["синий [SEP] да", "нет"], "truncate_prompt_tokens": 8192}
     answer = requests.post(served.url + "/classify", json=body).json()
     assert answer["object"] == "list" and answer["model"] == judge_dir
     assert [d["index"] for d in answer["data"]] == [0, 1]
-    for item, probs in zip(answer["data"], local_judge.probs(body["input"])):
+    for item, label in zip(answer["data"], reference(body["input"])):
         assert item["num_classes"] == 2 and sum(item["probs"]) == pytest.approx(1, abs=1e-5)
-        assert item["label"] == ("correct" if np.argmax(probs) == 1 else "incorrect")
+        assert item["label"] == ("correct" if label == 1 else "incorrect")
     # truncate_prompt_tokens keeps the last tokens, as vLLM does
     long = " ".join(PROMPTS * 4)
     cut = requests.post(served.url + "/classify",
                         json={"input": long, "truncate_prompt_tokens": 6}).json()["data"][0]
-    ids = local_judge.tokenizer(long, add_special_tokens=False)["input_ids"]
-    tail = local_judge.tokenizer.decode(ids[-4:])  # 6 tokens = [CLS] + the last 4 + [SEP]
+    ids = tok(long, add_special_tokens=False)["input_ids"]
+    tail = tok.decode(ids[-4:])  # 6 tokens = [CLS] + the last 4 + [SEP]
     assert cut["probs"] == pytest.approx(local_judge.probs([tail])[0], abs=1e-5)
     bad = requests.post(served.url + "/classify", json={"model": "other", "input": "x"})
     assert bad.status_code == 404 and "does not exist" in bad.json()["message"]
-    assert requests.post(served.url + "/classify", json={"input": 3}).status_code == 400
-    assert requests.post(served.url + "/classify", data=b"{oops",
-                         headers={"Content-Type": "application/json"}).status_code == 400
+
+
+@pytest.mark.parametrize("body, code, message", [
+    ({"input": 3}, 400, "`input` must be"),
+    ({"input": []}, 400, "`input` must be"),
+    ({"input": ["a", 1]}, 400, "`input` must be"),
+    ({"model": ["a"], "input": "x"}, 400, "`model` must be a string"),
+    ({"model": {"a": 1}, "input": "x"}, 400, "`model` must be a string"),
+    ({"input": "x", "truncate_prompt_tokens": True}, 400, "truncate_prompt_tokens"),
+    ({"input": "x", "truncate_prompt_tokens": 0}, 400, "truncate_prompt_tokens"),
+    (b"[" * 100000 + b"]" * 100000, 400, ""),
+    (b"{oops", 400, "not JSON"),
+    (b"[1, 2]", 400, "JSON object"),
+    (b'{"input": "\xff"}', 400, ""),  # not UTF-8
+])
+def test_server_answers_bad_requests_with_json_4xx(served, body, code, message):
+    kwargs = {"json": body} if isinstance(body, dict) else {
+        "data": body, "headers": {"Content-Type": "application/json"}}
+    resp = requests.post(served.url + "/classify", **kwargs)
+    assert resp.status_code == code
+    answer = resp.json()
+    assert answer["object"] == "error" and answer["code"] == code and message in answer["message"]
+    assert requests.post(served.url + "/tokenize", json={"prompt": 1}).status_code == 400
+    assert requests.post(served.url + "/detokenize", json={"tokens": [-1]}).status_code == 400
 
 
 def test_wrong_model_name_fails_fast_with_the_reason(served):
@@ -252,14 +362,14 @@ class _Garbage(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-@pytest.mark.parametrize("status, body, problem", [
-    (200, b"<html>not json</html>", "not JSON"),
-    (200, json.dumps({"data": [{"label": "x"}]}).encode(), "no data"),
-    (200, json.dumps({"data": []}).encode(), "expected 1 probability"),
-    (200, json.dumps({"data": [{"probs": [1.0]}]}).encode(), "2\\+ classes"),
-    (503, b"overloaded", "HTTP 503"),
+@pytest.mark.parametrize("status, body, problem, attempts", [
+    (200, b"<html>not json</html>", "not JSON", 1),
+    (200, json.dumps({"data": [{"label": "x"}]}).encode(), "no data", 1),
+    (200, json.dumps({"data": []}).encode(), "expected 1 probability", 1),
+    (200, json.dumps({"data": [{"probs": [1.0]}]}).encode(), "2\\+ classes", 1),
+    (503, b"overloaded", "HTTP 503", 3),  # the project's retry policy: 5xx is retried
 ])
-def test_garbage_answers_give_a_clear_error_after_retries(status, body, problem):
+def test_garbage_answers_give_a_clear_error(status, body, problem, attempts):
     handler = type("Handler", (_Garbage,), {"replies": [(status, body)], "hits": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
@@ -267,11 +377,11 @@ def test_garbage_answers_give_a_clear_error_after_retries(status, body, problem)
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/classify"
-        judge = HttpJudge(url, model="j", sep="[SEP]", retries=2, backoff=0.01)
+        judge = HttpJudge(url, model="j", sep="[SEP]", tokenizer=None, retries=2, backoff=0.01)
         with pytest.raises(MeraError, match=problem) as err:
             judge.labels(["a"])
-        assert url in str(err.value)
-        assert handler.hits == ["/classify"] * 3  # first try + 2 retries
+        assert url in str(err.value) and "\n" not in str(err.value)
+        assert handler.hits == ["/classify"] * attempts
     finally:
         server.shutdown()
         server.server_close()
@@ -280,39 +390,41 @@ def test_garbage_answers_give_a_clear_error_after_retries(status, body, problem)
 # ---------------------------------------------------------------------------------
 # The evaluate module and the commands with a real judge.
 
-def test_judge_score_module_local_and_served(judge_dir, served, local_judge):
+def test_judge_score_module_local_and_served(judge_dir, served, reference, local_judge):
     from mera_multi_hf import load_metric
 
     preds, golds, prompts = _examples(12)
     golds = [g if isinstance(g, str) else g[0] for g in golds]
     groups = [i // 3 for i in range(12)]
+    expected = official_scores(prompts, golds, preds, "[SEP]", local_judge.tokenizer, WINDOW,
+                               reference)
+    by_group = [min(expected[i:i + 3]) for i in range(0, 12, 3)]
     module = load_metric("judge_score")
     local = module.compute(predictions=preds, references=golds, prompts=prompts, judge=judge_dir,
                            group_ids=groups, judge_options={"window": WINDOW, "device": "cpu"})
     served_result = module.compute(
         predictions=preds, references=golds, prompts=prompts, judge_url=served.url,
-        group_ids=groups, judge_options={"tokenizer": judge_dir, "window": WINDOW, "backoff": 0.01})
-    expected = judge_scores(local_judge, preds, golds, prompts)
-    assert local == served_result == {"judge_score": pytest.approx(expected.mean()),
-                                      "group_judge_score": pytest.approx(group_mean(expected, groups))}
+        judge_tokenizer=judge_dir, group_ids=groups, judge_options={"window": WINDOW, "backoff": 0.01})
+    assert local == served_result == {"judge_score": pytest.approx(sum(expected) / 12),
+                                      "group_judge_score": pytest.approx(sum(by_group) / 4)}
     assert 0 < local["judge_score"] < 1
 
 
-def test_agreement_report_hand_case_and_sklearn():
+def test_agreement_report_hand_cases():
     report = agreement_mod.agreement_report([1, 1, 1, 0, 0, 0, 1, 0], [1, 1, 0, 0, 0, 1, 1, 0])
     assert report["confusion"] == {"tn": 3, "fp": 1, "fn": 1, "tp": 3}
     assert report["accuracy"] == 0.75
     # po = .75, pe = .5*.5 + .5*.5 = .5 -> kappa = (.75 - .5) / .5
     assert report["cohen_kappa"] == pytest.approx(0.5)
     assert agreement_mod.agreement_report([1, 1], [1, 1])["cohen_kappa"] is None
-    sklearn = pytest.importorskip("sklearn.metrics")
-    rng = np.random.default_rng(1)
-    human, judge = rng.integers(0, 2, 200).tolist(), rng.integers(0, 2, 200).tolist()
-    assert agreement_mod.agreement_report(human, judge)["cohen_kappa"] == \
-        pytest.approx(sklearn.cohen_kappa_score(human, judge))
+    # skewed raters: human 1,1,1,0 / judge 1,1,0,0 -> po = 3/4; pe = 3/4*1/2 + 1/4*1/2 = 1/2
+    assert agreement_mod.agreement_report([1, 1, 1, 0], [1, 1, 0, 0])["cohen_kappa"] == \
+        pytest.approx((0.75 - 0.5) / 0.5)
+    # total disagreement: po = 0, pe = 1/2 -> kappa = -1
+    assert agreement_mod.agreement_report([1, 0], [0, 1])["cohen_kappa"] == pytest.approx(-1.0)
 
 
-def test_cli_agreement(judge_dir, local_judge, tmp_path, capsys):
+def test_cli_agreement(judge_dir, local_judge, reference, tmp_path, capsys):
     from mera_multi_hf.cli import main
 
     preds, golds, prompts = _examples(10)
@@ -325,51 +437,99 @@ def test_cli_agreement(judge_dir, local_judge, tmp_path, capsys):
     assert main(["judge", "agreement", "--data", str(data), "--model", judge_dir,
                  "--window", str(WINDOW), "--device", "cpu", "--out", str(out)]) == 0
     report = json.loads(out.read_text(encoding="utf-8"))
-    judged = judge_scores(local_judge, preds, golds, prompts).tolist()
-    assert report == {**agreement_mod.agreement_report(human, judged), "judge": report["judge"]}
+    judged = official_scores(prompts, golds, preds, "[SEP]", local_judge.tokenizer, WINDOW,
+                             reference)
+    tp = sum(h == j == 1 for h, j in zip(human, judged))
+    tn = sum(h == j == 0 for h, j in zip(human, judged))
+    assert report["confusion"]["tp"] == tp and report["confusion"]["tn"] == tn
+    assert report["accuracy"] == pytest.approx((tp + tn) / len(human))
     assert "Cohen's kappa" in capsys.readouterr().out
 
+
+@pytest.mark.parametrize("content, where", [
+    (b'{"prompt": "p", "gold": "g", "prediction": "x", "label": 2}\nnot json\n',
+     "line 1: field 'label' must be 0 or 1"),
+    (b'{"prompt": "p", "gold": "g", "prediction": "x", "label": 1}\nnot json\n', "line 2: not JSON"),
+    (b'{"prompt": "p", "gold": "g\xff", "prediction": "x", "label": 1}\n',
+     "line 1: field 'gold' is not valid UTF-8"),
+    (b'{"prompt": "p", "gold": 5, "prediction": "x", "label": 1}\n', "line 1: field 'gold' must be"),
+    (b'{"prompt": "p", "gold": ["a", null], "prediction": "x", "label": 1}\n',
+     "line 1: field 'gold' must be"),
+    (b'{"prompt": "p", "gold": "g", "prediction": 1, "label": 1}\n',
+     "line 1: field 'prediction' must be a string"),
+    (b'\n{"prompt": "p\xc3", "gold": "g", "prediction": "x", "label": 1}\n',
+     "line 2: field 'prompt' is not valid UTF-8"),
+    (b'{"prompt": "p", "gold": "g"}\n', "line 1: missing field(s) prediction, label"),
+])
+def test_cli_agreement_bad_data_is_one_line_naming_file_line_field(content, where, tmp_path,
+                                                                   judge_dir, capsys):
+    from mera_multi_hf.cli import main
+
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"prompt": "p", "gold": "g", "prediction": "x", "label": 2}\nnot json\n',
-                   encoding="utf-8")
+    bad.write_bytes(content)
     assert main(["judge", "agreement", "--data", str(bad), "--model", judge_dir]) == 2
-    err = capsys.readouterr().err
-    assert "line 1: label must be 0 or 1" in err and "line 2: not JSON" in err
+    err = capsys.readouterr().err.strip()
+    assert f"{bad}: {where}" in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_cli_agreement_needs_one_judge(tmp_path, capsys):
+    from mera_multi_hf.cli import main
+
+    data = tmp_path / "x.jsonl"
+    data.write_text('{"prompt": "p", "gold": "g", "prediction": "x", "label": 1}\n', encoding="utf-8")
     assert main(["judge", "agreement", "--data", str(data)]) == 2
     assert "exactly one of --model" in capsys.readouterr().err
 
 
-def test_cli_serve_runs_a_working_server(judge_dir, local_judge):
+def test_cli_serve_end_to_end_with_api_key(judge_dir, local_judge, reference):
+    """`mera-multi judge serve --api-key` in a subprocess; get_judge(judge_url=...) learns the
+    separator from the server and scores like transformers does."""
+    key = "s3cret"
     proc = subprocess.Popen([sys.executable, "-m", "mera_multi_hf", "judge", "serve", "--model",
-                             judge_dir, "--port", "0", "--device", "cpu"],
+                             judge_dir, "--port", "0", "--device", "cpu", "--api-key", key],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     try:
         line = proc.stdout.readline()
         assert "serving judge" in line, proc.stderr.read() if proc.poll() is not None else line
         url = line.split(" at ")[1].split()[0]
-        judge = HttpJudge(url, tokenizer=judge_dir, window=WINDOW, backoff=0.05)
-        texts = ["синий [SEP] синий [SEP] синий", "ответ [SEP] нет"]
-        assert judge.labels(texts) == local_judge.labels(texts)
+        base = url.rsplit("/", 1)[0]
+        assert requests.get(base + "/health").status_code == 200
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            denied = requests.post(url, json={"input": "x"}, headers=headers)
+            assert denied.status_code == 401 and denied.json()["object"] == "error"
+        with pytest.raises(MeraError, match="HTTP 401"):
+            get_judge(judge_url=url, retries=0)
+        judge = get_judge(judge_url=url, api_key=key, window=WINDOW, backoff=0.05)
+        assert judge.sep == "[SEP]"
+        preds, golds, prompts = _examples(8)
+        expected = official_scores(prompts, golds, preds, "[SEP]", local_judge.tokenizer, WINDOW,
+                                   reference)
+        assert judge_example_scores(prompts, golds, preds, judge_url=url, api_key=key,
+                                    window=WINDOW, backoff=0.05).tolist() == expected
+        with_tok = get_judge(judge_url=url, judge_tokenizer=judge_dir, api_key=key, window=WINDOW)
+        assert judge_scores(with_tok, preds, golds, prompts).tolist() == expected
     finally:
         proc.terminate()
         proc.wait(timeout=30)
 
 
-def test_cli_train_fine_tunes_a_judge_that_loads_everywhere(judge_dir, local_judge, tmp_path):
+def test_cli_train_learns_labels_the_untrained_judge_gets_wrong(judge_dir, local_judge, tmp_path,
+                                                                reference):
     from mera_multi_hf.cli import main
 
     preds, golds, prompts = _examples(16)
     golds = [g if isinstance(g, str) else g[0] for g in golds]
-    sep = local_judge.sep
-    texts = [f"{p}{sep}{g}{sep}{a}" for p, g, a in zip(prompts, golds, preds)]
-    before = local_judge.labels(texts)
-    assert 0 in before
+    texts = [f"{p}[SEP]{g}[SEP]{a}" for p, g, a in zip(prompts, golds, preds)]
+    before = reference(texts)
+    targets = [1 - b for b in before]  # every label flipped: nothing is right by chance
+    assert 0 in targets and 1 in targets
     data = tmp_path / "train.jsonl"
-    data.write_text("\n".join(json.dumps({"prompt": p, "gold": g, "prediction": a, "label": 1},
+    data.write_text("\n".join(json.dumps({"prompt": p, "gold": g, "prediction": a, "label": t},
                                          ensure_ascii=False)
-                              for p, g, a in zip(prompts, golds, preds)), encoding="utf-8")
+                              for p, g, a, t in zip(prompts, golds, preds, targets)),
+                    encoding="utf-8")
     out = tmp_path / "trained"
     assert main(["judge", "train", "--data", str(data), "--base", judge_dir, "--out", str(out),
-                 "--epochs", "5", "--lr", "0.02", "--batch-size", "16", "--device", "cpu"]) == 0
+                 "--epochs", "30", "--lr", "0.005", "--batch-size", "16", "--device", "cpu"]) == 0
     trained = LocalJudge(str(out), device="cpu", window=WINDOW)
-    assert trained.labels(texts) == [1] * len(texts)  # it learned the (all-correct) labels
+    assert trained.labels(texts) == targets

@@ -16,34 +16,40 @@ from mera_multi_hf.tasks import CITATION as _CITATION
 _DESCRIPTION = """\
 The judge score of MERA Multi. A learned binary judge (official:
 MERA-evaluation/MERA_Answer_judge, a sequence classifier; label 1 = correct) reads
-`prompt + SEP + gold + SEP + prediction` (SEP: the judge tokenizer's separator). A second
-input uses only the part of the prediction after its last "ОТВЕТ" (any case) when that is
-not empty. An input longer than 7995 tokens is judged on its first and its last 7995
-tokens. Each input's label is the argmax of the class probabilities; an example scores the
-max over its inputs, the task the mean over examples. With `group_ids`, the group judge
-score (a group counts only when all its examples are judged correct) is reported too.
+`prompt + SEP + str(gold) + SEP + prediction` (SEP: the judge tokenizer's separator;
+str(gold) is Python's str, so a list of acceptable answers reads `['кот', 'кошка']`). A
+second input uses `prediction.split("ОТВЕТ")[-1].strip()` (case-sensitive; the whole
+prediction stripped when there is no marker) when that is not empty. An input whose
+tokenizer.encode is longer than 7995 tokens is judged on its decoded first and last 7995
+tokens. Each input's label is the argmax of the class probabilities; an example scores
+the max over its inputs, the task the mean over examples. With `group_ids`, the group
+judge score (a group counts only when all its examples are judged correct) is reported too.
 
-The judge runs in this process (`judge=<model id or local path>`) or behind a vLLM-style
-classification endpoint (`judge_url=`). With neither, computing raises an error: a judge
-score that was not computed is never reported.
+The judge runs in this process (`judge=<model id or local path>`, or any
+`mera_multi_hf.judge.Judge` object) or behind a vLLM-style classification endpoint
+(`judge_url=`, with `judge_tokenizer=` or a server that reports its separator). With
+neither, computing raises an error: a judge score that was not computed is never reported.
 """
 
 _KWARGS_DESCRIPTION = """
 Args:
     predictions (`list` of `str`): the model's answers.
-    references (`list` of `str`, or `list` of `list` of `str`): the gold answers; for a list
-        of acceptable answers each is judged and the best label counts.
+    references (`list` of `str`, or `list` of `list` of `str`): the gold answers; a list
+        of acceptable answers reaches the judge as its Python str.
     prompts (`list` of `str`): the filled instruction the model saw, per example.
-    judge (`str`): a judge model id or local folder, run here with transformers.
+    judge (`str` or `Judge`): a judge model id or local folder, run here with
+        transformers; or a `mera_multi_hf.judge.Judge` object.
     judge_url (`str`): instead of `judge`, a served judge, e.g.
         `http://127.0.0.1:8000/classify` (a bare host:port gets /classify).
+    judge_tokenizer (`str`, optional): with `judge_url`, the judge tokenizer (path or Hub
+        id) for SEP and the 7995-token windows. Default: ask the server (GET
+        /tokenizer_info, POST /tokenize and /detokenize).
     group_ids (`list` of `int`, optional): groups (ruHHH) for `group_judge_score`; one per
         example, in the order the examples were added.
     judge_options (`dict`, optional): passed to the backend. Local: `device`,
         `batch_size`, `window`, `revision`. Served: `model` (the served name; default asks
-        /v1/models), `tokenizer` (path or id of the judge tokenizer, for SEP and the
-        7995-token windows), `sep` (the separator when no tokenizer), `timeout`,
-        `retries`, `backoff`, `batch_size`, `concurrency`, `window`.
+        /v1/models), `api_key`, `sep`, `timeout`, `retries`, `backoff`, `batch_size`,
+        `concurrency`, `window`.
 
 Returns:
     judge_score (`float`): the mean judge label, in [0, 1].
@@ -57,13 +63,37 @@ Examples:
     ...
     mera_multi_hf.errors.MeraError: no judge configured, so no judge score can be computed. ...
 
-    A judge is any binary sequence classifier; `judge=` takes its folder or Hub id:
+    Any `Judge` works; this one says "correct" when the text after the last separator is
+    one of the answers in the gold part, and shows what the judge is given:
 
-    >>> result = judge_score.compute(  # doctest: +SKIP
-    ...     predictions=["Ответ: B", "A"], references=["B", "B"], prompts=["A или B?"] * 2,
-    ...     judge="MERA-evaluation/MERA_Answer_judge", group_ids=[1, 1])
-    >>> sorted(result)  # doctest: +SKIP
-    ['group_judge_score', 'judge_score']
+    >>> import ast
+    >>> from mera_multi_hf.judge import Judge
+    >>> class ListJudge(Judge):
+    ...     sep = " | "
+    ...     def labels(self, texts):
+    ...         for text in texts:
+    ...             print(repr(text))
+    ...         def ok(gold, answer):
+    ...             golds = ast.literal_eval(gold) if gold.startswith("[") else [gold]
+    ...             return int(answer in golds)
+    ...         return [ok(*t.split(self.sep)[1:]) for t in texts]
+    ...     def describe(self):
+    ...         return {"model": "list-judge"}
+    >>> judge_score.compute(
+    ...     predictions=["Думаю, ОТВЕТ кошка", "кот ", "Ответ: пёс"],
+    ...     references=[["кот", "кошка"], ["кот"], ["кот"]], prompts=["Кто это?"] * 3,
+    ...     judge=ListJudge(), group_ids=[1, 1, 2])
+    "Кто это? | ['кот', 'кошка'] | Думаю, ОТВЕТ кошка"
+    "Кто это? | ['кот', 'кошка'] | кошка"
+    "Кто это? | ['кот'] | кот "
+    "Кто это? | ['кот'] | кот"
+    "Кто это? | ['кот'] | Ответ: пёс"
+    {'judge_score': 0.6666666666666666, 'group_judge_score': 0.5}
+
+    (In one call the references are all strings or all lists: `evaluate` casts the batch
+    to one feature.) The marker is case-sensitive ("Ответ" is none, so the third answer is judged once,
+    whole). A judge folder saved with `save_pretrained` is used the same way:
+    `judge="path/to/judge"`.
 """
 
 
@@ -84,9 +114,9 @@ class JudgeScore(evaluate.Metric):
         )
 
     def _compute(self, predictions, references, prompts, judge=None, judge_url=None,
-                 group_ids=None, judge_options=None):
+                 judge_tokenizer=None, group_ids=None, judge_options=None):
         # Resolve the judge first: with none configured this fails before any work.
-        backend = get_judge(judge, judge_url, **(judge_options or {}))
+        backend = get_judge(judge, judge_url, judge_tokenizer, **(judge_options or {}))
         scores = judge_scores(backend, predictions, references, prompts)
         result = {"judge_score": mean_score(scores)}
         if group_ids is not None:
