@@ -7,21 +7,25 @@ import base64
 import io
 import json
 import socket
+import struct
 import threading
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from PIL import Image
 
+from mera_multi_hf import media as media_module
 from mera_multi_hf.errors import MeraError
 from mera_multi_hf.runner import run_evaluation
+from mera_multi_hf.runner.backends import Backend, cut_at_stop, make_backend
 from mera_multi_hf.runner.backends.hf import HFBackend
 from mera_multi_hf.runner.backends.openai import OpenAIBackend
 from mera_multi_hf.media import Media, limit_pixels
 from mera_multi_hf.prompts import content_parts, plain_prompt
-from mera_multi_hf.runner.chat import openai_messages, prompt_from_openai
+from mera_multi_hf.runner.chat import openai_messages
 from mera_multi_hf.runner.request import Request
-from mera_multi_hf.runner.serve import make_server
+from mera_multi_hf.runner.serve import make_server, prompt_from_openai
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +52,12 @@ def _png(width=40, height=20, color=(200, 30, 30)) -> bytes:
     return buf.getvalue()
 
 
-def _request(prompt="<image>\nЧто на картинке? Ответь A или B.", data=None, max_new=8):
+def _request(prompt="<image>\nЧто на картинке? Ответь A или B.", data=None, max_new=8,
+             stop=("\n\n",), kind="image", rid=1):
     data = data or _png()
-    return Request(task="t", split="test", id=1, prompt=prompt,
-                   media=[Media(kind="image", sha256="x", data=data)], max_new_tokens=max_new)
+    return Request(task="t", split="test", id=rid, prompt=prompt,
+                   media=[Media(kind=kind, sha256="x", data=data)], max_new_tokens=max_new,
+                   stop=stop)
 
 
 def test_content_parts_follow_placeholder_order():
@@ -109,28 +115,210 @@ def test_hf_backend_batch_invariance(tiny_backend):
     assert len(set(alone)) > 1  # the answers depend on the input (else this proves nothing)
 
 
+def _png_declaring(width: int, height: int) -> bytes:
+    """A real 1x1 PNG whose header (with a valid CRC) declares another size."""
+    raw = bytearray(_png(1, 1))
+    raw[16:24] = struct.pack(">II", width, height)
+    raw[29:33] = struct.pack(">I", zlib.crc32(bytes(raw[12:29])))
+    return bytes(raw)
+
+
+def test_decompression_bomb_is_a_clear_error(tiny_backend, monkeypatch):
+    bomb = Media(kind="image", sha256="ab" * 32, data=_png_declaring(40_000, 40_000), field="image")
+    with _no_warnings():
+        with pytest.raises(MeraError, match="image image .*decompression bomb"):
+            bomb.image()
+        with pytest.raises(MeraError, match="decompression bomb"):
+            bomb.data_uri()  # what the openai backend would send
+    # below PIL's own limit, the project's limit applies (and names the declared size)
+    monkeypatch.setattr(media_module, "MAX_DECODE_PIXELS", 1000)
+    big = _request(data=_png_declaring(50, 40), rid=7)
+    with pytest.raises(MeraError, match=r"^t id=7: image .*declares 50x40 pixels"):
+        tiny_backend.generate([big])
+    with pytest.raises(MeraError, match="not a readable image"):
+        Media(kind="image", sha256="x", data=b"not a picture").image()
+
+
+class _no_warnings:
+    def __enter__(self):
+        import warnings
+
+        self._catch = warnings.catch_warnings()
+        self._catch.__enter__()
+        warnings.simplefilter("error")
+
+    def __exit__(self, *exc):
+        self._catch.__exit__(*exc)
+
+
+def test_audio_goes_as_a_mono_16_bit_wav_at_its_own_rate():
+    import numpy as np
+    import soundfile
+
+    t = np.arange(2205) / 22050
+    stereo = np.stack([np.sin(2 * np.pi * 440 * t), 0.5 * np.sin(2 * np.pi * 220 * t)], axis=1)
+    buf = io.BytesIO()
+    soundfile.write(buf, stereo * 0.5, 22050, format="FLAC")
+    uri = Media(kind="audio", sha256="x", data=buf.getvalue()).data_uri()
+    assert uri.startswith("data:audio/wav;base64,")
+    sent = io.BytesIO(base64.b64decode(uri.split(",", 1)[1]))
+    info = soundfile.info(sent)
+    assert (info.samplerate, info.channels, info.subtype) == (22050, 1, "PCM_16")
+    sent.seek(0)
+    samples, _ = soundfile.read(sent)
+    assert np.abs(samples - (stereo * 0.5).mean(axis=1)).max() < 1e-3
+    with pytest.raises(MeraError, match="cannot decode the audio"):
+        Media(kind="audio", sha256="x", data=b"RIFF....junk").data_uri()
+
+
+@pytest.fixture(scope="module")
+def chatty_backend(tmp_path_factory):
+    """A random LLaVA (the tiny model's config and processor, unit-scale random weights,
+    no EOS nudge) that writes long, input-dependent noise: stop strings get exercised."""
+    import torch
+    from transformers import AutoConfig, AutoProcessor, LlavaForConditionalGeneration
+
+    from mera_multi_hf.tiny_model import tiny_model_path
+
+    out = tmp_path_factory.mktemp("chatty")
+    torch.manual_seed(3)
+    model = LlavaForConditionalGeneration(AutoConfig.from_pretrained(tiny_model_path())).eval()
+    gen = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.dim() >= 2:
+                param.copy_(torch.randn(param.shape, generator=gen) * 1.5 / param.shape[1] ** 0.5)
+    model.save_pretrained(out)
+    AutoProcessor.from_pretrained(tiny_model_path()).save_pretrained(out)
+    backend = HFBackend(str(out), batch_size=4)
+    backend.load()
+    return backend
+
+
+def _bare_loop(backend, requests):
+    """One request at a time: a plain model.generate for max_new_tokens, then the cut."""
+    import torch
+
+    config = backend.generation_config
+    out = []
+    for request in requests:
+        inputs = backend.encode([request])
+        with torch.inference_mode():
+            tokens = backend.model.generate(**inputs, generation_config=config,
+                                            max_new_tokens=request.max_new_tokens)
+        text = backend.tokenizer.decode(tokens[0, inputs["input_ids"].shape[1]:],
+                                        skip_special_tokens=True)
+        out.append(cut_at_stop(text, request.stop))
+    return out
+
+
+def _forward_counter(backend):
+    calls = [0]
+    handle = backend.model.register_forward_hook(lambda *args: calls.__setitem__(0, calls[0] + 1))
+    return calls, handle
+
+
+def test_hf_stops_each_row_like_a_bare_generate_loop(chatty_backend):
+    stop = (" г", "tion")
+    requests = [_request(prompt=f"<image>\nВопрос {'очень ' * k}номер {k}?", max_new=40,
+                         data=_png(color=(30 * k, 200 - 20 * k, 90)), stop=stop, rid=k)
+                for k in range(8)]
+    bare = _bare_loop(chatty_backend, requests)
+    calls, handle = _forward_counter(chatty_backend)
+    try:
+        batched = chatty_backend.generate(requests[:4]) + chatty_backend.generate(requests[4:])
+        steps = calls[0]
+        alone = [chatty_backend.generate([r])[0] for r in requests]
+    finally:
+        handle.remove()
+    assert batched == bare == alone
+    assert not any(s in text for text in bare for s in stop)
+    lengths = {len(t) for t in bare}
+    assert len(lengths) > 3  # rows stop at different places
+    # each batch ends when its last row has stopped, not after 40 tokens of padding
+    assert steps < 2 * 40
+
+
+def test_stop_settings_and_the_backend_factory():
+    assert cut_at_stop("A\n\nB\n\nC", ("\n\n",)) == "A"
+    assert cut_at_stop("xx END yy\n\n", ("\n\n", "END")) == "xx "
+    assert cut_at_stop("no stop", ("\n\n",)) == "no stop"
+    hf = make_backend("hf", None, batch_size=2, base_url="ignored", concurrency=3)
+    assert isinstance(hf, Backend) and isinstance(hf, HFBackend) and hf.batch_size == 2
+    assert hf.settings()["stop"] == ["\n\n"]
+    api = make_backend("openai", "m", base_url="http://127.0.0.1:1/v1", stop=["###"], dtype="auto")
+    assert isinstance(api, Backend) and api.settings()["stop"] == ["###"]
+    assert api.settings() != make_backend("openai", "m", base_url="http://127.0.0.1:1/v1").settings()
+    with pytest.raises(TypeError, match="no_such_option"):
+        make_backend("hf", None, no_such_option=1)
+    with pytest.raises(MeraError, match="unknown backend"):
+        make_backend("vllm", None)
+    with pytest.raises(MeraError, match="non-empty stop"):
+        make_backend("hf", None, stop=[""])
+
+
+def test_prompt_longer_than_the_context_is_refused_before_generating(tiny_backend):
+    assert tiny_backend.max_length == 1024  # the tiny model's max_position_embeddings
+    huge = _request(prompt="<image>\n" + "очень " * 1200 + "длинный вопрос?", rid=42)
+    calls, handle = _forward_counter(tiny_backend)
+    try:
+        with pytest.raises(MeraError, match=r"^t id=42: the prompt is \d{4} tokens but "
+                                            r"\S+ takes at most 1024"):
+            tiny_backend.generate([_request(), huge])
+    finally:
+        handle.remove()
+    assert calls[0] == 0
+
+
+def test_answer_overflowing_the_context_is_clamped_and_recorded(chatty_backend):
+    def prompt_of(k):
+        return _request(prompt="<image>\n" + "очень " * k + "?", max_new=40, stop=("@@",), rid=5)
+
+    def length_of(k):
+        return chatty_backend.encode([prompt_of(k)])["attention_mask"].sum().item()
+
+    per_word = (length_of(100) - length_of(0)) / 100
+    long = prompt_of(int((chatty_backend.max_length - 20 - length_of(0)) / per_word))
+    short = _request(prompt="<image>\nКоротко?", max_new=40, stop=("@@",), rid=6)
+    room = chatty_backend.max_length - chatty_backend.encode([long])["attention_mask"].sum().item()
+    assert 0 < room < 40, "the long prompt must leave less room than max_new_tokens"
+    with pytest.warns(UserWarning, match="t id=5: .*clamped"):
+        together = chatty_backend.generate([short, long])
+    calls, handle = _forward_counter(chatty_backend)
+    try:
+        with pytest.warns(UserWarning, match="clamped"):
+            alone = [chatty_backend.generate([long])[0]]
+    finally:
+        handle.remove()
+    assert calls[0] == room  # one forward pass per new token, up to the room left
+    alone.insert(0, chatty_backend.generate([short])[0])
+    assert together == alone
+    assert "t id=5" in chatty_backend.info()["context_clamped"]
+    assert "t id=6" not in chatty_backend.info()["context_clamped"]
+
+
 def test_missing_model_path_is_a_clear_error(tmp_path):
     with pytest.raises(MeraError, match="not a model folder"):
         HFBackend(str(tmp_path / "no-such-model"))
 
 
-def test_openai_backend_through_served_tiny_model_matches_hf(served, tmp_path):
+def test_openai_backend_through_served_tiny_model_matches_hf(served, tiny_backend):
     """Same model behind a real HTTP server: the same greedy answers as in process."""
-    local = run_evaluation(None, "ruhhh_image", data="sample", limit=10, batch_size=4,
-                           output_dir=tmp_path / "hf", progress=False)
-    remote = run_evaluation("tiny-served", "ruhhh_image", data="sample", limit=10,
-                            backend="openai", base_url=served, concurrency=3,
-                            output_dir=tmp_path / "openai", progress=False, api_key="sk-secret-123")
+    requests = [_request(prompt=f"<image>\nВопрос {k}? Ответь A или B.", rid=k,
+                         data=_png(color=(40 * k, 90, 200 - 30 * k))) for k in range(6)]
+    remote = OpenAIBackend("tiny-served", served, concurrency=3)
+    try:
+        assert remote.generate(requests) == tiny_backend.generate(requests)
+    finally:
+        remote.close()
 
-    def answers(result):
-        path = result["files"]["samples"][0]
-        return {r["id"]: r["generation"] for r in map(json.loads, path.read_text().splitlines())}
 
-    assert answers(remote) == answers(local)
-    assert len(answers(remote)) == 10
-    assert remote["run"]["backend"] == "openai"
-    assert remote["tasks"][0]["metrics"] == local["tasks"][0]["metrics"]
-    for path in (tmp_path / "openai").rglob("*"):
+def test_api_key_is_never_written(served, tmp_path):
+    result = run_evaluation(model="tiny-served", tasks="ruhhh_image", data=["sample"], limit=3,
+                            backend="openai", base_url=served, output_dir=str(tmp_path / "run"),
+                            no_progress=True, api_key="sk-secret-123")
+    assert result["counts"]["generated"] == 3
+    for path in (tmp_path / "run").rglob("*"):
         if path.is_file() and path.suffix in (".json", ".jsonl", ".md", ".yaml"):
             assert "sk-secret-123" not in path.read_text(encoding="utf-8")
 
@@ -158,7 +346,8 @@ class _Flaky(BaseHTTPRequestHandler):
             payload = json.dumps({"error": {"message": "model 'x' does not exist"}}).encode()
             self.send_response(server.status)
         else:
-            payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": "B"}}]}).encode()
+            payload = json.dumps({"choices": [{"message": {"role": "assistant",
+                                                            "content": server.answer}}]}).encode()
             self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -171,7 +360,7 @@ def flaky():
     def start(fail=0, status=200):
         server = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
         server.daemon_threads = True
-        server.fail, server.status, server.calls = fail, status, 0
+        server.fail, server.status, server.calls, server.answer = fail, status, 0, "B"
         server.auth, server.bodies, server.lock = [], [], threading.Lock()
         threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
         started.append(server)
@@ -195,6 +384,48 @@ def test_openai_retries_with_backoff_then_succeeds(flaky):
     body = server.bodies[-1]
     assert body["model"] == "m" and body["max_tokens"] == 8 and body["temperature"] == 0
     assert body["messages"][0]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+def test_openai_sends_the_harness_payload_exactly(flaky):
+    """The JSON the server receives, key for key, as the harness's API mode sends it:
+    media interleaved at their placeholders as data URIs, max_tokens, temperature 0, the
+    stop strings and the seed; the answer is cut at the first stop string here too."""
+    import numpy as np
+    import soundfile
+
+    server = flaky()
+    server.answer = "Ответ: B\n\nи ещё текст"
+    png, video = _png(), b"\x00\x00\x00\x18ftypmp42 fake mp4 bytes"
+    wav = io.BytesIO()
+    soundfile.write(wav, np.zeros(1600), 16000, format="WAV", subtype="PCM_16")
+    backend = OpenAIBackend("m", f"http://127.0.0.1:{server.server_port}/v1", concurrency=1)
+    requests = [_request(prompt="Вот <image> и вопрос\n", data=png, max_new=256, rid=1),
+                _request(prompt="<audio>\nЧто звучит?", data=wav.getvalue(), kind="audio", rid=2),
+                _request(prompt="Видео: <video>", data=video, kind="video", stop=("END", "!"))]
+    try:
+        assert backend.generate(requests) == ["Ответ: B", "Ответ: B", "Ответ: B\n\nи ещё текст"]
+    finally:
+        backend.close()
+
+    def expected(content, max_tokens=256, stop=("\n\n",)):
+        return {"messages": [{"role": "user", "content": content}], "model": "m",
+                "max_tokens": max_tokens, "temperature": 0, "stop": list(stop), "seed": 1234}
+
+    assert server.bodies == [
+        expected([{"type": "text", "text": "Вот "},
+                  {"type": "image_url", "image_url": {"url": "data:image/png;base64," + _b64(png)}},
+                  {"type": "text", "text": " и вопрос\n"}]),
+        expected([{"type": "audio_url", "audio_url": {"url": "data:audio/wav;base64," + _b64(wav.getvalue())}},
+                  {"type": "text", "text": "\nЧто звучит?"}], max_tokens=8),
+        expected([{"type": "text", "text": "Видео: "},
+                  {"type": "video_url", "video_url": {"url": "data:video/mp4;base64," + _b64(video)}}],
+                 max_tokens=8, stop=("END", "!")),
+    ]
+    assert type(server.bodies[0]["temperature"]) is int
 
 
 def test_openai_gives_up_with_a_clear_error(flaky):

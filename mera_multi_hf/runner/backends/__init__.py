@@ -1,1 +1,112 @@
-"""Backends: where generations come from. Each one implements :class:`Backend`."""
+"""Backends: where generations come from. Each one implements :class:`Backend`.
+
+    engine = make_backend("hf", "Qwen/Qwen2-VL-2B-Instruct", batch_size=8, stop=("\\n\\n",))
+    engine.load()
+    texts = engine.generate(requests)   # one string per request, cut at its first stop string
+    engine.close()
+
+Both backends generate as the official harness does for every MERA Multi task: greedy,
+at most ``request.max_new_tokens`` new tokens (256 by default), a stop at the first of
+``request.stop`` (the few-shot delimiter "\\n\\n" by default) or EOS, and the text cut at
+the first stop string afterwards.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from ...errors import MeraError
+
+if TYPE_CHECKING:
+    from ..request import Request
+
+KINDS = ("hf", "openai")
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What the runner needs of a backend.
+
+    ``settings()`` is what identifies the generations (hashed into every request hash,
+    with the model id and revision): it holds the stop strings. ``info()`` is what the
+    results record about the backend (never a secret). ``load()`` may be slow (a model
+    loads) and is idempotent; ``generate`` calls it when needed.
+    """
+
+    name: str
+    model_id: str
+    revision: str | None
+    batch_size: int
+
+    def settings(self) -> dict: ...
+
+    def info(self) -> dict: ...
+
+    def load(self) -> None: ...
+
+    def generate(self, requests: list[Request]) -> list[str]: ...
+
+    def close(self) -> None: ...
+
+
+def _backend_class(kind: str):
+    if kind == "hf":
+        from .hf import HFBackend
+
+        return HFBackend
+    if kind == "openai":
+        from .openai import OpenAIBackend
+
+        return OpenAIBackend
+    raise MeraError(f"unknown backend {kind!r}; choose one of {', '.join(KINDS)}")
+
+
+def _options(cls) -> set[str]:
+    return set(inspect.signature(cls.__init__).parameters) - {"self", "model"}
+
+
+def make_backend(kind: str, model: str | None, **options) -> Backend:
+    """The backend ``kind`` ("hf" or "openai") for ``model``.
+
+    Options a backend does not take but the other one does are ignored, so a caller may
+    pass every field of its run configuration; a name neither takes is a TypeError.
+
+    hf (transformers in this process; ``model``: Hub id, local folder, or None for the
+    built-in tiny model): ``revision``, ``dtype`` (auto | float32 | bfloat16 | float16),
+    ``device`` (cpu, cuda, cuda:1, auto; default: this process's accelerate device),
+    ``max_pixels``, ``trust_remote_code``, ``prompt_mode`` (auto | chat | plain),
+    ``batch_size``, ``stop``.
+
+    openai (a chat-completions server; ``model``: the served model name): ``base_url``
+    (required, up to /v1), ``api_key`` (default $OPENAI_API_KEY; never recorded),
+    ``concurrency``, ``timeout`` (seconds per request), ``max_retries``, ``backoff``,
+    ``max_pixels``, ``batch_size``, ``seed`` (sent, as the harness does), ``stop``.
+
+    ``stop``: the run's stop strings (default: the official "\\n\\n"), recorded in
+    ``settings()``; each request carries its own copy in ``Request.stop``.
+    """
+    cls = _backend_class(kind)
+    taken = _options(cls)
+    known = set().union(*(_options(_backend_class(k)) for k in KINDS))
+    unknown = set(options) - known
+    if unknown:
+        raise TypeError(f"make_backend: unknown option(s) {', '.join(sorted(unknown))}")
+    return cls(model, **{k: v for k, v in options.items() if k in taken})
+
+
+def check_stop(stop) -> tuple[str, ...]:
+    """The stop strings as a tuple; None gives the official default ("\\n\\n",)."""
+    from ...tasks import DEFAULT_STOP
+
+    if stop is None:
+        return DEFAULT_STOP
+    stops = (stop,) if isinstance(stop, str) else tuple(stop)
+    if not stops or not all(isinstance(s, str) and s for s in stops):
+        raise MeraError(f"--stop: give non-empty stop strings (got {list(stops)!r})")
+    return stops
+
+
+def cut_at_stop(text: str, stop: tuple[str, ...] | list[str]) -> str:
+    """``text`` up to the first occurrence of any stop string (the harness's post-hoc cut)."""
+    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=len(text))
+    return text[:cut]

@@ -4,6 +4,14 @@ AutoProcessor + AutoModelForImageTextToText (AutoModelForCausalLM for a text-onl
 model), the model's own chat template, left padding, greedy decoding. The model loads
 on the first ``generate`` call, so a run whose answers are all in the sample log never
 loads it.
+
+Generation follows the official harness (``hf_vlms.py`` ``generate_until``): at most
+``max_new_tokens``, a stop at the first stop string or EOS, the decoded text cut at the
+first stop string. Each row stops on its own (a stopping criterion that answers per
+row), and the batch ends when every row has stopped. A prompt longer than the model's
+context is refused before generating; when only the answer would overflow it,
+``max_new_tokens`` is clamped to the room left (recorded in ``info()``), where the
+harness would instead cut the prompt's beginning.
 """
 from __future__ import annotations
 
@@ -18,6 +26,7 @@ from ...prompts import plain_prompt
 from ...tiny_model import TINY_MODEL_ID, is_tiny_model, tiny_model_path, tiny_model_revision
 from ..chat import chat_messages
 from ..request import Request
+from . import Backend, check_stop, cut_at_stop
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 PROMPT_MODES = ("auto", "chat", "plain")
@@ -81,12 +90,51 @@ def _is_multimodal(config) -> bool:
         "AutoModelForImageTextToText" in auto_map
 
 
-class HFBackend:
+def context_length(model, tokenizer) -> int | None:
+    """The longest sequence the model takes: its text config's position limit, else the
+    tokenizer's ``model_max_length`` when that is a real number (not the 1e30 "unset")."""
+    text = model.config.get_text_config() if hasattr(model.config, "get_text_config") \
+        else model.config
+    for name in ("max_position_embeddings", "n_positions", "seq_length", "n_ctx"):
+        value = getattr(text, name, None)
+        if isinstance(value, int) and 0 < value < 10**8:
+            return value
+    value = getattr(tokenizer, "model_max_length", None)
+    return value if isinstance(value, int) and 0 < value < 10**8 else None
+
+
+class StopOnStrings:
+    """A stopping criterion that answers per row (transformers >= 4.39 takes a bool
+    tensor): a row is done once its last new tokens, decoded, hold one of its stop
+    strings. As the harness's ``MultiTokenEOSCriteria`` it looks back over the stop
+    string's own token count + 2 new tokens (a model may write "\\n\\n" as two tokens)."""
+
+    def __init__(self, tokenizer, stops: list[tuple[str, ...]], prompt_length: int):
+        self.tokenizer, self.stops, self.start = tokenizer, stops, prompt_length
+        every = {s for row in stops for s in row}
+        self.lookback = max((len(tokenizer.encode(s, add_special_tokens=False)) + 2
+                             for s in every), default=0)
+        self.done = [not row for row in stops]
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        rows = [i for i, done in enumerate(self.done) if not done]
+        if rows:
+            window = input_ids[rows, self.start:][:, -self.lookback:]
+            texts = self.tokenizer.batch_decode(window, skip_special_tokens=True)
+            for i, text in zip(rows, texts):
+                self.done[i] = any(s in text for s in self.stops[i])
+        return torch.tensor(self.done, dtype=torch.bool, device=input_ids.device)
+
+
+class HFBackend(Backend):
     name = "hf"
 
     def __init__(self, model: str | None = None, *, revision: str | None = None,
                  dtype: str = "auto", device: str | None = None, max_pixels: int | None = None,
-                 trust_remote_code: bool = False, prompt_mode: str = "auto", batch_size: int = 8):
+                 trust_remote_code: bool = False, prompt_mode: str = "auto", batch_size: int = 8,
+                 stop: tuple[str, ...] | list[str] | None = None):
         if dtype not in DTYPES:
             raise MeraError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
         if prompt_mode not in PROMPT_MODES:
@@ -96,32 +144,62 @@ class HFBackend:
         self.dtype, self.device_arg, self.max_pixels = dtype, device, max_pixels
         self.trust_remote_code, self.prompt_mode = trust_remote_code, prompt_mode
         self.batch_size = batch_size
+        self.stop = check_stop(stop)
         self.model = None
+        self.max_length: int | None = None
+        self.clamped: list[str] = []   # "task id=N" whose max_new_tokens met the context limit
         self._warned = False
 
     # what identifies the generations (hashed into every request) and what results record
     def settings(self) -> dict:
         return {"backend": self.name, "dtype": self.dtype, "prompt_mode": self.prompt_mode,
-                "max_pixels": self.max_pixels, "do_sample": False, "num_beams": 1}
+                "max_pixels": self.max_pixels, "do_sample": False, "num_beams": 1,
+                "stop": list(self.stop)}
 
     def info(self) -> dict:
         info = {"model": self.model_id, "revision": self.revision, "backend": self.name,
                 "dtype": self.dtype, "prompt_mode": self.prompt_mode, "max_pixels": self.max_pixels,
-                "trust_remote_code": self.trust_remote_code}
+                "trust_remote_code": self.trust_remote_code, "stop": list(self.stop)}
         if self.model is not None:
             info.update(dtype=str(self.model.dtype).replace("torch.", ""),
                         prompt_mode=self.resolved_mode, device=str(self.device),
-                        model_class=type(self.model).__name__, text_only=self.text_only)
+                        model_class=type(self.model).__name__, text_only=self.text_only,
+                        context_length=self.max_length, context_clamped=list(self.clamped))
         return info
 
     def load(self) -> None:
         if self.model is not None:
             return
-        import torch
-        import transformers
         from accelerate import PartialState
 
         device = self.device_arg or str(PartialState().device)
+        self._load_model(device)
+        if device != "auto":
+            self.model.to(device)
+        self.model.eval()
+        self.device = self.model.device
+        self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        self.tokenizer.padding_side = "left"  # generation continues at the right edge
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        has_template = bool(getattr(self.processor, "chat_template", None)
+                            or getattr(self.tokenizer, "chat_template", None))
+        if self.prompt_mode == "chat" and not has_template:
+            raise MeraError(f"model {self.model_id!r} has no chat template; use --prompt-mode plain")
+        self.resolved_mode = self.prompt_mode if self.prompt_mode != "auto" else \
+            ("chat" if has_template else "plain")
+        self.media_token = None if self.text_only else getattr(self.processor, "image_token", None)
+        self.max_length = context_length(self.model, self.tokenizer)
+        gen = copy.deepcopy(self.model.generation_config)
+        gen.do_sample, gen.num_beams = False, 1
+        gen.temperature = gen.top_p = gen.top_k = None  # unused when greedy: silence warnings
+        gen.pad_token_id = self.tokenizer.pad_token_id
+        self.generation_config = gen
+
+    def _load_model(self, device: str) -> None:
+        import torch
+        import transformers
+
         kwargs = {"trust_remote_code": self.trust_remote_code}
         if self.from_hub and self.revision:  # load the very commit the logs record
             kwargs["revision"] = self.revision
@@ -148,26 +226,6 @@ class HFBackend:
             raise MeraError(f"cannot load model {self.model_id!r}: {first}") from None
         finally:
             transformers.logging.enable_progress_bar()
-        if device != "auto":
-            self.model.to(device)
-        self.model.eval()
-        self.device = self.model.device
-        self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
-        self.tokenizer.padding_side = "left"  # generation continues at the right edge
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        has_template = bool(getattr(self.processor, "chat_template", None)
-                            or getattr(self.tokenizer, "chat_template", None))
-        if self.prompt_mode == "chat" and not has_template:
-            raise MeraError(f"model {self.model_id!r} has no chat template; use --prompt-mode plain")
-        self.resolved_mode = self.prompt_mode if self.prompt_mode != "auto" else \
-            ("chat" if has_template else "plain")
-        self.media_token = None if self.text_only else getattr(self.processor, "image_token", None)
-        gen = copy.deepcopy(self.model.generation_config)
-        gen.do_sample, gen.num_beams = False, 1
-        gen.temperature = gen.top_p = gen.top_k = None  # unused when greedy: silence warnings
-        gen.pad_token_id = self.tokenizer.pad_token_id
-        self.generation_config = gen
 
     def render(self, request: Request) -> str:
         """The full prompt string the model sees (chat template applied or plain)."""
@@ -191,7 +249,7 @@ class HFBackend:
                 raise MeraError(f"the hf backend does not handle {', '.join(sorted(kinds - {'image'}))} "
                                 f"inputs yet; serve the model with an OpenAI-compatible server "
                                 f"(e.g. vLLM) and use --backend openai")
-            images = [m.image(self.max_pixels) for r in requests for m in r.media]
+            images = [self._image(r, m) for r in requests for m in r.media]
             if images:
                 kwargs["images"] = images
         elif any(r.media for r in requests) and not self._warned:
@@ -204,19 +262,60 @@ class HFBackend:
         return {k: (v.to(self.device, dtype) if v.is_floating_point() else v.to(self.device))
                 for k, v in batch.items()}
 
-    def generate(self, requests: list[Request]) -> list[str]:
-        import torch
+    def _image(self, request: Request, media):
+        try:
+            return media.image(self.max_pixels)
+        except MeraError as err:
+            raise MeraError(f"{request.task} id={request.id}: {err}") from None
 
+    def generate(self, requests: list[Request]) -> list[str]:
         if not requests:
             return []
         self.load()
-        config = copy.copy(self.generation_config)
-        config.max_new_tokens = max(r.max_new_tokens for r in requests)
         inputs = self.encode(requests)
+        limits = self._limits(requests, inputs["attention_mask"].sum(dim=1).tolist())
+        if len(set(limits)) == 1:
+            return self._generate(requests, inputs, limits[0])
+        # rows with another token limit run apart, so that no row depends on its batch
+        out: list[str] = [""] * len(requests)
+        for limit in sorted(set(limits)):
+            rows = [i for i, n in enumerate(limits) if n == limit]
+            part = [requests[i] for i in rows]
+            for i, text in zip(rows, self._generate(part, self.encode(part), limit)):
+                out[i] = text
+        return out
+
+    def _limits(self, requests: list[Request], lengths: list[int]) -> list[int]:
+        """Each row's max_new_tokens within the model's context; a prompt that does not
+        fit is refused before anything is generated."""
+        limits = []
+        for request, length in zip(requests, lengths):
+            room = request.max_new_tokens if self.max_length is None else self.max_length - length
+            if room < 1:
+                raise MeraError(f"{request.task} id={request.id}: the prompt is {length} tokens "
+                                f"but {self.model_id} takes at most {self.max_length}; lower "
+                                f"--max-pixels or use a model with a longer context")
+            if room < request.max_new_tokens:
+                self.clamped.append(f"{request.task} id={request.id}")
+                warnings.warn(f"{request.task} id={request.id}: the prompt is {length} tokens; "
+                              f"only {room} new tokens fit in the model's {self.max_length} "
+                              f"(max_new_tokens clamped)", UserWarning, stacklevel=3)
+            limits.append(min(room, request.max_new_tokens))
+        return limits
+
+    def _generate(self, requests: list[Request], inputs, max_new_tokens: int) -> list[str]:
+        import torch
+        from transformers import StoppingCriteriaList
+
+        config = copy.copy(self.generation_config)
+        config.max_new_tokens = max_new_tokens
+        start = inputs["input_ids"].shape[1]
+        stopping = StopOnStrings(self.tokenizer, [tuple(r.stop) for r in requests], start)
         with torch.inference_mode():
-            out = self.model.generate(**inputs, generation_config=config)
-        new_tokens = out[:, inputs["input_ids"].shape[1]:]
-        return self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+            out = self.model.generate(**inputs, generation_config=config,
+                                      stopping_criteria=StoppingCriteriaList([stopping]))
+        texts = self.tokenizer.batch_decode(out[:, start:], skip_special_tokens=True)
+        return [cut_at_stop(text, r.stop) for text, r in zip(texts, requests)]
 
     def close(self) -> None:
         pass
