@@ -32,7 +32,7 @@ TASK_CATEGORIES = {
 
 def dataset_module(task: TaskSpec):
     """The task's module in dataset_scripts/ (its builder, meta features, normalisation)."""
-    path = bundled_dir("dataset_scripts") / f"{task.key}.py"
+    path = Path(task.builder) if task.builder else bundled_dir("dataset_scripts") / f"{task.key}.py"
     if not path.is_file():
         raise MeraError(f"task {task.key} has no dataset builder yet "
                         f"(expected dataset_scripts/{task.key}.py)")

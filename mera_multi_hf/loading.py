@@ -119,19 +119,17 @@ def _load_domains(task: TaskSpec, source: str) -> datasets.DatasetDict:
 def normalize(task: TaskSpec, dsd: datasets.DatasetDict) -> datasets.DatasetDict:
     """Bring a loaded task to the project's schema (a no-op on the project's own exports)."""
     try:
-        from .hub import dataset_module
-        module = dataset_module(task)
+        from .hub import builder_class
+        builder = builder_class(task)
     except MeraError:
         return dsd  # no declared schema yet for this task: leave it as published
-    from .builder import task_features
-
-    features = task_features(task, module.META_FEATURES)
+    features = builder.features()
     out = {}
     for split, ds in dsd.items():
         if ds.features == features and not _missing_groups(task, ds):
             out[split] = ds
             continue
-        out[split] = _normalize_split(task, module, features, ds)
+        out[split] = _normalize_split(task, builder, features, ds)
     return datasets.DatasetDict(out)
 
 
@@ -139,8 +137,8 @@ def _missing_groups(task: TaskSpec, ds: datasets.Dataset) -> bool:
     return task.has_groups and ds.data.column("meta").combine_chunks().field("group_id").null_count > 0
 
 
-def _normalize_split(task, module, features, ds):
-    metas = [module.normalize_meta(m) for m in ds.data.column("meta").to_pylist()]
+def _normalize_split(task, builder, features, ds):
+    metas = [builder.normalize_meta(m) for m in ds.data.column("meta").to_pylist()]
     if task.has_groups and any(m["group_id"] is None for m in metas):
         media = ds.data.column("inputs").combine_chunks().field(task.media_fields[0])
         images = media.field("bytes").to_pylist()

@@ -78,6 +78,7 @@ class TaskSpec:
     stop: tuple[str, ...] = DEFAULT_STOP
     human_baseline: dict = field(default_factory=dict)  # metric -> the human score
     harness_name: str = ""          # the task's name in the official harness (default: key)
+    builder: str = ""               # its builder module file (default: dataset_scripts/<key>.py)
 
     @property
     def harness_names(self) -> tuple[str, ...]:
@@ -114,6 +115,8 @@ _SCHOOL = ("biology", "chemistry", "physics", "earth_science")
 
 # ruTiE's generate variant (custom_generate_task.yaml): leading whitespace off, first answer.
 _RUTIE_FILTERS = ("remove_whitespace", "take_first")
+# rutie_*_gen.yaml doc_to_text: braces literal except the fields, the result stripped.
+_RUTIE_PROMPT = ("escape_braces_except_fields", "strip")
 
 TASKS: dict[str, TaskSpec] = {t.key: t for t in [
     _letter("ruhhh_image", "ruHHH-Image", "ruHHH_Image", "image", ("image",), 2,
@@ -139,7 +142,7 @@ TASKS: dict[str, TaskSpec] = {t.key: t for t in [
           test_size=502, human_baseline={"exact_match": 0.9311}),
     _letter("rutie_image", "ruTiE-Image", "ruTiE_Image", "image", ("image",), 4,
             harness_name="rutie_vision",
-            dialogue=DialogueSpec(), score_filters=_RUTIE_FILTERS,
+            dialogue=DialogueSpec(), prompt_rules=_RUTIE_PROMPT, score_filters=_RUTIE_FILTERS,
             submit_filters=_RUTIE_FILTERS, test_size=1500, human_baseline={"exact_match": 0.552}),
     _letter("schoolsciencevqa", "SchoolScienceVQA", "SchoolScienceVQA", "image", ("image",), 4,
             extra=("context",), test_size=4227,
@@ -161,7 +164,7 @@ TASKS: dict[str, TaskSpec] = {t.key: t for t in [
             optional_media=("audio_2",),
             placeholder_rewrites=(("<audio_1>", "<audio>"), ("<audio_2>", "<audio>")), test_size=738, human_baseline={"exact_match": 0.9766}),
     _letter("rutie_audio", "ruTiE-Audio", "ruTiE_Audio", "audio", ("audio",), 4, question=False,
-            dialogue=DialogueSpec(), score_filters=_RUTIE_FILTERS,
+            dialogue=DialogueSpec(), prompt_rules=_RUTIE_PROMPT, score_filters=_RUTIE_FILTERS,
             submit_filters=_RUTIE_FILTERS, test_size=1500, human_baseline={"exact_match": 0.446}),
     _letter("commonvideoqa", "CommonVideoQA", "CommonVideoQA", "video", ("video",), 4,
             em_mode="strict", public=True, test_size=1200, human_baseline={"exact_match": 0.9575}),
@@ -170,6 +173,14 @@ TASKS: dict[str, TaskSpec] = {t.key: t for t in [
 ]}
 
 MODALITIES = ("image", "audio", "video")
+
+
+def register_task(task: TaskSpec) -> TaskSpec:
+    """Add a task declaration (a new task needs this, a builder and a raw folder)."""
+    if task.key in TASKS and TASKS[task.key] != task:
+        raise MeraError(f"a different task {task.key!r} is already registered")
+    TASKS[task.key] = task
+    return task
 
 
 def get_task(key: str) -> TaskSpec:
