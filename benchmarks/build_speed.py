@@ -4,13 +4,15 @@ Generates a raw ruHHH-Image folder of N examples with 640x480 JPEGs, then times,
 alternating rounds, (a) `mera-multi build` (checks every record and image, writes Parquet
 shards and the card) and (b) a baseline that writes the same rows straight through
 `datasets.Dataset.from_generator` + `to_parquet`. Each runs in its own process so that
-its peak RSS is its own.
+its peak RSS is its own. Afterwards both outputs are read back and compared row by row
+(a hash of every row, media bytes included): a ratio over different rows means nothing.
 
     python benchmarks/build_speed.py [--examples 5000] [--rounds 2]
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import subprocess
@@ -94,6 +96,30 @@ def timed(code: str, *args: str) -> tuple[float, float]:
     return elapsed, int(proc.stdout.strip().splitlines()[-1]) / 1024  # MiB
 
 
+def row_digests(files: list[Path]) -> list[str]:
+    """One hash per row of the Parquet files, in order (media bytes hashed, not decoded)."""
+    import pyarrow.parquet as pq
+
+    digests = []
+    for file in files:
+        for row in pq.read_table(file).to_pylist():
+            digest = hashlib.sha256(row["inputs"]["image"]["bytes"])
+            row["inputs"]["image"]["bytes"] = None
+            digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode())
+            digests.append(digest.hexdigest())
+    return digests
+
+
+def check_same_rows(ours: Path, baseline: Path, n: int) -> None:
+    mine = row_digests(sorted((ours / "data").glob("test-*.parquet")))
+    theirs = row_digests([baseline / "test.parquet"])
+    if len(mine) != n or mine != theirs:
+        differ = sum(a != b for a, b in zip(mine, theirs))
+        sys.exit(f"the two sides wrote different rows: {len(mine)} vs {len(theirs)} rows "
+                 f"(expected {n}), {differ} differing")
+    print(f"both sides wrote the same {n} rows")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=5000)
@@ -111,6 +137,8 @@ def main() -> None:
             results["baseline"].append(timed(BASELINE, str(tmp / "raw"), str(tmp / f"b{r}"),
                                              str(tmp / f"cache{r}")))
             results["mera-multi build"].append(timed(OURS, str(tmp / "raw"), str(tmp / f"o{r}")))
+        for r in range(args.rounds):
+            check_same_rows(tmp / f"o{r}", tmp / f"b{r}", args.examples)
         for name, runs in results.items():
             best = min(t for t, _ in runs)
             rss = max(m for _, m in runs)

@@ -105,14 +105,31 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
     return data
 
 
+MAX_JSON_DEPTH = 64  # MERA records nest about 4 levels; deeper is hostile or broken
+
+
+def json_depth(value) -> int:
+    """How deeply a parsed JSON value nests (iteratively: no recursion to exhaust)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(node, dict):
+            stack += [(v, depth + 1) for v in node.values()]
+        elif isinstance(node, list):
+            stack += [(v, depth + 1) for v in node]
+    return deepest
+
+
 def parse_json(data: bytes):
-    """Parse JSON bytes; every failure becomes a FieldError (field "") that says why."""
+    """Parse JSON bytes; every failure becomes a FieldError (field "") that says why.
+    Nesting beyond MAX_JSON_DEPTH is refused, so nothing downstream recurses too deep."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise FieldError("", f"not UTF-8 text ({err.reason} at byte {err.start})") from None
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as err:
         raise FieldError("", f"malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}") \
             from None
@@ -120,6 +137,9 @@ def parse_json(data: bytes):
         raise FieldError("", "JSON nested too deeply to read") from None
     except ValueError as err:  # e.g. an integer with more digits than Python converts
         raise FieldError("", f"unreadable JSON value: {err}") from None
+    if json_depth(value) > MAX_JSON_DEPTH:
+        raise FieldError("", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
 
 
 def read_json(path: Path, limit: int = RawLimits.max_json_bytes):
@@ -203,15 +223,15 @@ def exclusion_paths(spec) -> list[tuple[str, ...]]:
         return []
     if isinstance(spec, list) and all(isinstance(p, str) and p for p in spec):
         return [tuple(p.split(".")) for p in spec]
-    if not isinstance(spec, dict):
-        raise FieldError("exclude_fields", 'must be an object like {"meta": {"image": '
-                         '["synt_source"]}} or a list of dotted field paths')
     paths = []
-    for key, sub in spec.items():
+    for key, sub in spec.items() if isinstance(spec, dict) else [(None, None)]:
         if isinstance(sub, list) and all(isinstance(n, str) for n in sub):
             paths += [(key, name) for name in sub]
+        elif isinstance(sub, dict):  # {} keeps everything, as in the official notebook
+            paths += [(key,) + rest for rest in exclusion_paths(sub)]
         else:
-            paths += [(key,) + rest for rest in exclusion_paths(sub)] if sub else [(key,)]
+            raise FieldError("exclude_fields", 'must be an object like {"meta": {"image": '
+                             '["synt_source"]}} or a list of dotted field paths')
     return paths
 
 

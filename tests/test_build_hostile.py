@@ -352,6 +352,13 @@ META_FIELDS = ["dataset_name", "license", "dataset_size", "description", "skills
                "exclude_fields", "metrics", "human_benchmark"]
 
 
+# Few examples per run (the CPUs are shared); MERA_HYPOTHESIS_EXAMPLES=500 for a long hunt.
+# No example database: the tests write nothing into the working tree.
+HOSTILE_SETTINGS = settings(max_examples=int(os.environ.get("MERA_HYPOTHESIS_EXAMPLES", "25")),
+                            deadline=None, database=None,
+                            suppress_health_check=list(HealthCheck))
+
+
 def _small_raw(root: Path) -> Path:
     """A copy of the sample trimmed to two records per split (fast builds)."""
     raw = root / "raw"
@@ -371,7 +378,7 @@ def _build_or_clean_error(raw: Path, out: Path) -> None:
         assert len(datasets.load_dataset(str(out), split="test")) >= 1
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@HOSTILE_SETTINGS
 @given(field=st.sampled_from(RECORD_FIELDS), value=JSON, split=st.sampled_from(["test", "shots"]))
 def test_any_value_in_any_record_field_builds_or_fails_cleanly(field, value, split):
     with tempfile.TemporaryDirectory() as tmp:
@@ -383,7 +390,7 @@ def test_any_value_in_any_record_field_builds_or_fails_cleanly(field, value, spl
         _build_or_clean_error(raw, Path(tmp) / "out")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@HOSTILE_SETTINGS
 @given(field=st.sampled_from(META_FIELDS), value=JSON)
 def test_any_value_in_any_metadata_field_builds_or_fails_cleanly(field, value):
     with tempfile.TemporaryDirectory() as tmp:
@@ -396,3 +403,12 @@ def test_any_value_in_any_metadata_field_builds_or_fails_cleanly(field, value):
         out = Path(tmp) / "out"
         if out.exists():  # the card was written from whatever the field held
             assert (out / "README.md").read_text(encoding="utf-8").startswith("---\n")
+
+
+def test_nesting_deep_enough_to_parse_is_still_refused(raw_sample, tmp_path):
+    meta_path = raw_sample / "raw_dataset_meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps(meta)[:-1] + ', "exclude_fields": ' + "{\"a\": " * 900 +
+                         "{}" + "}" * 900 + "}")
+    problems = _fails(raw_sample, tmp_path / "out")
+    _has(problems, "raw_dataset_meta.json", None, None, "JSON nested deeper than 64 levels")

@@ -120,3 +120,49 @@ def test_console_script_unknown_task_is_one_clear_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("mera-multi: error: unknown task 'ruhhh_imag'")
     assert "Traceback" not in proc.stderr
+
+
+def test_public_test_split_needs_its_answers(raw_sample, tmp_path):
+    meta_path = raw_sample / "raw_dataset_meta.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta["license"] = "CC BY 4.0"
+    meta_path.write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+    path = raw_sample / "test.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["access"] = "public"
+    doc["data"][0]["outputs"] = ""
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    _find(_problems(raw_sample, tmp_path), 1, "outputs", "'' is not one of A, B (this split has")
+    doc["data"][0]["outputs"] = "A"
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    from mera_multi_hf.hub import export_raw
+    from mera_multi_hf.tasks import get_task
+    out = export_raw(get_task("ruhhh_image"), raw_sample, tmp_path / "public")
+    test = load_task("ruhhh_image", source=out, split="test")
+    assert set(test["outputs"]) == {"A", "B"}  # a public split keeps its answers
+    assert "license: cc-by-4.0" in (out / "README.md").read_text(encoding="utf-8")
+
+
+def test_exclude_fields_in_both_forms(raw_sample, tmp_path):
+    from mera_multi_hf.hub import export_raw
+    from mera_multi_hf.tasks import get_task
+
+    meta_path = raw_sample / "raw_dataset_meta.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    kept = export_raw(get_task("ruhhh_image"), raw_sample, tmp_path / "kept",
+                      include_private_answers=True)
+    for n, form in enumerate(({"meta": {"": [], "categories": [], "x": {}}, "inputs": ["nope"]},
+                              ["meta.group_id"], {"meta": ["group_id"]}, {})):
+        meta["exclude_fields"] = form
+        meta_path.write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+        out = export_raw(get_task("ruhhh_image"), raw_sample, tmp_path / f"o{n}",
+                         include_private_answers=True)
+        test = load_task("ruhhh_image", source=out, split="test")
+        if n in (1, 2):  # group_id dropped: derived again from image + question
+            assert [m["group_id"] for m in test["meta"]] == \
+                [m["group_id"] for m in load_task("ruhhh_image", source=kept, split="test")["meta"]]
+            raw_ids = {r["meta"]["id"] for r in json.loads(
+                (raw_sample / "test.json").read_text(encoding="utf-8"))["data"]}
+            assert {m["group_id"] for m in test["meta"]} <= raw_ids
+        if n == 0:  # "categories": [] drops nothing named; an unknown path is ignored
+            assert test[0]["meta"]["categories"]["category"] == "empathetic"
