@@ -4,14 +4,28 @@
     mera-multi evaluate --backend openai --base-url http://127.0.0.1:8000/v1 --model <name>
 
 Routes: ``POST /v1/chat/completions`` (text + base64 data-URI images, greedy only),
-``GET /v1/models``, ``GET /health``. Requests are answered one at a time; it exists to
-serve a model to the openai backend on one machine (and to test that backend), not
+``GET /v1/models``, ``GET /health``. Generation runs one request at a time; it exists
+to serve a model to the openai backend on one machine (and to test that backend), not
 to replace vLLM. Without --model it serves the built-in tiny random model.
+
+A request that the server cannot honour as asked gets a JSON 400 that says why: a
+malformed message, a media item that is not a base64 data URI of its kind, a
+``max_tokens`` below 1 or above the server's limit, ``stream`` or ``n`` > 1. ``stop``
+(a string or a list of strings) cuts the answer at the first stop string. With
+``--api-key`` (or MERA_SERVE_API_KEY) every route but /health needs
+``Authorization: Bearer <key>``.
 """
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
+import dataclasses
 import hashlib
+import io
+import os
+import re
+import sys
 import threading
 import time
 import uuid
@@ -19,15 +33,162 @@ import uuid
 from ..errors import MeraError
 from ..http_json import JsonHandler, JsonServer
 from ..media import Media
-from .chat import prompt_from_openai
+from ..prompts import MEDIA_SLOT
 from .request import Request
+
+DEFAULT_MAX_TOKENS = 256  # when the request gives none (as vLLM: up to the context)
+MAX_TOKENS_LIMIT = 8192
+_DATA_URI = re.compile(r"data:([\w.+-]+/[\w.+-]+)(?:;[\w.+-]+=[\w.+-]+)*;base64,", re.ASCII)
+_MEDIA_PARTS = {"image_url": "image", "video_url": "video", "audio_url": "audio"}
+
+
+def _shown(value, width: int = 60) -> str:
+    """A value for an error message, cut short (a hostile value can be huge)."""
+    text = repr(value) if isinstance(value, (str, int, float, bool, type(None))) else type(value).__name__
+    return text if len(text) <= width else text[:width] + "..."
+
+
+def prompt_from_openai(content) -> tuple[str, list[tuple[str, bytes]]]:
+    """The user message's content as the prompt (text with a ``<image>``, ``<audio>`` or
+    ``<video>`` placeholder where each media part stood) and the decoded media items, in
+    order: the inverse of :func:`mera_multi_hf.runner.chat.openai_messages`. ValueError
+    with a message fit for a 400 reply when the content is malformed."""
+    if isinstance(content, str):
+        parts = [{"type": "text", "text": content}]
+    elif isinstance(content, list) and content:
+        parts = content
+    else:
+        raise ValueError(f"`content` must be a string or a non-empty list of parts, not {_shown(content)}")
+    pieces, media = [], []
+    for i, part in enumerate(parts):
+        kind, value = _content_part(part, f"content[{i}]")
+        if kind == "text":
+            pieces.append(value)
+        else:
+            media.append((kind, value))
+            pieces.append(f"<{kind}>")
+    prompt = "".join(pieces)
+    if len(MEDIA_SLOT.findall(prompt)) != len(media):
+        raise ValueError("the text holds a media placeholder such as <image> that no media part "
+                         "fills; send each media item as its own content part")
+    return prompt, media
+
+
+def _content_part(part, where: str) -> tuple[str, str | bytes]:
+    if not isinstance(part, dict):
+        raise ValueError(f"{where} must be an object with a `type`, not {_shown(part)}")
+    kind = part.get("type")
+    if kind == "text":
+        if not isinstance(part.get("text"), str):
+            raise ValueError(f"{where}.text must be a string, not {_shown(part.get('text'))}")
+        return "text", part["text"]
+    if kind in _MEDIA_PARTS:
+        value = part.get(kind)
+        url = value.get("url") if isinstance(value, dict) else value
+        if not isinstance(url, str):
+            raise ValueError(f"{where}.{kind} must be an object with a string `url` (a base64 "
+                             f"data URI), not {_shown(value)}")
+        return _MEDIA_PARTS[kind], _decode_data_uri(url, _MEDIA_PARTS[kind], f"{where}.{kind}.url")
+    if kind == "input_audio":
+        value = part.get("input_audio")
+        if not isinstance(value, dict) or not isinstance(value.get("data"), str):
+            raise ValueError(f"{where}.input_audio must be an object with base64 `data`")
+        return "audio", _base64(value["data"], f"{where}.input_audio.data")
+    raise ValueError(f"{where}: unsupported content part type {_shown(kind)} (expected text, "
+                     f"image_url, audio_url, input_audio or video_url)")
+
+
+def _decode_data_uri(url: str, medium: str = "image", where: str = "url") -> bytes:
+    """The bytes of a ``data:<medium>/...;base64,...`` URI (remote URLs are refused)."""
+    match = _DATA_URI.match(url)
+    if match is None:
+        raise ValueError(f"{where}: only base64 data URIs (data:{medium}/...;base64,...) are "
+                         f"accepted, no remote URLs; got {_shown(url[:40])}")
+    mime = match.group(1).lower()
+    if not mime.startswith(medium + "/"):
+        raise ValueError(f"{where}: a {mime} data URI where {medium} is expected")
+    return _base64(url[match.end():], where)
+
+
+def _base64(text: str, where: str) -> bytes:
+    try:
+        data = base64.b64decode("".join(text.split()), validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise ValueError(f"{where}: invalid base64 ({err})") from None
+    if not data:
+        raise ValueError(f"{where}: the media item is empty")
+    return data
+
+
+def _check_image(data: bytes, where: str) -> None:
+    """A picture Pillow decodes, else ValueError (the backend must not meet it)."""
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            img.load()
+    except Exception as err:  # noqa: BLE001 - any decoder error means a bad upload
+        raise ValueError(f"{where}: not a picture this server can decode ({type(err).__name__}: "
+                         f"{_shown(str(err))})") from None
+
+
+def _max_tokens(body: dict, limit: int) -> int:
+    given = {k: body[k] for k in ("max_completion_tokens", "max_tokens") if body.get(k) is not None}
+    for name, value in given.items():
+        if type(value) is not int or value < 1:
+            raise ValueError(f"`{name}` must be an integer of at least 1, not {_shown(value)}")
+        if value > limit:
+            raise ValueError(f"`{name}` is {value}; this server generates at most {limit} tokens")
+    if len(set(given.values())) > 1:
+        raise ValueError("`max_tokens` and `max_completion_tokens` differ; send one of them")
+    return next(iter(given.values()), DEFAULT_MAX_TOKENS)
+
+
+def _stop(body: dict) -> tuple[str, ...]:
+    stop = body.get("stop")
+    stops = () if stop is None else (stop,) if isinstance(stop, str) else stop
+    if not isinstance(stops, (list, tuple)) or not all(isinstance(s, str) and s for s in stops):
+        raise ValueError(f"`stop` must be a non-empty string or a list of them, not {_shown(stop)}")
+    return tuple(stops)
+
+
+def _cut_at_stop(text: str, stops: tuple[str, ...]) -> str:
+    return text[:min((i for i in (text.find(s) for s in stops) if i >= 0), default=len(text))]
+
+
+def _check_options(body: dict) -> None:
+    if body.get("stream") not in (None, False):
+        raise ValueError("`stream` is not supported by this server; send stream: false")
+    if body.get("n") not in (None, 1):
+        raise ValueError(f"`n` must be 1 here (one greedy answer), not {_shown(body.get('n'))}")
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise ValueError(f"`model` must be a string, not {_shown(model)}")
+
+
+def _user_content(body: dict):
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ValueError(f"`messages` must be a non-empty list of messages, not {_shown(messages)}")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise ValueError(f"messages[{i}] must be an object with a string `role`")
+    users = [m for m in messages if m["role"] == "user"]
+    if len(users) != 1:
+        raise ValueError("exactly one user message is supported")
+    return users[0].get("content")
 
 
 class ChatHandler(JsonHandler):
     server_version = "mera-multi-serve/1"
 
+    @classmethod
+    def error_payload(cls, status: int, message: str) -> dict:
+        kind = "server_error" if status >= 500 else "invalid_request_error"
+        return {"error": {"message": message, "type": kind, "code": status}}
+
     def _error(self, status: int, message: str) -> None:
-        self.send_json(status, {"error": {"message": message, "type": "invalid_request_error"}})
+        self.send_json(status, self.error_payload(status, message))
 
     def do_GET(self):
         if self.route in ("/v1/models", "/models"):
@@ -42,9 +203,12 @@ class ChatHandler(JsonHandler):
         if self.route not in ("/v1/chat/completions", "/chat/completions"):
             self._error(404, f"no route {self.path}")
             return
+        body = self.read_json_or_reply()
+        if body is None:
+            return
         try:
-            request = self._request(self.read_json())
-        except (ValueError, KeyError, TypeError) as err:
+            request, stops = self._request(body)
+        except ValueError as err:
             self._error(400, f"bad request: {err}")
             return
         try:
@@ -53,42 +217,54 @@ class ChatHandler(JsonHandler):
         except MeraError as err:
             self._error(400, str(err))
             return
+        except Exception as err:  # noqa: BLE001 - the client gets the cause, the server lives on
+            print(f"serve: generate failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+            self._error(500, f"generation failed: {type(err).__name__}: {err}")
+            return
         self.send_json(200, {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
             "created": int(time.time()), "model": self.server.model_name,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+            "choices": [{"index": 0, "message": {"role": "assistant",
+                                                 "content": _cut_at_stop(text, stops)},
                          "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}})
 
-    def _request(self, body: dict) -> Request:
+    def _request(self, body: dict) -> tuple[Request, tuple[str, ...]]:
+        _check_options(body)
         if body.get("model") not in (None, self.server.model_name):
-            raise ValueError(f"model {body.get('model')!r} is not served here "
+            raise ValueError(f"model {_shown(body.get('model'))} is not served here "
                              f"(this server serves {self.server.model_name!r})")
-        users = [m for m in body["messages"] if m.get("role") == "user"]
-        if len(users) != 1:
-            raise ValueError("exactly one user message is supported")
-        prompt, items = prompt_from_openai(users[0]["content"])
+        prompt, items = prompt_from_openai(_user_content(body))
+        for i, (kind, data) in enumerate(items):
+            if kind == "image":
+                _check_image(data, f"media item {i}")
         media = [Media(kind=kind, sha256=hashlib.sha256(data).hexdigest(), data=data)
                  for kind, data in items]
-        max_new = int(body.get("max_tokens") or body.get("max_completion_tokens") or 256)
+        max_new = _max_tokens(body, self.server.max_tokens_limit)
+        stops = _stop(body)
+        # The hf backend may take stop strings on the request (a `stop` field); when it
+        # does not, the answer is still cut at them here, after generation.
+        extra = {"stop": stops} if "stop" in {f.name for f in dataclasses.fields(Request)} else {}
         return Request(task="served", split="", id=0, prompt=prompt, media=media,
-                       max_new_tokens=max_new)
+                       max_new_tokens=max_new, **extra), stops
 
 
 def make_server(backend, host: str = "127.0.0.1", port: int = 0,
-                model_name: str | None = None, verbose: bool = False) -> JsonServer:
+                model_name: str | None = None, verbose: bool = False, *,
+                api_key: str | None = None, read_timeout: float = 30.0, workers: int = 8,
+                max_tokens_limit: int = MAX_TOKENS_LIMIT) -> JsonServer:
     """A server bound to (host, port) (port 0: any free port; see ``server.server_port``)."""
-    server = JsonServer((host, port), ChatHandler)
+    server = JsonServer((host, port), ChatHandler, api_key=api_key, read_timeout=read_timeout,
+                        workers=workers)
     server.backend = backend
     server.model_name = model_name or backend.model_id
     server.lock = threading.Lock()
     server.verbose = verbose
+    server.max_tokens_limit = max_tokens_limit
     return server
 
 
-def main(argv: list[str] | None = None) -> int:
-    from .backends.hf import HFBackend
-
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m mera_multi_hf.runner.serve",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", help="Hub id or folder (default: the built-in tiny model)")
@@ -99,8 +275,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device")
     parser.add_argument("--max-pixels", type=int)
     parser.add_argument("--trust-remote-code", action="store_true")
+    parser.add_argument("--api-key", default=os.environ.get("MERA_SERVE_API_KEY"),
+                        help="require 'Authorization: Bearer KEY' on every route but /health "
+                             "(default: $MERA_SERVE_API_KEY; none: no authentication)")
+    parser.add_argument("--read-timeout", type=float, default=30.0,
+                        help="seconds a client has to send a whole request (default 30)")
+    parser.add_argument("--workers", type=int, default=8,
+                        help="threads answering requests, whatever the number of clients (default 8)")
+    parser.add_argument("--max-tokens-limit", type=int, default=MAX_TOKENS_LIMIT,
+                        help=f"largest max_tokens a request may ask (default {MAX_TOKENS_LIMIT})")
     parser.add_argument("--verbose", action="store_true", help="log every request")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .backends.hf import HFBackend
+
+    args = _parser().parse_args(argv)
+    if args.read_timeout <= 0 or args.workers < 1 or args.max_tokens_limit < 1:
+        print("serve: error: --read-timeout, --workers and --max-tokens-limit must be positive")
+        return 2
     try:
         backend = HFBackend(args.model, dtype=args.dtype, device=args.device,
                             max_pixels=args.max_pixels, trust_remote_code=args.trust_remote_code)
@@ -108,7 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     except MeraError as err:
         print(f"serve: error: {err}")
         return 2
-    server = make_server(backend, args.host, args.port, args.served_name, args.verbose)
+    server = make_server(backend, args.host, args.port, args.served_name, args.verbose,
+                         api_key=args.api_key, read_timeout=args.read_timeout,
+                         workers=args.workers, max_tokens_limit=args.max_tokens_limit)
     return server.serve_until_interrupted(
         f"serving {server.model_name} on http://{args.host}:{server.server_port}/v1 (Ctrl+C to stop)")
 
