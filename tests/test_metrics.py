@@ -505,3 +505,16 @@ def test_installed_wheel_finds_the_metric_modules_and_builders(tmp_path):
     # the dataset builders and the bundled sample travel in the wheel too
     assert report["n_sample"] == 26
     assert Path(report["scripts"]) == target / "mera_multi_hf" / "_bundled" / "dataset_scripts"
+
+
+def test_one_pass_mera_normalisation_equals_per_string_rule():
+    # final sigma, expanding lowercase, NUL inside a string (the fallback), surrogates,
+    # empty strings and punctuation at the joins
+    texts = ["ΑΣ", "Σα", "ΟΔΟΣ.", "İ", "a\x00b", "", "\ud800x", "Б!", "?", "ΣΣ", "x'Σ"]
+    for column in (texts, [t for t in texts if "\x00" not in t]):
+        expected = [t.lower().translate(str.maketrans("", "", __import__("string").punctuation))
+                    for t in column]
+        ours = exact_match_scores(column, expected, mode="mera")
+        assert ours.tolist() == [1] * len(column)
+        shifted = expected[1:] + expected[:1]
+        assert ours.tolist() != exact_match_scores(column, shifted, mode="mera").tolist()
