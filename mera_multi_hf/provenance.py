@@ -34,7 +34,7 @@ def file_sha256(path: str | Path) -> str:
 
 def mask_secrets(text: str) -> str:
     """``text`` with API key values and URL user names/passwords masked."""
-    text = re.sub(r"(--api[-_]key[= ]|--token[= ])\S+", r"\1***", text)
+    text = re.sub(r"(--(?:judge-)?api[-_]key[= ]|--token[= ])\S+", r"\1***", text)
     return re.sub(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@", r"\1***@", text)
 
 
@@ -46,7 +46,7 @@ def command_line(config=None) -> str:
     parts = ["mera-multi evaluate"]
     for name, value in config.changed().items():
         flag = "--" + name.replace("_", "-")
-        if name == "api_key":
+        if name in ("api_key", "judge_api_key"):
             value = "***"
         for item in value if isinstance(value, list) else [value]:
             parts.append(flag if item is True else f"{flag} {shlex.quote(str(item))}")

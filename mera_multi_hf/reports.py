@@ -133,6 +133,9 @@ def write_outputs(out: str | Path, files: dict[str, bytes | str], doc: dict) -> 
     out.mkdir(parents=True, exist_ok=True)
     stale = [n for n in previous_files(out) if n not in files]
     (out / RESULTS).unlink(missing_ok=True)
+    for name in list(files) + [RESULTS]:  # temporaries a killed run of ours left behind
+        for leftover in out.glob(f".{name}.*.partial"):
+            leftover.unlink(missing_ok=True)
     written = {}
     for name, data in files.items():
         written[name] = write_atomic(out / name, data)

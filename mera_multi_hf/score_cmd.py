@@ -9,7 +9,7 @@ from .errors import MeraError
 def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str | Path, *,
                       data=None, split: str = "test", em_mode: str | None = None,
                       judge=None, judge_url: str | None = None, judge_tokenizer: str | None = None,
-                      submission: bool = True) -> dict:
+                      judge_api_key: str | None = None, submission: bool = True) -> dict:
     """Score one task's predictions file; write results.json/.md, model-index.yaml and
     (for the test split) submission.zip into ``out_dir``. Returns the task result."""
     from .examples import make_examples
@@ -32,7 +32,8 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     if extra:
         raise MeraError(f"{predictions_path}: ids not in {task.key}/{split}: "
                         f"{', '.join(map(str, extra[:20]))}")
-    scorer = get_judge(judge, judge_url, judge_tokenizer=judge_tokenizer) \
+    options = {"api_key": judge_api_key} if judge_api_key else {}
+    scorer = get_judge(judge, judge_url, judge_tokenizer=judge_tokenizer, **options) \
         if judge or judge_url else None
     result = score_task(task, examples, predictions, em_mode=em_mode, judge=scorer, split=split)
     run_info = _score_record(task, predictions_path, data, split, result, scorer)
@@ -69,6 +70,7 @@ def cmd_score(args) -> int:
     result = score_predictions(args.task, args.predictions, out, data=args.data, split=args.split,
                                em_mode=args.em_mode, judge=args.judge, judge_url=args.judge_url,
                                judge_tokenizer=args.judge_tokenizer,
+                               judge_api_key=args.judge_api_key,
                                submission=not args.no_submission)
     print((out / "results.md").read_text(encoding="utf-8"))
     if not result["scorable"]:
@@ -89,6 +91,7 @@ def add_scoring_options(parser) -> None:
     parser.add_argument("--judge-url", help="vLLM-style /classify endpoint of a served judge")
     parser.add_argument("--judge-tokenizer", help="tokenizer (id or folder) of a served judge, "
                                                   "when the server does not report its separator")
+    parser.add_argument("--judge-api-key", help="API key of a served judge; never recorded")
 
 
 def add_parser(sub) -> None:

@@ -28,7 +28,7 @@ def _exact_match(task, golds, preds, em_mode):
 
 
 def _slots(task, golds, preds, em_mode):
-    intent, slots = metric_fns.slot_f1_scores(preds, golds)
+    intent, slots = metric_fns.slot_f1_scores(preds, golds, filtered=True)  # filters applied
     return {"intent_exact_match": intent, "slot_f1": slots}
 
 
@@ -104,8 +104,9 @@ def score_task(task: TaskSpec, examples: list[Example], predictions: dict[int, s
     scores = per_example_scores(task, golds, preds, em_mode)
     if judge is not None and task.judge_metrics:
         from .judge import judge_scores
-        scores["judge_score"] = np.asarray(
-            judge_scores(judge, preds, golds, [e.prompt for e in examples]), dtype=float)
+        scores["judge_score"] = np.asarray(  # the judge sees what the metrics see
+            judge_scores(judge, filtered(task, preds), golds, [e.prompt for e in examples]),
+            dtype=float)
         result["metric_modes"]["judge"] = judge.describe()
     result["metrics"] = _aggregate(scores, groups, task.metrics)
     result["judge"] = _aggregate(scores, groups, task.judge_metrics)

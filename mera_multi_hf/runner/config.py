@@ -62,6 +62,7 @@ class RunConfig:
     judge_url: str | None = _opt(None, "vLLM-style /classify endpoint of a served judge")
     judge_tokenizer: str | None = _opt(None, "tokenizer (id or folder) of a served judge, when "
                                        "the server does not report its separator")
+    judge_api_key: str | None = _opt(None, "API key of a served judge; never recorded")
     no_progress: bool = _opt(False, "no progress bar")
 
     def __post_init__(self):

@@ -47,7 +47,9 @@ def finish_run(out: Path, config: RunConfig, engine, loaded: list, records: dict
 
     judge = None
     if config.judge or config.judge_url:
-        judge = get_judge(config.judge, config.judge_url, judge_tokenizer=config.judge_tokenizer)
+        options = {"api_key": config.judge_api_key} if config.judge_api_key else {}
+        judge = get_judge(config.judge, config.judge_url, judge_tokenizer=config.judge_tokenizer,
+                          **options)
     split, results, files, answers = config.split, [], {}, {}
     for data in loaded:
         predictions = {e.id: records[(data.task.key, split, e.id)]["generation"]

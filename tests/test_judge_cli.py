@@ -1,0 +1,60 @@
+"""--judge-url from the CLI, end to end: `evaluate` and `score` against the project's own
+judge server (which reports its separator) give the judge scores a local judge gives."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from mera_multi_hf._paths import bundled_dir, load_module_from_file
+from mera_multi_hf.cli import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tiny_judge import build_tiny_judge  # noqa: E402
+
+server_mod = load_module_from_file(bundled_dir("judge_model") / "server.py",
+                                   "mera_multi_hf._judge_model.server")
+
+
+@pytest.fixture(scope="module")
+def judge_dir(tmp_path_factory) -> str:
+    return str(build_tiny_judge(tmp_path_factory.mktemp("cli-judge")))
+
+
+@pytest.fixture(scope="module")
+def judge_url(judge_dir):
+    server = server_mod.serve(judge_dir, "127.0.0.1", 0, device="cpu", batch_size=8)
+    yield f"http://127.0.0.1:{server.server_address[1]}/classify"
+    server.shutdown()
+
+
+def _judge_metrics(out):
+    return json.loads((out / "results.json").read_text())["tasks"]["ruhhh_image"]["judge"]
+
+
+def test_evaluate_and_score_with_a_served_judge(judge_dir, judge_url, tmp_path, capsys):
+    served, local = tmp_path / "served", tmp_path / "local"
+    common = ["evaluate", "--limit", "6", "--max-new-tokens", "6", "--no-progress"]
+    assert main(common + ["--output-dir", str(served), "--judge-url", judge_url]) == 0
+    assert main(common + ["--output-dir", str(local), "--judge", judge_dir]) == 0
+    by_url, by_model = _judge_metrics(served), _judge_metrics(local)
+    assert set(by_url) == {"judge_score", "group_judge_score"}
+    assert by_url == by_model  # the same labels over HTTP as in this process
+    run = json.loads((served / "results.json").read_text())["run"]
+    assert run["judge"] and judge_url in json.dumps(run["judge"])
+    # the official metrics do not change meaning when a judge is given
+    plain = tmp_path / "plain"
+    assert main(common + ["--output-dir", str(plain)]) == 0
+    tasks = {p: json.loads((p / "results.json").read_text())["tasks"]["ruhhh_image"]
+             for p in (served, plain)}
+    assert tasks[served]["metrics"] == tasks[plain]["metrics"]
+    assert tasks[served]["task_score"] == tasks[plain]["task_score"]
+    capsys.readouterr()
+
+    rescored = tmp_path / "rescored"
+    assert main(["score", "--task", "ruhhh_image", "--data", "sample", "--split", "test",
+                 "--predictions", str(served / "samples_ruhhh_image_test.jsonl"),
+                 "--out", str(rescored), "--judge-url", judge_url]) == 2  # 6 of 26 answered
+    assert "no prediction for" in capsys.readouterr().err
