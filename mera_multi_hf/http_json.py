@@ -353,6 +353,7 @@ class JsonServer(HTTPServer):
                 print(f"{type(self).__name__}: accept failed: {err}", file=sys.stderr, flush=True)
                 return
             sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # replies go in two writes
             self._count += 1
             conn = _Connection(sock, address, time.monotonic() + self.read_timeout)
             if self._count > self.max_connections:
@@ -413,7 +414,10 @@ class JsonServer(HTTPServer):
         conn.request = bytes(conn.buffer[:conn.need])
         del conn.buffer[:conn.need]
         conn.need, conn.scanned = None, 0
-        self._pool.submit(self._work, conn)
+        try:
+            self._pool.submit(self._work, conn)
+        except RuntimeError:  # the interpreter is shutting down
+            self._close(conn)
 
     def _work(self, conn: _Connection) -> None:
         """In a worker: run the handler on one complete request."""

@@ -416,3 +416,22 @@ def test_keep_alive_and_pipelined_requests_on_one_connection(echo):
                 status, _, payload = _read_reply(f)
                 assert status == 200 and payload == {"keys": ["a"]}
     assert _raw(echo, b"GET /health HTTP/1.1\r\nExpect: 100-continue\r\n\r\n")[0] == 200
+
+
+def test_close_ends_idle_and_half_sent_connections_and_joins_the_workers():
+    before = set(threading.enumerate())
+    server = _serve(JsonServer(("127.0.0.1", 0), _Echo, read_timeout=30.0, workers=2))
+    idle = socket.create_connection(("127.0.0.1", server.server_port), timeout=10)
+    idle.sendall(b"GET /health HTTP/1.1\r\n\r\n")  # answered, then left open (keep-alive)
+    with idle.makefile("rb") as f:
+        assert _read_reply(f)[0] == 200
+    half = socket.create_connection(("127.0.0.1", server.server_port), timeout=10)
+    half.sendall(b"POST /x HTTP/1.1\r\nContent-Length: 50\r\n\r\n{")
+    time.sleep(0.2)
+    start = time.monotonic()
+    _stop(server)
+    assert time.monotonic() - start < 2
+    assert not [t for t in set(threading.enumerate()) - before if t.name.startswith("json-server")]
+    for sock in (idle, half):
+        assert sock.recv(100) == b""  # closed by the server
+        sock.close()
