@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Further commands register themselves: each module has add_parser(subparsers).
-COMMAND_MODULES: list[str] = ["score_cmd", "judge_cmd", "evaluate_cmd"]
+COMMAND_MODULES: list[str] = ["score_cmd", "judge_cmd", "evaluate_cmd", "metrics_export"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,207 @@
+"""`mera-multi metrics export|push`: self-contained Spaces that compute what the package
+computes, loaded with `evaluate.load` in a Python that cannot import mera_multi_hf."""
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mera_multi_hf import load_metric
+from mera_multi_hf._paths import bundled_dir, load_module_from_file
+from mera_multi_hf.judge import judge_example_scores
+from mera_multi_hf.metric_fns import exact_match_scores, group_mean
+from mera_multi_hf.metrics_export import export_metrics, third_party_imports
+from mera_multi_hf.metrics_loading import METRICS
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tiny_judge import build_tiny_judge  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+GOLD = "{'intent': 'alarm_set', 'slots': [{'time': 'семь утра'}, {'date': 'завтра'}]}"
+# (metric, compute kwargs): the table both sides compute.
+CASES = [
+    ("exact_match", dict(predictions=["a", "B.", "Ответ: C", " A"], references=["A", "B", "C", "A"])),
+    ("exact_match", dict(predictions=["a", "B"], references=["A", "B"], mode="strict")),
+    ("exact_match", dict(predictions=["Ответ: (А)", "D"], references=["A", "C"], extract=True)),
+    ("exact_match", dict(predictions=["a", "B"], references=["A", "B"], task="commonvideoqa")),
+    ("exact_match", dict(predictions=["кошка!", "пёс"], references=[["кот", "Кошка"], ["кот"]])),
+    ("group_exact_match", dict(predictions=["A", "B", "a", "B", "A"], references=["A", "B", "B", "B", "A"],
+                               group_ids=[1, 1, 2, 2, 3])),
+    ("group_exact_match", dict(predictions=["a", "B"], references=["A", "B"], group_ids=[4, 4],
+                               task="ruhhh_video")),
+    ("slot_f1", dict(predictions=['```json\n{"intent": "alarm_set", "slots": [{"time": "Семь утра"}]}\n```',
+                                 "не знаю", '"{\\"intent\\": \\"alarm_set\\"}"'], references=[GOLD] * 3)),
+    ("slot_f1", dict(predictions=['{"intent": "SetAlarm", "slots": []}'],
+                     references=["{'intent': 'SetAlarm', 'slots': []}"], case_insensitive=True)),
+]
+JUDGE_CASE = dict(predictions=["синий", "ОТВЕТ: B", "Думаю, что четыре. Ответ: четыре", "",
+                               "The answer is A because the picture shows a cat.", "красный"],
+                  references=["синий", "B", "четыре", "да", "A", "синий"],
+                  prompts=["Какого цвета небо на картинке?", "Выберите лучший ответ: A или B.",
+                           "Сколько предметов изображено?", "Звук похож на шум дождя?",
+                           "Кошка сидит на подоконнике?", "Небо?"],
+                  group_ids=[1, 1, 2, 2, 3, 3])
+
+# Run in a fresh interpreter: isolated (-I: no PYTHONPATH, no user site), the checkout
+# taken off sys.path and any import of mera_multi_hf refused.
+ISOLATED = r"""
+import importlib.abc, json, sys
+sys.path[:] = [p for p in sys.path if p and p.rstrip("/") != REPO]
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "mera_multi_hf":
+            raise ImportError("mera_multi_hf is not visible here")
+sys.meta_path.insert(0, Refuse())
+try:
+    import mera_multi_hf.metric_fns
+    visible = True
+except ImportError:
+    visible = False
+import evaluate
+job = json.load(sys.stdin)
+out = {"visible": visible, "results": []}
+for name, kwargs in job["cases"]:
+    out["results"].append(evaluate.load(job["root"] + "/" + name).compute(**kwargs))
+judge = evaluate.load(job["root"] + "/judge_score")
+out["judge"] = judge.compute(judge_url=job["judge_url"], **job["judge_case"])
+try:
+    judge.compute(predictions=["A"], references=["A"], prompts=["?"])
+except Exception as err:
+    out["no_judge"] = type(err).__name__ + ": " + str(err)
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("spaces")
+    export_metrics(root, namespace="mera_multi")
+    return root
+
+
+@pytest.fixture(scope="module")
+def served_judge(tmp_path_factory):
+    judge_dir = build_tiny_judge(tmp_path_factory.mktemp("tiny-judge"))
+    server_mod = load_module_from_file(bundled_dir("judge_model") / "server.py",
+                                       "mera_multi_hf._judge_model.server")
+    server = server_mod.serve(str(judge_dir), "127.0.0.1", 0, device="cpu", batch_size=8)
+    yield server
+    server.shutdown()
+
+
+def test_export_writes_space_folders(exported):
+    assert sorted(p.name for p in exported.iterdir()) == sorted(METRICS)
+    for name in METRICS:
+        folder = exported / name
+        assert sorted(p.name for p in folder.iterdir()) == sorted(
+            ["README.md", "app.py", "requirements.txt", f"{name}.py"])
+        card = (folder / "README.md").read_text(encoding="utf-8")
+        meta = yaml.safe_load(card.split("---\n")[1])
+        assert meta["sdk"] == "gradio" and meta["app_file"] == "app.py"
+        assert "load_metric" not in card and f'evaluate.load("mera_multi/{name}")' in card
+        source = (folder / f"{name}.py").read_text(encoding="utf-8")
+        tree = ast.parse(source)
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert not any((m or "").startswith("mera_multi_hf") for m in imported)
+        assert not [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
+        # one module per import line (evaluate's import scanner misreads `import a, b`)
+        assert not [ln for ln in source.splitlines() if ln.startswith("import ") and "," in ln]
+        requirements = [ln.split(">")[0].strip() for ln in
+                        (folder / "requirements.txt").read_text().splitlines()
+                        if ln and not ln.startswith("#")]
+        assert "evaluate" in requirements and "mera-multi-hf" not in requirements
+        # every third-party import is named, and each named package is a real distribution
+        assert set(third_party_imports(source)) <= set(requirements)
+        for dist in requirements:
+            assert __import__("importlib.metadata").metadata.version(dist)
+    judge_reqs = (exported / "judge_score" / "requirements.txt").read_text()
+    assert all(dep in judge_reqs for dep in ("transformers", "torch", "requests"))
+
+
+def test_export_is_generated_from_the_package_source(exported):
+    """The formulas come from metric_fns/filters/judge as they are, not a copy kept by hand."""
+    from mera_multi_hf import filters, judge, metric_fns
+
+    em = (exported / "exact_match" / "exact_match.py").read_text(encoding="utf-8")
+    slot = (exported / "slot_f1" / "slot_f1.py").read_text(encoding="utf-8")
+    served = (exported / "judge_score" / "judge_score.py").read_text(encoding="utf-8")
+    assert inspect.getsource(metric_fns.exact_match_scores) in em
+    assert inspect.getsource(metric_fns._mera_keys) in em
+    assert inspect.getsource(filters.slot_clean) in slot
+    assert inspect.getsource(judge.raw_inputs) in served
+    assert inspect.getsource(judge.get_judge) in served
+    assert "def ruslun_scores" not in em  # only what a module needs
+
+
+def test_exported_modules_match_the_package_without_it(exported, served_judge):
+    job = {"root": str(exported), "cases": CASES, "judge_url": served_judge.url + "/classify",
+           "judge_case": JUDGE_CASE}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(exported.parent / "modules-isolated"))
+    script = ISOLATED.replace("REPO", repr(str(REPO)), 1)
+    proc = subprocess.run([sys.executable, "-I", "-c", script], input=json.dumps(job),
+                          capture_output=True, text=True, cwd=exported.parent, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["visible"] is False
+    expected = [load_metric(name).compute(**kwargs) for name, kwargs in CASES]
+    assert out["results"] == expected
+    assert expected[0] == {"exact_match": 0.5} and expected[2]["exact_match_extracted"] == 0.5
+    scores = judge_example_scores(JUDGE_CASE["prompts"], JUDGE_CASE["references"],
+                                  JUDGE_CASE["predictions"], judge_url=served_judge.url)
+    assert out["judge"] == {"judge_score": float(scores.mean()),
+                            "group_judge_score": group_mean(scores, JUDGE_CASE["group_ids"])}
+    assert out["no_judge"].startswith("MeraError: no judge configured")
+    assert exact_match_scores(["a"], ["A"]).tolist() == [1]
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    seen: list = []
+
+    def do_GET(self):  # noqa: N802 - http.server's naming
+        self.seen.append(self.path)
+        self.send_response(500)
+        self.end_headers()
+
+    do_POST = do_GET
+
+    def log_message(self, *args):
+        pass
+
+
+def test_push_offline_fails_in_one_line_without_a_request(tmp_path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env = dict(os.environ, HF_HUB_OFFLINE="1",
+                   HF_ENDPOINT=f"http://127.0.0.1:{server.server_address[1]}")
+        proc = subprocess.run([sys.executable, "-m", "mera_multi_hf", "metrics", "push",
+                               "--namespace", "someone", "--token", "hf_x"],
+                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    finally:
+        server.shutdown()
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "HF_HUB_OFFLINE" in proc.stderr
+    assert _Recorder.seen == []
+
+
+def test_cli_export(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "mera_multi_hf", "metrics", "export", "--out",
+                           str(tmp_path / "spaces"), "--namespace", "acme", "--metric", "slot_f1"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in (tmp_path / "spaces").iterdir()] == ["slot_f1"]
+    card = (tmp_path / "spaces" / "slot_f1" / "README.md").read_text(encoding="utf-8")
+    assert 'evaluate.load("acme/slot_f1")' in card
+    bad = subprocess.run([sys.executable, "-m", "mera_multi_hf", "metrics", "export"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "needs --out" in bad.stderr
