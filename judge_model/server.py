@@ -26,7 +26,6 @@ From Python (tests): server = serve(path, "127.0.0.1", 0); ...; server.shutdown(
 from __future__ import annotations
 
 import argparse
-import hmac
 import sys
 import threading
 
@@ -41,14 +40,16 @@ class _BadRequest(Exception):
 
 class JudgeServer(JsonServer):
     def __init__(self, address, judge, model_name: str, quiet: bool = True,
-                 api_key: str | None = None):
+                 api_key: str | None = None, read_timeout: float = 30.0, workers: int = 4):
         self.judge = judge
         self.model_name = model_name
         self.aliases = {model_name, judge.model_id}
         self.verbose = not quiet
-        self.api_key = api_key or None
         self.thread: threading.Thread | None = None
-        super().__init__(address, _Handler)
+        # Bearer auth (all routes but /health), read timeouts and the bounded worker pool
+        # are JsonServer's: the same for both of the project's servers.
+        super().__init__(address, _Handler, api_key=api_key or None, read_timeout=read_timeout,
+                         workers=workers)
 
     @property
     def url(self) -> str:
@@ -71,19 +72,7 @@ class _Handler(JsonHandler):
         self.close_connection = True  # the body may be unread: never reuse this connection
         self.send_json(code, {"object": "error", "message": message, "type": kind, "code": code})
 
-    def _authorized(self) -> bool:
-        key = self.server.api_key
-        if key is None or self.route == "/health":
-            return True
-        given = self.headers.get("Authorization", "")
-        if hmac.compare_digest(given.encode("utf-8", "replace"), f"Bearer {key}".encode("utf-8")):
-            return True
-        self._error(401, "AuthenticationError", "a valid `Authorization: Bearer <key>` is required")
-        return False
-
     def do_GET(self):
-        if not self._authorized():
-            return
         judge, path = self.server.judge, self.route
         if path == "/health":
             self.send_json(200, {"status": "ok"})
@@ -99,8 +88,6 @@ class _Handler(JsonHandler):
             self._error(404, "NotFoundError", f"no route GET {path}")
 
     def do_POST(self):
-        if not self._authorized():
-            return
         routes = {"/classify": self._classify, "/v1/classify": self._classify,
                   "/tokenize": self._tokenize, "/detokenize": self._detokenize}
         route = routes.get(self.route)
@@ -108,7 +95,9 @@ class _Handler(JsonHandler):
             self._error(404, "NotFoundError", f"no route POST {self.route}; use /classify")
             return
         try:
-            body = self.read_json()
+            body = self.read_json_or_reply()
+            if body is None:  # replied already, with the body error's own status
+                return
             self._check_model(body)
             self.send_json(200, route(body))
         except _BadRequest as err:
@@ -168,14 +157,14 @@ class _Handler(JsonHandler):
 
 def create_server(model_path: str, host: str = "127.0.0.1", port: int = 8000, *,
                   served_model_name: str | None = None, device: str | None = None,
-                  batch_size: int = 16, quiet: bool = True,
-                  api_key: str | None = None) -> JudgeServer:
+                  batch_size: int = 16, quiet: bool = True, api_key: str | None = None,
+                  read_timeout: float = 30.0, workers: int = 4) -> JudgeServer:
     """Load the classifier and bind the server (not yet serving). Port 0 picks a free port."""
     from mera_multi_hf.judge import LocalJudge
 
     judge = LocalJudge(model_path, device=device, batch_size=batch_size)
     return JudgeServer((host, port), judge, served_model_name or str(model_path), quiet=quiet,
-                       api_key=api_key)
+                       api_key=api_key, read_timeout=read_timeout, workers=workers)
 
 
 def serve(model_path: str, host: str = "127.0.0.1", port: int = 8000, **options) -> JudgeServer:
@@ -202,10 +191,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--verbose", action="store_true", help="log every request")
     parser.add_argument("--api-key", help="require `Authorization: Bearer <key>`")
+    parser.add_argument("--read-timeout", type=float, default=30.0,
+                        help="seconds a client has to send its whole request (then 408)")
+    parser.add_argument("--workers", type=int, default=4, help="requests answered at once")
     args = parser.parse_args(argv)
     server = create_server(args.model, args.host, args.port, served_model_name=args.served_model_name,
                            device=args.device, batch_size=args.batch_size, quiet=not args.verbose,
-                           api_key=args.api_key)
+                           api_key=args.api_key, read_timeout=args.read_timeout,
+                           workers=args.workers)
     return run_foreground(server)
 
 

@@ -27,6 +27,7 @@ class Example:
     group: int                     # group id (its own id where the task has no groups)
     breakdown: dict[str, str] = field(default_factory=dict)  # breakdown name -> key
     meta: dict = field(default_factory=dict)
+    instruction: str = ""          # as stored (a dialogue's history shows it)
 
 
 def _nest(target: dict, keys: list[str], value) -> None:
@@ -90,5 +91,5 @@ def make_examples(task: TaskSpec, ds: datasets.Dataset) -> list[Example]:
             group=int(group) if group is not None else int(meta["id"]),
             breakdown={name: str(_lookup(meta, path)) for name, path in task.breakdowns
                        if _lookup(meta, path) is not None},
-            meta=meta))
+            meta=meta, instruction=row["instruction"]))
     return out

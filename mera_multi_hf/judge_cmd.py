@@ -23,7 +23,8 @@ def cmd_serve(args) -> int:
         server = server_mod.create_server(args.model, args.host, args.port,
                                           served_model_name=args.served_model_name,
                                           device=args.device, batch_size=args.batch_size,
-                                          quiet=not args.verbose, api_key=args.api_key)
+                                          quiet=not args.verbose, api_key=args.api_key,
+                                          read_timeout=args.read_timeout, workers=args.workers)
     except OSError as err:
         raise MeraError(f"cannot listen on {args.host}:{args.port}: {err}. Pick another --port "
                         "or stop what is using it") from None
@@ -78,6 +79,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--verbose", action="store_true", help="log every request")
     p.add_argument("--api-key", help="require `Authorization: Bearer <key>` on every route but "
                                      "/health")
+    p.add_argument("--read-timeout", type=float, default=30.0,
+                   help="seconds a client has to send its whole request (then 408; default 30)")
+    p.add_argument("--workers", type=int, default=4, help="requests answered at once (default 4)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("agreement", help="accuracy, Cohen's kappa and confusion matrix of a judge "

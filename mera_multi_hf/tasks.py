@@ -40,10 +40,15 @@ GROUPED_JUDGE_METRICS = ("judge_score", "group_judge_score")
 
 @dataclass(frozen=True)
 class DialogueSpec:
-    """ruTiE: questions asked in order within a dialogue, earlier turns as context."""
-    context_turns: int = 5                 # earlier turns shown (the README's recommended run)
+    """ruTiE: questions asked in order within a dialogue, the last N earlier turns as
+    context (the official ruTiEContextFormer with --apply_chat_template
+    --fewshot_as_multiturn, the README's recommended run): each earlier turn is a user
+    message holding that question's instruction as stored and its media, then an
+    assistant message with the model's own earlier answer reduced to a letter."""
+    context_turns: int = 5                 # N: the README recommends --num_fewshot 5
     answer_pattern: str = r"\b([A-D])\b"   # an earlier answer reduced to its letter
     no_answer: str = "-1"                  # what stands for an earlier answer with no letter
+    questions_per_dialogue: int = 500      # where meta has no dialog_id/question_id
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,10 @@ class TaskSpec:
     test_size: int = 0              # examples in the official test split
     domains: tuple[str, ...] = ()   # Hub configs of domain-split tasks
     optional_media: tuple[str, ...] = ()  # media fields that may be empty
+    # text inputs an example may leave out (UniScienceVQA's options on a short-answer
+    # question): absent, they stay None and print as "None", as the official doc_to_text does
+    optional_text: tuple[str, ...] = ()
+    gold_list: bool = False         # outputs is a list of acceptable answers (ruCommonVQA)
     dialogue: DialogueSpec | None = None  # ruTiE: earlier turns go into the context
     judge_metrics: tuple[str, ...] = JUDGE_METRICS  # computed only when a judge is given
     # report breakdowns: (name, dotted path into meta), e.g. ("category", "categories.category")
@@ -98,14 +107,14 @@ class TaskSpec:
 def _letter(key, hub, cls, modality, media, n_options, *, question=True, extra=(), **kw):
     text = (("question",) if question else ()) + tuple(extra) + _options(n_options)
     kw.setdefault("metrics", ("exact_match",))
-    return TaskSpec(key, f"MERA-evaluation/{hub}", cls, modality, media, text, "letter",
-                    choices=tuple(LETTERS[:n_options]), **kw)
+    kw.setdefault("choices", tuple(LETTERS[:n_options]))
+    return TaskSpec(key, f"MERA-evaluation/{hub}", cls, modality, media, text, "letter", **kw)
 
 
-def _free(key, hub, cls, modality, media, extra=(), **kw):
+def _free(key, hub, cls, modality, media, *, question=True, extra=(), **kw):
     kw.setdefault("metrics", ("exact_match",))
-    return TaskSpec(key, f"MERA-evaluation/{hub}", cls, modality, media,
-                    ("question",) + tuple(extra), "free", **kw)
+    text = (("question",) if question else ()) + tuple(extra)
+    return TaskSpec(key, f"MERA-evaluation/{hub}", cls, modality, media, text, "free", **kw)
 
 
 _GROUPED = dict(metrics=("exact_match", "group_exact_match"), judge_metrics=GROUPED_JUDGE_METRICS)
@@ -117,6 +126,8 @@ _SCHOOL = ("biology", "chemistry", "physics", "earth_science")
 _RUTIE_FILTERS = ("remove_whitespace", "take_first")
 # rutie_*_gen.yaml doc_to_text: braces literal except the fields, the result stripped.
 _RUTIE_PROMPT = ("escape_braces_except_fields", "strip")
+# ruTiE gold letters: Latin A-D, and Cyrillic А-Г where the official data writes them ("Б").
+_RUTIE_CHOICES = tuple("ABCD") + tuple("АБВГ")
 
 TASKS: dict[str, TaskSpec] = {t.key: t for t in [
     _letter("ruhhh_image", "ruHHH-Image", "ruHHH_Image", "image", ("image",), 2,
@@ -125,7 +136,7 @@ TASKS: dict[str, TaskSpec] = {t.key: t for t in [
     _letter("ruhhh_video", "ruHHH-Video", "ruHHH_Video", "video", ("video",), 2,
             **_GROUPED, breakdowns=_ETHICS[:1], em_mode="strict", test_size=911,
             human_baseline={"exact_match": 0.9385, "group_exact_match": 0.8442}),
-    _free("rucommonvqa", "ruCommonVQA", "ruCommonVQA", "image", ("image",),
+    _free("rucommonvqa", "ruCommonVQA", "ruCommonVQA", "image", ("image",), gold_list=True,
           public=True, test_size=3015, human_baseline={"exact_match": 0.818}),
     _free("ruclevr", "ruCLEVR", "ruCLEVR", "image", ("image",),
           public=True, test_size=1148, human_baseline={"exact_match": 0.9608}),
@@ -138,21 +149,22 @@ TASKS: dict[str, TaskSpec] = {t.key: t for t in [
             test_size=339, human_baseline={"exact_match": 0.9086}),
     _free("realvqa", "RealVQA", "RealVQA", "image", ("image",),
           test_size=773, human_baseline={"exact_match": 0.5834}),
-    _free("rumathvqa", "ruMathVQA", "ruMathVQA", "image", ("image",), extra=("annotation",),
+    _free("rumathvqa", "ruMathVQA", "ruMathVQA", "image", ("image",), question=False,
+          extra=("annotation",),
           test_size=502, human_baseline={"exact_match": 0.9311}),
     _letter("rutie_image", "ruTiE-Image", "ruTiE_Image", "image", ("image",), 4,
-            harness_name="rutie_vision",
+            harness_name="rutie_vision", choices=_RUTIE_CHOICES,
             dialogue=DialogueSpec(), prompt_rules=_RUTIE_PROMPT, score_filters=_RUTIE_FILTERS,
             submit_filters=_RUTIE_FILTERS, test_size=1500, human_baseline={"exact_match": 0.552}),
     _letter("schoolsciencevqa", "SchoolScienceVQA", "SchoolScienceVQA", "image", ("image",), 4,
             extra=("context",), test_size=4227,
             domains=_SCHOOL + ("history_all", "history_ru", "economics"), breakdowns=_DOMAIN,
             human_baseline={"exact_match": 0.4804}),
-    _letter("unisciencevqa", "UniScienceVQA", "UniScienceVQA", "image", ("image",), 10,
-            test_size=7432,
-            domains=("Applied_Sciences", "Business", "Cultural_Studies", "Fundamental_Sciences",
-                     "Health_and_Medicine", "Social_Sciences"), breakdowns=_DOMAIN,
-            human_baseline={"exact_match": 0.1259}),
+    _free("unisciencevqa", "UniScienceVQA", "UniScienceVQA", "image", ("image",),
+          extra=("annotation",) + _options(10), optional_text=_options(10), test_size=7432,
+          domains=("Applied_Sciences", "Business", "Cultural_Studies", "Fundamental_Sciences",
+                   "Health_and_Medicine", "Social_Sciences"), breakdowns=_DOMAIN,
+          human_baseline={"exact_match": 0.1259}),
     _letter("ruenvaqa", "ruEnvAQA", "ruEnvAQA", "audio", ("audio",), 4,
             public=True, test_size=596, human_baseline={"exact_match": 0.9497}),
     TaskSpec("ruslun", "MERA-evaluation/ruSLUn", "ruSLUn", "audio", ("audio",),

@@ -66,7 +66,8 @@ def test_demo_cli_writes_everything(tmp_path, capsys, sample_ids):
     # the official harness's generation: greedy, 256 new tokens, stop at a blank line
     assert run["generation"] == {"do_sample": False, "num_beams": 1,
                                  "max_new_tokens": {"ruhhh_image": 256},
-                                 "stop": {"ruhhh_image": ["\n\n"]}, "user_choices": {}}
+                                 "stop": {"ruhhh_image": ["\n\n"]}, "user_choices": {},
+                                 "dialogue_context": {}}
     assert set(run["versions"]) >= {"mera-multi-hf", "torch", "transformers", "datasets",
                                     "evaluate", "accelerate"}
     assert run["metric_modes"]["ruhhh_image"]["exact_match"] == "mera"
@@ -218,7 +219,7 @@ def test_private_split_logs_and_submits_but_does_not_score(raw_sample, tmp_path,
 @pytest.mark.parametrize("args, message", [
     (["--tasks", "ruhhh_imag"], "unknown task 'ruhhh_imag'"),
     (["--model", "./no/such/model"], "not a model folder"),
-    (["--tasks", "rutie_image"], "dialogue task"),
+    (["--dialogue-context", "-1"], "0 or more"),
     (["--data", "/no/such/folder"], "is not a folder"),
     (["--output-dir", "/dev/null"], "is a file"),
     (["--batch-size", "0"], "at least 1"),
@@ -280,14 +281,14 @@ def test_python_entry_point_rejects_bad_input(tmp_path):
         run_evaluation(model="m", backend="openai", output_dir=str(tmp_path))
 
 
-def test_modality_selection_leaves_dialogue_tasks_out():
+def test_modality_selection():
     from mera_multi_hf.runner.run import select_tasks
 
-    specs, skipped = select_tasks("image")
-    assert "ruhhh_image" in [t.key for t in specs] and [t.key for t in skipped] == ["rutie_image"]
-    with pytest.raises(MeraError, match="dialogue"):
-        select_tasks("ruhhh_image,rutie_image")
-
+    keys = [t.key for t in select_tasks("image")]
+    assert "ruhhh_image" in keys and "rutie_image" in keys and "ruenvaqa" not in keys
+    assert [t.key for t in select_tasks("ruhhh_image,image")][0] == "ruhhh_image"
+    with pytest.raises(MeraError, match="no task given"):
+        select_tasks(",")
 
 def doc_shots(raw_folder):
     return json.loads((raw_folder / "shots.json").read_text(encoding="utf-8"))["data"]

@@ -49,6 +49,9 @@ class RunConfig:
     trust_remote_code: bool = _opt(False, "allow model code from the Hub repository (only for "
                                    "models you trust)")
     seed: int = _opt(1234, "random seed")
+    dialogue_context: int | None = _opt(None, "dialogue tasks (ruTiE): earlier turns shown with "
+                                        "each question (default: the task's, 5 as the official "
+                                        "README recommends; 0: none)")
     # openai backend
     base_url: str | None = _opt(None, "server URL up to /v1, e.g. http://127.0.0.1:8000/v1")
     api_key: str | None = _opt(None, "API key (default: $OPENAI_API_KEY); never recorded")
@@ -82,6 +85,8 @@ class RunConfig:
                 raise MeraError(f"--{name.replace('_', '-')} must be at least 1 (got {value})")
         if self.backend not in BACKENDS:
             raise MeraError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
+        if self.dialogue_context is not None and self.dialogue_context < 0:
+            raise MeraError("--dialogue-context must be 0 or more")
         if self.max_retries < 0 or self.timeout <= 0:
             raise MeraError("--max-retries must be >= 0 and --timeout > 0")
         if self.api_key is None and self.backend == "openai":

@@ -42,7 +42,7 @@ def _is_official(data, config: RunConfig) -> bool:
 
 
 def finish_run(out: Path, config: RunConfig, engine, loaded: list, records: dict, *,
-               counts: dict, skipped: list, started: float, world: int) -> dict:
+               counts: dict, started: float, world: int) -> dict:
     from ..judge import get_judge
 
     judge = None
@@ -63,7 +63,7 @@ def finish_run(out: Path, config: RunConfig, engine, loaded: list, records: dict
                           world=world, official=official)
     summary = summarize(results)
     files.update(report_files(results, summary, run_info, official))
-    notes = run_notes(config, engine, loaded, results, skipped, official)
+    notes = run_notes(config, engine, loaded, results, official)
     if split == "test":
         logs = {name: data for name, data in files.items() if name.startswith("samples_")}
         files["submission.zip"] = submission_bytes(
@@ -73,9 +73,8 @@ def finish_run(out: Path, config: RunConfig, engine, loaded: list, records: dict
             "files": written, "notes": notes, "counts": counts}
 
 
-def run_notes(config, engine, loaded, results, skipped, official) -> list[str]:
-    notes = [f"skipped {t.key}: a dialogue task (each answer goes into the next prompt), "
-             f"not supported by the runner yet" for t in skipped]
+def run_notes(config, engine, loaded, results, official) -> list[str]:
+    notes = []
     partial = [d.task.key for d in loaded if len(d.examples) < d.full_size]
     if partial and config.split == "test":
         notes.append(f"submission.zip covers only the first {config.limit} examples of "
@@ -114,6 +113,10 @@ def run_record(config: RunConfig, engine, loaded, results, *, judge, started, wo
                      for d in loaded},
             "user_choices": {k: v for k, v in (("max_new_tokens", config.max_new_tokens),
                                                ("stop", config.stop)) if v is not None},
+            "dialogue_context": {d.task.key: config.dialogue_context
+                                 if config.dialogue_context is not None
+                                 else d.task.dialogue.context_turns
+                                 for d in loaded if d.task.dialogue},
         },
         "prompt_source": "the dataset's per-example `instruction`, filled as the task's "
                          "official doc_to_text, rendered " +

@@ -30,14 +30,15 @@ def log_record(request: Request, generation: str, seconds: float, model_id: str)
 
 
 def generate_into_log(engine, mine: list[Request], datasets: dict, log: SampleLog, *,
-                      show: bool, label: str = "generating") -> int:
-    """Generate ``mine`` (a list of requests) batch by batch; returns how many."""
+                      show: bool, label: str = "generating") -> dict[tuple, str]:
+    """Generate ``mine`` (a list of requests) batch by batch into the log; returns the
+    generations by request key."""
     from tqdm.auto import tqdm
 
     if mine:
         engine.load()  # load errors before the progress bar starts
     bar = tqdm(total=len(mine), disable=not show, unit="ex", desc=label)
-    count = 0
+    generated: dict[tuple, str] = {}
     try:
         for batch in make_batches(mine, engine.batch_size):
             load_media(batch, datasets[batch[0].task])
@@ -47,8 +48,8 @@ def generate_into_log(engine, mine: list[Request], datasets: dict, log: SampleLo
             drop_media(batch)
             log.append([log_record(r, g, seconds, engine.model_id)
                         for r, g in zip(batch, generations)])
-            count += len(batch)
+            generated.update((r.key, g) for r, g in zip(batch, generations))
             bar.update(len(batch))
     finally:
         bar.close()
-    return count
+    return generated

@@ -8,10 +8,20 @@ the dataset only for the batch being generated, so memory stays bounded on big t
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..media import Media, media_bytes
 from ..tasks import DEFAULT_STOP, TaskSpec
+
+
+@dataclass
+class Turn:
+    """An earlier question of a dialogue (ruTiE) as the history shows it: its text, its
+    media (placeholders in the text mark where) and the model's earlier answer."""
+    text: str
+    media: list[Media]
+    answer: str
+    index: int = -1                # row in the dataset its media come from
 
 
 @dataclass
@@ -26,10 +36,18 @@ class Request:
     hash: str = ""                 # request hash (model + settings + prompt + media)
     # generation stops at the first of these strings (or EOS) and the text is cut there
     stop: tuple[str, ...] = DEFAULT_STOP
+    history: list[Turn] = field(default_factory=list)  # earlier turns (dialogue tasks)
 
     @property
     def key(self) -> tuple[str, str, int]:
         return (self.task, self.split, self.id)
+
+    def all_media(self) -> list[Media]:
+        """Every media item the model gets, in order: the history's, then its own."""
+        return [m for turn in self.history for m in turn.media] + self.media
+
+    def media_rows(self) -> list[tuple[int, list[Media]]]:
+        return [(t.index, t.media) for t in self.history] + [(self.index, self.media)]
 
 
 def arrow_view(ds):
@@ -38,44 +56,45 @@ def arrow_view(ds):
     return ds if ds.format["type"] == "arrow" else ds.with_format("arrow")
 
 
-def build_requests(task: TaskSpec, examples: list, ds, split: str,
-                   max_new_tokens: int | None = None, stop: tuple[str, ...] | None = None,
-                   chunk: int = 64) -> list[Request]:
-    """One request per example (:class:`mera_multi_hf.examples.Example`) of one split of a
-    task, in order. Media bytes are read chunk by chunk, only to hash them."""
-    out: list[Request] = []
-    n_tokens = max_new_tokens or task.max_new_tokens
-    stops = tuple(stop if stop is not None else task.stop)
+def hash_media(task: TaskSpec, examples: list, ds, chunk: int = 64) -> list[list[Media]]:
+    """The media of each example (hashes only, no bytes kept), read chunk by chunk."""
+    out = []
     ds = arrow_view(ds)
     for start in range(0, len(examples), chunk):
         part = examples[start:start + chunk]
         inputs = ds[[e.index for e in part]].column("inputs").to_pylist() \
             if task.media_fields else [{}] * len(part)
-        for example, row in zip(part, inputs):
-            media = [Media(kind=task.modality, field=name,
-                           sha256=hashlib.sha256(media_bytes(row[name])).hexdigest())
-                     for name in example.media_fields]
-            request = Request(task=task.key, split=split, id=example.id, prompt=example.prompt,
-                              media=media, max_new_tokens=n_tokens, index=example.index,
-                              stop=stops)
-            out.append(request)
+        out += [[Media(kind=task.modality, field=name,
+                       sha256=hashlib.sha256(media_bytes(row[name])).hexdigest())
+                 for name in example.media_fields] for example, row in zip(part, inputs)]
     return out
 
 
+def build_requests(task: TaskSpec, examples: list, ds, split: str,
+                   max_new_tokens: int | None = None, stop: tuple[str, ...] | None = None,
+                   chunk: int = 64) -> list[Request]:
+    """One request per example (:class:`mera_multi_hf.examples.Example`) of one split of a
+    task, in order. Media bytes are read chunk by chunk, only to hash them."""
+    n_tokens = max_new_tokens or task.max_new_tokens
+    stops = tuple(stop if stop is not None else task.stop)
+    return [Request(task=task.key, split=split, id=example.id, prompt=example.prompt,
+                    media=media, max_new_tokens=n_tokens, index=example.index, stop=stops)
+            for example, media in zip(examples, hash_media(task, examples, ds, chunk))]
+
+
 def load_media(requests: list[Request], ds) -> None:
-    """Read the media bytes of these requests from the dataset they came from."""
-    wanted = [r for r in requests if r.media and r.media[0].data is None]
+    """Read the media bytes of these requests (their history's too) from their dataset."""
+    wanted = [(row, media) for r in requests for row, media in r.media_rows()
+              if media and media[0].data is None]
     if not wanted:
         return
-    inputs = arrow_view(ds)[[r.index for r in wanted]].column("inputs").to_pylist()
-    for request, row in zip(wanted, inputs):
-        for media in request.media:
-            media.data = media_bytes(row[media.field])
+    inputs = arrow_view(ds)[[row for row, _ in wanted]].column("inputs").to_pylist()
+    for (_, media), row in zip(wanted, inputs):
+        for item in media:
+            item.data = media_bytes(row[item.field])
 
 
 def drop_media(requests: list[Request]) -> None:
     for request in requests:
-        for media in request.media:
+        for media in request.all_media():
             media.data = None
-
-

@@ -18,9 +18,10 @@ from pathlib import Path
 
 from ..errors import MeraError
 from ..examples import Example, make_examples
-from ..tasks import MODALITIES, TaskSpec, get_task, resolve_tasks
+from ..tasks import TaskSpec, get_task, resolve_tasks
 from .config import RunConfig
 from .generate import generate_into_log
+from . import dialogue
 from .request import Request, arrow_view, build_requests
 from .samplelog import SampleLog, request_hash
 
@@ -50,7 +51,7 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
 
     config = dataclasses.replace(config, **options) if config else RunConfig(**options)
     started = time.time()
-    specs, skipped = select_tasks(config.tasks)
+    specs = select_tasks(config.tasks)
     sources = task_sources(config, specs)
     state = process_state(config.device)
     if config.device == "auto" and state.num_processes > 1:
@@ -65,23 +66,26 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     out = output_dir(config, engine)
     loaded = [load_task_data(task, sources[task.key], config, state) for task in specs]
     for data in loaded:
-        data.requests = make_requests(data, config, engine)
+        if not data.task.dialogue:
+            data.requests = stamp(make_requests(data, config), engine)
     requests = [r for data in loaded for r in data.requests]
 
     log = SampleLog(out, state.process_index)
     if config.overwrite and state.is_main_process:
         log.clear()
     state.wait_for_everyone()
-    done = logged(log, requests)
+    before = log.read()
+    pending = [r for r in requests if r.key not in logged(log, before, requests)]
     state.wait_for_everyone()  # nobody writes before every process has read the log
-    pending = [r for r in requests if r.key not in done]
-    mine = pending[state.process_index::state.num_processes]
+    rank, world = state.process_index, state.num_processes
+    show = not config.no_progress and state.is_main_process
     try:
-        generated = generate_into_log(
-            engine, mine, {d.task.key: d.dataset for d in loaded}, log,
-            show=not config.no_progress and state.is_main_process,
-            label="generating" + (f" (rank 0 of {state.num_processes})"
-                                  if state.num_processes > 1 else ""))
+        here = len(generate_into_log(
+            engine, pending[rank::world], {d.task.key: d.dataset for d in loaded}, log,
+            show=show, label="generating" + (f" (rank 0 of {world})" if world > 1 else "")))
+        for data in loaded:
+            if data.task.dialogue:
+                here += run_dialogues(data, config, engine, log, before, rank=rank, world=world)
     finally:
         log.close()
         engine.close()
@@ -90,31 +94,25 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
         return None
     from .finish import finish_run
 
-    counts = {"requested": len(requests), "resumed": len(done), "generated": len(pending),
-              "generated_here": generated}
-    return finish_run(out, config, engine, loaded, merged(log, requests), counts=counts,
-                      skipped=skipped, started=started, world=state.num_processes)
+    index = log.read()
+    for data in loaded:  # the main process replays every dialogue from the merged log
+        if data.task.dialogue:
+            data.requests = []
+            run_dialogues(data, config, engine, None, index)
+    requests = [r for data in loaded for r in data.requests]
+    resumed = sum(1 for r in requests if r.hash in before.get(r.key, {}))
+    counts = {"requested": len(requests), "resumed": resumed,
+              "generated": len(requests) - resumed, "generated_here": here}
+    return finish_run(out, config, engine, loaded, merged(index, requests), counts=counts,
+                      started=started, world=state.num_processes)
 
 
-def select_tasks(names) -> tuple[list[TaskSpec], list[TaskSpec]]:
-    """The tasks to run and the dialogue tasks left out of a modality or `all`.
-
-    A dialogue task (ruTiE) named on its own is an error: the runner cannot run it yet.
-    """
+def select_tasks(names) -> list[TaskSpec]:
+    """The tasks to run: keys, modalities or "all"."""
     specs = resolve_tasks(names)
     if not specs:
         raise MeraError("no task given: name one with --tasks (see `mera-multi tasks`)")
-    names = names.split(",") if isinstance(names, str) else names
-    named = {get_task(n).key for n in names if n.strip() and n.strip() not in ("all",) + MODALITIES}
-    for task in specs:
-        if task.dialogue and task.key in named:
-            raise MeraError(f"{task.key} is a dialogue task (each answer goes into the next "
-                            f"prompt); the runner does not support it yet")
-    skipped = [t for t in specs if t.dialogue]
-    specs = [t for t in specs if not t.dialogue]
-    if not specs:
-        raise MeraError("no task left to run: dialogue tasks are not supported by the runner yet")
-    return specs, skipped
+    return specs
 
 
 def task_sources(config: RunConfig, specs: list[TaskSpec]) -> dict[str, object]:
@@ -160,7 +158,8 @@ def make_engine(config: RunConfig):
                         prompt_mode=config.prompt_mode, batch_size=config.batch_size,
                         base_url=config.base_url, api_key=config.api_key,
                         concurrency=config.concurrency, timeout=config.timeout,
-                        max_retries=config.max_retries)
+                        max_retries=config.max_retries, seed=config.seed,
+                        stop=tuple(config.stop) if config.stop is not None else None)
 
 
 def output_dir(config: RunConfig, engine) -> Path:
@@ -185,20 +184,55 @@ def load_task_data(task: TaskSpec, source, config: RunConfig, state) -> TaskData
     return TaskData(task, source, ds, make_examples(task, ds), ds._fingerprint, full_size)
 
 
-def make_requests(data: TaskData, config: RunConfig, engine) -> list[Request]:
+def make_requests(data: TaskData, config: RunConfig, examples=None) -> list[Request]:
     stop = tuple(config.stop) if config.stop is not None else None
-    requests = build_requests(data.task, data.examples, data.dataset, config.split,
-                              config.max_new_tokens, stop)
+    return build_requests(data.task, data.examples if examples is None else examples,
+                          data.dataset, config.split, config.max_new_tokens, stop)
+
+
+def stamp(requests: list[Request], engine) -> list[Request]:
+    """Set each request's hash: what its answer depends on."""
     settings = engine.settings()
     for r in requests:
+        history = [{"text": t.text, "media": [m.sha256 for m in t.media], "answer": t.answer}
+                   for t in r.history]
         r.hash = request_hash(engine.model_id, engine.revision, settings, r.prompt,
-                              [m.sha256 for m in r.media], r.max_new_tokens, r.stop)
+                              [m.sha256 for m in r.media], r.max_new_tokens, r.stop, history)
     return requests
 
 
-def logged(log: SampleLog, requests: list[Request]) -> dict[tuple, dict]:
+def run_dialogues(data: TaskData, config: RunConfig, engine, log: SampleLog | None,
+                  index: dict, *, rank: int = 0, world: int = 1) -> int:
+    """Walk this process's dialogues wave by wave: a turn logged with the same request
+    hash is resumed, the others are generated into ``log`` (with no log, every turn must
+    be logged: the main process's replay). The requests go to ``data.requests``; returns
+    how many were generated."""
+    answers: dict[tuple, str] = {}
+    context = config.dialogue_context if config.dialogue_context is not None \
+        else data.task.dialogue.context_turns
+    count = 0
+    waves = dialogue.walk(data.task, data.examples, context_turns=context, answer=lambda r: answers[r.key],
+                          make=lambda items: make_requests(data, config, items),
+                          rank=rank, world=world)
+    for wave in waves:
+        stamp(wave, engine)
+        todo = [r for r in wave if r.key not in logged(None, index, [r])]
+        for r in wave:
+            if r not in todo:
+                answers[r.key] = index[r.key][r.hash]["generation"]
+        if todo and log is None:
+            raise MeraError(f"{data.task.key}: {len(todo)} dialogue turns have no line in the "
+                            f"sample log (e.g. id={todo[0].id}); rerun the same command")
+        if todo:
+            answers.update(generate_into_log(engine, todo, {data.task.key: data.dataset},
+                                             log, show=False))
+            count += len(todo)
+        data.requests += wave
+    return count
+
+
+def logged(log: SampleLog | None, index: dict, requests: list[Request]) -> dict[tuple, dict]:
     """The requests already answered in the log; other settings on the same ids stop the run."""
-    index = log.read()
     done, clashes = {}, []
     for request in requests:
         entries = index.get(request.key)
@@ -206,20 +240,20 @@ def logged(log: SampleLog, requests: list[Request]) -> dict[tuple, dict]:
             continue
         if request.hash in entries:
             done[request.key] = entries[request.hash]
-        else:
+        elif not request.history:  # a dialogue turn may follow a changed earlier answer
             clashes.append(request)
     if clashes:
         first = clashes[0]
+        where = log.dir.parent if log else "the output folder"
         raise MeraError(
-            f"{log.dir.parent} holds a run with other settings: {len(clashes)} of the requested "
+            f"{where} holds a run with other settings: {len(clashes)} of the requested "
             f"examples (e.g. {first.task} id={first.id}) were logged for another model, revision, "
             f"generation settings or prompt (the request hashes differ). Use a new --output-dir, "
             f"or --overwrite to replace that run")
     return done
 
 
-def merged(log: SampleLog, requests: list[Request]) -> dict[tuple, dict]:
-    index = log.read()
+def merged(index: dict, requests: list[Request]) -> dict[tuple, dict]:
     records, missing = {}, []
     for request in requests:
         record = (index.get(request.key) or {}).get(request.hash)

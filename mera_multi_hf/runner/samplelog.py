@@ -17,13 +17,15 @@ LOG_DIR = "logs"
 
 
 def request_hash(model: str, revision: str | None, settings: dict, prompt: str,
-                 media_hashes: list[str], max_new_tokens: int, stop=()) -> str:
+                 media_hashes: list[str], max_new_tokens: int, stop=(), history=()) -> str:
     """What an answer depends on: model, revision, generation settings (the stop strings
-    and token limit included), prompt, media."""
-    payload = json.dumps({"model": model, "revision": revision, "settings": settings,
-                          "max_new_tokens": max_new_tokens, "stop": list(stop),
-                          "prompt": prompt, "media": media_hashes},
-                         sort_keys=True, ensure_ascii=False)
+    and token limit included), prompt, media, and a dialogue's earlier turns."""
+    payload = {"model": model, "revision": revision, "settings": settings,
+               "max_new_tokens": max_new_tokens, "stop": list(stop),
+               "prompt": prompt, "media": media_hashes}
+    if history:
+        payload["history"] = list(history)
+    payload = json.dumps(payload, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from ...errors import MeraError
 from ...prompts import plain_prompt
 from ...tiny_model import TINY_MODEL_ID, is_tiny_model, tiny_model_path, tiny_model_revision
-from ..chat import chat_messages
+from ..chat import chat_messages, plain_dialogue
 from ..request import Request
 from . import Backend, check_stop, cut_at_stop
 
@@ -230,9 +230,10 @@ class HFBackend(Backend):
     def render(self, request: Request) -> str:
         """The full prompt string the model sees (chat template applied or plain)."""
         if self.resolved_mode == "plain":
-            return plain_prompt(request.prompt, self.media_token)
+            return plain_prompt(plain_dialogue(request), self.media_token)
         if self.text_only:
-            messages = [{"role": "user", "content": plain_prompt(request.prompt, None)}]
+            messages = [{"role": m["role"], "content": "".join(
+                p.get("text", "") for p in m["content"])} for m in chat_messages(request)]
             return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
                                                       tokenize=False)
         return self.processor.apply_chat_template(chat_messages(request), add_generation_prompt=True,
@@ -244,15 +245,15 @@ class HFBackend(Backend):
         # left padding: every prompt ends at the right edge, where generation continues
         kwargs = {"text": texts, "padding": True, "padding_side": "left", "return_tensors": "pt"}
         if not self.text_only:
-            kinds = {m.kind for r in requests for m in r.media}
+            kinds = {m.kind for r in requests for m in r.all_media()}
             if kinds - {"image"}:
                 raise MeraError(f"the hf backend does not handle {', '.join(sorted(kinds - {'image'}))} "
                                 f"inputs yet; serve the model with an OpenAI-compatible server "
                                 f"(e.g. vLLM) and use --backend openai")
-            images = [self._image(r, m) for r in requests for m in r.media]
+            images = [self._image(r, m) for r in requests for m in r.all_media()]
             if images:
                 kwargs["images"] = images
-        elif any(r.media for r in requests) and not self._warned:
+        elif any(r.all_media() for r in requests) and not self._warned:
             warnings.warn(f"{self.model_id} is a text-only model: the media inputs are left out "
                           f"of its prompts", UserWarning, stacklevel=2)
             self._warned = True
