@@ -72,10 +72,14 @@ def _breakdown_tables(result: dict) -> list[str]:
     return lines
 
 
-def markdown(task_results: list[dict], summary: dict, run_info: dict) -> str:
+def markdown(task_results: list[dict], summary: dict, run_info: dict,
+             chart: str | None = None) -> str:
+    """results.md; ``chart``: the file name of the run's bar chart, linked under the title."""
     lines = [f"# MERA Multi results: {run_info.get('model', 'predictions')}", "",
-             f"Run `{run_info.get('run_id')}`; the settings are in results.json.", "",
-             "| task | split | n | metric | score | human |", "|---|---|---|---|---|---|"]
+             f"Run `{run_info.get('run_id')}`; the settings are in results.json.", ""]
+    if chart:
+        lines += [f"![Scores by task and breakdown, human baseline dashed]({chart})", ""]
+    lines += ["| task | split | n | metric | score | human |", "|---|---|---|---|---|---|"]
     for r in task_results:
         for label, score, human in metric_rows(r):
             lines.append(f"| {r['task']} | {r['split']} | {r['n_examples']} | {label} | "
@@ -98,8 +102,7 @@ def model_index(task_results: list[dict], model_name: str, official: dict[str, b
         task = TASKS[r["task"]]
         for name, value in r["metrics"].items():
             results.append(EvalResult(
-                task_type="visual-question-answering" if task.modality == "image"
-                else f"{task.modality}-text-to-text", task_name=f"MERA Multi {task.class_name}",
+                task_type=task.hf_task_categories[0], task_name=f"MERA Multi {task.class_name}",
                 dataset_type=task.hub_id, dataset_name=task.hub_id.split("/")[-1],
                 dataset_split=r["split"], metric_type=name, metric_name=METRIC_NAMES.get(name, name),
                 metric_value=round(value, 4), source_name="mera-multi-hf",
@@ -147,9 +150,16 @@ def write_outputs(out: str | Path, files: dict[str, bytes | str], doc: dict) -> 
     return written
 
 
-def report_files(task_results, summary, run_info, official) -> dict[str, str]:
-    """results.md and (when there is one) model-index.yaml, as texts."""
-    files = {"results.md": markdown(task_results, summary, run_info)}
+def report_files(task_results, summary, run_info, official) -> dict[str, str | bytes]:
+    """results.md, the bar chart results.png (when a task could be scored) and (when there
+    is one) model-index.yaml."""
+    from .charts import CHART_NAME, chart_png
+
+    png = chart_png(task_results, title=f"MERA Multi: {run_info.get('model', 'predictions')}")
+    files = {"results.md": markdown(task_results, summary, run_info,
+                                    chart=CHART_NAME if png else None)}
+    if png:
+        files[CHART_NAME] = png
     block = model_index(task_results, str(run_info.get("model", "model")), official)
     if block:
         files["model-index.yaml"] = block
