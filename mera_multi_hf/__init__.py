@@ -1,5 +1,5 @@
 """mera-multi-hf: the MERA Multi benchmark on the Hugging Face stack."""
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402,F401
 
 from .errors import MeraError  # noqa: E402
 from .tasks import TASKS, TaskSpec, get_task  # noqa: E402

@@ -17,17 +17,11 @@ from datasets.info import DatasetInfosDict
 from datasets.utils.py_utils import convert_file_size_to_int
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from . import __version__
+from ._version import __version__
 from ._paths import bundled_dir, load_module_from_file
 from .errors import DataValidationError, MeraError
 from .raw import RawLimits, fill_readme
 from .tasks import CITATION, TaskSpec
-
-TASK_CATEGORIES = {
-    "image": ["visual-question-answering", "image-text-to-text"],
-    "audio": ["audio-text-to-text"],
-    "video": ["video-text-to-text"],
-}
 
 
 def dataset_module(task: TaskSpec):
@@ -355,7 +349,7 @@ def write_card(task: TaskSpec, info: datasets.DatasetInfo, path: Path, raw=None,
     tags = ["mera", "mera-multi", "benchmark", task.modality] + ([INTERNAL_TAG] if internal else [])
     card_data = DatasetCardData(
         language=["ru"], pretty_name=str(meta.get("dataset_name") or task.hub_id.split("/")[-1]),
-        task_categories=TASK_CATEGORIES[task.modality], tags=tags, **_card_license(meta),
+        task_categories=list(task.hf_task_categories), tags=tags, **_card_license(meta),
         configs=[{"config_name": "default",
                   "data_files": [{"split": s, "path": f"data/{s}-*"} for s in info.splits]}])
     DatasetInfosDict({"default": info}).to_dataset_card_data(card_data)

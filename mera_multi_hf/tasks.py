@@ -38,6 +38,14 @@ JUDGE_METRICS = ("judge_score",)
 GROUPED_JUDGE_METRICS = ("judge_score", "group_judge_score")
 
 
+# The Hub's task categories of each modality: dataset cards and model-index blocks.
+HF_TASK_CATEGORIES = {
+    "image": ("visual-question-answering", "image-text-to-text"),
+    "audio": ("audio-text-to-text",),
+    "video": ("video-text-to-text",),
+}
+
+
 @dataclass(frozen=True)
 class DialogueSpec:
     """ruTiE: questions asked in order within a dialogue, the last N earlier turns as
@@ -98,6 +106,11 @@ class TaskSpec:
     @property
     def has_groups(self) -> bool:
         return "group_exact_match" in self.metrics
+
+    @property
+    def hf_task_categories(self) -> tuple[str, ...]:
+        """The Hub's task categories for this task's modality (cards, model-index)."""
+        return HF_TASK_CATEGORIES[self.modality]
 
     @property
     def all_metrics(self) -> tuple[str, ...]:

@@ -75,20 +75,9 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
         log.clear()
     state.wait_for_everyone()
     before = log.read()
-    pending = [r for r in requests if r.key not in logged(log, before, requests)]
+    logged(log, before, requests)  # other settings in the folder stop every process here
     state.wait_for_everyone()  # nobody writes before every process has read the log
-    rank, world = state.process_index, state.num_processes
-    show = not config.no_progress and state.is_main_process
-    try:
-        here = len(generate_into_log(
-            engine, pending[rank::world], {d.task.key: d.dataset for d in loaded}, log,
-            show=show, label="generating" + (f" (rank 0 of {world})" if world > 1 else "")))
-        for data in loaded:
-            if data.task.dialogue:
-                here += run_dialogues(data, config, engine, log, before, rank=rank, world=world)
-    finally:
-        log.close()
-        engine.close()
+    here = generate_share(config, engine, loaded, log, before, state)
     state.wait_for_everyone()
     if not state.is_main_process:
         return None
@@ -105,6 +94,27 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
               "generated": len(requests) - resumed, "generated_here": here}
     return finish_run(out, config, engine, loaded, merged(index, requests), counts=counts,
                       started=started, world=state.num_processes)
+
+
+def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: SampleLog,
+                   before: dict, state) -> int:
+    """This process's share: a stride of the pending requests, then its dialogues;
+    returns how many it generated. The log and the engine are closed after it."""
+    rank, world = state.process_index, state.num_processes
+    requests = [r for data in loaded for r in data.requests]
+    pending = [r for r in requests if r.hash not in before.get(r.key, {})]
+    show = not config.no_progress and state.is_main_process
+    try:
+        here = len(generate_into_log(
+            engine, pending[rank::world], {d.task.key: d.dataset for d in loaded}, log,
+            show=show, label="generating" + (f" (rank 0 of {world})" if world > 1 else "")))
+        for data in loaded:
+            if data.task.dialogue:
+                here += run_dialogues(data, config, engine, log, before, rank=rank, world=world)
+    finally:
+        log.close()
+        engine.close()
+    return here
 
 
 def select_tasks(names) -> list[TaskSpec]:

@@ -1,0 +1,90 @@
+"""The shape the code keeps: data goes one way (no module imports one from a later stage
+of raw -> dataset -> examples -> requests -> generations -> log -> scores -> reports), and
+no library function is longer than a screen."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "mera_multi_hf"
+
+# Stages in data-flow order; a module may import from its own stage or an earlier one.
+STAGES = [
+    ("foundation", {"_version", "errors", "tasks", "_paths", "atomic", "http_client",
+                    "http_json", "provenance", "metric_fns", "filters", "media", "prompts"}),
+    ("raw -> dataset", {"raw", "builder", "hub", "sample_data"}),
+    ("dataset", {"loading"}),
+    ("examples", {"examples"}),
+    ("requests", {"runner.request", "runner.chat", "runner.dialogue"}),
+    ("generations", {"runner.backends", "runner.backends.hf", "runner.backends.openai",
+                     "tiny_model", "runner.serve", "predictions"}),
+    ("log", {"runner.samplelog", "runner.generate"}),
+    ("scores", {"scoring", "judge"}),
+    ("reports and submission", {"reports", "charts", "submission"}),
+    ("commands", {"mera_multi_hf", "runner", "runner.config", "runner.run", "runner.finish", "cli", "__main__",
+                  "evaluate_cmd", "score_cmd", "judge_cmd", "metrics_export", "metrics_loading"}),
+]
+RANK = {name: i for i, (_, names) in enumerate(STAGES) for name in names}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts) or "mera_multi_hf"
+
+
+def _stage_of(name: str) -> str:
+    """sample_data.<task> belongs to sample_data."""
+    while name not in RANK and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def _imports(path: Path, name: str) -> set[str]:
+    out = set()
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    if name == "mera_multi_hf":
+        package = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[:len(package) - node.level + 1]
+            if node.module:
+                out.add(".".join(base + [node.module]))
+            else:  # from . import a, b: the modules a and b
+                out |= {".".join(base + [alias.name]) for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mera_multi_hf."):
+            out.add(node.module.removeprefix("mera_multi_hf."))
+    return out
+
+
+def _library_files():
+    return [p for p in sorted(PACKAGE.rglob("*.py")) if "_bundled" not in p.parts]
+
+
+def test_every_module_has_a_stage():
+    unplaced = {_module_name(p) for p in _library_files()} - set(RANK)
+    assert not {m for m in unplaced if _stage_of(m) not in RANK}, unplaced
+
+
+@pytest.mark.parametrize("path", _library_files(), ids=lambda p: _module_name(p))
+def test_imports_go_one_way(path):
+    name = _module_name(path)
+    own = RANK[_stage_of(name)]
+    later = {dep for dep in _imports(path, name) if RANK.get(_stage_of(dep), 0) > own}
+    assert not later, f"{name} ({STAGES[own][0]}) imports from a later stage: {sorted(later)}"
+
+
+def test_no_library_function_is_longer_than_a_screen():
+    long = []
+    for path in _library_files():
+        if "sample_data" in path.parts:  # generated-data helpers: tables of sample content
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > 60:
+                    long.append(f"{_module_name(path)}.{node.name}: {length} lines")
+    assert not long, long
