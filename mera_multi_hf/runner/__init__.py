@@ -11,7 +11,17 @@
 - :mod:`.serve`           a small OpenAI-compatible server over the hf backend
 """
 from .config import RunConfig
-from .generate import make_batches
-from .run import run_evaluation
+
+
+def __getattr__(name):
+    # The run (and datasets behind it) loads on first use: the CLI's parser needs only RunConfig.
+    if name == "run_evaluation":
+        from .run import run_evaluation
+        return run_evaluation
+    if name == "make_batches":
+        from .generate import make_batches
+        return make_batches
+    raise AttributeError(name)
+
 
 __all__ = ["RunConfig", "run_evaluation", "make_batches"]
