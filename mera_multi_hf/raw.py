@@ -207,11 +207,20 @@ def image_problem(data: bytes, max_pixels: int = RawLimits.max_image_pixels) -> 
     return None
 
 
-def group_key(image_bytes: bytes | None, question: str) -> str:
-    """Same image bytes + same question => same group (SPEC.md: derived group_id)."""
-    digest = hashlib.sha1(image_bytes or b"")
-    digest.update(b"\0" + question.encode("utf-8"))
-    return digest.hexdigest()
+class GroupIds:
+    """Derived group ids (SPEC.md): examples with the same media bytes and the same
+    question share a group, whose id is the first such example's id."""
+
+    def __init__(self):
+        self.first: dict[str, int] = {}
+
+    def assign(self, meta: dict, media_bytes: bytes | None, question: str | None) -> None:
+        """Fill ``meta["group_id"]`` when it is missing."""
+        if meta.get("group_id") is not None:
+            return
+        digest = hashlib.sha1(media_bytes or b"")
+        digest.update(b"\0" + (question or "").encode("utf-8"))
+        meta["group_id"] = self.first.setdefault(digest.hexdigest(), meta["id"])
 
 
 # ---- the metadata file: prompts, excluded fields, computed fields, card material ----
@@ -478,17 +487,16 @@ class RawDataset:
         blank = split == "test" and self.private and not self.include_private_answers
         has_answers = split != "test" or not self.private
         seen_ids: dict[int, int] = {}
-        first_of_group: dict[str, int] = {}
+        groups = GroupIds()
         self.counts[split] = 0
         for position, record in enumerate(doc["data"]):
             example = self._check_record(file, position, record, has_answers, seen_ids)
             if example is None:
                 continue
             meta = example["meta"]
-            if self.task.has_groups and meta.get("group_id") is None:
+            if self.task.has_groups:
                 media = example["inputs"].get(self.task.media_fields[0]) or {}
-                key = group_key(media.get("bytes"), example["inputs"].get("question") or "")
-                meta["group_id"] = first_of_group.setdefault(key, meta["id"])
+                groups.assign(meta, media.get("bytes"), example["inputs"].get("question"))
             if blank:
                 example["outputs"] = ""  # private answers never leave the raw folder
             self.counts[split] += 1
