@@ -9,7 +9,7 @@ import datasets
 
 from . import __version__
 from .errors import MeraError
-from .raw import group_key
+from .raw import GroupIds
 from .tasks import TaskSpec, get_task
 
 CACHE_FORMAT = 2  # raise when the exported layout of a raw folder changes
@@ -143,11 +143,8 @@ def _normalize_split(task, builder, features, ds):
         media = ds.data.column("inputs").combine_chunks().field(task.media_fields[0])
         images = media.field("bytes").to_pylist()
         questions = ds.data.column("inputs").combine_chunks().field("question").to_pylist()
-        first: dict[str, int] = {}
+        groups = GroupIds()
         for meta, image, question in zip(metas, images, questions):
-            key = group_key(image, question or "")
-            first.setdefault(key, meta["id"])
-            if meta["group_id"] is None:
-                meta["group_id"] = first[key]
+            groups.assign(meta, image, question)
     ds = ds.remove_columns("meta").add_column("meta", metas, feature=features["meta"])
     return ds.select_columns(list(features)).cast(features)
