@@ -7,7 +7,7 @@ from pathlib import Path
 
 import datasets
 
-from . import __version__
+from ._version import __version__
 from .errors import MeraError
 from .raw import GroupIds
 from .tasks import TaskSpec, get_task
@@ -27,9 +27,7 @@ def resolve_source(task: TaskSpec, source: str | Path | None) -> str | Path:
         return task.hub_id
     if str(source) == "sample":
         from .sample_data import bundled_sample
-        if task.key != "ruhhh_image":
-            raise MeraError(f"no bundled sample for {task.key} (there is one for ruhhh_image)")
-        return bundled_sample()
+        return bundled_sample(task.key)  # a task without one is a MeraError naming those with one
     return source
 
 
@@ -80,22 +78,32 @@ def load_task(task: str | TaskSpec, source: str | Path | None = None,
             if not (target / "README.md").is_file():
                 export_raw(task, source, target, include_private_answers=True, overwrite=True)
         source = target
-    try:
-        if task.domains and _has_domain_configs(task, str(source)):
-            dsd = _load_domains(task, str(source))
-        else:
-            dsd = datasets.load_dataset(str(source))
-    except MeraError:
-        raise
-    except (FileNotFoundError, ValueError, ConnectionError) as err:
-        raise MeraError(f"cannot load {task.key} from {source}: {err}") from None
-    dsd = normalize(task, dsd)
+    dsd = normalize(task, _read(task, source, quiet=kind == "raw"))
     if split is None:
         return dsd
     if split not in dsd:
         raise MeraError(f"{task.key} from {source} has no split {split!r} "
                         f"(splits: {', '.join(dsd)})")
     return dsd[split]
+
+
+def _read(task: TaskSpec, source, quiet: bool) -> datasets.DatasetDict:
+    """``load_dataset`` on the source; ``quiet``: no second set of progress bars for a
+    raw folder whose conversion just showed its own."""
+    shown = datasets.is_progress_bar_enabled()
+    if quiet:
+        datasets.disable_progress_bars()
+    try:
+        if task.domains and _has_domain_configs(task, str(source)):
+            return _load_domains(task, str(source))
+        return datasets.load_dataset(str(source))
+    except MeraError:
+        raise
+    except (FileNotFoundError, ValueError, ConnectionError) as err:
+        raise MeraError(f"cannot load {task.key} from {source}: {err}") from None
+    finally:
+        if quiet and shown:
+            datasets.enable_progress_bars()
 
 
 def _has_domain_configs(task: TaskSpec, source: str) -> bool:

@@ -4,7 +4,7 @@ Twelve image-question items (8 in test, 4 in shots) over all six categories. Eac
 ranks 2-4 answers, best first; every pair of them becomes one example (1, 3 or 6 per
 group), with the better answer put in A or B by a fixed pattern. Images are simple
 scenes drawn with Pillow; the texts are the project's own.
-``python -m mera_multi_hf.sample_data DIR`` rewrites it.
+``python -m mera_multi_hf.sample_data ruhhh_image DIR`` rewrites it.
 
 The folder follows the published official layout (SPEC.md section 2): every record
 carries its rendered ``instruction`` string, ``prompts`` in raw_dataset_meta.json is a
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import sys
 from pathlib import Path
 
 from PIL import Image, ImageDraw
@@ -310,12 +309,3 @@ def write_sample(out_dir: str | Path) -> Path:
     dump(README_EN, "raw_readme_en.json")
     dump(README_RU, "raw_readme_ru.json")
     return out
-
-
-def bundled_sample() -> Path:
-    from ._paths import SAMPLES_DIR
-    return SAMPLES_DIR / SAMPLE_NAME
-
-
-if __name__ == "__main__":
-    print(write_sample(sys.argv[1] if len(sys.argv) > 1 else bundled_sample()))
