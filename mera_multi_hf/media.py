@@ -7,6 +7,7 @@ long (the sample log records it); the bytes are read for the batch being generat
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import warnings
 from dataclasses import dataclass
@@ -36,6 +37,20 @@ class Media:
         except OSError as err:  # truncated or corrupt pixel data
             raise MeraError(f"{self._where()}: cannot decode the image ({err})") from None
         return limit_pixels(img, max_pixels)
+
+    def audio(self, rate: int):
+        """The clip decoded (soundfile), channels averaged to mono, resampled to ``rate``
+        Hz: a float32 numpy array, as a feature extractor takes it."""
+        samples, own_rate = decode_audio(self._bytes(), self._where())
+        return resample(samples, own_rate, rate)
+
+    def frames(self, max_frames: int, max_pixels: int | None = None) -> list:
+        """Up to ``max_frames`` RGB pictures spread evenly over the video, decoded
+        streaming (PyAV): only the kept frames are held, whatever the video's length."""
+        try:
+            return sample_frames(io.BytesIO(self._bytes()), max_frames, max_pixels)
+        except MeraError as err:
+            raise MeraError(f"{self._where()}: {err}") from None
 
     def data_uri(self, max_pixels: int | None = None) -> str:
         """The item as a base64 data URI, as the official harness sends it to an API
@@ -89,13 +104,103 @@ def wav_bytes(raw: bytes, where: str = "audio") -> bytes:
     what the official loader sends (``datasets`` decodes to mono, ``soundfile`` writes)."""
     import soundfile
 
-    try:
-        samples, rate = soundfile.read(io.BytesIO(raw), dtype="float64", always_2d=True)
-    except (soundfile.LibsndfileError, RuntimeError, TypeError) as err:
-        raise MeraError(f"{where}: cannot decode the audio ({err})") from None
+    samples, rate = decode_audio(raw, where, dtype="float64")
     buf = io.BytesIO()
-    soundfile.write(buf, samples.mean(axis=1), rate, format="WAV", subtype="PCM_16")
+    soundfile.write(buf, samples, rate, format="WAV", subtype="PCM_16")
     return buf.getvalue()
+
+
+def decode_audio(raw: bytes, where: str = "audio", dtype: str = "float32"):
+    """(mono samples, sampling rate) of an audio file's bytes (soundfile: WAV, FLAC, OGG,
+    MP3); anything it cannot read is a MeraError naming the item."""
+    import soundfile
+
+    try:
+        samples, rate = soundfile.read(io.BytesIO(raw), dtype=dtype, always_2d=True)
+    except (soundfile.LibsndfileError, RuntimeError, TypeError, ValueError) as err:
+        raise MeraError(f"{where}: cannot decode the audio ({err})") from None
+    if samples.size == 0:
+        raise MeraError(f"{where}: the audio has no samples")
+    return samples.mean(axis=1), rate
+
+
+def resample(samples, rate: int, target: int):
+    """``samples`` at ``rate`` Hz resampled to ``target`` Hz (polyphase filtering,
+    scipy's ``resample_poly``, the method librosa's "polyphase" mode uses)."""
+    import numpy as np
+
+    if rate == target:
+        return np.asarray(samples, dtype=np.float32)
+    from math import gcd
+
+    from scipy.signal import resample_poly
+
+    step = gcd(int(rate), int(target))
+    return resample_poly(samples, target // step, rate // step).astype(np.float32)
+
+
+def frame_indices(total: int, wanted: int) -> list[int]:
+    """``wanted`` frame numbers spread evenly over ``total`` frames (each the middle of
+    its share), all of them when there are fewer."""
+    if total <= wanted:
+        return list(range(total))
+    return [int((i + 0.5) * total / wanted) for i in range(wanted)]
+
+
+def sample_frames(source, max_frames: int, max_pixels: int | None = None) -> list:
+    """Up to ``max_frames`` frames of a video file (path or file object) as RGB PIL
+    pictures, spread evenly; decoded streaming, only the kept frames converted and held.
+
+    The frame count comes from the container (or duration x rate); where it is unknown
+    the frames are kept at a stride that doubles whenever twice ``max_frames`` are held,
+    so memory stays bounded by the frame limit either way."""
+    import av
+
+    try:
+        with av.open(source, mode="r", metadata_errors="ignore") as container:
+            if not container.streams.video:
+                raise MeraError("the file has no video stream")
+            stream = container.streams.video[0]
+            stream.thread_type = "AUTO"
+            total = _frame_count(stream)
+            frames = (_known_count(container, stream, frame_indices(total, max_frames))
+                      if total else _unknown_count(container, stream, max_frames))
+    except av.error.FFmpegError as err:
+        raise MeraError(f"cannot decode the video ({err})") from None
+    if not frames:
+        raise MeraError("the video has no decodable frame")
+    return [limit_pixels(f, max_pixels) for f in frames]
+
+
+def _frame_count(stream) -> int:
+    if stream.frames:
+        return int(stream.frames)
+    if stream.duration and stream.time_base and stream.average_rate:
+        return int(stream.duration * stream.time_base * stream.average_rate)
+    return 0
+
+
+def _known_count(container, stream, wanted: list[int]) -> list:
+    keep, out, last = set(wanted), [], None
+    for number, frame in enumerate(container.decode(stream)):
+        last = frame
+        if number in keep:
+            out.append(frame.to_image())
+            if len(out) == len(keep):
+                return out
+    if last is not None and len(out) < len(keep):  # the container overstated its count
+        out.append(last.to_image())
+    return out
+
+
+def _unknown_count(container, stream, max_frames: int) -> list:
+    kept, stride = [], 1
+    for number, frame in enumerate(container.decode(stream)):
+        if number % stride == 0:
+            kept.append(frame.to_image())
+            if len(kept) >= 2 * max_frames:
+                kept, stride = kept[::2], stride * 2
+    return [kept[i] for i in frame_indices(len(kept), max_frames)]
 
 
 def limit_pixels(img, max_pixels: int | None):
@@ -126,7 +231,56 @@ def _av_mime(kind: str, raw: bytes) -> str:
         if raw.startswith(b"OggS"):
             return "audio/ogg"
         return "audio/wav"
-    return "video/webm" if raw.startswith(b"\x1a\x45\xdf\xa3") else "video/mp4"
+    # the official loader labels every video data URI video/mp4, whatever the container
+    return "video/mp4"
+
+
+def undecoded_audio_features(features):
+    """``features`` with every ``Audio`` input made an :class:`UndecodedAudio` (the same
+    ``Audio(decode=False)`` on disk and on the Hub), so that writing one never needs an
+    audio codec: the audio tasks' builders use it."""
+    import datasets
+
+    inputs = {name: _undecoded_audio_class()() if isinstance(f, datasets.Audio) else f
+              for name, f in features["inputs"].items()}
+    return datasets.Features({**features, "inputs": inputs})
+
+
+@functools.lru_cache(maxsize=None)
+def _undecoded_audio_class():
+    import datasets
+
+    class UndecodedAudio(datasets.Audio):
+        """``datasets.Audio(decode=False)`` whose writer stores a clip's bytes as they are.
+
+        datasets 4+ imports torchcodec (and so FFmpeg's shared libraries) in
+        ``Audio.encode_example`` even for bytes it only stores; this class stores
+        ``{"bytes", "path"}`` without it. It is saved as a plain ``Audio`` feature and
+        compares equal to ``Audio(decode=False)``."""
+
+        def __init__(self):
+            super().__init__(decode=False)
+
+        def encode_example(self, value):
+            if isinstance(value, dict) and "array" not in value and \
+                    (value.get("bytes") is not None or value.get("path")):
+                return {"bytes": value.get("bytes"), "path": value.get("path")}
+            return super().encode_example(value)
+
+        def __eq__(self, other):
+            fields = ("sampling_rate", "decode", "num_channels", "stream_index")
+            return isinstance(other, datasets.Audio) and \
+                all(getattr(self, f, None) == getattr(other, f, None) for f in fields)
+
+        __hash__ = datasets.Audio.__hash__
+
+    return UndecodedAudio
+
+
+def __getattr__(name):  # UndecodedAudio made on first use: importing media stays light
+    if name == "UndecodedAudio":
+        return _undecoded_audio_class()
+    raise AttributeError(name)
 
 
 def media_bytes(value) -> bytes:

@@ -207,6 +207,45 @@ def image_problem(data: bytes, max_pixels: int = RawLimits.max_image_pixels) -> 
     return None
 
 
+def audio_problem(data: bytes, max_pixels: int = 0) -> str | None:
+    """Why these bytes are not a readable audio file, or None (soundfile reads the
+    header only: format, rate, channels, length)."""
+    import soundfile
+
+    try:
+        info = soundfile.info(io.BytesIO(data))
+    except Exception as err:  # libsndfile raises several types for bad data
+        return f"corrupt or unsupported audio ({type(err).__name__}: {err})"
+    if info.samplerate <= 0 or info.channels <= 0 or info.frames <= 0:
+        return (f"audio without samples (rate {info.samplerate}, {info.channels} channels, "
+                f"{info.frames} frames)")
+    return None
+
+
+def video_problem(data: bytes, max_pixels: int = RawLimits.max_image_pixels) -> str | None:
+    """Why these bytes are not a readable video, or None: the container is opened
+    (PyAV, headers only, nothing decoded) and must hold a video stream whose declared
+    frame size is within the pixel limit."""
+    import av
+
+    try:
+        with av.open(io.BytesIO(data), mode="r", metadata_errors="ignore") as container:
+            streams = container.streams.video
+            width, height = (streams[0].width, streams[0].height) if streams else (0, 0)
+    except Exception as err:  # FFmpeg errors come in many types
+        return f"corrupt or unsupported video ({type(err).__name__}: {err})"
+    if not streams:
+        return "the file has no video stream"
+    if width * height > max_pixels:
+        return (f"video frames declare {width}x{height} = {width * height} pixels, above the "
+                f"limit of {max_pixels} (raise it with --max-image-pixels if this is intended)")
+    return None
+
+
+# modality -> the check of one media file's bytes (a message, or None when it is fine)
+MEDIA_CHECKS = {"image": image_problem, "audio": audio_problem, "video": video_problem}
+
+
 class GroupIds:
     """Derived group ids (SPEC.md): examples with the same media bytes and the same
     question share a group, whose id is the first such example's id."""
@@ -596,11 +635,11 @@ class RawDataset:
         except FieldError as err:
             problem(field, err.message)
             return None
-        if self.task.modality == "image":
-            why = image_problem(data, self.limits.max_image_pixels)
-            if why:
-                problem(field, f"{value!r}: {why}")
-                return None
+        check = MEDIA_CHECKS.get(self.task.modality)
+        why = check(data, self.limits.max_image_pixels) if check else None
+        if why:
+            problem(field, f"{value!r}: {why}")
+            return None
         return {"bytes": data, "path": os.path.basename(value)}
 
     def _outputs(self, value, has_answers, problem):

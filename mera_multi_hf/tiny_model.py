@@ -21,6 +21,9 @@ from pathlib import Path
 
 TINY_MODEL_ID = "mera-multi-hf/tiny-random-llava"
 RECIPE_VERSION = "2"
+# The audio tasks' tiny model (a random Qwen2-Audio): what `--model` None runs them on.
+TINY_AUDIO_MODEL_ID = "mera-multi-hf/tiny-random-qwen2-audio"
+AUDIO_RECIPE_VERSION = "1"
 SEED = 0
 
 # Sizes of the text model; "small" is only for the overhead benchmark (slower generate).
@@ -53,21 +56,36 @@ pipeline runs, never to judge anything.
 """
 
 
+NOTE = "random weights: a plumbing check, answers are noise"
+
+
 def is_tiny_model(name: str | None) -> bool:
     return name in (None, TINY_MODEL_ID, "tiny")
 
 
 def tiny_model_path(size: str = "tiny") -> Path:
     """The folder of the built-in model, built on first use (atomically)."""
+    return _built(f"tiny-random-llava-{size}-r{RECIPE_VERSION}",
+                  lambda out: build_tiny_model(out, size=size))
+
+
+def tiny_audio_model_path() -> Path:
+    """The folder of the built-in audio model (a tiny random Qwen2-Audio), built on first use."""
+    return _built(f"tiny-random-qwen2-audio-r{AUDIO_RECIPE_VERSION}", build_tiny_audio_model)
+
+
+def _built(name: str, build) -> Path:
+    """``<cache_root>/models/<name>``, made by ``build(folder)`` once (atomically: a
+    temporary folder renamed into place; a concurrent build of the same recipe wins)."""
     from .loading import cache_root
 
-    target = cache_root() / "models" / f"tiny-random-llava-{size}-r{RECIPE_VERSION}"
+    target = cache_root() / "models" / name
     if (target / "config.json").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".tiny-", dir=target.parent))
     try:
-        build_tiny_model(work / "model", size=size)
+        build(work / "model")
         try:
             (work / "model").rename(target)
         except OSError:  # another process finished first: its build is the same model
@@ -96,25 +114,66 @@ def _training_texts() -> list[str]:
     return texts + ["Ответ: A", "Ответ: B", "A", "B", "C", "D"]
 
 
-def _tokenizer():
+def _tokenizer(texts: list[str] | None = None, media_tokens: dict[str, str] | None = None):
+    """A byte-level BPE trained on ``texts``; ``media_tokens`` (attribute -> token) become
+    special tokens the processor finds on the tokenizer (``image_token``, ``audio_token``)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
+    media_tokens = media_tokens if media_tokens is not None else {"image_token": "<image>"}
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    special = ["<pad>", "<s>", "</s>", "<image>", "<|user|>", "<|assistant|>", "<|system|>"]
+    special = ["<pad>", "<s>", "</s>", *media_tokens.values(), "<|user|>", "<|assistant|>",
+               "<|system|>"]
     trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=special, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(_training_texts(), trainer)
+    tok.train_from_iterator(texts if texts is not None else _training_texts(), trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
-                                   pad_token="<pad>", extra_special_tokens={"image_token": "<image>"})
+                                   pad_token="<pad>", extra_special_tokens=media_tokens)
+
+
+def _unit_scale_and_letters(model, tokenizer, hidden: int) -> None:
+    """Unit-scale weights make the output depend on the input (the default 0.02 init
+    gives the same answer to every prompt). "A" and "B" get opposite output rows along a
+    random direction v, so the sign of v.h picks one of them; their input embeddings are
+    a large vector u, and the EOS row is u: right after a letter the model stops."""
+    import torch
+
+    gen = torch.Generator().manual_seed(SEED)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if param.dim() >= 2 and "embed" not in name and "lm_head" not in name:
+                param.copy_(torch.randn(param.shape, generator=gen) * 2 / param.shape[1] ** 0.5)
+        u = torch.randn(hidden, generator=gen)
+        u /= u.norm()
+        v = torch.randn(hidden, generator=gen)
+        v -= (v @ u) * u
+        v /= v.norm()
+        a, b = tokenizer.convert_tokens_to_ids(["A", "B"])
+        model.get_input_embeddings().weight[[a, b]] = 30 * u
+        head = model.get_output_embeddings().weight
+        head[a], head[b], head[tokenizer.eos_token_id] = 8 * v, -8 * v, 5 * u
+
+
+def _save(model, processor, out_dir, card: str, info: dict) -> Path:
+    import transformers
+
+    out = Path(out_dir)
+    transformers.logging.disable_progress_bar()
+    try:
+        model.save_pretrained(out)
+        processor.save_pretrained(out)
+    finally:
+        transformers.logging.enable_progress_bar()
+    (out / "README.md").write_text(card, encoding="utf-8")
+    (out / "mera_multi_tiny.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
+    return out
 
 
 def build_tiny_model(out_dir: str | Path, size: str = "tiny") -> Path:
     """Build the model into ``out_dir`` (offline, deterministic) and return the folder."""
     import torch
-    import transformers
     from transformers import (CLIPImageProcessorPil, CLIPVisionConfig, LlamaConfig, LlavaConfig,
                               LlavaForConditionalGeneration, LlavaProcessor)
 
@@ -143,39 +202,71 @@ def build_tiny_model(out_dir: str | Path, size: str = "tiny") -> Path:
         pad_token_id=tokenizer.pad_token_id)
     torch.manual_seed(SEED)
     model = LlavaForConditionalGeneration(config).eval()
-    gen = torch.Generator().manual_seed(SEED)
-    with torch.no_grad():
-        # Unit-scale weights make the output depend on the input (the default 0.02 init
-        # gives the same answer to every prompt).
-        for name, param in model.named_parameters():
-            if param.dim() >= 2 and "embed" not in name and "lm_head" not in name:
-                param.copy_(torch.randn(param.shape, generator=gen) * 2 / param.shape[1] ** 0.5)
-        # "A" and "B" get opposite output rows along a random direction v, so the sign of
-        # v.h picks one of them; their input embeddings are a large vector u, and the EOS
-        # row is u: right after a letter the model stops.
-        d = config.text_config.hidden_size
-        u = torch.randn(d, generator=gen)
-        u /= u.norm()
-        v = torch.randn(d, generator=gen)
-        v -= (v @ u) * u
-        v /= v.norm()
-        a, b = tokenizer.convert_tokens_to_ids(["A", "B"])
-        model.get_input_embeddings().weight[[a, b]] = 30 * u
-        head = model.get_output_embeddings().weight
-        head[a], head[b], head[tokenizer.eos_token_id] = 8 * v, -8 * v, 5 * u
-    out = Path(out_dir)
-    transformers.logging.disable_progress_bar()
-    try:
-        model.save_pretrained(out)
-        processor.save_pretrained(out)
-    finally:
-        transformers.logging.enable_progress_bar()
-    (out / "README.md").write_text(CARD.format(name=TINY_MODEL_ID, recipe=RECIPE_VERSION,
-                                               seed=SEED, layers=dims["layers"]), encoding="utf-8")
-    (out / "mera_multi_tiny.json").write_text(json.dumps(
-        {"model_id": TINY_MODEL_ID, "recipe": RECIPE_VERSION, "seed": SEED, "size": size,
-         "note": "random weights: a plumbing check, answers are noise"}, indent=1), encoding="utf-8")
-    return out
+    _unit_scale_and_letters(model, tokenizer, config.text_config.hidden_size)
+    card = CARD.format(name=TINY_MODEL_ID, recipe=RECIPE_VERSION, seed=SEED, layers=dims["layers"])
+    return _save(model, processor, out_dir, card,
+                 {"model_id": TINY_MODEL_ID, "recipe": RECIPE_VERSION, "seed": SEED, "size": size,
+                  "note": NOTE})
+
+
+AUDIO_CHAT_TEMPLATE = CHAT_TEMPLATE.replace(
+    "{% if c['type'] == 'image' %}<image>{{ '\n' }}",
+    "{% if c['type'] == 'audio' %}<|audio_bos|><|AUDIO|><|audio_eos|>{{ '\n' }}")
+
+AUDIO_CARD = """---
+library_name: transformers
+pipeline_tag: audio-text-to-text
+tags: [mera-multi-hf, random-weights, test-only]
+---
+# {name} (random weights: a plumbing check)
+
+Built by mera-multi-hf (recipe {recipe}, seed {seed}). A Qwen2-Audio architecture: a
+1-layer Whisper-style audio encoder over 3-second log-mel windows at 16 kHz and a
+2-layer Qwen2 text model with random weights and a byte-level BPE tokenizer trained on a
+few Russian sentences. **Its answers are noise**: use it to check that a pipeline runs,
+never to judge anything.
+"""
+
+
+def _audio_training_texts() -> list[str]:
+    from .sample_data.av_common import training_texts
+
+    return training_texts() + ["Ответ: A", "A", "B", "C", "D", '{"intent": "", "slots": []}']
+
+
+def build_tiny_audio_model(out_dir: str | Path) -> Path:
+    """A tiny random Qwen2-Audio (offline, deterministic) into ``out_dir``."""
+    import torch
+    from transformers import (Qwen2AudioConfig, Qwen2AudioEncoderConfig,
+                              Qwen2AudioForConditionalGeneration, Qwen2AudioProcessor,
+                              Qwen2Config, WhisperFeatureExtractor)
+
+    tokens = {"audio_token": "<|AUDIO|>", "audio_bos_token": "<|audio_bos|>",
+              "audio_eos_token": "<|audio_eos|>"}
+    tokenizer = _tokenizer(_audio_training_texts(), tokens)
+    # 3-second windows (300 mel frames): the encoder's input length is fixed by its positions
+    extractor = WhisperFeatureExtractor(feature_size=32, sampling_rate=16000, chunk_length=3)
+    processor = Qwen2AudioProcessor(feature_extractor=extractor, tokenizer=tokenizer,
+                                    chat_template=AUDIO_CHAT_TEMPLATE, **tokens)
+    config = Qwen2AudioConfig(
+        audio_config=Qwen2AudioEncoderConfig(num_mel_bins=32, encoder_layers=1,
+                                             encoder_attention_heads=2, encoder_ffn_dim=64,
+                                             d_model=32, max_source_positions=150),
+        text_config=Qwen2Config(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128,
+                                num_hidden_layers=2, num_attention_heads=4,
+                                num_key_value_heads=2, max_position_embeddings=1024,
+                                bos_token_id=tokenizer.bos_token_id,
+                                eos_token_id=tokenizer.eos_token_id,
+                                pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False),
+        audio_token_index=tokenizer.convert_tokens_to_ids("<|AUDIO|>"),
+        pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(SEED)
+    model = Qwen2AudioForConditionalGeneration(config).eval()
+    _unit_scale_and_letters(model, tokenizer, config.text_config.hidden_size)
+    card = AUDIO_CARD.format(name=TINY_AUDIO_MODEL_ID, recipe=AUDIO_RECIPE_VERSION, seed=SEED)
+    return _save(model, processor, out_dir, card,
+                 {"model_id": TINY_AUDIO_MODEL_ID, "recipe": AUDIO_RECIPE_VERSION, "seed": SEED,
+                  "note": NOTE})
 
 
 if __name__ == "__main__":

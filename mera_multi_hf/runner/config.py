@@ -44,6 +44,9 @@ class RunConfig:
                               "GPUs). Default: this process's accelerate device")
     max_pixels: int | None = _opt(None, "downscale larger images (aspect kept) to at most this "
                                   "many pixels before the processor, e.g. 1003520")
+    max_frames: int = _opt(8, "videos: at most this many frames, spread evenly over the video, "
+                           "reach the model (hf; decoded streaming, so memory does not grow "
+                           "with the video's length). The openai backend sends the whole file")
     prompt_mode: str = _opt("auto", "chat: the model's chat template; plain: the prompt as text "
                             "(auto: chat when there is a template)", choices=("auto", "chat", "plain"))
     trust_remote_code: bool = _opt(False, "allow model code from the Hub repository (only for "
@@ -79,7 +82,8 @@ class RunConfig:
             self.data = [d for item in self.data for d in (item if isinstance(item, list) else [item])]
         if self.stop and any(isinstance(s, list) for s in self.stop):
             self.stop = [s for item in self.stop for s in (item if isinstance(item, list) else [item])]
-        for name in ("batch_size", "concurrency", "limit", "max_new_tokens", "max_pixels"):
+        for name in ("batch_size", "concurrency", "limit", "max_new_tokens", "max_pixels",
+                     "max_frames"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise MeraError(f"--{name.replace('_', '-')} must be at least 1 (got {value})")

@@ -164,6 +164,7 @@ def make_engine(config: RunConfig):
 
     return make_backend(config.backend, config.model, revision=config.revision,
                         dtype=config.dtype, device=config.device, max_pixels=config.max_pixels,
+                        max_frames=config.max_frames,
                         trust_remote_code=config.trust_remote_code,
                         prompt_mode=config.prompt_mode, batch_size=config.batch_size,
                         base_url=config.base_url, api_key=config.api_key,

@@ -22,13 +22,15 @@ import warnings
 from pathlib import Path
 
 from ...errors import MeraError
-from ...prompts import plain_prompt
-from ...tiny_model import TINY_MODEL_ID, is_tiny_model, tiny_model_path, tiny_model_revision
+from ...prompts import MEDIA_SLOT, plain_prompt
+from ...tiny_model import (TINY_AUDIO_MODEL_ID, TINY_MODEL_ID, is_tiny_model,
+                           tiny_audio_model_path, tiny_model_path, tiny_model_revision)
 from ..chat import chat_messages, plain_dialogue
 from ..request import Request
 from . import Backend, check_stop, cut_at_stop
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+DEFAULT_MAX_FRAMES = 8
 PROMPT_MODES = ("auto", "chat", "plain")
 
 
@@ -38,6 +40,9 @@ def resolve_model(model: str | None, revision: str | None = None) -> tuple[str, 
     The revision is the Hub commit when the model is in the local Hub cache, a content
     fingerprint for a local folder, and the recipe hash for the built-in tiny model.
     """
+    if model == TINY_AUDIO_MODEL_ID:
+        path = tiny_audio_model_path()
+        return TINY_AUDIO_MODEL_ID, str(path), tiny_model_revision(path)
     if is_tiny_model(model):
         path = tiny_model_path()
         return TINY_MODEL_ID, str(path), tiny_model_revision(path)
@@ -82,12 +87,17 @@ def _hub_commit(model: str, revision: str | None) -> str | None:
     return revision
 
 
-def _is_multimodal(config) -> bool:
-    from transformers import AutoModelForImageTextToText
+def _multimodal_class(config):
+    """The auto class that loads a multimodal model (images: ImageTextToText; audio and
+    omni models: MultimodalLM), or None for a language model."""
+    import transformers
 
     auto_map = getattr(config, "auto_map", None) or {}
-    return type(config) in AutoModelForImageTextToText._model_mapping or \
-        "AutoModelForImageTextToText" in auto_map
+    for name in ("AutoModelForImageTextToText", "AutoModelForMultimodalLM"):
+        auto = getattr(transformers, name, None)
+        if auto is not None and (type(config) in auto._model_mapping or name in auto_map):
+            return auto
+    return None
 
 
 def context_length(model, tokenizer) -> int | None:
@@ -101,6 +111,45 @@ def context_length(model, tokenizer) -> int | None:
             return value
     value = getattr(tokenizer, "model_max_length", None)
     return value if isinstance(value, int) and 0 < value < 10**8 else None
+
+
+FRAMES_AS_IMAGES = "frames as images"
+VIDEO_PROCESSOR = "video processor"
+
+
+def _video_path(processor, text_only: bool) -> str | None:
+    """How videos reach the model: the processor's own video input where it has one
+    (transformers' video processors need torchvision), else its frames as pictures."""
+    if text_only:
+        return None
+    if getattr(processor, "video_processor", None) is not None:
+        return VIDEO_PROCESSOR
+    if getattr(processor, "image_processor", None) is not None:
+        return FRAMES_AS_IMAGES
+    return None
+
+
+def _unsupported(processor, kind: str, video_input: str | None) -> str | None:
+    """Why ``processor`` cannot take a ``kind`` input, or None when it can."""
+    if kind == "image" and getattr(processor, "image_processor", None) is None:
+        return "its processor has no image processor"
+    if kind == "audio" and getattr(processor, "feature_extractor", None) is None:
+        return "its processor has no audio feature extractor"
+    if kind == "video" and video_input is None:
+        return "its processor has neither a video nor an image processor"
+    return None
+
+
+def _videos_as_pictures(messages: list[dict], frames) -> list[dict]:
+    """Chat messages with each video part replaced by one picture part per frame."""
+    out = []
+    for message in messages:
+        content = []
+        for part in message["content"]:
+            count = next(frames) if part.get("type") == "video" else 0
+            content += [{"type": "image"}] * count if part.get("type") == "video" else [part]
+        out.append({**message, "content": content})
+    return out
 
 
 class StopOnStrings:
@@ -134,7 +183,8 @@ class HFBackend(Backend):
     def __init__(self, model: str | None = None, *, revision: str | None = None,
                  dtype: str = "auto", device: str | None = None, max_pixels: int | None = None,
                  trust_remote_code: bool = False, prompt_mode: str = "auto", batch_size: int = 8,
-                 stop: tuple[str, ...] | list[str] | None = None):
+                 stop: tuple[str, ...] | list[str] | None = None,
+                 max_frames: int | None = DEFAULT_MAX_FRAMES):
         if dtype not in DTYPES:
             raise MeraError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
         if prompt_mode not in PROMPT_MODES:
@@ -145,6 +195,14 @@ class HFBackend(Backend):
         self.trust_remote_code, self.prompt_mode = trust_remote_code, prompt_mode
         self.batch_size = batch_size
         self.stop = check_stop(stop)
+        self.max_frames = max_frames or DEFAULT_MAX_FRAMES
+        if self.max_frames < 1:
+            raise MeraError(f"--max-frames must be at least 1 (got {max_frames})")
+        # the built-in tiny models (no --model): audio requests go to the tiny Qwen2-Audio
+        self.audio_part = HFBackend(TINY_AUDIO_MODEL_ID, dtype=dtype, device=device,
+                                    prompt_mode=prompt_mode, batch_size=batch_size,
+                                    stop=stop) if model in (None, "tiny") else None
+        self.video_input: str | None = None   # how videos reach the model (see _video_path)
         self.model = None
         self.max_length: int | None = None
         self.clamped: list[str] = []   # "task id=N" whose max_new_tokens met the context limit
@@ -152,14 +210,20 @@ class HFBackend(Backend):
 
     # what identifies the generations (hashed into every request) and what results record
     def settings(self) -> dict:
-        return {"backend": self.name, "dtype": self.dtype, "prompt_mode": self.prompt_mode,
-                "max_pixels": self.max_pixels, "do_sample": False, "num_beams": 1,
-                "stop": list(self.stop)}
+        settings = {"backend": self.name, "dtype": self.dtype, "prompt_mode": self.prompt_mode,
+                    "max_pixels": self.max_pixels, "max_frames": self.max_frames,
+                    "do_sample": False, "num_beams": 1, "stop": list(self.stop)}
+        if self.audio_part is not None:
+            settings["audio_model"] = f"{self.audio_part.model_id}@{self.audio_part.revision}"
+        return settings
 
     def info(self) -> dict:
         info = {"model": self.model_id, "revision": self.revision, "backend": self.name,
                 "dtype": self.dtype, "prompt_mode": self.prompt_mode, "max_pixels": self.max_pixels,
-                "trust_remote_code": self.trust_remote_code, "stop": list(self.stop)}
+                "trust_remote_code": self.trust_remote_code, "stop": list(self.stop),
+                "max_frames": self.max_frames, "video_input": self.video_input}
+        if self.audio_part is not None and self.audio_part.model is not None:
+            info["audio_model"] = self.audio_part.info()
         if self.model is not None:
             info.update(dtype=str(self.model.dtype).replace("torch.", ""),
                         prompt_mode=self.resolved_mode, device=str(self.device),
@@ -189,6 +253,7 @@ class HFBackend(Backend):
         self.resolved_mode = self.prompt_mode if self.prompt_mode != "auto" else \
             ("chat" if has_template else "plain")
         self.media_token = None if self.text_only else getattr(self.processor, "image_token", None)
+        self.video_input = _video_path(self.processor, self.text_only)
         self.max_length = context_length(self.model, self.tokenizer)
         gen = copy.deepcopy(self.model.generation_config)
         gen.do_sample, gen.num_beams = False, 1
@@ -214,62 +279,135 @@ class HFBackend(Backend):
         transformers.logging.disable_progress_bar()
         try:
             config = transformers.AutoConfig.from_pretrained(self.path, **kwargs)
-            self.text_only = not _is_multimodal(config)
+            auto = _multimodal_class(config)
+            self.text_only = auto is None
             if self.text_only:  # a language model: media are dropped (with a warning)
                 self.processor = transformers.AutoTokenizer.from_pretrained(self.path, **kwargs)
                 self.model = transformers.AutoModelForCausalLM.from_pretrained(self.path, **load)
             else:
                 self.processor = transformers.AutoProcessor.from_pretrained(self.path, **kwargs)
-                self.model = transformers.AutoModelForImageTextToText.from_pretrained(self.path, **load)
+                self.model = auto.from_pretrained(self.path, **load)
         except (OSError, ValueError) as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise MeraError(f"cannot load model {self.model_id!r}: {first}") from None
         finally:
             transformers.logging.enable_progress_bar()
 
-    def render(self, request: Request) -> str:
-        """The full prompt string the model sees (chat template applied or plain)."""
+    def render(self, request: Request, frames: list[int] | None = None) -> str:
+        """The full prompt string the model sees (chat template applied or plain).
+        ``frames``: the number of frames of each video of the request, in order, where
+        videos go to the model as pictures (default: ``max_frames`` each)."""
+        if frames is None:
+            frames = [self.max_frames for m in request.all_media() if m.kind == "video"]
         if self.resolved_mode == "plain":
-            return plain_prompt(plain_dialogue(request), self.media_token)
+            return self._plain(plain_dialogue(request), frames)
         if self.text_only:
             messages = [{"role": m["role"], "content": "".join(
                 p.get("text", "") for p in m["content"])} for m in chat_messages(request)]
             return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
                                                       tokenize=False)
-        return self.processor.apply_chat_template(chat_messages(request), add_generation_prompt=True,
+        messages = chat_messages(request)
+        if self.video_input == FRAMES_AS_IMAGES:
+            messages = _videos_as_pictures(messages, iter(frames))
+        return self.processor.apply_chat_template(messages, add_generation_prompt=True,
                                                   tokenize=False)
+
+    def _plain(self, text: str, frames: list[int]) -> str:
+        """A plain prompt: each placeholder becomes the processor's token for its kind
+        (a video as pictures: one picture token per frame); none for a text-only model."""
+        if self.text_only:
+            return plain_prompt(text, None)
+        counts = iter(frames)
+
+        def token(match):
+            kind = match.group(1).split("_")[0]
+            if kind == "video" and self.video_input == FRAMES_AS_IMAGES:
+                return (self.media_token or "") * next(counts, self.max_frames)
+            return getattr(self.processor, f"{kind}_token", None) or ""
+        return MEDIA_SLOT.sub(token, text)
 
     def encode(self, requests: list[Request]):
         """The model inputs for one batch (on the model's device)."""
-        texts = [self.render(r) for r in requests]
+        kwargs = {"padding": True, "padding_side": "left", "return_tensors": "pt"}
+        if self.text_only:
+            texts = [self.render(r) for r in requests]
+            if any(r.all_media() for r in requests) and not self._warned:
+                warnings.warn(f"{self.model_id} is a text-only model: the media inputs are left "
+                              f"out of its prompts", UserWarning, stacklevel=2)
+                self._warned = True
+        else:
+            decoded = [self._decode(r) for r in requests]
+            texts = [self.render(r, [len(v) for kind, v in items if kind == "video"])
+                     for r, items in zip(requests, decoded)]
+            kwargs.update(self._media_kwargs([item for items in decoded for item in items]))
         # left padding: every prompt ends at the right edge, where generation continues
-        kwargs = {"text": texts, "padding": True, "padding_side": "left", "return_tensors": "pt"}
-        if not self.text_only:
-            kinds = {m.kind for r in requests for m in r.all_media()}
-            if kinds - {"image"}:
-                raise MeraError(f"the hf backend does not handle {', '.join(sorted(kinds - {'image'}))} "
-                                f"inputs yet; serve the model with an OpenAI-compatible server "
-                                f"(e.g. vLLM) and use --backend openai")
-            images = [self._image(r, m) for r in requests for m in r.all_media()]
-            if images:
-                kwargs["images"] = images
-        elif any(r.all_media() for r in requests) and not self._warned:
-            warnings.warn(f"{self.model_id} is a text-only model: the media inputs are left out "
-                          f"of its prompts", UserWarning, stacklevel=2)
-            self._warned = True
         processor = self.tokenizer if self.text_only else self.processor
-        batch = processor(**kwargs)
+        batch = processor(text=texts, **kwargs)
         dtype = self.model.dtype
         return {k: (v.to(self.device, dtype) if v.is_floating_point() else v.to(self.device))
-                for k, v in batch.items()}
+                for k, v in batch.items() if hasattr(v, "is_floating_point")}
 
-    def _image(self, request: Request, media):
-        try:
-            return media.image(self.max_pixels)
-        except MeraError as err:
-            raise MeraError(f"{request.task} id={request.id}: {err}") from None
+    def _decode(self, request: Request) -> list[tuple[str, object]]:
+        """The request's media decoded, in order: ("image", picture), ("audio", samples at
+        the feature extractor's rate) or ("video", [frames])."""
+        out = []
+        for media in request.all_media():
+            missing = _unsupported(self.processor, media.kind, self.video_input)
+            if missing:
+                raise MeraError(f"{request.task} id={request.id}: {self.model_id} takes no "
+                                f"{media.kind} input ({missing}); choose a model that does, or "
+                                f"serve one with an OpenAI-compatible server (--backend openai)")
+            try:
+                if media.kind == "image":
+                    out.append(("image", media.image(self.max_pixels)))
+                elif media.kind == "audio":
+                    rate = self.processor.feature_extractor.sampling_rate
+                    out.append(("audio", media.audio(rate)))
+                else:
+                    out.append(("video", media.frames(self.max_frames, self.max_pixels)))
+            except MeraError as err:
+                raise MeraError(f"{request.task} id={request.id}: {err}") from None
+        return out
+
+    def _media_kwargs(self, items: list[tuple[str, object]]) -> dict:
+        """The processor's media arguments, each list in placeholder order."""
+        import numpy as np
+
+        images, videos, audio = [], [], []
+        for kind, value in items:
+            if kind == "image":
+                images.append(value)
+            elif kind == "audio":
+                audio.append(value)
+            elif self.video_input == FRAMES_AS_IMAGES:
+                images += value
+            else:
+                videos.append(np.stack([np.asarray(f) for f in value]))
+        kwargs = {}
+        if images:
+            kwargs["images"] = images
+        if videos:
+            kwargs["videos"] = videos
+        if audio:
+            kwargs["audio"] = audio
+            kwargs["sampling_rate"] = self.processor.feature_extractor.sampling_rate
+        return kwargs
 
     def generate(self, requests: list[Request]) -> list[str]:
+        if not requests:
+            return []
+        heard = [i for i, r in enumerate(requests) if any(m.kind == "audio" for m in r.all_media())]
+        if self.audio_part is not None and heard:  # the built-in tiny models: audio apart
+            out = [""] * len(requests)
+            rest = [i for i in range(len(requests)) if i not in set(heard)]
+            for rows, engine in ((heard, self.audio_part), (rest, self)):
+                texts = engine._generate_rows([requests[i] for i in rows]) if rows else []
+                for i, text in zip(rows, texts):
+                    out[i] = text
+            return out
+        return self._generate_rows(requests)
+
+    def _generate_rows(self, requests: list[Request]) -> list[str]:
         if not requests:
             return []
         self.load()
@@ -319,4 +457,5 @@ class HFBackend(Backend):
         return [cut_at_stop(text, r.stop) for text, r in zip(texts, requests)]
 
     def close(self) -> None:
-        pass
+        if self.audio_part is not None:
+            self.audio_part.close()
