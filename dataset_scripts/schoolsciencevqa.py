@@ -1,8 +1,9 @@
 """SchoolScienceVQA: school questions (natural sciences, history, economics) with a picture,
 a ``context`` text and options A-D; seven domain configs on the Hub.
 
-Domains as in ruNaturalScienceVQA (its builder's ``with_domain``): the official records
-name theirs in ``meta.categories.domain``. ``meta.hint`` and ``meta.explanation`` are
+Domains as in ruNaturalScienceVQA (its builder's ``with_domain``): the official raw
+layout has one folder per domain (``<domain>/test.json``), and the records name theirs in
+``meta.categories.domain`` too. ``meta.hint`` and ``meta.explanation`` are
 excluded on export by the metadata.
 """
 import datasets

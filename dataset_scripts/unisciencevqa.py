@@ -2,17 +2,18 @@
 A-J) or a short free answer, ``annotation`` saying the answer format; six domain configs.
 
 A short-answer record has no options at all, and an option question may have fewer
-than ten: the missing options stay empty (None), and a template that names one prints
-"None", as the official ``instruction.format(**inputs)`` does. The gold is a letter or
-a short answer, compared by exact match either way. Domains as in ruNaturalScienceVQA
-(its builder's ``with_domain``); the official records name none, so a raw record names
-its domain in ``meta.domain`` ("Applied sciences" and "Applied_Sciences" both work).
+than ten: the task declares the options ``optional_text``, so the missing ones stay
+empty (None), and a template that names one prints "None", as the official
+``instruction.format(**inputs)`` does. The gold is a letter or a short answer, compared
+by exact match either way. Domains as in ruNaturalScienceVQA (its builder's
+``with_domain``): a raw folder holds one folder per domain config (the official layout),
+or one test.json whose records name their domain in ``meta.domain`` ("Applied sciences"
+and "Applied_Sciences" both work).
 """
 import datasets
 
 from mera_multi_hf.builder import MeraBuilder
 from mera_multi_hf.hub import dataset_module
-from mera_multi_hf.raw import RawDataset
 from mera_multi_hf.tasks import get_task
 
 with_domain = dataset_module(get_task("runaturalsciencevqa")).with_domain
@@ -25,16 +26,6 @@ META_FEATURES = {
 }
 
 
-class OptionalTextRaw(RawDataset):
-    """The raw reader, with the task's ``optional_text`` inputs allowed to be absent."""
-
-    def _inputs(self, inputs: dict, problem) -> dict:
-        absent = [n for n in self.task.optional_text if inputs.get(n) is None]
-        out = super()._inputs({**inputs, **dict.fromkeys(absent, "")}, problem)
-        out.update(dict.fromkeys(absent))
-        return out
-
-
 def normalize_meta(meta: dict) -> dict:
     return with_domain(meta, get_task("unisciencevqa").domains)
 
@@ -43,9 +34,3 @@ class UniScienceVQA(MeraBuilder):
     TASK_KEY = "unisciencevqa"
     META_FEATURES = META_FEATURES
     normalize_meta = staticmethod(normalize_meta)
-
-    def _split_generators(self, dl_manager):
-        self.raw = OptionalTextRaw(self.task(), self.config.data_dir, self.checked_meta,
-                                   **self.raw_options)
-        return [datasets.SplitGenerator(name=split, gen_kwargs={"split": split})
-                for split in self.raw.splits()]

@@ -22,12 +22,15 @@ MEDIA_FEATURES = {
 
 
 def task_features(task: TaskSpec, meta_features: dict) -> datasets.Features:
+    """The task's schema: ``outputs`` is a list of acceptable answers where the task
+    declares ``gold_list`` (as the Hub copy of ruCommonVQA has it), else a string."""
     inputs = {name: MEDIA_FEATURES[task.modality]() for name in task.media_fields}
     inputs.update({name: datasets.Value("string") for name in task.text_fields})
+    answer = datasets.Value("string")
     return datasets.Features({
         "instruction": datasets.Value("string"),
         "inputs": inputs,
-        "outputs": datasets.Value("string"),
+        "outputs": datasets.List(answer) if task.gold_list else answer,
         "meta": meta_features,
     })
 

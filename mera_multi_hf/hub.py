@@ -5,6 +5,7 @@ as it is with huggingface_hub; no loading script is involved (datasets 4+ has no
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -12,6 +13,9 @@ import tempfile
 from pathlib import Path
 
 import datasets
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import yaml
 from datasets.info import DatasetInfosDict
 from datasets.utils.py_utils import convert_file_size_to_int
@@ -130,6 +134,78 @@ def _prepare(task, raw_dir, work: Path, max_shard_size: int, raw_options: dict):
     return builder
 
 
+ROWS_PER_GROUP = 100  # Parquet row groups of media rows stay small (as datasets writes them)
+
+
+class _ShardWriter:
+    """The Parquet shards of one config's split: a new shard once ``size`` bytes are in."""
+
+    def __init__(self, folder: Path, split: str, schema: pa.Schema, size: int):
+        self.folder, self.split, self.schema, self.size = folder, split, schema, size
+        self.parts: list[Path] = []
+        self.writer, self.bytes, self.rows, self.nbytes = None, 0, 0, 0
+
+    def write(self, table: pa.Table) -> None:
+        if self.writer is None or self.bytes >= self.size:
+            self._next()
+        self.writer.write_table(table, row_group_size=ROWS_PER_GROUP)
+        self.bytes += table.nbytes
+        self.nbytes += table.nbytes
+        self.rows += table.num_rows
+
+    def _next(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.parts.append(self.folder / f".{self.split}-{len(self.parts)}.part")
+        self.writer, self.bytes = pq.ParquetWriter(self.parts[-1], self.schema), 0
+
+    def close(self) -> tuple[int, int]:
+        """Name the shards ``<split>-NNNNN-of-NNNNN.parquet``; (rows, Arrow bytes) written."""
+        self.writer.close()
+        for i, part in enumerate(self.parts):
+            part.rename(self.folder / f"{self.split}-{i:05d}-of-{len(self.parts):05d}.parquet")
+        return self.rows, self.nbytes
+
+
+def _domain_shards(shards: list[Path], staged: Path, split: str, size: int) -> dict:
+    """Route one split's rows by ``meta.domain`` into ``<domain>/<split>-*.parquet``,
+    streaming (a batch of rows in memory at a time); domain -> (rows, Arrow bytes)."""
+    writers: dict[str, _ShardWriter] = {}
+    for shard in shards:
+        parquet = pq.ParquetFile(shard)
+        for batch in parquet.iter_batches(batch_size=ROWS_PER_GROUP):
+            table = pa.Table.from_batches([batch])
+            names = pc.struct_field(table.column("meta"), "domain")
+            for domain in pc.unique(names).to_pylist():
+                if domain not in writers:
+                    writers[domain] = _ShardWriter(staged / domain, split,
+                                                   parquet.schema_arrow, size)
+                writers[domain].write(table.filter(pc.equal(names, domain)))
+    return {domain: writer.close() for domain, writer in writers.items()}
+
+
+def _stage_data(task: TaskSpec, info, prepared: Path, staged: Path, size: int) -> dict:
+    """Move the built shards into the export, as the Hub lays the task out: one config
+    (``data/<split>-NNNNN-of-NNNNN.parquet``) or, for a domain-split task, one config per
+    domain (``<domain>/<split>-...``, as ``push_to_hub(config_name=domain)`` writes them).
+    Returns config -> split -> (rows, Arrow bytes)."""
+    configs: dict[str, dict] = {}
+    for split in info.splits:
+        shards = sorted(prepared.glob(f"*-{split}*.parquet"))
+        if task.domains:
+            for domain, sizes in _domain_shards(shards, staged, split, size).items():
+                configs.setdefault(domain, {})[split] = sizes
+            continue
+        (staged / "data").mkdir(parents=True, exist_ok=True)
+        for i, shard in enumerate(shards):
+            shard.rename(staged / "data" / f"{split}-{i:05d}-of-{len(shards):05d}.parquet")
+        configs.setdefault("default", {})[split] = (info.splits[split].num_examples,
+                                                    info.splits[split].num_bytes)
+    order = task.domains or ("default",)
+    return {name: configs[name] for name in order if name in configs}
+
+
 def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
                max_shard_size: str | int = "500MB", *, include_private_answers: bool = False,
                overwrite: bool = False, limits: RawLimits | None = None) -> Path:
@@ -153,12 +229,9 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
             "limits": limits, "include_private_answers": include_private_answers})
         internal = include_private_answers and builder.raw.private
         staged = work / "export"
-        (staged / "data").mkdir(parents=True)
-        for split in builder.info.splits:
-            shards = sorted((work / "prepared").glob(f"*-{split}*.parquet"))
-            for i, shard in enumerate(shards):
-                shard.rename(staged / "data" / f"{split}-{i:05d}-of-{len(shards):05d}.parquet")
-        write_card(task, builder.info, staged / "README.md", builder.raw, internal=internal)
+        configs = _stage_data(task, builder.info, work / "prepared", staged, size)
+        write_card(task, builder.info, staged / "README.md", builder.raw, internal=internal,
+                   configs=configs)
         (staged / MARKER).write_text(json.dumps({
             "created_by": "mera-multi-hf", "version": __version__, "task": task.key,
             "internal_with_answers": internal}) + "\n", encoding="utf-8")
@@ -309,7 +382,7 @@ def _card_license(meta: dict) -> dict:
     return {"license": "other", "license_name": key[:60] or "unknown"}
 
 
-def _export_notes(task: TaskSpec, info, raw, internal: bool) -> list[str]:
+def _export_notes(task: TaskSpec, info, raw, internal: bool, configs: dict) -> list[str]:
     meta = raw.card_meta() if raw is not None else {}
     sizes = ", ".join(f"{s}: {info.splits[s].num_examples}" for s in info.splits)
     private = raw.private if raw is not None else not task.public
@@ -322,6 +395,8 @@ def _export_notes(task: TaskSpec, info, raw, internal: bool) -> list[str]:
     lines = ["## This export", "",
              f"- Splits: {sizes}. The test split is {'private' if private else 'public'}: "
              f"{answers}.",
+             *([f"- One config per domain: {', '.join(configs)}; each example's `meta.domain` "
+                "names its config."] if "default" not in configs else []),
              f"- Built by mera-multi-hf {__version__} from the raw MERA layout; {how}. The "
              "model sees `instruction.format(**text inputs)` with media placeholders such as "
              "`<image>` left in place.",
@@ -339,10 +414,32 @@ def _export_notes(task: TaskSpec, info, raw, internal: bool) -> list[str]:
     return lines
 
 
+def _config_infos(info: datasets.DatasetInfo, configs: dict) -> DatasetInfosDict:
+    """The card's ``dataset_info`` of each config: the task's features, the config's splits."""
+    infos = {}
+    for name, splits in configs.items():
+        if name == "default":  # the whole build: its own info
+            infos[name] = info
+            continue
+        config_info = copy.deepcopy(info)
+        config_info.config_name = name
+        config_info.splits = datasets.SplitDict(dataset_name=info.dataset_name)
+        for split, (rows, nbytes) in splits.items():
+            config_info.splits.add(datasets.SplitInfo(name=split, num_examples=rows,
+                                                      num_bytes=nbytes))
+        config_info.dataset_size = sum(nbytes for _, nbytes in splits.values())
+        config_info.download_size = config_info.size_in_bytes = None
+        infos[name] = config_info
+    return DatasetInfosDict(infos)
+
+
 def write_card(task: TaskSpec, info: datasets.DatasetInfo, path: Path, raw=None,
-               internal: bool = False) -> None:
+               internal: bool = False, configs: dict | None = None) -> None:
     """README.md of an export: YAML header (huggingface_hub) and the card built from the
-    raw folder's metadata and readme sections (SPEC.md section 2)."""
+    raw folder's metadata and readme sections (SPEC.md section 2). ``configs``: config ->
+    split -> (rows, bytes), as :func:`_stage_data` laid them out (default: one config)."""
+    configs = configs or {"default": {s: (info.splits[s].num_examples, info.splits[s].num_bytes)
+                                      for s in info.splits}}
     meta = raw.card_meta() if raw is not None else {}
     readme = {lang: fill_readme(raw.readme.get(lang, {}), meta) for lang in LANGS} \
         if raw is not None else {"en": {}, "ru": {}}
@@ -350,9 +447,10 @@ def write_card(task: TaskSpec, info: datasets.DatasetInfo, path: Path, raw=None,
     card_data = DatasetCardData(
         language=["ru"], pretty_name=str(meta.get("dataset_name") or task.hub_id.split("/")[-1]),
         task_categories=list(task.hf_task_categories), tags=tags, **_card_license(meta),
-        configs=[{"config_name": "default",
-                  "data_files": [{"split": s, "path": f"data/{s}-*"} for s in info.splits]}])
-    DatasetInfosDict({"default": info}).to_dataset_card_data(card_data)
+        configs=[{"config_name": name, "data_files": [
+            {"split": s, "path": f"{'data' if name == 'default' else name}/{s}-*"}
+            for s in splits]} for name, splits in configs.items()])
+    _config_infos(info, configs).to_dataset_card_data(card_data)
     lines = [f"# {card_data.pretty_name}", ""]
     if internal:
         lines += ["> **INTERNAL EXPORT — DO NOT PUBLISH.** The test split of this private task "
@@ -361,7 +459,7 @@ def write_card(task: TaskSpec, info: datasets.DatasetInfo, path: Path, raw=None,
     lines += _language_part(meta, readme["en"], "en")
     if readme["ru"] or isinstance(meta.get("description"), dict):
         lines += ["## Описание на русском", ""] + _language_part(meta, readme["ru"], "ru")
-    lines += _export_notes(task, info, raw, internal)
+    lines += _export_notes(task, info, raw, internal, configs)
     lines += ["## Citation", "", "```bibtex", CITATION.rstrip(), "```", ""]
     DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n" + "\n".join(lines)).save(path)
 

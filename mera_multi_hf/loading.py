@@ -32,18 +32,30 @@ def resolve_source(task: TaskSpec, source: str | Path | None) -> str | Path:
 
 
 def source_kind(source: str | Path) -> str:
-    """'raw' (a raw MERA folder), 'exported' (a Hub-layout folder) or 'hub' (a Hub id)."""
+    """'raw' (a raw MERA folder: test.json at the top, or in the official per-domain layout
+    in a folder per domain), 'exported' (a Hub-layout folder) or 'hub' (a Hub id)."""
     path = Path(source).expanduser()
     if path.is_dir():
-        return "raw" if (path / "test.json").is_file() else "exported"
+        return "raw" if _holds_test_json(path) else "exported"
     if path.exists() or str(source).startswith((".", "/", "~")):
         raise MeraError(f"dataset source {source!r} is not a folder")
     return "hub"
 
 
+def _holds_test_json(path: Path) -> bool:
+    if os.path.lexists(path / "test.json"):
+        return True
+    with os.scandir(path) as entries:
+        return any(e.is_dir() and os.path.lexists(os.path.join(e.path, "test.json"))
+                   for e in entries)
+
+
 def _folder_fingerprint(root: Path) -> str:
-    # The package version and the cache format: a cache made by other code is not reused.
-    digest = hashlib.sha1(f"{__version__}:{CACHE_FORMAT}".encode())
+    """The folder's place and the names, sizes and times of its files, with the package
+    version and the cache format: a cache made by other code or from other files is not
+    reused."""
+    root = Path(root).expanduser().resolve()
+    digest = hashlib.sha1(f"{__version__}:{CACHE_FORMAT}:{root}".encode())
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in sorted(filenames):
@@ -56,10 +68,11 @@ def load_task(task: str | TaskSpec, source: str | Path | None = None,
               split: str | None = None):
     """The task as a DatasetDict (splits ``test`` and ``shots``), or one split.
 
-    ``source``: a raw MERA folder, a folder exported by ``mera-multi build``, a Hub
-    dataset id (default: the task's official id) or ``"sample"`` (the bundled sample). Whatever the source, the schema is the
-    one of SPEC.md: Hub-copy meta names normalised, prompt indices resolved and group
-    ids present.
+    ``source``: a raw MERA folder (single-folder or per-domain layout), a folder exported
+    by ``mera-multi build``, a Hub dataset id (default: the task's official id) or
+    ``"sample"`` (the bundled sample). Whatever the source, the schema is the one of
+    SPEC.md: Hub-copy meta names normalised, prompt indices resolved, group ids present,
+    and a domain task's configs joined into one dataset with ``meta.domain``.
     """
     task = get_task(task) if isinstance(task, str) else task
     source = resolve_source(task, source)
@@ -87,6 +100,17 @@ def load_task(task: str | TaskSpec, source: str | Path | None = None,
     return dsd[split]
 
 
+def _cache_dir(source) -> str | None:
+    """Where ``load_dataset`` keeps a local folder's prepared Arrow files: one place per
+    folder and content. ``datasets`` itself keys a folder whose card has a ``configs:``
+    block by the folder's name and the relative file patterns only, so two equally named
+    folders (two ``export/`` folders in different places) would share one cache entry and
+    the second would silently load the first one's data. None (the default cache) for a
+    Hub id."""
+    path = Path(source).expanduser()
+    return str(cache_root() / "datasets" / _folder_fingerprint(path)) if path.is_dir() else None
+
+
 def _read(task: TaskSpec, source, quiet: bool) -> datasets.DatasetDict:
     """``load_dataset`` on the source; ``quiet``: no second set of progress bars for a
     raw folder whose conversion just showed its own."""
@@ -94,9 +118,11 @@ def _read(task: TaskSpec, source, quiet: bool) -> datasets.DatasetDict:
     if quiet:
         datasets.disable_progress_bars()
     try:
-        if task.domains and _has_domain_configs(task, str(source)):
-            return _load_domains(task, str(source))
-        return datasets.load_dataset(str(source))
+        cache_dir = _cache_dir(source)
+        domains = _domain_configs(task, str(source))
+        if domains:
+            return _load_domains(str(source), domains, cache_dir)
+        return datasets.load_dataset(str(source), cache_dir=cache_dir)
     except MeraError:
         raise
     except (FileNotFoundError, ValueError, ConnectionError) as err:
@@ -106,22 +132,32 @@ def _read(task: TaskSpec, source, quiet: bool) -> datasets.DatasetDict:
             datasets.enable_progress_bars()
 
 
-def _has_domain_configs(task: TaskSpec, source: str) -> bool:
-    """Whether the source publishes the task one config per domain (as the Hub copies do)."""
-    return set(task.domains) <= set(datasets.get_dataset_config_names(source))
+def _domain_configs(task: TaskSpec, source: str) -> list[str]:
+    """The task's domain configs the source publishes (as the Hub copies and this
+    project's exports do), in the task's order; empty for a single-config source."""
+    if not task.domains:
+        return []
+    names = set(datasets.get_dataset_config_names(source))
+    return [d for d in task.domains if d in names]
 
 
-def _load_domains(task: TaskSpec, source: str) -> datasets.DatasetDict:
-    """All domain configs as one DatasetDict; each example's ``meta.domain`` says which
-    (reports break scores down by it; the task score is the size-weighted mean)."""
+def _load_domains(source: str, domains: list[str], cache_dir: str | None) -> datasets.DatasetDict:
+    """The domain configs as one DatasetDict, domain after domain; each example's
+    ``meta.domain`` says which (reports break scores down by it; the task score is the
+    size-weighted mean). A config whose meta has no ``domain`` (a Hub copy) gets it."""
     def with_domain(domain):
         return lambda meta: {"meta": {**meta, "domain": domain}}
 
-    parts = {d: datasets.load_dataset(source, d).map(with_domain(d), input_columns="meta")
-             for d in task.domains}
+    parts = {}
+    for domain in domains:
+        dsd = datasets.load_dataset(source, domain, cache_dir=cache_dir)
+        parts[domain] = dsd if all("domain" in ds.features["meta"] for ds in dsd.values()) \
+            else dsd.map(with_domain(domain), input_columns="meta")
+    splits = dict.fromkeys(split for dsd in parts.values() for split in dsd)
     return datasets.DatasetDict({
-        split: datasets.concatenate_datasets([parts[d][split] for d in task.domains])
-        for split in parts[task.domains[0]]})
+        split: datasets.concatenate_datasets([dsd[split] for dsd in parts.values()
+                                              if split in dsd])
+        for split in splits})
 
 
 def normalize(task: TaskSpec, dsd: datasets.DatasetDict) -> datasets.DatasetDict:
@@ -142,7 +178,9 @@ def normalize(task: TaskSpec, dsd: datasets.DatasetDict) -> datasets.DatasetDict
 
 
 def _missing_groups(task: TaskSpec, ds: datasets.Dataset) -> bool:
-    return task.has_groups and ds.data.column("meta").combine_chunks().field("group_id").null_count > 0
+    if not task.has_groups:
+        return False
+    return ds.data.column("meta").combine_chunks().field("group_id").null_count > 0
 
 
 def _normalize_split(task, builder, features, ds):

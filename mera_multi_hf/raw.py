@@ -18,6 +18,7 @@ value counting as its items). Any other expression is a problem in the metadata 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import hashlib
 import io
@@ -394,11 +395,43 @@ def fill_readme(sections: dict, meta: dict) -> dict:
     return {title: README_PLACEHOLDER.sub(fill, text) for title, text in sections.items()}
 
 
+def domain_key(name) -> str | None:
+    """A domain name as compared with a task's domain configs ("Earth science" and
+    "earth_science" are the same domain); None for anything but a string."""
+    return name.strip().lower().replace(" ", "_") if isinstance(name, str) else None
+
+
+def domain_folders(task: TaskSpec, root: str | Path) -> list[str]:
+    """The task's domain folders under ``root``, in the task's domain order: the official
+    per-domain layout (``<domain>/test.json``, ``<domain>/shots.json``, as the upload
+    notebooks of the domain-split tasks read it). Empty for the single-folder form (a
+    ``test.json`` at the top, each record naming its domain)."""
+    root = Path(root)
+    if not task.domains or os.path.lexists(root / "test.json"):
+        return []
+    return [d for d in task.domains if os.path.isdir(root / d)]
+
+
+@dataclass(frozen=True)
+class RawPart:
+    """One folder of split files: the dataset folder itself, or one domain folder."""
+    domain: str | None             # the domain config its records belong to (domain folders)
+    prefix: str                    # its path inside the dataset folder: "" or "<domain>/"
+    meta_file: str                 # the metadata file its prompts and exclusions come from
+    meta: dict
+    prompts: list[str] | None
+    exclude: list[tuple[str, ...]]
+    own_meta: bool                 # the metadata file lies in this folder
+
+
 class RawDataset:
-    """One raw MERA folder for one task.
+    """One raw MERA folder for one task: the single-folder form, or for a domain-split task
+    the official per-domain layout, one folder per domain config (records get the folder's
+    name as ``meta.domain``; a domain folder without its own metadata file uses the top one;
+    a media path is looked up in the domain folder first, then at the top).
 
     ``include_private_answers``: keep the gold answers of a private test split (an
-    internal export, or the local cache that scoring reads); by default they become "".
+    internal export, or the local cache that scoring reads); by default they are hidden.
     """
 
     def __init__(self, task: TaskSpec, root: str | Path,
@@ -412,124 +445,177 @@ class RawDataset:
         self.include_private_answers = include_private_answers
         self.normalize_meta = normalize_meta or (lambda meta: dict(meta))
         self.problems: list[Problem] = []
-        self.access = "private"
+        self.access, self.access_file = "private", None
         self.counts: dict[str, int] = {}
         self.computed: dict = {}
-        self.meta_file = str(self.root / META_FILES[0])
-        self.meta = self._read_meta()
-        self.prompts = self._prompt_list()
-        self.exclude = self._exclusions()
-        self.readme = {lang: self._read_readme(name) for lang, name in README_FILES.items()}
+        top = self._part(None, "")
+        self.parts = [self._part(d, f"{d}/", top)
+                      for d in domain_folders(task, self.root)] or [top]
+        card = top if top.own_meta else next((p for p in self.parts if p.own_meta), top)
+        self.meta_file, self.meta = card.meta_file, card.meta
+        self.readme = {lang: self._read_readme(card.prefix + name)
+                       for lang, name in README_FILES.items()}
 
     @property
     def private(self) -> bool:
         """Private unless test.json says "public" (a MERA_private licence always is)."""
         return self.access != "public" or self.meta.get("license") == "MERA_private"
 
+    @property
+    def hidden_answer(self):
+        """What a hidden gold answer is: "" (a list task: no answers, [])."""
+        return [] if self.task.gold_list else ""
+
     def card_meta(self) -> dict:
         """The metadata with its computed fields filled in (after the test split is read)."""
         return {**self.meta, **self.computed}
 
     def splits(self) -> list[str]:
-        found = [s for s in SPLITS if os.path.lexists(self.root / f"{s}.json")]
-        if "test" not in found:
-            self.problems.append(Problem(str(self.root / "test.json"), None, None,
-                                         "missing: a raw MERA folder needs test.json"))
+        found = []
+        for split in SPLITS:
+            have = [p for p in self.parts if os.path.lexists(self.root / f"{p.prefix}{split}.json")]
+            found += [split] if have else []
+            for part in self.parts if have or split == "test" else ():
+                if part not in have:
+                    self._problem(str(self.root / f"{part.prefix}{split}.json"), None, None,
+                                  self._missing(split))
         return found
+
+    def _missing(self, split: str) -> str:
+        if self.parts[0].domain is not None:
+            return f"missing: every domain folder needs {split}.json" + \
+                (" (the other domain folders have one)" if split != "test" else "")
+        folders = ", ".join(f"{d}/test.json" for d in self.task.domains)
+        hint = f" (or one folder per domain: {folders})" if folders else ""
+        return "missing: a raw MERA folder needs test.json" + hint
 
     def _problem(self, file: str, example_id, field: str | None, message: str) -> None:
         self.problems.append(Problem(file, example_id, field, message))
 
-    def _load(self, name: str):
-        return read_json(self.root / name, self.limits.max_json_bytes)
+    def _load(self, relative: str):
+        return parse_json(read_inside(self.root, relative, self.limits.max_json_bytes))
 
-    def _read_meta(self) -> dict:
+    def _part(self, domain: str | None, prefix: str, fallback: RawPart | None = None) -> RawPart:
+        """A folder's part: its own metadata file, else (a domain folder) the top one's."""
+        meta_file, meta = self._read_meta(prefix)
+        if meta_file is None and fallback is not None:
+            return dataclasses.replace(fallback, domain=domain, prefix=prefix)
+        own = meta_file is not None
+        meta_file = meta_file or str(self.root / f"{prefix}{META_FILES[0]}")
+        return RawPart(domain, prefix, meta_file, meta, self._prompt_list(meta, meta_file),
+                       self._exclusions(meta, meta_file), own)
+
+    def _read_meta(self, prefix: str) -> tuple[str | None, dict]:
         for name in META_FILES:
-            if not os.path.lexists(self.root / name):
+            if not os.path.lexists(self.root / f"{prefix}{name}"):
                 continue
-            self.meta_file = str(self.root / name)
+            meta_file = str(self.root / f"{prefix}{name}")
             try:
-                meta = self._load(name)
+                meta = self._load(prefix + name)
             except FieldError as err:
-                self._problem(self.meta_file, None, None, err.message)
-                return {}
+                self._problem(meta_file, None, None, err.message)
+                return meta_file, {}
             if not isinstance(meta, dict):
-                self._problem(self.meta_file, None, None, "must be a JSON object")
-                return {}
+                self._problem(meta_file, None, None, "must be a JSON object")
+                return meta_file, {}
             for field, message in card_meta_problems(meta):
-                self._problem(self.meta_file, None, field, message)
-            return meta
-        return {}
+                self._problem(meta_file, None, field, message)
+            return meta_file, meta
+        return None, {}
 
-    def _prompt_list(self) -> list[str] | None:
-        prompts = self.meta.get("prompts")
+    def _prompt_list(self, meta: dict, meta_file: str) -> list[str] | None:
+        prompts = meta.get("prompts")
         if isinstance(prompts, list) and all(isinstance(p, str) for p in prompts):
             return prompts  # documented form: records index into it
         if prompts is not None and not isinstance(prompts, dict):  # a dict: card material only
-            self._problem(self.meta_file, None, "prompts", "must be a list of prompt strings "
+            self._problem(meta_file, None, "prompts", "must be a list of prompt strings "
                           "(documented form) or an object of prompt blocks (published form)")
         return None
 
-    def _exclusions(self) -> list[tuple[str, ...]]:
+    def _exclusions(self, meta: dict, meta_file: str) -> list[tuple[str, ...]]:
         try:
-            return exclusion_paths(self.meta.get("exclude_fields"))
+            return exclusion_paths(meta.get("exclude_fields"))
         except FieldError as err:
-            self._problem(self.meta_file, None, err.field, err.message)
+            self._problem(meta_file, None, err.field, err.message)
             return []
 
-    def _read_readme(self, name: str) -> dict:
-        if not os.path.lexists(self.root / name):
+    def _read_readme(self, relative: str) -> dict:
+        if not os.path.lexists(self.root / relative):
             return {}
         try:
-            sections = self._load(name)
+            sections = self._load(relative)
         except FieldError as err:
-            self._problem(str(self.root / name), None, None, err.message)
+            self._problem(str(self.root / relative), None, None, err.message)
             return {}
         if not isinstance(sections, dict) or \
                 not all(isinstance(v, str) for v in sections.values()):
-            self._problem(str(self.root / name), None, None,
+            self._problem(str(self.root / relative), None, None,
                           'must be one JSON object {"Section title": "Markdown text", ...}')
             return {}
         return sections
 
     def _start_test(self, file: str, doc: dict) -> None:
-        """Read the test split's access level and compute the metadata's computed fields."""
-        access = doc.get("access") or "private"
+        """Read the test split's access level and compute the metadata's computed fields
+        (over every domain folder's test split: sizes add up, distinct values merge)."""
+        first, access = self.access_file is None, doc.get("access") or "private"
         if access not in ("private", "public"):
             self._problem(file, None, "access", f'must be "private" or "public", got {access!r}')
             access = "private"
-        self.access = access
+        if not first and access != self.access:
+            self._problem(file, None, "access", f"{access!r} here but {self.access!r} in "
+                          f"{self.access_file}: every domain folder must say the same")
+            access = "private"
+        self.access, self.access_file = access, self.access_file or file
         for field in ("dataset_size", "synt_source_models"):
             if isinstance(self.meta.get(field), str):
                 try:
-                    self.computed[field] = compute_field(field, self.meta[field], doc["data"])
+                    value = compute_field(field, self.meta[field], doc["data"])
                 except FieldError as err:
-                    self._problem(self.meta_file, None, err.field, err.message)
+                    if first:
+                        self._problem(self.meta_file, None, err.field, err.message)
+                    continue
+                old = self.computed.get(field)
+                if old is not None:  # another domain folder's value
+                    value = old + value if isinstance(value, int) else sorted({*old, *value})
+                self.computed[field] = value
 
-    def records(self, split: str) -> Iterator[dict]:
-        """Yield the split's valid examples, normalised; record problems as they are found."""
-        file = str(self.root / f"{split}.json")
+    def _split_doc(self, file: str, relative: str, split: str) -> dict | None:
         try:
-            doc = self._load(f"{split}.json")
+            doc = self._load(relative)
         except FieldError as err:
             self._problem(file, None, None, err.message)
-            return
+            return None
         if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
             self._problem(file, None, "data", 'expected {"data": [record, ...]}')
-            return
+            return None
         if not doc["data"]:
             self._problem(file, None, "data", f"the {split} split is empty: it needs at least "
                                               "one example")
+            return None
+        return doc
+
+    def records(self, split: str) -> Iterator[dict]:
+        """Yield the split's valid examples, normalised, folder by folder; record problems
+        as they are found. Ids are unique across the whole split."""
+        seen_ids: dict[int, int] = {}
+        groups = GroupIds()
+        self.counts[split] = 0
+        for part in self.parts:
+            if os.path.lexists(self.root / f"{part.prefix}{split}.json"):
+                yield from self._part_records(part, split, seen_ids, groups)
+
+    def _part_records(self, part: RawPart, split: str, seen_ids: dict, groups: GroupIds):
+        relative = f"{part.prefix}{split}.json"
+        file = str(self.root / relative)
+        doc = self._split_doc(file, relative, split)
+        if doc is None:
             return
         if split == "test":
             self._start_test(file, doc)
         blank = split == "test" and self.private and not self.include_private_answers
         has_answers = split != "test" or not self.private
-        seen_ids: dict[int, int] = {}
-        groups = GroupIds()
-        self.counts[split] = 0
         for position, record in enumerate(doc["data"]):
-            example = self._check_record(file, position, record, has_answers, seen_ids)
+            example = self._check_record(part, file, position, record, has_answers, seen_ids)
             if example is None:
                 continue
             meta = example["meta"]
@@ -537,7 +623,7 @@ class RawDataset:
                 media = example["inputs"].get(self.task.media_fields[0]) or {}
                 groups.assign(meta, media.get("bytes"), example["inputs"].get("question"))
             if blank:
-                example["outputs"] = ""  # private answers never leave the raw folder
+                example["outputs"] = self.hidden_answer  # private answers never leave the folder
             self.counts[split] += 1
             yield example
 
@@ -552,18 +638,20 @@ class RawDataset:
                           f"record #{position}: missing or not an integer ({example_id!r:.80})")
             return None
         if example_id in seen_ids:
+            other_file, other = seen_ids[example_id]
+            where = "" if other_file == file else f" of {other_file}"
             self._problem(file, example_id, "meta.id",
-                          f"duplicate id (records #{seen_ids[example_id]} and #{position})")
+                          f"duplicate id (records #{other}{where} and #{position})")
             return None
-        seen_ids[example_id] = position
+        seen_ids[example_id] = (file, position)
         return example_id
 
-    def _check_record(self, file, position, record, has_answers, seen_ids) -> dict | None:
+    def _check_record(self, part, file, position, record, has_answers, seen_ids) -> dict | None:
         before = len(self.problems)
         if not isinstance(record, dict):
             self._problem(file, None, None, f"record #{position} is not a JSON object")
             return None
-        drop_fields(record, self.exclude)
+        drop_fields(record, part.exclude)
         example_id = self._record_id(file, position, record, seen_ids)
         if example_id is None:
             return None
@@ -576,27 +664,38 @@ class RawDataset:
             if "inputs" in record:
                 problem("inputs", "must be an object")
             return None
-        example = {"instruction": self._instruction(record.get("instruction"), problem),
-                   "inputs": self._inputs(inputs, problem),
+        if part.domain is not None:
+            self._set_domain(record["meta"], part.domain, problem)
+        example = {"instruction": self._instruction(record.get("instruction"), part.prompts,
+                                                    problem),
+                   "inputs": self._inputs(inputs, part.prefix, problem),
                    "outputs": self._outputs(record.get("outputs"), has_answers, problem),
                    "meta": self._meta(record["meta"], problem)}
         if len(self.problems) == before:
             self._check_render(example, problem)
         return example if len(self.problems) == before else None
 
-    def _instruction(self, value, problem) -> str | None:
+    @staticmethod
+    def _set_domain(meta: dict, domain: str, problem) -> None:
+        """A record of a domain folder belongs to that domain (one naming another is a problem)."""
+        named = meta.get("domain")
+        if named is not None and domain_key(named) != domain_key(domain):
+            problem("meta.domain", f"{named!r:.80} names another domain than its folder {domain}/")
+        meta["domain"] = domain
+
+    def _instruction(self, value, prompts: list[str] | None, problem) -> str | None:
         if isinstance(value, bool):
             value = None
         if isinstance(value, int):
-            if self.prompts is None:
+            if prompts is None:
                 problem("instruction", "is a prompt index but the folder has no prompt list "
                         f"({' or '.join(META_FILES)} with \"prompts\" as a list)")
                 return None
-            if not 0 <= value < len(self.prompts):
+            if not 0 <= value < len(prompts):
                 problem("instruction", f"prompt index {value} out of range "
-                        f"(the prompt list has {len(self.prompts)} prompts)")
+                        f"(the prompt list has {len(prompts)} prompts)")
                 return None
-            value = self.prompts[value]
+            value = prompts[value]
         elif not (isinstance(value, str) and value.strip()):
             if value is not None:
                 problem("instruction", "must be a non-empty string or a prompt index")
@@ -610,28 +709,33 @@ class RawDataset:
             problem("instruction", message)
         return value
 
-    def _inputs(self, inputs: dict, problem) -> dict:
+    def _inputs(self, inputs: dict, prefix: str, problem) -> dict:
         out: dict = {}
         for name in self.task.text_fields:
             value = inputs.get(name)
+            if value is None and name in self.task.optional_text:
+                out[name] = None  # left out: prints "None", as the official doc_to_text does
+                continue
             if not isinstance(value, str):
                 problem(f"inputs.{name}", "missing required field" if value is None
                         else f"must be a string, got {type(value).__name__}")
             out[name] = value
         for name in self.task.media_fields:
             out[name] = self._media(inputs.get(name), f"inputs.{name}",
-                                    name in self.task.optional_media, problem)
+                                    name in self.task.optional_media, prefix, problem)
         return out
 
-    def _media(self, value, field, optional, problem) -> dict | None:
+    def _media(self, value, field, optional, prefix, problem) -> dict | None:
         if value in (None, "") and optional:
             return None
         if not isinstance(value, str) or not value:
             problem(field, "missing media path" if value in (None, "")
                     else f"must be a path string, got {type(value).__name__}")
             return None
+        relative = prefix + value if prefix and \
+            os.path.lexists(os.path.join(self.root, prefix + value)) else value
         try:
-            data = read_inside(self.root, value, self.limits.max_media_bytes)
+            data = read_inside(self.root, relative, self.limits.max_media_bytes)
         except FieldError as err:
             problem(field, err.message)
             return None
@@ -643,11 +747,8 @@ class RawDataset:
         return {"bytes": data, "path": os.path.basename(value)}
 
     def _outputs(self, value, has_answers, problem):
-        if self.task.answer_kind == "free" and isinstance(value, list):
-            if not all(isinstance(v, str) for v in value):
-                problem("outputs", "a list of answers must hold strings only")
-                return None
-            return json.dumps(value, ensure_ascii=False)
+        if self.task.gold_list:
+            return self._answer_list(value, has_answers, problem)
         if not isinstance(value, str):
             if value is not None:
                 problem("outputs", f"must be a string, got {type(value).__name__}")
@@ -662,6 +763,24 @@ class RawDataset:
         elif has_answers and not value.strip():
             problem("outputs", "empty gold answer in a split that has answers")
         return value
+
+    @staticmethod
+    def _answer_list(value, has_answers, problem) -> list[str] | None:
+        """The gold of a list task: a list of acceptable answers stays a list, one answer
+        becomes ``[answer]``, no answer ("" or [], a private split) becomes []."""
+        if value is None:
+            return None
+        answers = ([value] if value else []) if isinstance(value, str) else value
+        if not isinstance(answers, list):
+            problem("outputs", "must be an answer or a list of answers (strings), "
+                    f"got {type(value).__name__}")
+            return None
+        if not all(isinstance(a, str) for a in answers):
+            problem("outputs", "a list of answers must hold strings only")
+            return None
+        if has_answers and not (answers and all(a.strip() for a in answers)):
+            problem("outputs", "empty gold answer in a split that has answers")
+        return answers
 
     def _meta(self, meta: dict, problem) -> dict | None:
         try:

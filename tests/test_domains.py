@@ -2,12 +2,21 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import datasets
 import pytest
+import yaml
+from PIL import Image
 
 from mera_multi_hf import get_task, load_task
 from mera_multi_hf.cli import main
+from mera_multi_hf.errors import DataValidationError
+from mera_multi_hf.examples import make_examples
+from mera_multi_hf.loading import source_kind
+from mera_multi_hf.raw import domain_key
+from mera_multi_hf.sample_data import bundled_sample
 
 DOMAIN_SIZES = {"biology": 3, "chemistry": 5, "physics": 1, "earth_science": 2}
 
@@ -66,3 +75,143 @@ def test_scores_break_down_by_domain_and_weigh_by_size(science_folder, tmp_path)
     weighted = sum(DOMAIN_SIZES[d] * r["exact_match"] for d, r in by_domain.items()) / len(test)
     assert result["metrics"]["exact_match"] == pytest.approx(weighted) == pytest.approx(8 / 11)
     assert "## runaturalsciencevqa by domain" in (out / "results.md").read_text()
+
+
+# ---- the official per-domain raw layout: <domain>/test.json, <domain>/shots.json ----
+
+DOMAIN_TASKS = ["runaturalsciencevqa", "schoolsciencevqa", "unisciencevqa"]
+
+
+def _domain_of(task: str, record: dict) -> str:
+    """The domain config a single-folder sample record names (meta.domain or categories.domain)."""
+    named = record["meta"].get("domain") or record["meta"]["categories"]["domain"]
+    return {domain_key(d): d for d in get_task(task).domains}[domain_key(named)]
+
+
+def _write(path: Path, doc) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+
+
+def _per_domain_layout(task: str, root: Path, meta_in_domains: bool = False) -> Path:
+    """The bundled single-folder sample rewritten in the layout the upload notebooks read:
+    raw_dataset_meta.json at the top (or in each domain folder), one folder per domain with
+    its test.json and shots.json, samples/ at the top; records no longer name their domain
+    in meta.domain (the folder does)."""
+    sample = bundled_sample(task)
+    shutil.copytree(sample / "samples", root / "samples")
+    for name in ("raw_readme_en.json", "raw_readme_ru.json"):
+        shutil.copy(sample / name, root / name)
+    meta = json.loads((sample / "raw_dataset_meta.json").read_text(encoding="utf-8"))
+    for split in ("test", "shots"):
+        doc = json.loads((sample / f"{split}.json").read_text(encoding="utf-8"))
+        named = [(_domain_of(task, r), r) for r in doc["data"]]
+        for record in doc["data"]:
+            record["meta"].pop("domain", None)
+        for domain in get_task(task).domains:
+            records = [r for d, r in named if d == domain]
+            _write(root / domain / f"{split}.json", {**doc, "data": records})
+            if meta_in_domains:
+                _write(root / domain / "raw_dataset_meta.json", meta)
+    if not meta_in_domains:
+        _write(root / "raw_dataset_meta.json", meta)
+    return root
+
+
+def _by_id(ds) -> dict:
+    return {row["meta"]["id"]: row for row in ds}
+
+
+@pytest.mark.parametrize("task", DOMAIN_TASKS)
+def test_official_per_domain_layout_loads_as_the_single_folder_form(task, tmp_path):
+    folder = _per_domain_layout(task, tmp_path / "raw")
+    assert source_kind(folder) == "raw" and not (folder / "test.json").exists()
+    loaded, single = load_task(task, source=folder), load_task(task, source="sample")
+    for split in ("test", "shots"):
+        assert loaded[split].features == single[split].features
+        ours, theirs = _by_id(loaded[split]), _by_id(single[split])
+        assert ours == theirs  # same instructions, images, answers and meta (domain included)
+        domains = [m["domain"] for m in loaded[split]["meta"]]
+        assert domains == sorted(domains, key=get_task(task).domains.index)  # config by config
+    spec = get_task(task)
+    assert {e.breakdown["domain"] for e in make_examples(spec, loaded["test"])} == \
+        {_domain_of(task, r) for r in json.loads((bundled_sample(task) / "test.json")
+                                                  .read_text())["data"]}
+
+
+def test_per_domain_raw_exports_one_config_per_domain(tmp_path):
+    task = "runaturalsciencevqa"
+    folder = _per_domain_layout(task, tmp_path / "raw")
+    out = tmp_path / "export"
+    assert main(["build", task, "--raw", str(folder), "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == sorted(DOMAIN_SIZES)
+    card = yaml.safe_load((out / "README.md").read_text(encoding="utf-8").split("---\n")[1])
+    assert [c["config_name"] for c in card["configs"]] == list(get_task(task).domains)
+    biology = next(c for c in card["configs"] if c["config_name"] == "biology")
+    assert biology["data_files"] == [{"split": "test", "path": "biology/test-*"},
+                                     {"split": "shots", "path": "biology/shots-*"}]
+    # each config loads on its own with datasets, as a Hub copy's does
+    physics = datasets.load_dataset(str(out), "physics", cache_dir=str(tmp_path / "hf"))
+    assert {m["domain"] for m in physics["test"]["meta"]} == {"physics"}
+    assert "Dataset size (metadata, computed): 8;" in (out / "README.md").read_text()
+    exported, raw = load_task(task, source=out), load_task(task, source=folder)
+    for split in ("test", "shots"):
+        assert exported[split].features == raw[split].features
+        assert _by_id(exported[split]) == _by_id(raw[split])
+
+
+def test_domain_folders_may_hold_their_own_metadata_prompts_and_pictures(tmp_path):
+    task = "schoolsciencevqa"
+    folder = _per_domain_layout(task, tmp_path / "raw", meta_in_domains=True)
+    meta = json.loads((folder / "biology" / "raw_dataset_meta.json").read_text())
+    meta["prompts"] = ["БИОЛОГИЯ <image> {context} {question} A. {option_a} B. {option_b} "
+                       "C. {option_c} D. {option_d}"]
+    _write(folder / "biology" / "raw_dataset_meta.json", meta)
+    doc = json.loads((folder / "biology" / "test.json").read_text())
+    for record in doc["data"]:
+        record["instruction"] = 0  # an index into this domain's own prompt list
+    _write(folder / "biology" / "test.json", doc)
+    picture = doc["data"][0]["inputs"]["image"]  # biology/<path> is looked up first
+    (folder / "biology" / picture).parent.mkdir(parents=True)
+    Image.new("RGB", (7, 5), (0, 90, 0)).save(folder / "biology" / picture)
+    test = load_task(task, source=folder, split="test")
+    for row in test:
+        in_biology = row["meta"]["domain"] == "biology"
+        assert row["instruction"].startswith("БИОЛОГИЯ") == in_biology
+    sizes = {row["meta"]["id"]: (row["meta"]["domain"], row["inputs"]["image"].size)
+             for row in test}
+    assert sizes[doc["data"][0]["meta"]["id"]] == ("biology", (7, 5))
+    assert all(size != (7, 5) for domain, size in sizes.values() if domain != "biology")
+    doc["data"][0]["instruction"] = 3
+    _write(folder / "biology" / "test.json", doc)
+    with pytest.raises(DataValidationError) as err:  # the domain's list has one prompt
+        load_task(task, source=folder)
+    assert "prompt index 3 out of range (the prompt list has 1 prompts)" in str(err.value)
+
+
+def test_per_domain_layout_problems_name_file_id_and_field(tmp_path):
+    task = "runaturalsciencevqa"
+    folder = _per_domain_layout(task, tmp_path / "raw")
+    (folder / "physics" / "shots.json").unlink()
+    biology = json.loads((folder / "biology" / "test.json").read_text())
+    biology["data"][0]["meta"]["domain"] = "physics"
+    _write(folder / "biology" / "test.json", biology)
+    chemistry = json.loads((folder / "chemistry" / "test.json").read_text())
+    chemistry["data"][1]["meta"]["id"] = biology["data"][1]["meta"]["id"]
+    chemistry["access"] = "private"
+    _write(folder / "chemistry" / "test.json", chemistry)
+    with pytest.raises(DataValidationError) as err:
+        load_task(task, source=folder)
+    lines = str(err.value).splitlines()
+
+    def line(*parts):
+        hits = [x for x in lines if all(p in x for p in parts)]
+        assert hits, "\n".join(lines)
+        return hits[0]
+
+    line("physics/shots.json", "missing: every domain folder needs shots.json")
+    line("biology/test.json", f"id={biology['data'][0]['meta']['id']}", "field meta.domain:",
+         "'physics' names another domain than its folder biology/")
+    line("chemistry/test.json", f"id={biology['data'][1]['meta']['id']}", "field meta.id:",
+         "duplicate id (records #1 of ", "biology/test.json and #1)")
+    line("chemistry/test.json", "field access:", "every domain folder must say the same")

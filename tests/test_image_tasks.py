@@ -12,11 +12,14 @@ import zipfile
 
 import datasets
 import pytest
+import yaml
 from PIL import Image, ImageChops
 
 from mera_multi_hf import MeraError, get_task, load_task
+from mera_multi_hf.builder import task_features
 from mera_multi_hf.cli import main
 from mera_multi_hf.examples import make_examples
+from mera_multi_hf.hub import export_raw
 from mera_multi_hf.judge import raw_inputs
 from mera_multi_hf.sample_data import bundled_sample, write_sample
 from mera_multi_hf.scoring import score_task
@@ -162,13 +165,26 @@ def test_build_export_and_load_give_the_hub_schema(task, tmp_path):
     assert from_raw["test"].features == expected
     for split in ("test", "shots"):
         records = raw(task, split)
-        assert [m["id"] for m in exported[split]["meta"]] == [r["meta"]["id"] for r in records]
-        assert [m.get("domain") for m in from_raw[split]["meta"]] == \
-            [domain_of(task, r) for r in records]
+        # a domain task comes back config by config (the task's domain order), as from the Hub
+        order = sorted(records, key=lambda r: get_task(task).domains.index(domain_of(task, r))) \
+            if get_task(task).domains else records
+        assert [m["id"] for m in exported[split]["meta"]] == [r["meta"]["id"] for r in order]
+        assert [(m["id"], m.get("domain")) for m in from_raw[split]["meta"]] == \
+            [(r["meta"]["id"], domain_of(task, r)) for r in order]
     private = raw_meta(task)["license"] == "MERA_private"
     assert private == (not get_task(task).public)
     assert all(o in ("", []) for o in exported["test"]["outputs"]) == private  # answers hidden
-    assert "configs:" in (out / "README.md").read_text()
+    card = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])
+    configs = list(get_task(task).domains or ("default",))  # one per domain, as on the Hub
+    assert [c["config_name"] for c in card["configs"]] == configs
+    infos = card["dataset_info"]
+    infos = infos if isinstance(infos, list) else [infos]
+    sizes = {(i.get("config_name", "default"), s["name"]): s["num_examples"]
+             for i in infos for s in i["splits"]}
+    for split in ("test", "shots"):
+        for config in configs:
+            assert sizes[config, split] == sum(domain_of(task, r) in (config, None)
+                                               for r in raw(task, split))
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -359,3 +375,70 @@ def test_picture_bytes_are_png():
         data = (bundled_sample(task) / raw(task)[0]["inputs"]["image"]).read_bytes()
         with Image.open(io.BytesIO(data)) as img:
             assert img.format == "PNG"
+
+
+def _copy_with(tmp_path, task, split, edit, name="copy"):
+    folder = tmp_path / name
+    shutil.copytree(bundled_sample(task), folder)
+    doc = json.loads((folder / f"{split}.json").read_text())
+    edit(doc)
+    (folder / f"{split}.json").write_text(json.dumps(doc, ensure_ascii=False))
+    return folder
+
+
+def test_gold_list_is_a_typed_list_column_hidden_as_empty(tmp_path):
+    assert task_features(get_task("rucommonvqa"), {})["outputs"] == datasets.List(S)
+    assert task_features(get_task("ruclevr"), {})["outputs"] == S
+    records = {r["meta"]["id"]: r["outputs"] for r in raw("rucommonvqa")}
+    assert any(isinstance(o, str) for o in records.values())  # one answer as a plain string
+    private = _copy_with(tmp_path, "rucommonvqa", "test", lambda d: d.update(access="private"))
+    spec = get_task("rucommonvqa")
+    hidden = load_task(spec, source=export_raw(spec, private, tmp_path / "out"), split="test")
+    assert hidden.features["outputs"] == datasets.List(S)
+    assert set(map(len, hidden["outputs"])) == {0}
+    assert all(e.gold is None for e in make_examples(spec, hidden))  # hidden, not scorable
+    kept = load_task(spec, source=private, split="test")  # the local cache keeps the answers
+    assert {m["id"]: o for m, o in zip(kept["meta"], kept["outputs"])} == \
+        {i: o if isinstance(o, list) else [o] for i, o in records.items()}
+
+    def bad(doc):
+        doc["data"][0]["outputs"] = []
+        doc["data"][1]["outputs"] = {"answer": "да"}
+        doc["data"][2]["outputs"] = ["да", " "]
+    with pytest.raises(MeraError) as err:
+        load_task(spec, source=_copy_with(tmp_path, "rucommonvqa", "shots", bad, "bad"))
+    lines = str(err.value).splitlines()
+    ids = [r["meta"]["id"] for r in raw("rucommonvqa", "shots")]
+    for example_id, text in ((ids[0], "empty gold answer in a split that has answers"),
+                             (ids[1], "must be an answer or a list of answers"),
+                             (ids[2], "empty gold answer")):
+        assert any(f"shots.json, id={example_id}, field outputs: {text}" in x for x in lines)
+
+
+def test_optional_text_inputs_may_be_left_out_and_others_may_not(tmp_path):
+    def drop(doc):
+        for name in ("option_a", "option_b", "option_c"):
+            doc["data"][1]["inputs"].pop(name, None)  # a choice question with its options gone
+        doc["data"][2]["inputs"]["option_b"] = 5
+        del doc["data"][3]["inputs"]["question"]
+    folder = _copy_with(tmp_path, "unisciencevqa", "test", drop)
+    with pytest.raises(MeraError) as err:
+        load_task("unisciencevqa", source=folder)
+    ids = [r["meta"]["id"] for r in raw("unisciencevqa")]
+    text = str(err.value)
+    assert f"id={ids[2]}, field inputs.option_b: must be a string, got int" in text
+    assert f"id={ids[3]}, field inputs.question: missing required field" in text
+    assert f"id={ids[1]}," not in text  # optional_text: absent is allowed
+    def drop_only(doc):
+        drop(doc)
+        del doc["data"][2:4]
+    ds = load_task("unisciencevqa", source=_copy_with(tmp_path, "unisciencevqa", "test",
+                                                      drop_only, "fixed"), split="test")
+    row = next(r for r in ds if r["meta"]["id"] == ids[1])
+    assert row["inputs"]["option_a"] is None and row["inputs"]["option_d"] is None
+    prompt = next(e.prompt for e in make_examples(get_task("unisciencevqa"), ds) if e.id == ids[1])
+    assert "\nA. None\nB. None\nC. None\nD. None\n" in prompt  # as instruction.format prints it
+    strict = _copy_with(tmp_path, "runaturalsciencevqa", "test",
+                        lambda d: d["data"][0]["inputs"].pop("option_d"), "strict")
+    with pytest.raises(MeraError, match=r"field inputs.option_d: missing required field"):
+        load_task("runaturalsciencevqa", source=strict)

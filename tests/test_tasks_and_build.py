@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import datasets
@@ -267,3 +268,36 @@ def test_push_offline_fails_clearly_and_keeps_the_export(raw_sample, tmp_path, c
     err = capsys.readouterr().err
     assert code == 2 and "could not publish" in err and "Traceback" not in err
     assert (out / "README.md").is_file()
+
+
+def _set_question(raw_folder, text):
+    doc = json.loads((raw_folder / "test.json").read_text(encoding="utf-8"))
+    doc["data"][0]["inputs"]["question"] = text
+    (raw_folder / "test.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+
+
+def test_equally_named_exports_in_different_folders_load_their_own_data(raw_sample, tmp_path):
+    # datasets keys a local folder whose card has a configs: block by the folder's name and
+    # its relative file patterns: two export/ folders would share one cache entry.
+    task = get_task("ruhhh_image")
+    first, second = tmp_path / "a" / "export", tmp_path / "b" / "export"
+    _set_question(raw_sample, "Первый вопрос?")
+    export_raw(task, raw_sample, first)
+    _set_question(raw_sample, "Второй вопрос?")
+    export_raw(task, raw_sample, second)
+    assert "configs:" in (first / "README.md").read_text(encoding="utf-8")
+    a = load_task(task, source=first, split="test")
+    b = load_task(task, source=second, split="test")
+    assert a[0]["inputs"]["question"] == "Первый вопрос?"
+    assert b[0]["inputs"]["question"] == "Второй вопрос?"
+    # one cache per folder and content: a second load reuses it, prepares nothing again
+    arrow = [f["filename"] for f in a.cache_files]
+    stamps = [os.stat(f).st_mtime_ns for f in arrow]
+    again = load_task(task, source=first, split="test")
+    assert [f["filename"] for f in again.cache_files] == arrow
+    assert [os.stat(f).st_mtime_ns for f in arrow] == stamps
+    # the folder rebuilt with other data in place: read afresh, not from the old cache
+    _set_question(raw_sample, "Третий вопрос?")
+    export_raw(task, raw_sample, first)
+    assert load_task(task, source=first, split="test")[0]["inputs"]["question"] == \
+        "Третий вопрос?"
