@@ -9,6 +9,10 @@ It is built at first use into ``<cache_root>/models/`` (about 0.7 MB) from a fix
 recipe and a fixed seed, so every build is the same model. Its weights are nudged so
 that it usually answers a lone "A" or "B" (chosen by the input, i.e. at random) and
 then stops; the scores it gets are those of a coin, which is the point.
+
+Its audio sibling, a tiny random Qwen2-Audio (Whisper-style log-mel features at 16 kHz,
+3-second windows), is built the same way (:func:`tiny_audio_model_path`): the runner
+sends audio tasks to it when no model is named. Videos go to the LLaVA as frames.
 """
 from __future__ import annotations
 

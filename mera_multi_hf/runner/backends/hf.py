@@ -1,9 +1,18 @@
 """The ``hf`` backend: a transformers model in this process.
 
-AutoProcessor + AutoModelForImageTextToText (AutoModelForCausalLM for a text-only
-model), the model's own chat template, left padding, greedy decoding. The model loads
-on the first ``generate`` call, so a run whose answers are all in the sample log never
-loads it.
+AutoProcessor + AutoModelForImageTextToText (AutoModelForMultimodalLM for audio and
+omni models, AutoModelForCausalLM for a text-only model), the model's own chat template,
+left padding, greedy decoding. The model loads on the first ``generate`` call, so a run
+whose answers are all in the sample log never loads it.
+
+Media, decoded for the batch being generated only (:mod:`mera_multi_hf.media`): pictures
+(Pillow, ``max_pixels``); audio (soundfile, mixed to mono, resampled to the feature
+extractor's ``sampling_rate``) to the processor's ``audio``; videos (PyAV, decoded
+streaming, ``max_frames`` frames spread evenly) to the processor's ``videos`` where it
+has a video processor (transformers' video processors need torchvision), else as that
+many pictures in place of the placeholder. ``info()["video_input"]`` records which.
+With no model named, image and video requests go to the built-in tiny LLaVA and audio
+requests to the built-in tiny Qwen2-Audio (both random: plumbing checks).
 
 Generation follows the official harness (``hf_vlms.py`` ``generate_until``): at most
 ``max_new_tokens``, a stop at the first stop string or EOS, the decoded text cut at the
