@@ -168,7 +168,8 @@ class _ShardWriter:
         return self.rows, self.nbytes
 
 
-def _domain_shards(shards: list[Path], staged: Path, split: str, size: int) -> dict:
+def _domain_shards(task: TaskSpec, shards: list[Path], staged: Path, split: str,
+                   size: int) -> dict:
     """Route one split's rows by ``meta.domain`` into ``<domain>/<split>-*.parquet``,
     streaming (a batch of rows in memory at a time); domain -> (rows, Arrow bytes)."""
     writers: dict[str, _ShardWriter] = {}
@@ -178,6 +179,9 @@ def _domain_shards(shards: list[Path], staged: Path, split: str, size: int) -> d
             table = pa.Table.from_batches([batch])
             names = pc.struct_field(table.column("meta"), "domain")
             for domain in pc.unique(names).to_pylist():
+                if domain not in task.domains:  # the builder's normalize_meta must set it
+                    raise MeraError(f"{task.key}: an example's meta.domain is {domain!r:.80}, "
+                                    f"not one of the domain configs {', '.join(task.domains)}")
                 if domain not in writers:
                     writers[domain] = _ShardWriter(staged / domain, split,
                                                    parquet.schema_arrow, size)
@@ -194,7 +198,7 @@ def _stage_data(task: TaskSpec, info, prepared: Path, staged: Path, size: int) -
     for split in info.splits:
         shards = sorted(prepared.glob(f"*-{split}*.parquet"))
         if task.domains:
-            for domain, sizes in _domain_shards(shards, staged, split, size).items():
+            for domain, sizes in _domain_shards(task, shards, staged, split, size).items():
                 configs.setdefault(domain, {})[split] = sizes
             continue
         (staged / "data").mkdir(parents=True, exist_ok=True)
