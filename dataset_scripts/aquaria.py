@@ -6,7 +6,6 @@ clips are passed in field order. The raw records' music metadata
 import datasets
 
 from mera_multi_hf.builder import MeraBuilder
-from mera_multi_hf.media import undecoded_audio_features
 
 META_FEATURES = {
     "id": datasets.Value("int32"),
@@ -19,6 +18,3 @@ class AQUARIA(MeraBuilder):
     TASK_KEY = "aquaria"
     META_FEATURES = META_FEATURES
 
-    @classmethod
-    def features(cls) -> datasets.Features:
-        return undecoded_audio_features(super().features())

@@ -5,7 +5,6 @@ and resamples it to what the model's feature extractor wants."""
 import datasets
 
 from mera_multi_hf.builder import MeraBuilder
-from mera_multi_hf.media import undecoded_audio_features
 
 STRING = datasets.Value("string")
 META_FEATURES = {
@@ -18,6 +17,3 @@ class RuEnvAQA(MeraBuilder):
     TASK_KEY = "ruenvaqa"
     META_FEATURES = META_FEATURES
 
-    @classmethod
-    def features(cls) -> datasets.Features:
-        return undecoded_audio_features(super().features())

@@ -9,7 +9,6 @@ with them, or the shots split); otherwise the run writes the submission and says
 import datasets
 
 from mera_multi_hf.builder import MeraBuilder
-from mera_multi_hf.media import undecoded_audio_features
 
 META_FEATURES = {
     "id": datasets.Value("int32"),
@@ -21,6 +20,3 @@ class RuSLUn(MeraBuilder):
     TASK_KEY = "ruslun"
     META_FEATURES = META_FEATURES
 
-    @classmethod
-    def features(cls) -> datasets.Features:
-        return undecoded_audio_features(super().features())

@@ -8,7 +8,6 @@ a copy that lacks them, such as the Hub copy. Gold letters may be Cyrillic."""
 import datasets
 
 from mera_multi_hf.builder import MeraBuilder
-from mera_multi_hf.media import undecoded_audio_features
 
 INT = datasets.Value("int32")
 STRING = datasets.Value("string")
@@ -30,6 +29,3 @@ class RuTiEAudio(MeraBuilder):
     TASK_KEY = "rutie_audio"
     META_FEATURES = META_FEATURES
 
-    @classmethod
-    def features(cls) -> datasets.Features:
-        return undecoded_audio_features(super().features())

@@ -11,12 +11,14 @@ from __future__ import annotations
 import datasets
 import numpy as np
 
+from .media import UndecodedAudio
 from .raw import FieldError, RawDataset
 from .tasks import CITATION, TaskSpec, get_task
 
 MEDIA_FEATURES = {
     "image": lambda: datasets.Image(),
-    "audio": lambda: datasets.Audio(decode=False),
+    # stored as Audio(decode=False), written without an audio codec (media.UndecodedAudio)
+    "audio": lambda: UndecodedAudio(),
     "video": lambda: datasets.Video(decode=False),
 }
 

@@ -235,17 +235,6 @@ def _av_mime(kind: str, raw: bytes) -> str:
     return "video/mp4"
 
 
-def undecoded_audio_features(features):
-    """``features`` with every ``Audio`` input made an :class:`UndecodedAudio` (the same
-    ``Audio(decode=False)`` on disk and on the Hub), so that writing one never needs an
-    audio codec: the audio tasks' builders use it."""
-    import datasets
-
-    inputs = {name: _undecoded_audio_class()() if isinstance(f, datasets.Audio) else f
-              for name, f in features["inputs"].items()}
-    return datasets.Features({**features, "inputs": inputs})
-
-
 @functools.lru_cache(maxsize=None)
 def _undecoded_audio_class():
     import datasets

@@ -84,8 +84,11 @@ def run_notes(config, engine, loaded, results, official) -> list[str]:
                      "official test split from the Hub")
     for result in results:
         if not result.get("scorable"):
+            public = (" although the task is public, this copy's test answers are blanked (as "
+                      "on the ruSLUn Hub copy): local scoring needs a copy with answers (a raw "
+                      "folder with them, or --split shots);") if result["public"] else ""
             notes.append(f"{result['task']}/{config.split}: cannot score here: the gold answers "
-                         f"are hidden; submit submission.zip to the MERA site for scores")
+                         f"are hidden;{public} submit submission.zip to the MERA site for scores")
     if engine.model_id == TINY_MODEL_ID:
         notes.append("the built-in tiny model has random weights: its answers are noise "
                      "(a plumbing check, not a score)")

@@ -23,6 +23,8 @@ SAMPLES = {
     "weird": "WEIRD", "runaturalsciencevqa": "ruNaturalScienceVQA", "labtabvqa": "LabTabVQA",
     "realvqa": "RealVQA", "rumathvqa": "ruMathVQA", "schoolsciencevqa": "SchoolScienceVQA",
     "unisciencevqa": "UniScienceVQA", "rutie_image": "ruTiE-Image",
+    "ruenvaqa": "ruEnvAQA", "ruslun": "ruSLUn", "aquaria": "AQUARIA", "rutie_audio": "ruTiE-Audio",
+    "ruhhh_video": "ruHHH-Video", "commonvideoqa": "CommonVideoQA", "realvideoqa": "RealVideoQA",
 }
 
 
