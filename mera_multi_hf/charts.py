@@ -94,14 +94,15 @@ def chart_png(task_results: list[dict], title: str = "") -> bytes | None:
     from matplotlib.figure import Figure
 
     widest = max(len(p["labels"]) * len(p["series"]) for p in shown)
-    fig = Figure(figsize=(max(6.0, 2.5 + 0.45 * widest), 0.6 + 3.0 * len(shown)), dpi=100)
+    height = 0.6 + 3.0 * len(shown)
+    fig = Figure(figsize=(max(6.0, 2.5 + 0.45 * widest), height), dpi=100)
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(shown), 1, squeeze=False)[:, 0]
     for ax, panel in zip(axes, shown):
         _draw(ax, panel)
     if title:
         fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / height))  # room for the title
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
     return buffer.getvalue()
