@@ -1,7 +1,6 @@
 """Load a MERA task from a raw folder, an exported folder or the Hub, always in one schema."""
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -9,6 +8,7 @@ import datasets
 
 from ._version import __version__
 from .errors import MeraError
+from .provenance import folder_fingerprint
 from .raw import GroupIds
 from .tasks import TaskSpec, get_task
 
@@ -55,13 +55,7 @@ def _folder_fingerprint(root: Path) -> str:
     version and the cache format: a cache made by other code or from other files is not
     reused."""
     root = Path(root).expanduser().resolve()
-    digest = hashlib.sha1(f"{__version__}:{CACHE_FORMAT}:{root}".encode())
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
-            stat = os.stat(os.path.join(dirpath, name))
-            digest.update(f"{dirpath}/{name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    return digest.hexdigest()[:16]
+    return folder_fingerprint(root, salt=f"{__version__}:{CACHE_FORMAT}:{root}", times=True)
 
 
 def load_task(task: str | TaskSpec, source: str | Path | None = None,

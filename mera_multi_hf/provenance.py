@@ -32,6 +32,24 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def folder_fingerprint(root: str | Path, *, read: tuple[str, ...] = (), salt: str = "",
+                       times: bool = False, length: int = 16) -> str:
+    """A short hash of a folder (its files, recursively, in a stable order): each file's
+    relative name and, for the suffixes in ``read`` (files under 16 MiB), its bytes;
+    otherwise its size, and its modification time when ``times``. Model revisions read
+    contents; caches of large folders stat their files."""
+    root = Path(root)
+    digest = hashlib.sha256(salt.encode())
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        stat = path.stat()
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        if path.suffix in read and stat.st_size < 1 << 24:
+            digest.update(path.read_bytes())
+        else:
+            digest.update(f"{stat.st_size}:{stat.st_mtime_ns if times else ''}".encode())
+    return digest.hexdigest()[:length]
+
+
 def mask_secrets(text: str) -> str:
     """``text`` with API key values and URL user names/passwords masked."""
     text = re.sub(r"(--(?:judge-)?api[-_]key[= ]|--token[= ])\S+", r"\1***", text)

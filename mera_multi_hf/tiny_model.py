@@ -16,12 +16,12 @@ sends audio tasks to it when no model is named. Videos go to the LLaVA as frames
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
+
+from .provenance import folder_fingerprint
 
 TINY_MODEL_ID = "mera-multi-hf/tiny-random-llava"
 RECIPE_VERSION = "2"
@@ -102,12 +102,7 @@ def _built(name: str, build) -> Path:
 
 def tiny_model_revision(path: str | Path) -> str:
     """A content hash of the built folder: the revision recorded in logs and results."""
-    digest = hashlib.sha256()
-    for name in sorted(os.listdir(path)):
-        if name.endswith((".json", ".safetensors", ".jinja")):
-            digest.update(name.encode())
-            digest.update(Path(path, name).read_bytes())
-    return digest.hexdigest()[:12]
+    return folder_fingerprint(path, read=(".json", ".safetensors", ".jinja", ".md"), length=12)
 
 
 def _training_texts() -> list[str]:

@@ -25,13 +25,13 @@ harness would instead cut the prompt's beginning.
 from __future__ import annotations
 
 import copy
-import hashlib
 import re
 import warnings
 from pathlib import Path
 
 from ...errors import MeraError
 from ...prompts import MEDIA_SLOT, plain_prompt
+from ...provenance import folder_fingerprint
 from ...tiny_model import (TINY_AUDIO_MODEL_ID, TINY_MODEL_ID, is_tiny_model,
                            tiny_audio_model_path, tiny_model_path, tiny_model_revision)
 from ..chat import chat_messages, plain_dialogue
@@ -57,21 +57,12 @@ def resolve_model(model: str | None, revision: str | None = None) -> tuple[str, 
         return TINY_MODEL_ID, str(path), tiny_model_revision(path)
     path = Path(model).expanduser()
     if path.is_dir():
-        return model, str(path), revision or "local-" + _folder_fingerprint(path)
+        return model, str(path), revision or "local-" + folder_fingerprint(
+            path, read=(".json", ".jinja", ".model", ".txt"), length=12)
     if path.exists() or model.startswith((".", "/", "~")) or model.count("/") > 1:
         raise MeraError(f"model path {model!r} is not a model folder (no such directory); "
                         f"give a local folder with config.json or a Hub id such as org/name")
     return model, model, _hub_commit(model, revision)
-
-
-def _folder_fingerprint(path: Path) -> str:
-    digest = hashlib.sha256()
-    for item in sorted(path.iterdir()):
-        if item.suffix in (".json", ".jinja", ".model", ".txt") and item.stat().st_size < 1 << 24:
-            digest.update(item.name.encode() + item.read_bytes())
-        elif item.is_file():
-            digest.update(f"{item.name}:{item.stat().st_size}".encode())
-    return digest.hexdigest()[:12]
 
 
 def _hub_commit(model: str, revision: str | None) -> str | None:
