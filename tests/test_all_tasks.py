@@ -1,0 +1,35 @@
+"""The whole benchmark in one run: `mera-multi evaluate --tasks all` on the bundled
+samples with the built-in tiny models gives one ZIP with the 18 class-named files, each
+holding exactly its sample's test ids, and one result per task."""
+from __future__ import annotations
+
+import json
+import zipfile
+
+from mera_multi_hf.cli import main
+from mera_multi_hf.sample_data import SAMPLES, bundled_sample
+from mera_multi_hf.tasks import TASKS, MODALITIES
+
+
+def _test_ids(task_key: str) -> list[int]:
+    from mera_multi_hf import load_task
+
+    return sorted(m["id"] for m in load_task(task_key, source="sample", split="test")["meta"])
+
+
+def test_evaluate_all_tasks_writes_one_zip_with_18_files(tmp_path, capsys):
+    assert set(SAMPLES) == set(TASKS) and all(bundled_sample(k).is_dir() for k in TASKS)
+    out = tmp_path / "all"
+    assert main(["evaluate", "--tasks", "all", "--output-dir", str(out), "--no-progress",
+                 "--max-new-tokens", "4"]) == 0
+    capsys.readouterr()
+    with zipfile.ZipFile(out / "submission.zip") as zf:
+        names = sorted(n for n in zf.namelist() if n.endswith(".json"))
+        assert names == sorted(f"{t.class_name}.json" for t in TASKS.values())
+        for task in TASKS.values():
+            rows = json.loads(zf.read(f"{task.class_name}.json"))["data"]["test"]
+            assert sorted(r["meta"]["id"] for r in rows) == _test_ids(task.key), task.key
+    doc = json.loads((out / "results.json").read_text())
+    assert set(doc["tasks"]) == set(TASKS)
+    assert set(doc["summary"]["modality"]) == set(MODALITIES)
+    assert doc["summary"]["overall"]["n_tasks"] == len(TASKS)
