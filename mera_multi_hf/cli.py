@@ -93,9 +93,19 @@ def build_parser() -> argparse.ArgumentParser:
 COMMAND_MODULES: list[str] = ["score_cmd", "judge_cmd", "evaluate_cmd", "metrics_export"]
 
 
+def evaluate_options(args) -> int:
+    from .evaluate_cmd import cmd_evaluate
+
+    return cmd_evaluate(args.options)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    if argv[:1] == ["evaluate"]:  # its options come from RunConfig (evaluate_cmd)
+        args = argparse.Namespace(func=evaluate_options, options=argv[1:])
+    else:
+        args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

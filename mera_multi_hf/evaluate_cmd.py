@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import fields
 
 EXAMPLES = """examples:
   mera-multi evaluate
@@ -24,10 +23,27 @@ back from the sample log (any number of processes), the rest is generated.
 """
 
 
-def cmd_evaluate(args) -> int:
+DESCRIPTION = ("Run a model on MERA Multi tasks. Writes into --output-dir: the sample log "
+               "(one JSON line per example; reruns resume from it), results.json, results.md, "
+               "results.png, model-index.yaml (for a Hub model card; whole official test "
+               "splits only) and, for the test split, submission.zip.")
+
+
+def options_parser():
+    """The options of `evaluate`, generated from RunConfig by HfArgumentParser."""
+    from transformers import HfArgumentParser
+
+    from .runner import RunConfig
+
+    return HfArgumentParser(RunConfig, prog="mera-multi evaluate", description=DESCRIPTION,
+                            epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def cmd_evaluate(options: list[str]) -> int:
+    """`mera-multi evaluate OPTIONS`: parse the options into a RunConfig and run it."""
     from .runner import RunConfig, run_evaluation
 
-    config = RunConfig(**{f.name: getattr(args, f.name) for f in fields(RunConfig)})
+    config = RunConfig(**vars(options_parser().parse_args(options)))
     result = run_evaluation(config)
     if result is None:  # not the main process of a data-parallel run
         return 0
@@ -56,21 +72,11 @@ def format_results(result: dict) -> str:
 
 
 def add_parser(sub) -> None:
-    from transformers import HfArgumentParser
-
-    from .runner import RunConfig
-
-    # The options come from RunConfig through HfArgumentParser (as a parent parser, so
-    # that `evaluate` stays a subcommand of `mera-multi`).
-    p = sub.add_parser(
-        "evaluate", parents=[HfArgumentParser(RunConfig, add_help=False)],
-        help="run a model on MERA Multi tasks: sample log, scores, submission",
-        description="Run a model on MERA Multi tasks. Writes into --output-dir: the sample "
-                    "log (one JSON line per example; reruns resume from it), results.json, "
-                    "results.md, model-index.yaml (for a Hub model card; whole official test "
-                    "splits only) and, for the test split, submission.zip.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.set_defaults(func=cmd_evaluate)
+    # Listed here for `mera-multi --help`; cli.main hands its options to cmd_evaluate,
+    # so other commands never import transformers just to build the CLI.
+    sub.add_parser("evaluate", add_help=False, description=DESCRIPTION,
+                   help="run a model on MERA Multi tasks: sample log, scores, submission "
+                        "(options: `mera-multi evaluate --help`)")
 
 
 if __name__ == "__main__":
