@@ -8,6 +8,8 @@ value is a problem naming its field, never a failed write.
 """
 from __future__ import annotations
 
+import functools
+
 import datasets
 import numpy as np
 
@@ -37,6 +39,12 @@ def task_features(task: TaskSpec, meta_features: dict) -> datasets.Features:
     })
 
 
+@functools.lru_cache(maxsize=None)
+def _int_range(dtype: str) -> tuple[int, int]:
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
 def _check_scalar(value, dtype: str, field: str) -> None:
     if dtype == "string":
         if not isinstance(value, str):
@@ -44,10 +52,9 @@ def _check_scalar(value, dtype: str, field: str) -> None:
     elif dtype.startswith(("int", "uint")):
         if not isinstance(value, int) or isinstance(value, bool):
             raise FieldError(field, f"must be an integer, got {type(value).__name__}")
-        info = np.iinfo(dtype)
-        if not info.min <= value <= info.max:
-            raise FieldError(field, f"{value} is out of range for {dtype} "
-                                    f"({info.min}..{info.max})")
+        low, high = _int_range(dtype)
+        if not low <= value <= high:
+            raise FieldError(field, f"{value} is out of range for {dtype} ({low}..{high})")
     elif dtype == "bool" and not isinstance(value, bool):
         raise FieldError(field, f"must be true or false, got {type(value).__name__}")
     elif dtype.startswith("float") and (not isinstance(value, (int, float)) or

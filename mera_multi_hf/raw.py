@@ -69,6 +69,23 @@ def _file_kind(mode: int) -> str:
     return "not a regular file"
 
 
+@functools.lru_cache(maxsize=64)
+def _root_paths(root: str) -> tuple[str, str]:
+    """A dataset folder as written (absolute) and resolved: once per folder, not per file."""
+    return os.path.abspath(root), os.path.realpath(root)
+
+
+@functools.lru_cache(maxsize=1024)
+def _real_dir(path: str) -> str:
+    """A folder's resolved path, once per folder (RawDataset clears it for each read)."""
+    return os.path.realpath(path)
+
+
+def forget_resolved_paths() -> None:
+    _root_paths.cache_clear()
+    _real_dir.cache_clear()
+
+
 def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
     """The bytes of ``relative`` under ``root``, read only if it is safe to.
 
@@ -78,11 +95,19 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
     """
     if "\0" in relative:
         raise FieldError("", f"path {relative!r} contains a NUL byte")
-    root_real = os.path.realpath(root)
-    lexical = os.path.normpath(os.path.join(os.path.abspath(root), relative))
-    if not lexical.startswith(os.path.join(os.path.abspath(root), "")):
+    root_abs, root_real = _root_paths(str(root))
+    lexical = os.path.normpath(os.path.join(root_abs, relative))
+    if not lexical.startswith(os.path.join(root_abs, "")):
         raise FieldError("", f"path {relative!r} escapes the dataset folder")
-    real = os.path.realpath(lexical)
+    try:
+        # the file's own link is checked here, its folders once per read (_real_dir)
+        link = stat.S_ISLNK(os.lstat(lexical).st_mode)
+    except FileNotFoundError:
+        raise FieldError("", f"missing file {relative!r}") from None
+    except OSError as err:
+        raise FieldError("", f"cannot read {relative!r}: {err.strerror}") from None
+    real = os.path.realpath(lexical) if link else \
+        os.path.join(_real_dir(os.path.dirname(lexical)), os.path.basename(lexical))
     if not real.startswith(os.path.join(root_real, "")):
         raise FieldError("", f"{relative!r} is a symbolic link (or lies under one) that leads "
                              "outside the dataset folder")
@@ -111,14 +136,15 @@ MAX_JSON_DEPTH = 64  # MERA records nest about 4 levels; deeper is hostile or br
 
 def json_depth(value) -> int:
     """How deeply a parsed JSON value nests (iteratively: no recursion to exhaust)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
+    if not isinstance(value, (dict, list)):
+        return 1
+    deepest, stack = 1, [(value, 1)]
+    while stack:  # only containers go on the stack; a node's items are one level deeper
         node, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if isinstance(node, dict):
-            stack += [(v, depth + 1) for v in node.values()]
-        elif isinstance(node, list):
-            stack += [(v, depth + 1) for v in node]
+        items = node.values() if isinstance(node, dict) else node
+        if items:
+            deepest = max(deepest, depth + 1)
+        stack += [(c, depth + 1) for c in items if isinstance(c, (dict, list))]
     return deepest
 
 
@@ -441,6 +467,7 @@ class RawDataset:
         self.root = Path(root)
         if not self.root.is_dir():
             raise MeraError(f"raw dataset folder not found: {self.root}")
+        forget_resolved_paths()  # folders are resolved afresh for every read
         self.limits = limits or RawLimits()
         self.include_private_answers = include_private_answers
         self.normalize_meta = normalize_meta or (lambda meta: dict(meta))
