@@ -1,5 +1,5 @@
 """mera-multi-hf: the MERA Multi benchmark on the Hugging Face stack."""
-from ._version import __version__  # noqa: E402,F401
+from ._version import __version__
 
 from .errors import MeraError  # noqa: E402
 from .tasks import TASKS, TaskSpec, get_task  # noqa: E402
@@ -22,5 +22,5 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["MeraError", "TASKS", "TaskSpec", "get_task", "load_task", "render_prompt",
+__all__ = ["__version__", "MeraError", "TASKS", "TaskSpec", "get_task", "load_task", "render_prompt",
            "load_metric", "run_evaluation"]

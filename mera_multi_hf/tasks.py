@@ -112,9 +112,6 @@ class TaskSpec:
         """The Hub's task categories for this task's modality (cards, model-index)."""
         return HF_TASK_CATEGORIES[self.modality]
 
-    @property
-    def all_metrics(self) -> tuple[str, ...]:
-        return self.metrics + self.judge_metrics
 
 
 def _letter(key, hub, cls, modality, media, n_options, *, question=True, extra=(), **kw):

@@ -22,12 +22,11 @@ from mera_multi_hf.errors import MeraError
 from mera_multi_hf.media import Media, frame_indices, sample_frames
 from mera_multi_hf.prompts import render_prompt
 from mera_multi_hf.raw import RawDataset
-from mera_multi_hf.runner import run_evaluation
 from mera_multi_hf.runner.backends.hf import FRAMES_AS_IMAGES, HFBackend
 from mera_multi_hf.runner.backends.openai import OpenAIBackend
 from mera_multi_hf.runner.request import Request
 from mera_multi_hf.runner.serve import make_server
-from mera_multi_hf.sample_data.av_common import clip, encode_video, frame
+from mera_multi_hf.sample_data.av_common import clip, encode_video
 from mera_multi_hf.tasks import get_task
 from mera_multi_hf.tiny_model import TINY_AUDIO_MODEL_ID
 

@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 from mera_multi_hf.cli import main
 from mera_multi_hf.errors import DataValidationError, MeraError
 from mera_multi_hf.hub import MARKER, export_raw
-from mera_multi_hf.raw import RawLimits
 from mera_multi_hf.sample_data import bundled_sample
 from mera_multi_hf.tasks import get_task
 
