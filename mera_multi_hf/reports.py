@@ -8,9 +8,11 @@ lists the sha256 of every other file of its run, so a reader can tell a stale fi
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from .atomic import sha256_bytes, write_atomic
+from .errors import MeraError
 from .tasks import TASKS
 
 METRIC_NAMES = {
@@ -118,30 +120,52 @@ def results_doc(task_results: list[dict], summary: dict, run_info: dict) -> dict
                       for r in task_results}}
 
 
-def previous_files(out: Path) -> list[str]:
-    """The files an earlier run of this project listed in ``out``'s results.json."""
+OWNED = ".mera-multi-outputs.json"  # the names this project has written into a folder
+# What a run may write (and so remove again when a later run does not make it).
+OUTPUT_NAME = re.compile(r"(results\.(json|md|png)|model-index\.yaml|submission\.zip|"
+                         r"samples_[A-Za-z0-9_]+_[A-Za-z0-9_]+\.jsonl)")
+
+
+def owned_files(out: Path) -> set[str]:
+    """The output files that runs of this project wrote into ``out`` (its marker)."""
     try:
-        doc = json.loads((out / RESULTS).read_text(encoding="utf-8"))
-        return [name for name in doc["run"]["files"] if "/" not in name and name != RESULTS]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
+        names = json.loads((out / OWNED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    return {n for n in names if isinstance(n, str) and OUTPUT_NAME.fullmatch(n)} \
+        if isinstance(names, list) else set()
 
 
-def write_outputs(out: str | Path, files: dict[str, bytes | str], doc: dict) -> dict[str, Path]:
-    """Write a run's files as one set: the old results.json goes first (no index claims a
-    half-replaced set), each file is replaced atomically, files that the previous run of
-    this project listed and this one does not make are removed (never any other file),
-    and results.json, with every file's sha256, comes last."""
+def check_foreign(out: Path, names, overwrite: bool = False) -> None:
+    """Stop (MeraError) where ``out`` holds a file of one of these names that this project
+    did not write, unless the user asked to replace such files."""
+    owned = owned_files(out)
+    foreign = [n for n in names if (out / n).exists() and n not in owned]
+    if foreign and not overwrite:
+        raise MeraError(f"{out} already holds {', '.join(foreign)}, not written by this tool: "
+                        f"choose another output folder, or pass --overwrite to replace them")
+
+
+def write_outputs(out: str | Path, files: dict[str, bytes | str], doc: dict, *,
+                  overwrite: bool = False) -> dict[str, Path]:
+    """Write a run's files as one set.
+
+    A file of the same name that this project did not write stops it (MeraError) unless
+    ``overwrite``. The names are recorded first (the folder's marker); then the old
+    results.json goes (no index claims a half-replaced set), each file is replaced
+    atomically, the outputs of an earlier run here that this one does not make are
+    removed, and results.json, with every file's sha256, comes last."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    stale = [n for n in previous_files(out) if n not in files]
+    owned, names = owned_files(out), list(files) + [RESULTS]
+    check_foreign(out, names, overwrite)
+    write_atomic(out / OWNED, json.dumps(sorted(owned | set(names))))
+    stale = [n for n in owned if n not in names]
     (out / RESULTS).unlink(missing_ok=True)
-    for name in list(files) + [RESULTS]:  # temporaries a killed run of ours left behind
+    for name in names:  # temporaries a killed run of ours left behind
         for leftover in out.glob(f".{name}.*.partial"):
             leftover.unlink(missing_ok=True)
-    written = {}
-    for name, data in files.items():
-        written[name] = write_atomic(out / name, data)
+    written = {name: write_atomic(out / name, data) for name, data in files.items()}
     for name in stale:
         (out / name).unlink(missing_ok=True)
     doc["run"]["files"] = {name: sha256_bytes(data) for name, data in files.items()}

@@ -9,7 +9,8 @@ from .errors import MeraError
 def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str | Path, *,
                       data=None, split: str = "test", em_mode: str | None = None,
                       judge=None, judge_url: str | None = None, judge_tokenizer: str | None = None,
-                      judge_api_key: str | None = None, submission: bool = True) -> dict:
+                      judge_api_key: str | None = None, submission: bool = True,
+                      overwrite: bool = False) -> dict:
     """Score one task's predictions file; write results.json/.md, model-index.yaml and
     (for the test split) submission.zip into ``out_dir``. Returns the task result."""
     from .examples import make_examples
@@ -43,7 +44,8 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
         files["submission.zip"] = submission_bytes(
             {task.key: submission_answers(task.key, predictions)},
             expected_ids={task.key: sorted(known)})
-    write_outputs(out, files, results_doc([result], summary, run_info))
+    result["written"] = sorted(write_outputs(out, files, results_doc([result], summary, run_info),
+                                             overwrite=overwrite))
     return result
 
 
@@ -70,14 +72,12 @@ def cmd_score(args) -> int:
     result = score_predictions(args.task, args.predictions, out, data=args.data, split=args.split,
                                em_mode=args.em_mode, judge=args.judge, judge_url=args.judge_url,
                                judge_tokenizer=args.judge_tokenizer,
-                               judge_api_key=args.judge_api_key,
+                               judge_api_key=args.judge_api_key, overwrite=args.overwrite,
                                submission=not args.no_submission)
     print((out / "results.md").read_text(encoding="utf-8"))
     if not result["scorable"]:
         print(f"{args.task}/{args.split}: {result['note']}")
-    from .reports import RESULTS, previous_files
-
-    print(f"wrote {', '.join(previous_files(out) + [RESULTS])} to {out}")
+    print(f"wrote {', '.join(result['written'])} to {out}")
     return 0
 
 
@@ -107,4 +107,6 @@ def add_parser(sub) -> None:
     p.add_argument("--out", required=True, help="output folder for the reports")
     add_scoring_options(p)
     p.add_argument("--no-submission", action="store_true", help="do not write submission.zip")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace files of the same names in --out that this tool did not write")
     p.set_defaults(func=cmd_score)

@@ -151,3 +151,24 @@ def test_concurrent_runs_share_a_fresh_cache(tmp_path):
     results = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0] * 4, [r[1][-500:] for r in results]
     assert {r[0].strip() for r in results} == {str(len(TEST_IDS))}
+
+
+def test_files_of_the_same_name_not_written_here_are_never_replaced(tmp_path, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "results.md").write_text("my own notes")
+    assert main(["evaluate", "--data", "sample", "--limit", "2", "--output-dir", str(out),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "results.md" in err and "--overwrite" in err and len(err.strip().splitlines()) == 1
+    assert (out / "results.md").read_text() == "my own notes"
+    assert sorted(p.name for p in out.iterdir()) == ["results.md"]  # refused before any work
+    # a forged marker cannot make a run remove a file that is no output of its
+    (out / "thesis.txt").write_text("keep")
+    (out / ".mera-multi-outputs.json").write_text('["thesis.txt", "results.md"]')
+    assert main(["evaluate", "--data", "sample", "--limit", "2", "--output-dir", str(out),
+                 "--no-progress", "--split", "shots"]) == 0
+    assert (out / "thesis.txt").read_text() == "keep"
+    assert main(["evaluate", "--data", "sample", "--limit", "2", "--output-dir", str(out),
+                 "--no-progress", "--overwrite"]) == 0  # the user's choice: replace
+    assert (out / "results.md").read_text() != "my own notes"

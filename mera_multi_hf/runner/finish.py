@@ -68,7 +68,8 @@ def finish_run(out: Path, config: RunConfig, engine, loaded: list, records: dict
         logs = {name: data for name, data in files.items() if name.startswith("samples_")}
         files["submission.zip"] = submission_bytes(
             answers, {d.task.key: [e.id for e in d.examples] for d in loaded}, logs)
-    written = write_outputs(out, files, results_doc(results, summary, run_info))
+    written = write_outputs(out, files, results_doc(results, summary, run_info),
+                            overwrite=config.overwrite)
     return {"output_dir": str(out), "run": run_info, "tasks": results, "summary": summary,
             "files": written, "notes": notes, "counts": counts}
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..errors import MeraError
 from ..examples import Example, make_examples
+from ..reports import check_foreign
 from ..tasks import TaskSpec, get_task, resolve_tasks
 from .config import RunConfig
 from .generate import generate_into_log
@@ -64,6 +65,9 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     with state.main_process_first():  # the main process builds the tiny model, others reuse it
         engine = engine or make_engine(config)
     out = output_dir(config, engine)
+    check_foreign(out, [f"samples_{t.key}_{config.split}.jsonl" for t in specs]
+                  + ["results.json", "results.md", "results.png", "model-index.yaml",
+                     "submission.zip"], config.overwrite)  # before any work, not after it
     loaded = [load_task_data(task, sources[task.key], config, state) for task in specs]
     for data in loaded:
         if not data.task.dialogue:
