@@ -101,13 +101,10 @@ def runner(backend, raw: Path, out: Path, batch_size: int) -> tuple[float, dict[
 
 
 def model_path(kind: str, work: Path) -> str:
-    from mera_multi_hf.tiny_model import tiny_model_path
+    from mera_multi_hf.tiny_model import build_random_llava, tiny_model_path
 
     if kind in ("tiny", "small"):
         return str(tiny_model_path(kind))
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from data_parallel import build_random_llava
-
     return str(build_random_llava(work / kind, kind))
 
 

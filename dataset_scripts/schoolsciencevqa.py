@@ -1,7 +1,8 @@
 """SchoolScienceVQA: school questions (natural sciences, history, economics) with a picture,
 a ``context`` text and options A-D; seven domain configs on the Hub.
 
-Domains as in ruNaturalScienceVQA (its builder's ``with_domain``): the official raw
+Domains as in ruNaturalScienceVQA
+(``mera_multi_hf.builder.with_domain``): the official raw
 layout has one folder per domain (``<domain>/test.json``), and the records name theirs in
 ``meta.categories.domain`` too. ``meta.hint`` and ``meta.explanation`` are
 excluded on export by the metadata.
@@ -9,10 +10,6 @@ excluded on export by the metadata.
 import datasets
 
 from mera_multi_hf.builder import MeraBuilder
-from mera_multi_hf.hub import dataset_module
-from mera_multi_hf.tasks import get_task
-
-with_domain = dataset_module(get_task("runaturalsciencevqa")).with_domain
 
 META_FEATURES = {
     "id": datasets.Value("int32"),
@@ -28,11 +25,7 @@ META_FEATURES = {
 }
 
 
-def normalize_meta(meta: dict) -> dict:
-    return with_domain(meta, get_task("schoolsciencevqa").domains)
-
 
 class SchoolScienceVQA(MeraBuilder):
     TASK_KEY = "schoolsciencevqa"
     META_FEATURES = META_FEATURES
-    normalize_meta = staticmethod(normalize_meta)

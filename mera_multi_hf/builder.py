@@ -14,7 +14,7 @@ import datasets
 import numpy as np
 
 from .media import UndecodedAudio
-from .raw import FieldError, RawDataset
+from .raw import FieldError, RawDataset, domain_key
 from .tasks import CITATION, TaskSpec, get_task
 
 MEDIA_FEATURES = {
@@ -82,6 +82,22 @@ def check_features(value, feature, field: str) -> None:
         _check_scalar(value, feature.dtype, field)
 
 
+def with_domain(meta: dict, domains: tuple[str, ...]) -> dict:
+    """The meta with ``domain`` set to the task's name of the example's domain config
+    ("Earth science", "earth_science" -> "earth_science"), read from ``meta.domain`` or,
+    as the official records of the science tasks write it, ``meta.categories.domain``;
+    a missing or unknown one is a problem in ``meta.domain``."""
+    categories = meta.get("categories")
+    named = meta.get("domain") or (categories.get("domain") if isinstance(categories, dict)
+                                   else None)
+    known = {domain_key(d): d for d in domains}
+    key = domain_key(named)
+    if key not in known:
+        raise FieldError("meta.domain", f"{named!r:.80} is not one of {', '.join(domains)} "
+                         "(each record names its domain in meta.domain)")
+    return {**meta, "domain": known[key]}
+
+
 class MeraBuilder(datasets.GeneratorBasedBuilder):
     """Build one MERA task from its raw folder (``data_dir``), streaming record by record.
 
@@ -99,8 +115,11 @@ class MeraBuilder(datasets.GeneratorBasedBuilder):
 
     @classmethod
     def checked_meta(cls, meta: dict) -> dict:
-        """The task's normalised meta, checked against its declared features."""
+        """The task's normalised meta (with ``domain`` for a domain-split task), checked
+        against its declared features."""
         out = cls.normalize_meta(meta)
+        if cls.task().domains:
+            out = with_domain(out, cls.task().domains)
         check_features(out, cls.META_FEATURES, "meta")
         return out
 

@@ -270,3 +270,36 @@ def build_tiny_audio_model(out_dir: str | Path) -> Path:
 
 if __name__ == "__main__":
     print(tiny_model_path())
+
+
+# text-model sizes of the random LLaVA (the vision tower stays the tiny one)
+RANDOM_LLAVA_SIZES = {
+    "chatty": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2),
+    "medium": dict(hidden_size=512, intermediate_size=1408, num_hidden_layers=8),
+    "large": dict(hidden_size=1024, intermediate_size=2816, num_hidden_layers=12),
+}
+
+
+def build_random_llava(out: Path, size: str | None = "medium", seed: int = 3) -> Path:
+    """A LLaVA with the tiny model's processor, vision tower and tokenizer, a text model
+    of ``size`` and unit-scale random weights: it writes input-dependent noise, so most
+    answers run to the token limit (generation dominates, the worst case for a runner)."""
+    import torch
+    from transformers import AutoConfig, AutoProcessor, LlavaForConditionalGeneration
+
+    if (out / "config.json").is_file():
+        return out
+    config = AutoConfig.from_pretrained(tiny_model_path())
+    for name, value in RANDOM_LLAVA_SIZES.get(size, {}).items():
+        setattr(config.text_config, name, value)
+    config.text_config.max_position_embeddings = 4096
+    torch.manual_seed(seed)
+    model = LlavaForConditionalGeneration(config).eval()
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.dim() >= 2:
+                param.copy_(torch.randn(param.shape, generator=gen) * 1.5 / param.shape[1] ** 0.5)
+    model.save_pretrained(out)
+    AutoProcessor.from_pretrained(tiny_model_path()).save_pretrained(out)
+    return out

@@ -175,21 +175,9 @@ def test_audio_goes_as_a_mono_16_bit_wav_at_its_own_rate():
 def chatty_backend(tmp_path_factory):
     """A random LLaVA (the tiny model's config and processor, unit-scale random weights,
     no EOS nudge) that writes long, input-dependent noise: stop strings get exercised."""
-    import torch
-    from transformers import AutoConfig, AutoProcessor, LlavaForConditionalGeneration
+    from mera_multi_hf.tiny_model import build_random_llava
 
-    from mera_multi_hf.tiny_model import tiny_model_path
-
-    out = tmp_path_factory.mktemp("chatty")
-    torch.manual_seed(3)
-    model = LlavaForConditionalGeneration(AutoConfig.from_pretrained(tiny_model_path())).eval()
-    gen = torch.Generator().manual_seed(3)
-    with torch.no_grad():
-        for param in model.parameters():
-            if param.dim() >= 2:
-                param.copy_(torch.randn(param.shape, generator=gen) * 1.5 / param.shape[1] ** 0.5)
-    model.save_pretrained(out)
-    AutoProcessor.from_pretrained(tiny_model_path()).save_pretrained(out)
+    out = build_random_llava(tmp_path_factory.mktemp("chatty"), size=None, seed=3)
     backend = HFBackend(str(out), batch_size=4)
     backend.load()
     return backend
