@@ -72,6 +72,8 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     for data in loaded:
         if not data.task.dialogue:
             data.requests = stamp(make_requests(data, config), engine)
+        elif state.is_main_process:
+            dialogue.warn_meta(data.task, data.examples)
     requests = [r for data in loaded for r in data.requests]
 
     log = SampleLog(out, state.process_index)
