@@ -111,6 +111,10 @@ def markdown(task_results: list[dict], summary: dict, run_info: dict,
              f"Run `{run_info.get('run_id')}`; the settings are in results.json.", ""]
     if chart:
         lines += [f"![Scores by task and breakdown, human baseline dashed]({chart})", ""]
+    cut = {k: n for k, n in (run_info.get("truncated_prompts") or {}).items() if n}
+    if cut:
+        lines += ["Prompts longer than the model's context, cut from the left as the official "
+                  "harness does: " + ", ".join(f"{k} {n}" for k, n in cut.items()) + ".", ""]
     lines += ["| task | split | n | metric | score | human |", "|---|---|---|---|---|---|"]
     for r in task_results:
         for label, score, human in metric_rows(r):

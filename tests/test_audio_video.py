@@ -251,7 +251,10 @@ def test_evaluate_a_modality_with_no_model_writes_the_submission(modality, tmp_p
         assert names == {f"{get_task(k).class_name}.json" for k in keys}
         for key in keys:
             rows = json.loads(zf.read(f"{get_task(key).class_name}.json"))["data"]["test"]
-            assert [r["meta"]["id"] for r in rows] == [r["meta"]["id"] for r in _raw(key)]
+            ids = [r["meta"]["id"] for r in _raw(key)]
+            if get_task(key).dialogue:  # the packer's ids: (id - smallest id) + 11 here
+                ids = [i - min(ids) + 11 for i in ids]
+            assert [r["meta"]["id"] for r in rows] == ids
     options = results["run"]["backend_options"]
     assert options["max_frames"] == 2
     if modality == "audio":

@@ -64,6 +64,10 @@ def finish_run(out: Path, config: RunConfig, engine, loaded: list, records: dict
     official = {d.task.key: _is_official(d, config) for d in loaded}
     run_info = run_record(config, engine, loaded, results, judge=judge, started=started,
                           world=world, official=official)
+    # prompts cut from the left to fit the model (the harness's rule), from the sample log
+    run_info["truncated_prompts"] = {
+        d.task.key: sum(bool(records[(d.task.key, split, e.id)].get("prompt_tokens_cut"))
+                        for e in d.examples) for d in loaded}
     summary = summarize(results)
     files.update(report_files(results, summary, run_info, official))
     notes = run_notes(config, engine, loaded, results, official)
