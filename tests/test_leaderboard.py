@@ -59,3 +59,16 @@ def test_rutie_em_is_strict_and_reported_as_a_local_estimate():
     text = markdown([result], summarize([result]), {"model": "m", "run_id": "r"})
     assert "rutie_image: task score 0.5000 = mean of Exact match" in text
     assert "a local estimate (strict EM against the gold letter)" in text
+
+
+def test_model_index_and_chart_carry_the_leaderboard_task_score():
+    from mera_multi_hf.charts import panels
+    from mera_multi_hf.reports import model_index
+
+    examples = _rutie_examples()
+    result = score_task(TASKS["rutie_image"], examples, {1: "A", 2: "B", 3: "x", 501: "y"})
+    block = model_index([result], "m", {"rutie_image": True})
+    assert "type: task_score" in block and "value: 0.5" in block
+    (panel,) = panels([result])
+    assert panel["series"]["task score"] == [0.5]
+    assert "leaderboard metrics" in panel["title"]

@@ -448,7 +448,7 @@ class HFBackend(Backend):
         if ids.shape[1] <= keep:
             return inputs, []
         lengths = inputs["attention_mask"].sum(dim=1).tolist()
-        cut = {k: v[:, -keep:] if v.shape[:2] == ids.shape else v for k, v in inputs.items()}
+        cut = {k: v[:, -keep:] if v.shape == ids.shape else v for k, v in inputs.items()}
         media = self._media_token_ids()
         lost = []
         for row, (request, length) in enumerate(zip(requests, lengths)):
