@@ -318,7 +318,7 @@ def test_long_prompts_keep_their_last_tokens_and_never_stop_a_run(short_context)
         alone.append(backend.generate([_request(prompt="очень " * 400 + "<image>\nВопрос?",
                                                 rid=2)])[0])
     assert together[:2] == alone  # a cut row answers as it does alone
-    assert {"t id=2", "t id=3"} <= set(backend.info()["truncated_prompts"])
+    assert {"t id=2", "t id=3"} <= set(backend.info()["prompts_cut_here"])
 
 
 def test_missing_model_path_is_a_clear_error(tmp_path):

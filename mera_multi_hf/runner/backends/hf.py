@@ -22,7 +22,8 @@ as the harness does, the tokenized prompt keeps its last ``max_length - max_new_
 tokens (``max_length`` derived as the harness's ``huggingface.py``; see
 :func:`context_length`), the media tensors as they are. A row whose cut removed media
 tokens cannot run (the model would refuse the mismatch) and answers "". Each cut is
-recorded on the request (``tokens_cut``, kept in the sample log) and in ``info()``.
+recorded on the request (``tokens_cut``, kept in the sample log) and in ``info()``
+(``prompts_cut_here``: this process's cuts; results.json counts them per task).
 """
 from __future__ import annotations
 
@@ -233,7 +234,7 @@ class HFBackend(Backend):
             info.update(dtype=str(self.model.dtype).replace("torch.", ""),
                         prompt_mode=self.resolved_mode, device=str(self.device),
                         model_class=type(self.model).__name__, text_only=self.text_only,
-                        context_length=self.max_length, truncated_prompts=list(self.truncated))
+                        context_length=self.max_length, prompts_cut_here=list(self.truncated))
         return info
 
     def load(self) -> None:
