@@ -26,12 +26,12 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise MeraError(f"--out {out} is a file, not a folder")
+    predictions = read_predictions(predictions_path, task.key, split)  # a bad file: no loading
     examples = make_examples(task, load_task(task, source=data, split=split))
-    places = None
     if task.dialogue:  # official ruTiE logs name examples by position (meta.id is null)
         from .runner.dialogue import positions
         places = {p: i for i, p in positions(task, examples).items()}
-    predictions = read_predictions(predictions_path, task.key, split, places)
+        predictions = read_predictions(predictions_path, task.key, split, places)
     known = {e.id for e in examples}
     extra = sorted(set(predictions) - known)
     if extra:
