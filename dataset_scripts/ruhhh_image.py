@@ -1,7 +1,8 @@
 """ruHHH-Image: pick the more helpful, honest, harmless (and polite, empathetic, open) answer.
 
 Raw records and the published Hub copy differ in the image-metadata names; both become
-source/type/content/context here (SPEC.md section 2).
+source/type/content/context here (docs/official-protocol.md, "Raw data layout and group
+ids").
 """
 import datasets
 

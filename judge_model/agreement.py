@@ -4,9 +4,9 @@ Input: a JSONL file, one human-labelled answer per line:
 
     {"prompt": "...", "gold": "..." or [...], "prediction": "...", "label": 0 or 1}
 
-The judge rates every line exactly as it does when scoring (SPEC.md section 3: the
-"ОТВЕТ" variant, token windows, max over inputs), so the report measures the judge as
-it is used.
+The judge rates every line exactly as it does when scoring (docs/official-protocol.md,
+"The judge inputs": the "ОТВЕТ" variant, token windows, max over inputs), so the report
+measures the judge as it is used.
 
 Run:  mera-multi judge agreement --data labelled.jsonl --model PATH [--out report.json]
   or: mera-multi judge agreement --data labelled.jsonl --url http://127.0.0.1:8000 --tokenizer PATH

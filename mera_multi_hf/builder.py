@@ -17,18 +17,30 @@ from .media import UndecodedAudio
 from .raw import FieldError, RawDataset, domain_key
 from .tasks import CITATION, TaskSpec, get_task
 
+# What exports write: the media features of every official upload notebook
+# (datasets/<Task>/upload_dataset_to_HF.ipynb), so that the official harness reads a copy
+# made here as it reads the Hub copy (docs/official-protocol.md, "Export features").
 MEDIA_FEATURES = {
+    "image": lambda: datasets.Image(decode=False),
+    # Audio(): the clip's bytes stored as they are, written without a codec
+    "audio": lambda: UndecodedAudio(decode=True),
+    "video": lambda: datasets.Video(decode=True),
+}
+# What load_task hands out (the same Arrow data): decoded pictures; audio and video as
+# bytes, whose decoding would need torchcodec (the runner reads bytes, not these labels).
+LOADED_MEDIA_FEATURES = {
     "image": lambda: datasets.Image(),
-    # stored as Audio(decode=False), written without an audio codec (media.UndecodedAudio)
     "audio": lambda: UndecodedAudio(),
     "video": lambda: datasets.Video(decode=False),
 }
 
 
-def task_features(task: TaskSpec, meta_features: dict) -> datasets.Features:
-    """The task's schema: ``outputs`` is a list of acceptable answers where the task
-    declares ``gold_list`` (as the Hub copy of ruCommonVQA has it), else a string."""
-    inputs = {name: MEDIA_FEATURES[task.modality]() for name in task.media_fields}
+def task_features(task: TaskSpec, meta_features: dict, media=None) -> datasets.Features:
+    """The task's schema (``media``: MEDIA_FEATURES, the exported form, by default):
+    ``outputs`` is a list of acceptable answers where the task declares ``gold_list``
+    (as the Hub copy of ruCommonVQA has it), else a string."""
+    media = media or MEDIA_FEATURES
+    inputs = {name: media[task.modality]() for name in task.media_fields}
     inputs.update({name: datasets.Value("string") for name in task.text_fields})
     answer = datasets.Value("string")
     return datasets.Features({
@@ -129,7 +141,13 @@ class MeraBuilder(datasets.GeneratorBasedBuilder):
 
     @classmethod
     def features(cls) -> datasets.Features:
+        """The exported schema (the official notebooks' media features)."""
         return task_features(cls.task(), cls.META_FEATURES)
+
+    @classmethod
+    def loaded_features(cls) -> datasets.Features:
+        """The schema load_task hands out: the same storage, other media labels."""
+        return task_features(cls.task(), cls.META_FEATURES, LOADED_MEDIA_FEATURES)
 
     def _info(self) -> datasets.DatasetInfo:
         task = self.task()

@@ -32,14 +32,16 @@ def _breakdown_panel(result: dict) -> dict | None:
 
 
 def _task_panel(results: list[dict]) -> dict | None:
-    """Tasks without a breakdown: the task score of each (mean of its official metrics)."""
+    """Tasks without a breakdown: the task score of each (mean of its leaderboard metrics
+    that were computed)."""
     if not results:
         return None
     human = []
     for r in results:
-        base = [r.get("human_baseline", {}).get(m) for m in r["metrics"]]
+        base = [r.get("human_baseline", {}).get(m) for m in r.get("task_score_metrics",
+                                                                  r["metrics"])]
         human.append(sum(base) / len(base) if base and None not in base else None)
-    return {"title": "task score per task (mean of the official metrics)",
+    return {"title": "task score per task (mean of the leaderboard metrics computed)",
             "labels": [r["task"] for r in results],
             "series": {"task score": [r["task_score"] for r in results]},
             "human": {"task score": human}}

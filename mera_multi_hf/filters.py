@@ -1,5 +1,6 @@
 """Prediction filters as data: what the official harness does to a generation before
-scoring it and before packing it into the submission (SPEC.md sections 3a and 4).
+scoring it and before packing it into the submission (docs/official-protocol.md,
+"Filters and metrics per task" and "Submission ids and files").
 
 A task declares its filters by name (``TaskSpec.score_filters`` / ``submit_filters``);
 ``apply_filters`` runs them in order. The official filter chains are:

@@ -440,7 +440,8 @@ def _config_infos(info: datasets.DatasetInfo, configs: dict) -> DatasetInfosDict
 def write_card(task: TaskSpec, info: datasets.DatasetInfo, path: Path, raw=None,
                internal: bool = False, configs: dict | None = None) -> None:
     """README.md of an export: YAML header (huggingface_hub) and the card built from the
-    raw folder's metadata and readme sections (SPEC.md section 2). ``configs``: config ->
+    raw folder's metadata and readme sections (docs/official-protocol.md, "Raw data
+    layout and group ids"). ``configs``: config ->
     split -> (rows, bytes), as :func:`_stage_data` laid them out (default: one config)."""
     configs = configs or {"default": {s: (info.splits[s].num_examples, info.splits[s].num_bytes)
                                       for s in info.splits}}

@@ -1,4 +1,5 @@
-"""The MERA answer judge: input building (SPEC.md section 3) and two backends.
+"""The MERA answer judge: input building (docs/official-protocol.md, "The judge
+inputs") and two backends.
 
 A judge is a binary sequence classifier (1 = the answer is correct). For one example,
 exactly as the official protocol:
@@ -184,7 +185,7 @@ class LocalJudge(Judge):
                 f"{DEFAULT_JUDGE})") from None
         if self.tokenizer.sep_token is None:
             raise MeraError(f"the judge tokenizer of {self.model_id!r} has no sep_token: the "
-                            "judge input needs one (SPEC.md section 3)")
+                            "judge input needs one (docs/official-protocol.md, 'The judge inputs')")
         self.sep = self.tokenizer.sep_token
         self.tokenizer.truncation_side = "left"
         self.max_tokens = min(int(max_tokens), self._model_limit())

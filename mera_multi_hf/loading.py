@@ -12,7 +12,7 @@ from .provenance import folder_fingerprint
 from .raw import GroupIds
 from .tasks import TaskSpec, get_task
 
-CACHE_FORMAT = 2  # raise when the exported layout of a raw folder changes
+CACHE_FORMAT = 3  # raise when the exported layout of a raw folder changes
 
 
 def cache_root() -> Path:
@@ -64,8 +64,9 @@ def load_task(task: str | TaskSpec, source: str | Path | None = None,
 
     ``source``: a raw MERA folder (single-folder or per-domain layout), a folder exported
     by ``mera-multi build``, a Hub dataset id (default: the task's official id) or
-    ``"sample"`` (the bundled sample). Whatever the source, the schema is the one of
-    SPEC.md: Hub-copy meta names normalised, prompt indices resolved, group ids present,
+    ``"sample"`` (the bundled sample). Whatever the source, the schema is the package's
+    (docs/official-protocol.md, "Export features"; pictures decoded, audio and video as
+    bytes): Hub-copy meta names normalised, prompt indices resolved, group ids present,
     and a domain task's configs joined into one dataset with ``meta.domain``.
     """
     task = get_task(task) if isinstance(task, str) else task
@@ -161,14 +162,29 @@ def normalize(task: TaskSpec, dsd: datasets.DatasetDict) -> datasets.DatasetDict
         builder = builder_class(task)
     except MeraError:
         return dsd  # no declared schema yet for this task: leave it as published
-    features = builder.features()
+    features = builder.loaded_features()
     out = {}
     for split, ds in dsd.items():
+        if ds.features == builder.features():  # an export: the same data, other labels
+            ds = _relabel(ds, features)
         if ds.features == features and not _missing_groups(task, ds):
             out[split] = ds
             continue
         out[split] = _normalize_split(task, builder, features, ds)
     return datasets.DatasetDict(out)
+
+
+def _relabel(ds: datasets.Dataset, features: datasets.Features) -> datasets.Dataset:
+    """``ds`` under other media labels (decode flags) on the very same Arrow data: no
+    copy, unlike ``Dataset.cast``."""
+    import copy
+
+    from datasets.fingerprint import Hasher
+
+    info = copy.deepcopy(ds.info)
+    info.features = features
+    return datasets.Dataset(ds.data, info=info, split=ds.split, indices_table=ds._indices,
+                            fingerprint=Hasher.hash([ds._fingerprint, "loaded media labels"]))
 
 
 def _missing_groups(task: TaskSpec, ds: datasets.Dataset) -> bool:

@@ -240,15 +240,16 @@ def _undecoded_audio_class():
     import datasets
 
     class UndecodedAudio(datasets.Audio):
-        """``datasets.Audio(decode=False)`` whose writer stores a clip's bytes as they are.
+        """``datasets.Audio`` whose writer stores a clip's bytes as they are.
 
         datasets 4+ imports torchcodec (and so FFmpeg's shared libraries) in
         ``Audio.encode_example`` even for bytes it only stores; this class stores
         ``{"bytes", "path"}`` without it. It is saved as a plain ``Audio`` feature and
-        compares equal to ``Audio(decode=False)``."""
+        compares equal to ``Audio(decode=...)`` of the same ``decode``: exports declare
+        the official ``Audio()``, load_task hands out ``Audio(decode=False)``."""
 
-        def __init__(self):
-            super().__init__(decode=False)
+        def __init__(self, decode: bool = False):
+            super().__init__(decode=decode)
 
         def encode_example(self, value):
             if isinstance(value, dict) and "array" not in value and \

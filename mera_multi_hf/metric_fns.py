@@ -1,4 +1,5 @@
-"""The MERA Multi metric logic, written once (SPEC.md section 3).
+"""The MERA Multi metric logic, written once (docs/official-protocol.md, "Filters and
+metrics per task").
 
 The evaluate modules in metrics/ and the scoring report call these functions; nothing
 else restates a formula. Everything here is plain Python + numpy and built for large

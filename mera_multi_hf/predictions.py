@@ -20,11 +20,30 @@ def _mapping(value, where: str, field: str) -> dict:
     return value
 
 
-def _answer_of(record: dict, where: str) -> tuple[int, str]:
+def _harness_id(meta: dict, record: dict, where: str, positions: dict | None):
+    """The example id of an lm-evaluation-harness line: meta.id; where ruTiE's
+    process_docs nulled it, the example at meta's (dialog_id, question_id) in
+    ``positions``, else the official packer's rule (question_id + 500 * dialog_id + 11)."""
+    if meta.get("id") is not None or "dialog_id" not in meta:
+        return meta.get("id", record["doc_id"])
+    place = (meta.get("dialog_id"), meta.get("question_id"))
+    if not all(isinstance(v, int) for v in place):
+        raise MeraError(f"{where}: meta.id is null and dialog_id/question_id are not integers")
+    if positions is None:
+        from .tasks import DialogueSpec
+        return DialogueSpec().submission_id(*place)
+    if place not in positions:
+        raise MeraError(f"{where}: dialog_id={place[0]}, question_id={place[1]} is no "
+                        f"position of the task's split (positions come from meta.id)")
+    return positions[place]
+
+
+def _answer_of(record: dict, where: str, positions: dict | None = None) -> tuple[int, str]:
     if "doc_id" in record and ("resps" in record or "filtered_resps" in record):
         # lm-evaluation-harness: the doc carries the MERA meta.id; filtered answers first
         doc = _mapping(record.get("doc"), where, "doc")
-        example_id = _mapping(doc.get("meta"), where, "doc.meta").get("id", record["doc_id"])
+        example_id = _harness_id(_mapping(doc.get("meta"), where, "doc.meta"), record, where,
+                                 positions)
         answer = (record.get("filtered_resps") or [None])[0]
         if answer is None:
             answer = (record.get("resps") or [[None]])[0]
@@ -77,9 +96,10 @@ def _check_harness_file(file: Path, task_key: str | None) -> None:
 
 
 def read_predictions(path: str | Path, task_key: str | None = None,
-                     split: str | None = None) -> dict[int, str]:
+                     split: str | None = None, positions: dict | None = None) -> dict[int, str]:
     """id -> answer. Lines of other tasks or splits ("task", "split" fields) are skipped;
-    an id answered twice with different texts is an error."""
+    an id answered twice with different texts is an error. ``positions``: (dialog id,
+    question id) -> example id, for official ruTiE harness logs whose meta.id is null."""
     answers: dict[int, str] = {}
     conflicts = []
     for file in prediction_files(path):
@@ -100,7 +120,7 @@ def read_predictions(path: str | Path, task_key: str | None = None,
                     continue
                 if split and record.get("split") not in (None, split):
                     continue
-                example_id, answer = _answer_of(record, where)
+                example_id, answer = _answer_of(record, where, positions)
                 if answers.setdefault(example_id, answer) != answer:
                     conflicts.append(example_id)
     if conflicts:

@@ -1,4 +1,5 @@
-"""Read and check a dataset folder in the raw MERA layout (SPEC.md section 2).
+"""Read and check a dataset folder in the raw MERA layout (docs/official-protocol.md,
+"Raw data layout and group ids").
 
 The reader streams one record at a time and never stops at the first problem: every
 problem found goes into ``problems`` so that one run reports them all.
@@ -274,7 +275,8 @@ MEDIA_CHECKS = {"image": image_problem, "audio": audio_problem, "video": video_p
 
 
 class GroupIds:
-    """Derived group ids (SPEC.md): examples with the same media bytes and the same
+    """Derived group ids (docs/official-protocol.md, "Raw data layout and group
+    ids"): examples with the same media bytes and the same
     question share a group, whose id is the first such example's id."""
 
     def __init__(self):

@@ -23,6 +23,7 @@ METRIC_NAMES = {
     "intent_exact_match": "Intent exact match",
     "slot_f1": "Slot F1",
     "exact_match_extracted": "Exact match after answer extraction (not official)",
+    "task_score": "Task score (mean of the leaderboard metrics computed)",
 }
 RESULTS = "results.json"
 
@@ -35,14 +36,25 @@ def _human(result: dict, metric: str) -> str:
     return _fmt(result.get("human_baseline", {}).get(metric))
 
 
+def _label(result: dict, metric: str) -> str:
+    """A metric's name, marked "supplementary" when the leaderboard does not rank the
+    task by it, and "local estimate" where the site computes the official number."""
+    label = METRIC_NAMES.get(metric, metric)
+    if metric not in result.get("leaderboard_metrics", [metric]):
+        label += " (supplementary)"
+    elif result.get("local_estimate"):
+        label += " (local estimate)"
+    return label
+
+
 def metric_rows(result: dict) -> list[tuple[str, str, str]]:
     """(metric label, score, human baseline) of one task, official metrics first; what
     results.md and the CLI table show."""
     if not result.get("scorable"):
         return [("—", "not scorable: gold answers hidden", "")]
-    rows = [(METRIC_NAMES.get(m, m), _fmt(v), _human(result, m))
+    rows = [(_label(result, m), _fmt(v), _human(result, m))
             for m, v in result["metrics"].items()]
-    rows += [(METRIC_NAMES.get(m, m) + " (judge)", _fmt(v), "")
+    rows += [(_label(result, m) + " (judge)", _fmt(v), "")
              for m, v in result.get("judge", {}).items()]
     rows += [(METRIC_NAMES.get(m, m), "not computed (no judge given)", "")
              for m in result.get("judge_not_computed", [])]
@@ -59,6 +71,24 @@ def _totals(summary: dict) -> list[str]:
     lines.append(f"| private tasks (the leaderboard's set) | {_fmt(official['score'])} | "
                  f"{official['n_tasks']} of {official['of']} private tasks |")
     return lines + ["", f"Task score: {summary['task_score_definition']}."]
+
+
+def task_score_lines(task_results: list[dict]) -> list[str]:
+    """One line per scored task: its task score and which leaderboard metrics it covers."""
+    lines = []
+    for r in (r for r in task_results if r.get("scorable") and "task_score_metrics" in r):
+        used = ", ".join(METRIC_NAMES.get(m, m) for m in r["task_score_metrics"])
+        line = f"- {r['task']}: task score {_fmt(r['task_score'])} = mean of {used}"
+        missing = [METRIC_NAMES.get(m, m) for m in r["leaderboard_metrics"]
+                   if m not in r["task_score_metrics"]]
+        if missing:
+            line += (f"; covers only part of the leaderboard metrics ({', '.join(missing)} "
+                     f"not computed: no judge given)")
+        if r.get("local_estimate"):
+            line += ("; a local estimate (strict EM against the gold letter): the official "
+                     "score is computed by the MERA site")
+        lines.append(line)
+    return ["", "## Task scores", ""] + lines if lines else []
 
 
 def _breakdown_tables(result: dict) -> list[str]:
@@ -81,11 +111,16 @@ def markdown(task_results: list[dict], summary: dict, run_info: dict,
              f"Run `{run_info.get('run_id')}`; the settings are in results.json.", ""]
     if chart:
         lines += [f"![Scores by task and breakdown, human baseline dashed]({chart})", ""]
+    cut = {k: n for k, n in (run_info.get("truncated_prompts") or {}).items() if n}
+    if cut:
+        lines += ["Prompts longer than the model's context, cut from the left as the official "
+                  "harness does: " + ", ".join(f"{k} {n}" for k, n in cut.items()) + ".", ""]
     lines += ["| task | split | n | metric | score | human |", "|---|---|---|---|---|---|"]
     for r in task_results:
         for label, score, human in metric_rows(r):
             lines.append(f"| {r['task']} | {r['split']} | {r['n_examples']} | {label} | "
                          f"{score} | {human} |")
+    lines += task_score_lines(task_results)
     lines += [""] + _totals(summary)
     for r in task_results:
         lines += _breakdown_tables(r)
@@ -102,7 +137,8 @@ def model_index(task_results: list[dict], model_name: str, official: dict[str, b
         if not r.get("scorable") or not official.get(r["task"]):
             continue
         task = TASKS[r["task"]]
-        for name, value in r["metrics"].items():
+        scores = dict(r["metrics"], task_score=r["task_score"])  # leaderboard metrics' mean
+        for name, value in scores.items():
             results.append(EvalResult(
                 task_type=task.hf_task_categories[0], task_name=f"MERA Multi {task.class_name}",
                 dataset_type=task.hub_id, dataset_name=task.hub_id.split("/")[-1],

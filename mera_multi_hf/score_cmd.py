@@ -19,15 +19,19 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     from .predictions import read_predictions
     from .reports import report_files, results_doc, write_outputs
     from .scoring import score_task, summarize
-    from .submission import submission_answers, submission_bytes
+    from .submission import packed, submission_answers, submission_bytes
     from .tasks import get_task
 
     task = get_task(task_key)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise MeraError(f"--out {out} is a file, not a folder")
-    predictions = read_predictions(predictions_path, task.key, split)
+    predictions = read_predictions(predictions_path, task.key, split)  # a bad file: no loading
     examples = make_examples(task, load_task(task, source=data, split=split))
+    if task.dialogue:  # official ruTiE logs name examples by position (meta.id is null)
+        from .runner.dialogue import positions
+        places = {p: i for i, p in positions(task, examples).items()}
+        predictions = read_predictions(predictions_path, task.key, split, places)
     known = {e.id for e in examples}
     extra = sorted(set(predictions) - known)
     if extra:
@@ -41,9 +45,9 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     summary = summarize([result])
     files = report_files([result], summary, run_info, official={})
     if submission and split == "test":
-        files["submission.zip"] = submission_bytes(
-            {task.key: submission_answers(task.key, predictions)},
-            expected_ids={task.key: sorted(known)})
+        answers, ids = packed(task.key, submission_answers(task.key, predictions), known)
+        files["submission.zip"] = submission_bytes({task.key: answers},
+                                                   expected_ids={task.key: ids})
     result["written"] = sorted(write_outputs(out, files, results_doc([result], summary, run_info),
                                              overwrite=overwrite))
     return result

@@ -112,12 +112,24 @@ def score_task(task: TaskSpec, examples: list[Example], predictions: dict[int, s
     result["judge"] = _aggregate(scores, groups, task.judge_metrics)
     result["judge_not_computed"] = [m for m in task.judge_metrics if m not in result["judge"]]
     result["unofficial"] = _aggregate(scores, groups, UNOFFICIAL)
-    result["task_score"] = fmean(result["metrics"].values())
+    result.update(task_score(task, result))
     result["scorable"] = True
     result["breakdown"] = _breakdowns(task, examples, scores, groups)
     result["per_example"] = {m: dict(zip((e.id for e in examples), map(float, s)))
                              for m, s in scores.items()}
     return result
+
+
+def task_score(task: TaskSpec, result: dict) -> dict:
+    """The leaderboard's task score: the mean of the task's leaderboard metrics
+    (``TaskSpec.leaderboard``) that were computed; ``task_score_partial`` when some were
+    not (no judge given). The other metrics are supplementary."""
+    computed = {**result["metrics"], **result.get("judge", {})}
+    used = [m for m in task.leaderboard if m in computed] or list(result["metrics"])
+    return {"leaderboard_metrics": list(task.leaderboard), "task_score_metrics": used,
+            "task_score": fmean(computed[m] for m in used),
+            "task_score_partial": any(m not in computed for m in task.leaderboard),
+            "local_estimate": task.local_estimate}
 
 
 def _breakdowns(task: TaskSpec, examples: list[Example], scores, groups) -> dict:
@@ -140,7 +152,7 @@ def _breakdowns(task: TaskSpec, examples: list[Example], scores, groups) -> dict
 
 
 def summarize(task_results: list[dict]) -> dict:
-    """Task scores (the mean of each task's official metrics) averaged per modality, over
+    """Task scores (the mean of each task's leaderboard metrics) averaged per modality, over
     all scored tasks, and over the private tasks (the leaderboard's set)."""
     scored = [r for r in task_results if r.get("scorable")]
     by_modality = defaultdict(list)
@@ -149,8 +161,9 @@ def summarize(task_results: list[dict]) -> dict:
     private = [r["task_score"] for r in scored if not r["public"]]
     n_private = sum(not t.public for t in TASKS.values())
     return {
-        "task_score_definition": "the mean of the task's official metrics (its metadata); "
-                                 "judge metrics are never part of it",
+        "task_score_definition": "the mean of the task's leaderboard metrics (the MERA "
+                                 "README's task table) that were computed; the other metrics "
+                                 "are supplementary",
         "tasks": {r["task"]: r["task_score"] for r in scored},
         "modality": {m: {"score": fmean(v), "n_tasks": len(v)} for m, v in sorted(by_modality.items())},
         "overall": {"score": fmean(r["task_score"] for r in scored) if scored else None,
@@ -159,4 +172,6 @@ def summarize(task_results: list[dict]) -> dict:
                            "n_tasks": len(private), "of": n_private,
                            "complete": len(private) == n_private},
         "not_scorable": [r["task"] for r in task_results if not r.get("scorable")],
+        # tasks whose score misses a leaderboard metric (the judge's JS was not computed)
+        "partial_task_scores": [r["task"] for r in scored if r.get("task_score_partial")],
     }

@@ -1,4 +1,5 @@
-"""The MERA submission ZIP (SPEC.md section 4): one <ClassName>.json per task."""
+"""The MERA submission ZIP (docs/official-protocol.md, "Submission"): one
+<ClassName>.json per task."""
 from __future__ import annotations
 
 import io
@@ -82,6 +83,24 @@ def submission_bytes(answers: Mapping[str, PairsOrMap],
     if logs:
         files["logs_public.zip"] = _zip_bytes(logs)
     return _zip_bytes(files)
+
+
+def submission_ids(task_key: str, ids: Iterable[int]) -> dict[int, int]:
+    """Example id -> the id the official packer writes for it: the id itself, except for
+    a dialogue task (ruTiE), whose process_docs drops meta.id so that the packer rebuilds
+    it from the position: question_id + 500 * dialog_id + 11."""
+    ids = list(ids)
+    spec = get_task(task_key).dialogue
+    if spec is None or not ids:
+        return {i: i for i in ids}
+    first = min(ids)
+    return {i: spec.submission_id(*spec.position(i, first)) for i in ids}
+
+
+def packed(task_key: str, answers: Mapping[int, str], ids: Iterable[int]):
+    """(answers, expected ids) keyed by the packer's ids (:func:`submission_ids`)."""
+    to_sub = submission_ids(task_key, ids)
+    return {to_sub[i]: text for i, text in answers.items()}, sorted(to_sub.values())
 
 
 def submission_answers(task_key: str, predictions: Mapping[int, str]) -> dict[int, str]:

@@ -31,11 +31,16 @@ def _options(n: int) -> tuple[str, ...]:
 DEFAULT_MAX_NEW_TOKENS = 256
 DEFAULT_STOP = ("\n\n",)
 
-# Judge metrics are not official leaderboard metrics of any task (the task metadata
-# names EM / group EM / intent EM / slot F1): they are computed only with a judge and
-# reported apart, so no official number changes meaning when a judge is given.
+# Judge metrics (JS) are computed only with a judge and reported apart from the metrics
+# of the task metadata (EM / group EM / intent EM / slot F1); the leaderboard ranks most
+# tasks by EM and JS together (LEADERBOARD_METRICS).
 JUDGE_METRICS = ("judge_score",)
 GROUPED_JUDGE_METRICS = ("judge_score", "group_judge_score")
+
+# The metrics the MERA leaderboard ranks a task by (the MERA README's task table: EM and
+# JS, ruHHH group_EM and group_JS, ruSLUn EM and F1); the task score is the mean of
+# those computed, every other metric is supplementary (docs/official-protocol.md).
+LEADERBOARD_METRICS = ("exact_match", "judge_score")
 
 
 # The Hub's task categories of each modality: dataset cards and model-index blocks.
@@ -56,7 +61,20 @@ class DialogueSpec:
     context_turns: int = 5                 # N: the README recommends --num_fewshot 5
     answer_pattern: str = r"\b([A-D])\b"   # an earlier answer reduced to its letter
     no_answer: str = "-1"                  # what stands for an earlier answer with no letter
-    questions_per_dialogue: int = 500      # where meta has no dialog_id/question_id
+    # process_docs places every example by its meta.id alone (RUTIE_END_QUESTION_ID + 1)
+    questions_per_dialogue: int = 500
+    # the official packer's doc_to_id: question_id + 500 * dialog_id + 11
+    submission_id_base: int = 11
+
+    def position(self, example_id: int, first_id: int) -> tuple[int, int]:
+        """(dialog id, question id) of an example, from its id and the split's smallest
+        id, as the official process_docs derives them (meta's own values are ignored)."""
+        return divmod(example_id - first_id, self.questions_per_dialogue)
+
+    def submission_id(self, dialog_id: int, question_id: int) -> int:
+        """The id the official packer writes for a position (docs/official-protocol.md,
+        "Submission ids")."""
+        return question_id + self.questions_per_dialogue * dialog_id + self.submission_id_base
 
 
 @dataclass(frozen=True)
@@ -95,6 +113,9 @@ class TaskSpec:
     stop: tuple[str, ...] = DEFAULT_STOP
     human_baseline: dict = field(default_factory=dict)  # metric -> the human score
     harness_name: str = ""          # the task's name in the official harness (default: key)
+    leaderboard: tuple[str, ...] = LEADERBOARD_METRICS  # what the leaderboard ranks it by
+    # the local number only estimates the official one (ruTiE: the site scores it)
+    local_estimate: bool = False
     builder: str = ""               # its builder module file (default: dataset_scripts/<key>.py)
 
     @property
@@ -127,7 +148,8 @@ def _free(key, hub, cls, modality, media, *, question=True, extra=(), **kw):
     return TaskSpec(key, f"MERA-evaluation/{hub}", cls, modality, media, text, "free", **kw)
 
 
-_GROUPED = dict(metrics=("exact_match", "group_exact_match"), judge_metrics=GROUPED_JUDGE_METRICS)
+_GROUPED = dict(metrics=("exact_match", "group_exact_match"), judge_metrics=GROUPED_JUDGE_METRICS,
+                leaderboard=("group_exact_match", "group_judge_score"))
 _ETHICS = (("category", "categories.category"), ("subcategory", "categories.subcategory"))
 _DOMAIN = (("domain", "domain"),)
 _SCHOOL = ("biology", "chemistry", "physics", "earth_science")
@@ -138,6 +160,9 @@ _RUTIE_FILTERS = ("remove_whitespace", "take_first")
 _RUTIE_PROMPT = ("escape_braces_except_fields", "strip")
 # ruTiE gold letters: Latin A-D, and Cyrillic А-Г where the official data writes them ("Б").
 _RUTIE_CHOICES = tuple("ABCD") + tuple("АБВГ")
+# custom_generate_task.yaml: strict EM (no ignore_case, ignore_punctuation false); the
+# official target is a placeholder the site fills, so a local number is an estimate.
+_RUTIE_SCORING = dict(em_mode="strict", local_estimate=True)
 
 TASKS: dict[str, TaskSpec] = {t.key: t for t in [
     _letter("ruhhh_image", "ruHHH-Image", "ruHHH_Image", "image", ("image",), 2,
@@ -165,7 +190,8 @@ TASKS: dict[str, TaskSpec] = {t.key: t for t in [
     _letter("rutie_image", "ruTiE-Image", "ruTiE_Image", "image", ("image",), 4,
             harness_name="rutie_vision", choices=_RUTIE_CHOICES,
             dialogue=DialogueSpec(), prompt_rules=_RUTIE_PROMPT, score_filters=_RUTIE_FILTERS,
-            submit_filters=_RUTIE_FILTERS, test_size=1500, human_baseline={"exact_match": 0.552}),
+            submit_filters=_RUTIE_FILTERS, test_size=1500, human_baseline={"exact_match": 0.552},
+            **_RUTIE_SCORING),
     _letter("schoolsciencevqa", "SchoolScienceVQA", "SchoolScienceVQA", "image", ("image",), 4,
             extra=("context",), test_size=4227,
             domains=_SCHOOL + ("history_all", "history_ru", "economics"), breakdowns=_DOMAIN,
@@ -179,7 +205,8 @@ TASKS: dict[str, TaskSpec] = {t.key: t for t in [
             public=True, test_size=596, human_baseline={"exact_match": 0.9497}),
     TaskSpec("ruslun", "MERA-evaluation/ruSLUn", "ruSLUn", "audio", ("audio",),
              ("question", "annotation"), "json", ("intent_exact_match", "slot_f1"),
-             judge_metrics=(), score_filters=("lowercase", "slot_clean"),
+             judge_metrics=(), leaderboard=("intent_exact_match", "slot_f1"),
+             score_filters=("lowercase", "slot_clean"),
              submit_filters=("lowercase", "slot_clean"), public=True, test_size=741,
              human_baseline={"intent_exact_match": 0.9069, "slot_f1": 0.305}),
     _letter("aquaria", "AQUARIA", "AQUARIA", "audio", ("audio_1", "audio_2"), 4,
@@ -188,7 +215,8 @@ TASKS: dict[str, TaskSpec] = {t.key: t for t in [
             test_size=738, human_baseline={"exact_match": 0.9766}),
     _letter("rutie_audio", "ruTiE-Audio", "ruTiE_Audio", "audio", ("audio",), 4, question=False,
             choices=_RUTIE_CHOICES, dialogue=DialogueSpec(), prompt_rules=_RUTIE_PROMPT, score_filters=_RUTIE_FILTERS,
-            submit_filters=_RUTIE_FILTERS, test_size=1500, human_baseline={"exact_match": 0.446}),
+            submit_filters=_RUTIE_FILTERS, test_size=1500, human_baseline={"exact_match": 0.446},
+            **_RUTIE_SCORING),
     _letter("commonvideoqa", "CommonVideoQA", "CommonVideoQA", "video", ("video",), 4,
             em_mode="strict", public=True, test_size=1200, human_baseline={"exact_match": 0.9575}),
     _letter("realvideoqa", "RealVideoQA", "RealVideoQA", "video", ("video",), 4,

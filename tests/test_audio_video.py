@@ -63,14 +63,15 @@ def test_build_gives_the_hub_features_and_blanks_private_answers(key, tmp_path):
     assert main(["build", key, "--raw", str(SAMPLES_DIR / NAMES[key]), "--out", str(out)]) == 0
     dsd = datasets.load_dataset(str(out))
     task, test = get_task(key), dsd["test"]
-    media = datasets.Audio(decode=False) if task.modality == "audio" else \
-        datasets.Video(decode=False)
+    # the official upload notebooks' features: Audio(), Video(decode=True) (decoding a
+    # row needs torchcodec, as with the Hub copy: columns are read here without media)
+    media = datasets.Audio() if task.modality == "audio" else datasets.Video(decode=True)
     for name in task.media_fields:
         assert test.features["inputs"][name] == media
-    assert [r["meta"]["id"] for r in test] == [r["meta"]["id"] for r in _raw(key)]
-    golds = [r["outputs"] for r in test]
+    assert [m["id"] for m in test["meta"]] == [r["meta"]["id"] for r in _raw(key)]
+    golds = test["outputs"]
     assert golds == ([r["outputs"] for r in _raw(key)] if task.public else [""] * len(golds))
-    assert all(r["outputs"] for r in dsd["shots"])
+    assert all(dsd["shots"]["outputs"])
 
 
 def test_aquaria_second_clip_optional_tags_rewritten_music_meta_excluded(tmp_path):
@@ -251,7 +252,10 @@ def test_evaluate_a_modality_with_no_model_writes_the_submission(modality, tmp_p
         assert names == {f"{get_task(k).class_name}.json" for k in keys}
         for key in keys:
             rows = json.loads(zf.read(f"{get_task(key).class_name}.json"))["data"]["test"]
-            assert [r["meta"]["id"] for r in rows] == [r["meta"]["id"] for r in _raw(key)]
+            ids = [r["meta"]["id"] for r in _raw(key)]
+            if get_task(key).dialogue:  # the packer's ids: (id - smallest id) + 11 here
+                ids = [i - min(ids) + 11 for i in ids]
+            assert [r["meta"]["id"] for r in rows] == ids
     options = results["run"]["backend_options"]
     assert options["max_frames"] == 2
     if modality == "audio":

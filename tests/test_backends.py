@@ -245,44 +245,80 @@ def test_stop_settings_and_the_backend_factory():
         make_backend("hf", None, stop=[""])
 
 
-def test_prompt_longer_than_the_context_is_refused_before_generating(tiny_backend):
-    assert tiny_backend.max_length == 1024  # the tiny model's max_position_embeddings
-    huge = _request(prompt="<image>\n" + "очень " * 1200 + "длинный вопрос?", rid=42)
-    calls, handle = _forward_counter(tiny_backend)
+def _config_holder(config):
+    from types import SimpleNamespace
+    return SimpleNamespace(config=config)  # context_length reads only model.config
+
+
+def test_max_length_is_derived_as_the_harness_does(tiny_backend):
+    """huggingface.py max_length, restated: the config's own n_positions,
+    max_position_embeddings or n_ctx, else the tokenizer's model_max_length, else 2048
+    where that is transformers' "no limit" int(1e30)."""
+    import copy
+
+    from transformers import GPT2Config, LlamaConfig, LlavaConfig
+
+    from mera_multi_hf.runner.backends.hf import context_length
+
+    tokenizer = copy.copy(tiny_backend.tokenizer)
+    tokenizer.model_max_length = 333
+    unset = copy.copy(tiny_backend.tokenizer)
+    unset.model_max_length = int(1e30)
+    llava = LlavaConfig(text_config=LlamaConfig(max_position_embeddings=64))
+    table = [  # config, tokenizer -> max_length
+        (GPT2Config(n_positions=77), tokenizer, 77),
+        (LlamaConfig(max_position_embeddings=99), tokenizer, 99),
+        (llava, tokenizer, 333),   # the text config's 64 is not consulted, as in the harness
+        (llava, unset, 2048),
+    ]
+    for config, tok, expected in table:
+        assert context_length(_config_holder(config), tok) == expected
+    assert tiny_backend.max_length == 2048  # the tiny LLaVA: no top-level limit, tokenizer unset
+
+
+@pytest.fixture
+def short_context(tiny_backend):
+    """The tiny backend with a 300-token max_length (restored afterwards)."""
+    saved = tiny_backend.max_length
+    tiny_backend.max_length = 300
+    yield tiny_backend
+    tiny_backend.max_length = saved
+
+
+def _input_widths(backend):
+    widths = []
+    handle = backend.model.register_forward_pre_hook(
+        lambda module, args, kwargs: widths.append(kwargs["input_ids"].shape[1]),
+        with_kwargs=True)
+    return widths, handle
+
+
+def test_long_prompts_keep_their_last_tokens_and_never_stop_a_run(short_context):
+    backend = short_context
+    fits = _request(prompt="<image>\nКоротко?", rid=1)
+    text_first = _request(prompt="очень " * 400 + "<image>\nВопрос?", rid=2)
+    media_first = _request(prompt="<image>\n" + "очень " * 400 + "?", rid=3)
+    lengths = {r.id: backend.encode([r])["attention_mask"].sum().item()
+               for r in (fits, text_first, media_first)}
+    # the harness's rule by hand: keep the last max_length - max_new_tokens = 300 - 8 = 292
+    assert lengths[1] <= 292 < lengths[2]
+    expected_cut = {1: 0, 2: lengths[2] - 292, 3: lengths[3] - 292}
+    widths, handle = _input_widths(backend)
     try:
-        with pytest.raises(MeraError, match=r"^t id=42: the prompt is \d{4} tokens but "
-                                            r"\S+ takes at most 1024"):
-            tiny_backend.generate([_request(), huge])
+        with pytest.warns(UserWarning, match="t id=3: .*media tokens among them"):
+            together = backend.generate([fits, text_first, media_first])
+        first_width = widths[0]
     finally:
         handle.remove()
-    assert calls[0] == 0
-
-
-def test_answer_overflowing_the_context_is_clamped_and_recorded(chatty_backend):
-    def prompt_of(k):
-        return _request(prompt="<image>\n" + "очень " * k + "?", max_new=40, stop=("@@",), rid=5)
-
-    def length_of(k):
-        return chatty_backend.encode([prompt_of(k)])["attention_mask"].sum().item()
-
-    per_word = (length_of(100) - length_of(0)) / 100
-    long = prompt_of(int((chatty_backend.max_length - 20 - length_of(0)) / per_word))
-    short = _request(prompt="<image>\nКоротко?", max_new=40, stop=("@@",), rid=6)
-    room = chatty_backend.max_length - chatty_backend.encode([long])["attention_mask"].sum().item()
-    assert 0 < room < 40, "the long prompt must leave less room than max_new_tokens"
-    with pytest.warns(UserWarning, match="t id=5: .*clamped"):
-        together = chatty_backend.generate([short, long])
-    calls, handle = _forward_counter(chatty_backend)
-    try:
-        with pytest.warns(UserWarning, match="clamped"):
-            alone = [chatty_backend.generate([long])[0]]
-    finally:
-        handle.remove()
-    assert calls[0] == room  # one forward pass per new token, up to the room left
-    alone.insert(0, chatty_backend.generate([short])[0])
-    assert together == alone
-    assert "t id=5" in chatty_backend.info()["context_clamped"]
-    assert "t id=6" not in chatty_backend.info()["context_clamped"]
+    assert first_width == 292  # the batch's prompt columns, cut from the left
+    assert {r.id: r.tokens_cut for r in (fits, text_first, media_first)} == expected_cut
+    assert together[2] == ""  # its image tokens were cut: no answer, the run goes on
+    alone = [backend.generate([_request(prompt="<image>\nКоротко?", rid=1)])[0]]
+    with pytest.warns(UserWarning, match="t id=2: the prompt is"):
+        alone.append(backend.generate([_request(prompt="очень " * 400 + "<image>\nВопрос?",
+                                                rid=2)])[0])
+    assert together[:2] == alone  # a cut row answers as it does alone
+    assert {"t id=2", "t id=3"} <= set(backend.info()["prompts_cut_here"])
 
 
 def test_missing_model_path_is_a_clear_error(tmp_path):
@@ -470,3 +506,18 @@ def test_text_only_model_uses_causal_lm_and_drops_media(tmp_path):
         out = backend.generate([_request(), _request(prompt="<image> Да?")])
     assert len(out) == 2
     assert backend.info()["revision"].startswith("local-")
+
+
+def test_truncated_prompts_are_counted_in_the_results_across_a_resume(short_context, tmp_path):
+    short_context.max_length = 8 + 40  # every ruHHH prompt is longer than 40 tokens
+    out = tmp_path / "o"
+    options = dict(tasks="ruhhh_image", data="sample", limit=4, max_new_tokens=8,
+                   output_dir=str(out), no_progress=True, engine=short_context)
+    with pytest.warns(UserWarning, match="cut to fit"):
+        first = run_evaluation(**options)
+    again = run_evaluation(**options)  # every answer from the sample log
+    assert again["counts"]["generated"] == 0
+    for result in (first, again):
+        assert result["run"]["truncated_prompts"] == {"ruhhh_image": 4}
+    assert "cut from the left as the official harness does: ruhhh_image 4." in \
+        (out / "results.md").read_text(encoding="utf-8")

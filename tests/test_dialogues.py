@@ -125,7 +125,8 @@ def test_dialogue_feeds_earlier_answers_back_in_order(toy, tmp_path):
     assert scored["metrics"]["exact_match"] == pytest.approx(expected_em)
     with zipfile.ZipFile(tmp_path / "o" / "submission.zip") as zf:
         rows = json.loads(zf.read("ToyDialogue.json"))["data"]["test"]
-    assert {r["meta"]["id"]: r["outputs"] for r in rows} == filtered
+    # the packer's ids: question_id + 4 * dialog_id + 11, i.e. (id - 1) + 11 here
+    assert {r["meta"]["id"]: r["outputs"] for r in rows} == {i + 10: t for i, t in filtered.items()}
     assert result["run"]["generation"]["dialogue_context"] == {"toy_dialogue": 2}
 
 
@@ -193,11 +194,74 @@ def test_earlier_answers_reduce_by_the_official_regex(generation, letter):
     assert reduce_answer(TASKS["rutie_image"], generation) == letter
 
 
-def test_ambiguous_dialogue_positions_are_refused():
-    from mera_multi_hf.examples import Example
-    from mera_multi_hf.runner.dialogue import positions
+# The official arithmetic restated as a table, computed by hand (process_docs: positions
+# from meta.id - min id; ruTiEContextFormer: the previous N=2 of the same dialogue;
+# log_to_submission.py: question_id + 500 * dialog_id + 11). Meta is deliberately wrong.
+#   id    meta (d, q)   -> (dialog, question)   context ids   submission id
+ORACLE = [
+    (7,    (3, 3),         (0, 0),               [],           11),
+    (8,    (0, 1),         (0, 1),               [7],          12),
+    (9,    (0, 2),         (0, 2),               [7, 8],       13),
+    (10,   (9, 0),         (0, 3),               [8, 9],       14),
+    (507,  (1, 0),         (1, 0),               [],           511),
+    (508,  (1, 1),         (1, 1),               [507],        512),
+    (1007, (2, 0),         (2, 0),               [],           1011),
+]
 
-    same = [Example("rutie_image", i, i, "p", (), "A", i, meta={"dialog_id": 0, "question_id": 1})
-            for i in (1, 2)]
-    with pytest.raises(MeraError, match="share a dialogue position"):
-        positions(TASKS["rutie_image"], same)
+
+def test_rutie_positions_context_and_submission_ids_follow_the_official_arithmetic():
+    from mera_multi_hf.examples import Example
+    from mera_multi_hf.runner import dialogue
+    from mera_multi_hf.submission import submission_ids
+
+    task = TASKS["rutie_image"]
+    examples = [Example(task.key, i, n, f"q{i}", (), "A", i, meta={"dialog_id": d, "question_id": q},
+                        instruction=f"q{i}")
+                for n, (i, (d, q), *_) in enumerate(reversed(ORACLE))]  # order does not matter
+    assert dialogue.positions(task, examples) == {i: pos for i, _, pos, _, _ in ORACLE}
+    seen = {}
+    for wave in dialogue.walk(task, examples, context_turns=2, answer=lambda r: "A",
+                              make=_fake_requests):
+        seen.update((r.id, [t.text for t in r.history]) for r in wave)
+    assert seen == {i: [f"q{c}" for c in ctx] for i, _, _, ctx, _ in ORACLE}
+    assert submission_ids(task.key, [row[0] for row in ORACLE]) == \
+        {i: sub for i, *_, sub in ORACLE}
+    assert sorted(dialogue.meta_disagreements(task, examples)) == [7, 10]
+
+
+@pytest.mark.parametrize("key", ["rutie_image", "rutie_audio"])
+def test_bundled_rutie_samples_agree_with_the_official_positions(key):
+    from mera_multi_hf import load_task
+    from mera_multi_hf.examples import make_examples
+    from mera_multi_hf.runner import dialogue
+    from mera_multi_hf.submission import submission_ids
+
+    examples = make_examples(TASKS[key], load_task(key, source="sample", split="test"))
+    assert dialogue.meta_disagreements(TASKS[key], examples) == []
+    ids = sorted(e.id for e in examples)
+    assert ids == [1, 2, 3, 501, 502, 503, 1001, 1002, 1003]  # the smallest is not 11
+    assert submission_ids(key, ids) == dict(zip(ids, [11, 12, 13, 511, 512, 513,
+                                                      1011, 1012, 1013]))
+
+
+def test_meta_that_disagrees_is_warned_recorded_and_overruled(tmp_path):
+    import shutil
+
+    from mera_multi_hf.sample_data import bundled_sample
+
+    raw = tmp_path / "ruTiE-Image"
+    shutil.copytree(bundled_sample("rutie_image"), raw)
+    doc = json.loads((raw / "test.json").read_text(encoding="utf-8"))
+    for record in doc["data"]:  # meta now claims each dialogue asked backwards
+        record["meta"]["question_id"] = 2 - record["meta"]["question_id"]
+    (raw / "test.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    model = ScriptedModel({r["meta"]["id"]: "A" for r in doc["data"]})
+    with pytest.warns(UserWarning, match="6 examples .* official positions are used"):
+        result = run_evaluation(tasks="rutie_image", data=str(raw), no_progress=True,
+                                output_dir=str(tmp_path / "o"), engine=model)
+    assert result["run"]["dialogue_meta_disagrees"] == {"rutie_image": 6}
+    # waves by the ids' arithmetic (meta would ask 3, 503, 1003 first)
+    assert [sorted(i for i, _, _ in call) for call in model.calls] == \
+        [[1, 501, 1001], [2, 502, 1002], [3, 503, 1003]]
+    history = {i: len(h) for call in model.calls for i, _, h in call}
+    assert history == {1: 0, 501: 0, 1001: 0, 2: 1, 502: 1, 1002: 1, 3: 2, 503: 2, 1003: 2}

@@ -79,7 +79,8 @@ def reference(judge_dir):
 
 
 def official_inputs(prompt, gold, prediction, sep, tok, window):
-    """The judge inputs of one example by the official rule (SPEC.md section 3)."""
+    """The judge inputs of one example by the official rule (docs/official-protocol.md,
+    "The judge inputs")."""
     texts = [prompt + sep + str(gold) + sep + prediction]
     tail = prediction.split("ОТВЕТ")[-1].strip()
     if tail:

@@ -50,7 +50,13 @@ def test_evaluate_and_score_with_a_served_judge(judge_dir, judge_url, tmp_path, 
     tasks = {p: json.loads((p / "results.json").read_text())["tasks"]["ruhhh_image"]
              for p in (served, plain)}
     assert tasks[served]["metrics"] == tasks[plain]["metrics"]
-    assert tasks[served]["task_score"] == tasks[plain]["task_score"]
+    # the task score is the mean of the leaderboard metrics computed: group EM and group JS
+    # with the judge, group EM alone (and said to be partial) without it
+    judged = tasks[served]
+    assert judged["task_score"] == pytest.approx(
+        (judged["metrics"]["group_exact_match"] + judged["judge"]["group_judge_score"]) / 2)
+    assert not judged["task_score_partial"] and tasks[plain]["task_score_partial"]
+    assert tasks[plain]["task_score"] == tasks[plain]["metrics"]["group_exact_match"]
     capsys.readouterr()
 
     rescored = tmp_path / "rescored"

@@ -46,7 +46,10 @@ def test_score_plain_jsonl_end_to_end(raw_sample, sample_test, tmp_path, capsys)
                  "--data", str(raw_sample), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     n = len(golds)
-    assert f"| ruhhh_image | test | {n} | Exact match | {(n - 2) / n:.4f} | 0.9529 |" in printed
+    # the leaderboard ranks ruHHH by group EM and group JS: plain EM is supplementary;
+    # the human baselines of the task card stand beside their metrics
+    assert (f"| ruhhh_image | test | {n} | Exact match (supplementary) | {(n - 2) / n:.4f} "
+            f"| 0.9529 |") in printed
 
     doc = json.loads((out / "results.json").read_text())
     result = doc["tasks"]["ruhhh_image"]
@@ -54,6 +57,14 @@ def test_score_plain_jsonl_end_to_end(raw_sample, sample_test, tmp_path, capsys)
     assert result["n_groups"] == n_groups and 1 < n_groups < n
     assert result["metrics"]["exact_match"] == pytest.approx((n - 2) / n)
     assert result["metrics"]["group_exact_match"] == pytest.approx((n_groups - 2) / n_groups)
+    assert f"| Group exact match | {(n_groups - 2) / n_groups:.4f} | 0.8930 |" in printed
+    # task score: the leaderboard metrics computed (no judge: group EM alone), said so
+    assert result["task_score"] == pytest.approx((n_groups - 2) / n_groups)
+    assert result["task_score_metrics"] == ["group_exact_match"]
+    assert result["task_score_partial"] is True
+    assert doc["summary"]["partial_task_scores"] == ["ruhhh_image"]
+    assert ("covers only part of the leaderboard metrics (Group judge score not computed: "
+            "no judge given)") in printed
     # the verbose answer counts only after extraction, reported apart from the official EM
     assert result["unofficial"]["exact_match_extracted"] == pytest.approx((n - 1) / n)
     assert result["judge_not_computed"] == ["judge_score", "group_judge_score"]
@@ -169,3 +180,36 @@ def test_scoring_a_runner_sample_log_reproduces_the_run(tmp_path):
     assert run["summary"]["overall"] == rescored["summary"]["overall"]
     assert read_submission(tmp_path / "rescored" / "submission.zip") == \
         read_submission(tmp_path / "run" / "submission.zip")
+
+
+# An official rutie_vision_gen log of the bundled ruTiE-Image sample: process_docs left
+# meta.id null, so a line names its example by (dialog_id, question_id). The official
+# packer's file for it, by hand: id = question_id + 500 * dialog_id + 11.
+#   dialog, question, filtered answer -> packer's id
+RUTIE_LOG = [(0, 0, "B"), (0, 1, "A"), (0, 2, "C"), (1, 0, "-1"), (1, 1, "B"), (1, 2, "D"),
+             (2, 0, "C"), (2, 1, "B"), (2, 2, "A")]
+PACKER_IDS = [11, 12, 13, 511, 512, 513, 1011, 1012, 1013]
+
+
+def test_score_reads_official_rutie_logs_with_null_ids(tmp_path):
+    logs = tmp_path / "harness"
+    logs.mkdir()
+    rows = [{"doc_id": n, "doc": {"meta": {"id": None, "dialog_id": d, "question_id": q}},
+             "target": f"RUTIE_TARGET_{q}", "resps": [[f" {a}"]], "filtered_resps": [a]}
+            for n, (d, q, a) in enumerate(RUTIE_LOG)]
+    _jsonl(logs / "samples_rutie_vision_gen_2026-01-01T00-00-00.jsonl", rows)
+    out = tmp_path / "r"
+    assert main(["score", "--task", "rutie_image", "--predictions", str(logs),
+                 "--data", "sample", "--out", str(out)]) == 0
+    with zipfile.ZipFile(out / "submission.zip") as zf:
+        payload = json.loads(zf.read("ruTiE_Image.json"))
+    packer = {"data": {"test": [{"outputs": a, "meta": {"id": i}}
+                                for i, (_, _, a) in zip(PACKER_IDS, RUTIE_LOG)]}}
+    assert payload == packer
+    # scored against the sample's golds at the example each position names (ids 1.., 501..)
+    result = json.loads((out / "results.json").read_text())["tasks"]["rutie_image"]
+    golds = {1: "Б", 2: "A", 3: "C", 501: "A", 502: "Б", 503: "D", 1001: "В", 1002: "B",
+             1003: "A"}
+    hits = sum(a == golds[i] for i, (_, _, a) in
+               zip([1, 2, 3, 501, 502, 503, 1001, 1002, 1003], RUTIE_LOG))
+    assert result["metrics"]["exact_match"] == pytest.approx(hits / 9)

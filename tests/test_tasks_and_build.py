@@ -1,6 +1,7 @@
 """Foundation: the task registry, building the Hub layout, loading from every source."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -48,7 +49,8 @@ SAMPLE_FILES = ("test.json", "shots.json", "raw_dataset_meta.json", "raw_readme_
 STRING = datasets.Value("string")
 EXPECTED_FEATURES = datasets.Features({
     "instruction": STRING,
-    "inputs": {"image": datasets.Image(), "question": STRING, "option_a": STRING,
+    # the official notebook's Image(decode=False): the harness's get_image reads image["bytes"]
+    "inputs": {"image": datasets.Image(decode=False), "question": STRING, "option_a": STRING,
                "option_b": STRING},
     "outputs": STRING,
     "meta": {
@@ -137,7 +139,7 @@ def test_build_writes_hub_layout_that_load_dataset_reads(raw_sample, tmp_path, c
     assert set(exported["test"]["outputs"]) == {""}  # private: blanked by default
     assert exported["shots"]["outputs"] == internal["shots"]["outputs"]
     first = exported["test"][0]
-    assert isinstance(first["inputs"]["image"], Image.Image)
+    assert isinstance(Image.open(io.BytesIO(first["inputs"]["image"]["bytes"])), Image.Image)
     assert first["meta"]["image"] == {"source": ["mera-multi-hf sample"], "type": ["graphics"],
                                       "content": ["object"], "context": ["no_context"]}
     shot = exported["shots"][0]["meta"]["image"]  # written as plain strings in the raw file

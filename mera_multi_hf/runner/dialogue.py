@@ -1,6 +1,10 @@
 """Dialogue tasks (ruTiE-Image, ruTiE-Audio): the questions of a dialogue are asked in
 order, each with the last N earlier turns of its dialogue and the model's own earlier
-answers, reduced to a letter (SPEC.md section 2; the task's DialogueSpec).
+answers, reduced to a letter (docs/official-protocol.md, "ruTiE"; the task's DialogueSpec).
+
+Positions come from meta.id alone, as the official process_docs makes them; the context
+of a question is the previous N questions of its dialogue in that order (the official
+ruTiEContextFormer's slice of the sorted list).
 
 A dialogue's question k cannot be asked before k-1 is answered, so requests are made
 wave by wave: wave k holds question k of every dialogue this process owns, generated
@@ -12,9 +16,9 @@ turn whose history changed.
 from __future__ import annotations
 
 import re
+import warnings
 from collections import defaultdict
 
-from ..errors import MeraError
 from ..examples import Example
 from ..tasks import TaskSpec
 from .request import Turn
@@ -23,21 +27,31 @@ Position = tuple[int, int]  # (dialog id, question id)
 
 
 def positions(task: TaskSpec, examples: list[Example]) -> dict[int, Position]:
-    """Example id -> (dialog id, question id): from meta where given, else from the id as
-    the official process_docs derives them (offset from the smallest id of the split)."""
-    spec = task.dialogue
+    """Example id -> (dialog id, question id), as the official process_docs derives them:
+    from the id's offset to the smallest id of the split, whatever meta says."""
     first = min((e.id for e in examples), default=0)
-    out = {}
-    for e in examples:
-        if isinstance(e.meta.get("dialog_id"), int) and isinstance(e.meta.get("question_id"), int):
-            out[e.id] = (e.meta["dialog_id"], e.meta["question_id"])
-        else:
-            offset = e.id - first
-            out[e.id] = divmod(offset, spec.questions_per_dialogue)
-    if len(set(out.values())) != len(out):
-        raise MeraError(f"{task.key}: two examples share a dialogue position (dialog_id, "
-                        f"question_id): the dialogue order is ambiguous")
-    return out
+    return {e.id: task.dialogue.position(e.id, first) for e in examples}
+
+
+def meta_disagreements(task: TaskSpec, examples: list[Example]) -> list[int]:
+    """Ids whose meta.dialog_id/question_id differ from the official positions (those
+    are used; the count goes to results.json)."""
+    where = positions(task, examples)
+    return [e.id for e in examples
+            if (e.meta.get("dialog_id"), e.meta.get("question_id")) not in ((None, None),
+                                                                           where[e.id])]
+
+
+def warn_meta(task: TaskSpec, examples: list[Example]) -> list[int]:
+    """Warn (once per task and run) where meta places examples elsewhere than the
+    official arithmetic; returns those ids."""
+    ids = meta_disagreements(task, examples)
+    if ids:
+        warnings.warn(f"{task.key}: meta.dialog_id/question_id of {len(ids)} examples (e.g. "
+                      f"id={ids[0]}) differ from the positions the official process_docs "
+                      f"derives from meta.id; the official positions are used",
+                      UserWarning, stacklevel=2)
+    return ids
 
 
 def reduce_answer(task: TaskSpec, generation: str) -> str:

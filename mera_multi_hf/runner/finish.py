@@ -11,8 +11,9 @@ from pathlib import Path
 
 from ..reports import report_files, results_doc, write_outputs
 from ..scoring import filtered, per_example_scores, score_task, summarize
-from ..submission import submission_answers, submission_bytes
+from ..submission import packed, submission_answers, submission_bytes
 from ..tiny_model import TINY_MODEL_ID
+from . import dialogue
 from .config import RunConfig
 
 
@@ -57,17 +58,24 @@ def finish_run(out: Path, config: RunConfig, engine, loaded: list, records: dict
         results.append(score_task(data.task, data.examples, predictions, em_mode=config.em_mode,
                                   judge=judge, split=split))
         files[f"samples_{data.task.key}_{split}.jsonl"] = sample_lines(data, records, split)
-        answers[data.task.key] = submission_answers(data.task.key, predictions)
+        answers[data.task.key] = packed(data.task.key,
+                                        submission_answers(data.task.key, predictions),
+                                        [e.id for e in data.examples])
     official = {d.task.key: _is_official(d, config) for d in loaded}
     run_info = run_record(config, engine, loaded, results, judge=judge, started=started,
                           world=world, official=official)
+    # prompts cut from the left to fit the model (the harness's rule), from the sample log
+    run_info["truncated_prompts"] = {
+        d.task.key: sum(bool(records[(d.task.key, split, e.id)].get("prompt_tokens_cut"))
+                        for e in d.examples) for d in loaded}
     summary = summarize(results)
     files.update(report_files(results, summary, run_info, official))
     notes = run_notes(config, engine, loaded, results, official)
     if split == "test":
         logs = {name: data for name, data in files.items() if name.startswith("samples_")}
         files["submission.zip"] = submission_bytes(
-            answers, {d.task.key: [e.id for e in d.examples] for d in loaded}, logs)
+            {k: a for k, (a, _) in answers.items()}, {k: i for k, (_, i) in answers.items()},
+            logs)
     written = write_outputs(out, files, results_doc(results, summary, run_info),
                             overwrite=config.overwrite)
     return {"output_dir": str(out), "run": run_info, "tasks": results, "summary": summary,
@@ -133,6 +141,9 @@ def run_record(config: RunConfig, engine, loaded, results, *, judge, started, wo
         "official_test_split": official,
         "dataset_fingerprint": {d.task.key: d.fingerprint for d in loaded},
         "metric_modes": {r["task"]: r.get("metric_modes", {}) for r in results},
+        # ruTiE: examples whose meta placed them elsewhere than the official arithmetic
+        "dialogue_meta_disagrees": {d.task.key: len(dialogue.meta_disagreements(d.task, d.examples))
+                                    for d in loaded if d.task.dialogue},
         "judge": judge.describe() if judge is not None else None,
         "batch_size": engine.batch_size, "num_processes": world, "seed": config.seed,
         "versions": package_versions(),

@@ -23,10 +23,13 @@ def make_batches(requests: list[Request], batch_size: int) -> list[list[Request]
 def log_record(request: Request, generation: str, seconds: float, model_id: str) -> dict:
     """What the sample log keeps of one answer: never media bytes, never gold answers
     (the derived files take those from the current references)."""
-    return {"task": request.task, "split": request.split, "id": request.id,
-            "prompt": request.prompt, "media_sha256": [m.sha256 for m in request.media],
-            "generation": generation, "time_s": round(seconds, 4), "model": model_id,
-            "request_hash": request.hash}
+    record = {"task": request.task, "split": request.split, "id": request.id,
+              "prompt": request.prompt, "media_sha256": [m.sha256 for m in request.media],
+              "generation": generation, "time_s": round(seconds, 4), "model": model_id,
+              "request_hash": request.hash}
+    if request.tokens_cut:  # the prompt was cut to fit the model's context
+        record["prompt_tokens_cut"] = request.tokens_cut
+    return record
 
 
 def generate_into_log(engine, mine: list[Request], datasets: dict, log: SampleLog, *,

@@ -37,6 +37,8 @@ class Request:
     # generation stops at the first of these strings (or EOS) and the text is cut there
     stop: tuple[str, ...] = DEFAULT_STOP
     history: list[Turn] = field(default_factory=list)  # earlier turns (dialogue tasks)
+    # prompt tokens the backend cut from the left to fit the model (the harness's rule)
+    tokens_cut: int = 0
 
     @property
     def key(self) -> tuple[str, str, int]:

@@ -196,7 +196,10 @@ def load_task_data(task: TaskSpec, source, config: RunConfig, state) -> TaskData
     if config.limit is not None:
         ds = ds.select(range(min(config.limit, len(ds))))
     ds = arrow_view(ds)
-    return TaskData(task, source, ds, make_examples(task, ds), ds._fingerprint, full_size)
+    examples = make_examples(task, ds)
+    if task.dialogue and state.is_main_process:
+        dialogue.warn_meta(task, examples)
+    return TaskData(task, source, ds, examples, ds._fingerprint, full_size)
 
 
 def make_requests(data: TaskData, config: RunConfig, examples=None) -> list[Request]:

@@ -6,7 +6,8 @@ group), with the better answer put in A or B by a fixed pattern. Images are simp
 scenes drawn with Pillow; the texts are the project's own.
 ``python -m mera_multi_hf.sample_data ruhhh_image DIR`` rewrites it.
 
-The folder follows the published official layout (SPEC.md section 2): every record
+The folder follows the published official layout (docs/official-protocol.md, "Raw data layout
+and group ids"): every record
 carries its rendered ``instruction`` string, ``prompts`` in raw_dataset_meta.json is a
 dict of prompt blocks (card material), ids run from 1 across test and shots, the
 computed fields are the official expressions, the licence is MERA_private and the

@@ -1,12 +1,13 @@
 """The bundled ruTiE-Audio sample: three short dialogues (three turns each) in the test
 split and one of four in the shots, over synthesised clips; no question field, only the
-options (as the official data). ``meta.question_id`` / ``meta.dialog_id`` place each
-turn; one gold is a Cyrillic letter. The instruction holds the literal ``<context>`` and
+options (as the official data). The ids agree with ``meta.question_id`` /
+``meta.dialog_id`` by the official arithmetic (id = first + 500 * dialog + question; the
+smallest test id is 1, not the packer's 11); one gold is a Cyrillic letter. The instruction holds the literal ``<context>`` and
 braces that the official ruTiE prompt rule keeps."""
 from __future__ import annotations
 
 from .av_common import clip, options, write_av
-from .common import Sample, number
+from .common import Sample
 
 NAME = "ruTiE-Audio"
 PROMPT = ("С вами ведут диалог посредством аудиосообщений. Освежите в памяти {контекст} "
@@ -39,9 +40,18 @@ def _records(dialogues) -> list[dict]:
             for d, dialogue in enumerate(dialogues) for q, (name, opts, gold) in enumerate(dialogue)]
 
 
+def _numbered(records: list[dict], first_id: int) -> list[dict]:
+    """Ids that the official process_docs maps back to each record's meta position:
+    first_id + 500 * dialog_id + question_id."""
+    for r in records:
+        r["meta"] = {"id": first_id + 500 * r["meta"]["dialog_id"] + r["meta"]["question_id"],
+                     **r["meta"]}
+    return records
+
+
 def sample() -> Sample:
-    test = number(_records(DIALOGUES))
-    shots = number(_records(SHOTS), first_id=len(test) + 1)
+    test = _numbered(_records(DIALOGUES), 1)  # the smallest id is not the packer's 11
+    shots = _numbered(_records(SHOTS), 2001)
     example = {**test[0], "meta": {**test[0]["meta"], "id": 100}}
     return Sample(
         NAME, ("Короткие диалоги с аудиосообщениями: каждый ответ опирается на предыдущие.",

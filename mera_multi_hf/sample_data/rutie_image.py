@@ -1,10 +1,11 @@
 """The bundled ruTiE-Image sample: three short dialogues (three questions each) in the
-test split and one of four in the shots; ``meta.question_id`` / ``meta.dialog_id`` place
-each question; some golds are Cyrillic letters ("Б"), as in the official data. The
+test split and one of four in the shots. The ids agree with ``meta.question_id`` /
+``meta.dialog_id`` by the official arithmetic (id = first + 500 * dialog + question), and
+the smallest test id is 1, not the official packer's 11; some golds are Cyrillic letters ("Б"), as in the official data. The
 instruction holds literal braces, which the official ruTiE prompt rule keeps."""
 from __future__ import annotations
 
-from .common import Sample, number, shapes_picture
+from .common import Sample, shapes_picture
 
 NAME = "ruTiE-Image"
 PROMPT = ("Вам придётся помнить {контекст} беседы, которую с вами ведут текстом и картинками. "
@@ -53,9 +54,18 @@ def _records(dialogues) -> list[dict]:
     return out
 
 
+def _numbered(records: list[dict], first_id: int) -> list[dict]:
+    """Ids that the official process_docs maps back to each record's meta position:
+    first_id + 500 * dialog_id + question_id."""
+    for r in records:
+        r["meta"] = {"id": first_id + 500 * r["meta"]["dialog_id"] + r["meta"]["question_id"],
+                     **r["meta"]}
+    return records
+
+
 def sample() -> Sample:
-    test = number(_records(DIALOGUES))
-    shots = number(_records(SHOTS), first_id=len(test) + 1)
+    test = _numbered(_records(DIALOGUES), 1)  # the smallest id is not the packer's 11
+    shots = _numbered(_records(SHOTS), 2001)
     example = {**test[0], "meta": {**test[0]["meta"], "id": 100}}
     return Sample(
         NAME, ("Короткие диалоги с картинками: каждый вопрос опирается на предыдущие.",

@@ -17,10 +17,13 @@ requests to the built-in tiny Qwen2-Audio (both random: plumbing checks).
 Generation follows the official harness (``hf_vlms.py`` ``generate_until``): at most
 ``max_new_tokens``, a stop at the first stop string or EOS, the decoded text cut at the
 first stop string. Each row stops on its own (a stopping criterion that answers per
-row), and the batch ends when every row has stopped. A prompt longer than the model's
-context is refused before generating; when only the answer would overflow it,
-``max_new_tokens`` is clamped to the room left (recorded in ``info()``), where the
-harness would instead cut the prompt's beginning.
+row), and the batch ends when every row has stopped. A long prompt never stops a run:
+as the harness does, the tokenized prompt keeps its last ``max_length - max_new_tokens``
+tokens (``max_length`` derived as the harness's ``huggingface.py``; see
+:func:`context_length`), the media tensors as they are. A row whose cut removed media
+tokens cannot run (the model would refuse the mismatch) and answers "". Each cut is
+recorded on the request (``tokens_cut``, kept in the sample log) and in ``info()``
+(``prompts_cut_here``: this process's cuts; results.json counts them per task).
 """
 from __future__ import annotations
 
@@ -100,17 +103,20 @@ def _multimodal_class(config):
     return None
 
 
-def context_length(model, tokenizer) -> int | None:
-    """The longest sequence the model takes: its text config's position limit, else the
-    tokenizer's ``model_max_length`` when that is a real number (not the 1e30 "unset")."""
-    text = model.config.get_text_config() if hasattr(model.config, "get_text_config") \
-        else model.config
-    for name in ("max_position_embeddings", "n_positions", "seq_length", "n_ctx"):
-        value = getattr(text, name, None)
-        if isinstance(value, int) and 0 < value < 10**8:
-            return value
+HARNESS_MAX_LENGTH = 2048                         # the harness's _DEFAULT_MAX_LENGTH
+UNSET_MAX_LENGTH = 1000000000000000019884624838656  # transformers' "no limit" (int(1e30))
+
+
+def context_length(model, tokenizer) -> int:
+    """``max_length`` as the harness derives it (``huggingface.py``): the model config's
+    own ``n_positions``, ``max_position_embeddings`` or ``n_ctx`` (top level only: most
+    multimodal configs have none), else the tokenizer's ``model_max_length``, 2048 where
+    that is the "no limit" value."""
+    for name in ("n_positions", "max_position_embeddings", "n_ctx"):
+        if hasattr(model.config, name):
+            return getattr(model.config, name)
     value = getattr(tokenizer, "model_max_length", None)
-    return value if isinstance(value, int) and 0 < value < 10**8 else None
+    return HARNESS_MAX_LENGTH if value in (None, UNSET_MAX_LENGTH) else value
 
 
 FRAMES_AS_IMAGES = "frames as images"
@@ -205,7 +211,7 @@ class HFBackend(Backend):
         self.video_input: str | None = None   # how videos reach the model (see _video_path)
         self.model = None
         self.max_length: int | None = None
-        self.clamped: list[str] = []   # "task id=N" whose max_new_tokens met the context limit
+        self.truncated: list[str] = []  # "task id=N" whose prompt was cut to fit max_length
         self._warned = False
 
     # what identifies the generations (hashed into every request) and what results record
@@ -228,7 +234,7 @@ class HFBackend(Backend):
             info.update(dtype=str(self.model.dtype).replace("torch.", ""),
                         prompt_mode=self.resolved_mode, device=str(self.device),
                         model_class=type(self.model).__name__, text_only=self.text_only,
-                        context_length=self.max_length, context_clamped=list(self.clamped))
+                        context_length=self.max_length, prompts_cut_here=list(self.truncated))
         return info
 
     def load(self) -> None:
@@ -411,36 +417,57 @@ class HFBackend(Backend):
         if not requests:
             return []
         self.load()
-        inputs = self.encode(requests)
-        limits = self._limits(requests, inputs["attention_mask"].sum(dim=1).tolist())
-        if len(set(limits)) == 1:
-            return self._generate(requests, inputs, limits[0])
-        # rows with another token limit run apart, so that no row depends on its batch
+        limits = sorted({r.max_new_tokens for r in requests})
         out: list[str] = [""] * len(requests)
-        for limit in sorted(set(limits)):
-            rows = [i for i, n in enumerate(limits) if n == limit]
+        # rows with another token limit run apart, so that no row depends on its batch
+        for limit in limits:
+            rows = [i for i, r in enumerate(requests) if r.max_new_tokens == limit]
             part = [requests[i] for i in rows]
-            for i, text in zip(rows, self._generate(part, self.encode(part), limit)):
+            inputs, lost = self._truncate(part, self.encode(part), limit)
+            if lost:  # rows cut into their media answer "", the others run without them
+                rows = [i for n, i in enumerate(rows) if n not in lost]
+                part = [requests[i] for i in rows]
+                if not rows:
+                    continue
+                inputs, _ = self._truncate(part, self.encode(part), limit, record=False)
+            for i, text in zip(rows, self._generate(part, inputs, limit)):
                 out[i] = text
         return out
 
-    def _limits(self, requests: list[Request], lengths: list[int]) -> list[int]:
-        """Each row's max_new_tokens within the model's context; a prompt that does not
-        fit is refused before anything is generated."""
-        limits = []
-        for request, length in zip(requests, lengths):
-            room = request.max_new_tokens if self.max_length is None else self.max_length - length
-            if room < 1:
-                raise MeraError(f"{request.task} id={request.id}: the prompt is {length} tokens "
-                                f"but {self.model_id} takes at most {self.max_length}; lower "
-                                f"--max-pixels or use a model with a longer context")
-            if room < request.max_new_tokens:
-                self.clamped.append(f"{request.task} id={request.id}")
-                warnings.warn(f"{request.task} id={request.id}: the prompt is {length} tokens; "
-                              f"only {room} new tokens fit in the model's {self.max_length} "
-                              f"(max_new_tokens clamped)", UserWarning, stacklevel=3)
-            limits.append(min(room, request.max_new_tokens))
-        return limits
+    def _media_token_ids(self) -> list[int]:
+        tokens = [getattr(self.processor, f"{kind}_token", None)
+                  for kind in ("image", "audio", "video")]
+        return [self.tokenizer.convert_tokens_to_ids(t) for t in tokens if isinstance(t, str)]
+
+    def _truncate(self, requests: list[Request], inputs: dict, max_new_tokens: int,
+                  record: bool = True):
+        """The harness's left truncation: every per-token tensor keeps its last
+        ``max_length - max_new_tokens`` columns (left padding: a shorter row loses only
+        padding). Returns (inputs, the rows whose cut removed media tokens)."""
+        keep = max(1, self.max_length - max_new_tokens)
+        ids = inputs["input_ids"]
+        if ids.shape[1] <= keep:
+            return inputs, []
+        lengths = inputs["attention_mask"].sum(dim=1).tolist()
+        cut = {k: v[:, -keep:] if v.shape == ids.shape else v for k, v in inputs.items()}
+        media = self._media_token_ids()
+        lost = []
+        for row, (request, length) in enumerate(zip(requests, lengths)):
+            if length <= keep:
+                continue
+            if any(int((ids[row] == t).sum()) != int((cut["input_ids"][row] == t).sum())
+                   for t in media):
+                lost.append(row)
+            if not record:
+                continue
+            request.tokens_cut = int(length - keep)
+            self.truncated.append(f"{request.task} id={request.id}")
+            warnings.warn(f"{request.task} id={request.id}: the prompt is {length} tokens; "
+                          f"its first {length - keep} are cut to fit {self.model_id}'s "
+                          f"max_length {self.max_length} less {max_new_tokens} new tokens"
+                          + (" (media tokens among them: answered empty)" if row in lost
+                             else ""), UserWarning, stacklevel=3)
+        return cut, lost
 
     def _generate(self, requests: list[Request], inputs, max_new_tokens: int) -> list[str]:
         import torch
