@@ -117,7 +117,20 @@ def score_task(task: TaskSpec, examples: list[Example], predictions: dict[int, s
     result["breakdown"] = _breakdowns(task, examples, scores, groups)
     result["per_example"] = {m: dict(zip((e.id for e in examples), map(float, s)))
                              for m, s in scores.items()}
+    _add_uncertainty(task, examples, scores, result, preds)
     return result
+
+
+def _add_uncertainty(task, examples, scores, result, preds) -> None:
+    """The per-example table (kept in results.json: compare reads it), every score's
+    interval, and the answer diagnostics."""
+    from .diagnostics import diagnostics
+    from .uncertainty import add_task_uncertainty, example_table
+
+    result["examples"] = example_table(task, examples, scores)
+    add_task_uncertainty(result, GROUP_OF)
+    result["diagnostics"] = diagnostics(task, examples, filtered(task, preds),
+                                        result["metric_modes"]["exact_match"])
 
 
 def _breakdowns(task: TaskSpec, examples: list[Example], scores, groups) -> dict:
@@ -148,7 +161,7 @@ def summarize(task_results: list[dict]) -> dict:
         by_modality[r["modality"]].append(r["task_score"])
     private = [r["task_score"] for r in scored if not r["public"]]
     n_private = sum(not t.public for t in TASKS.values())
-    return {
+    summary = {
         "task_score_definition": "the mean of the task's official metrics (its metadata); "
                                  "judge metrics are never part of it",
         "tasks": {r["task"]: r["task_score"] for r in scored},
@@ -160,3 +173,7 @@ def summarize(task_results: list[dict]) -> dict:
                            "complete": len(private) == n_private},
         "not_scorable": [r["task"] for r in task_results if not r.get("scorable")],
     }
+    from .uncertainty import add_summary_uncertainty
+
+    add_summary_uncertainty(summary, scored, GROUP_OF)
+    return summary

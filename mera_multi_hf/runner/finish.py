@@ -13,6 +13,7 @@ from ..reports import report_files, results_doc, write_outputs
 from ..scoring import filtered, per_example_scores, score_task, summarize
 from ..submission import submission_answers, submission_bytes
 from ..tiny_model import TINY_MODEL_ID
+from ..uncertainty import settings as bootstrap_settings
 from .config import RunConfig
 
 
@@ -134,6 +135,7 @@ def run_record(config: RunConfig, engine, loaded, results, *, judge, started, wo
         "dataset_fingerprint": {d.task.key: d.fingerprint for d in loaded},
         "metric_modes": {r["task"]: r.get("metric_modes", {}) for r in results},
         "judge": judge.describe() if judge is not None else None,
+        "bootstrap": bootstrap_settings(),
         "batch_size": engine.batch_size, "num_processes": world, "seed": config.seed,
         "versions": package_versions(),
         "command": mask_secrets(command_line(config)),
