@@ -77,17 +77,24 @@ def replicates(units: dict[str, Units], rng: np.random.Generator,
     if not units:
         return {}
     n_clusters = len(next(iter(units.values())).num)
-    out = {name: np.empty(resamples) for name in units}
+    # num may be (clusters, k): k datasets of the same clusters at once (the simulations)
+    out = {name: np.full((resamples,) + u.num.shape[1:], np.nan) for name, u in units.items()}
     if n_clusters == 0:
-        return {name: np.full(resamples, np.nan) for name in units}
+        return out
     step = max(1, CELLS_PER_CHUNK // n_clusters)
     for start in range(0, resamples, step):
         w = cluster_counts(rng, n_clusters, min(step, resamples - start)).astype(np.float64)
         for name, u in units.items():
-            den = w @ u.den
+            den = (w @ u.den).reshape((-1,) + (1,) * (u.num.ndim - 1))
             with np.errstate(invalid="ignore", divide="ignore"):
                 out[name][start:start + len(w)] = (w @ u.num) / den
     return out
+
+
+def percentile_interval(reps: np.ndarray) -> tuple:
+    """The LEVEL percentile interval of resamples (along the first axis)."""
+    alpha = (1 - LEVEL) / 2
+    return tuple(np.quantile(reps, [alpha, 1 - alpha], axis=0))
 
 
 def describe(reps: np.ndarray, se: float | None, *, cluster: str,
@@ -95,8 +102,7 @@ def describe(reps: np.ndarray, se: float | None, *, cluster: str,
     """The uncertainty record of one score (the shape results.json, the chart and compare
     read)."""
     finite = reps[np.isfinite(reps)]
-    alpha = (1 - LEVEL) / 2
-    low, high = (np.quantile(finite, [alpha, 1 - alpha]) if finite.size and n_clusters > 1
+    low, high = (percentile_interval(finite) if finite.size and n_clusters > 1
                  else (float("nan"), float("nan")))  # one cluster: nothing to resample
     return {"stderr": _num(se), "low": _num(low), "high": _num(high), "level": LEVEL,
             "cluster": cluster, "n_clusters": int(n_clusters), "n": int(n)}
