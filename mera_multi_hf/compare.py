@@ -20,7 +20,7 @@ import numpy as np
 from .errors import MeraError
 from .scoring import GROUP_OF
 from .uncertainty import (Units, describe, replicates, rng_for, settings, stderr,
-                          table_units, _mean_of, mean_over_tasks)
+                          table_units, mean_of, mean_over_tasks)
 
 FILES = ("compare.md", "compare.json", "compare.png")
 
@@ -131,7 +131,7 @@ def compare_task(key: str, ra: dict, rb: dict) -> tuple[dict, tuple | None]:
     everything = np.arange(len(rows_a))
     out["metrics"], diff, reps = _metric_records(table, sa, sb, names, everything, (key,))
     parts = [m for m in official if m in diff]
-    mean_reps, se = _mean_of([diff[m] for m in parts], [reps[m] for m in parts])
+    mean_reps, se = mean_of([diff[m] for m in parts], [reps[m] for m in parts])
     score = describe(mean_reps, se, cluster=table["cluster_by"],
                      n_clusters=len(diff[parts[0]].num), n=len(rows_a))
     score["difference"] = float(np.mean([out["metrics"][m]["difference"] for m in parts]))
@@ -215,7 +215,10 @@ def compare_runs(path_a, path_b, *, force: bool = False) -> dict:
         overall["difference"] = float(np.mean([s["difference"] for _, s in totals]))
         overall["verdict"] = verdict(overall)
         overall["n_tasks"] = len(totals)
-    return {"a": _about(a), "b": _about(b), "bootstrap": settings(), "forced": bool(differ),
+    about_a, about_b = _about(a), _about(b)
+    if about_a["model"] == about_b["model"]:  # one model twice: name the runs by folder
+        about_a["label"], about_b["label"] = about_a["folder"], about_b["folder"]
+    return {"a": about_a, "b": about_b, "bootstrap": settings(), "forced": bool(differ),
             "protocol_differences": protocol_differences(a, b, common),
             "not_compared": {"only_in_a": sorted(set(ta) - set(tb)),
                              "only_in_b": sorted(set(tb) - set(ta))},
@@ -225,7 +228,7 @@ def compare_runs(path_a, path_b, *, force: bool = False) -> dict:
 def _about(doc: dict) -> dict:
     run = doc.get("run", {})
     return {"folder": doc["_folder"], "run_id": run.get("run_id"), "model": run.get("model"),
-            "mode": run.get("mode")}
+            "mode": run.get("mode"), "label": str(run.get("model"))}
 
 
 def _num(x, digits: int = 4) -> str:
@@ -248,8 +251,10 @@ def _task_md(key: str, t: dict) -> list[str]:
     from .reports import METRIC_NAMES
 
     lines = ["", f"## {key}", "",
-             f"{t['paired']} examples paired (only in A: {t['only_in_a']}, only in B: "
-             f"{t['only_in_b']})" + (f"; {t['examples_differ']} paired ids hold different "
+             f"{t['paired']} examples paired" + (
+                 f" in {t['task_score']['n_clusters']} clusters ({t['task_score']['cluster']})"
+                 if t.get("task_score") else "") +
+             f" (only in A: {t['only_in_a']}, only in B: {t['only_in_b']})" + (f"; {t['examples_differ']} paired ids hold different "
                                      "examples (--force)" if t["examples_differ"] else ""), ""]
     if not t.get("metrics"):
         return lines
@@ -268,9 +273,9 @@ def _task_md(key: str, t: dict) -> list[str]:
 
 def markdown(result: dict) -> str:
     a, b, o = result["a"], result["b"], result["overall"]
-    lines = [f"# MERA Multi compare: A = {a['model']} vs B = {b['model']}", "",
-             f"A: `{a['folder']}` (run {a['run_id']}, {a['mode']}); "
-             f"B: `{b['folder']}` (run {b['run_id']}, {b['mode']}).", ""]
+    lines = [f"# MERA Multi compare: A = {a['label']} vs B = {b['label']}", "",
+             f"A: {a['model']}, `{a['folder']}` (run {a['run_id']}, {a['mode']}); "
+             f"B: {b['model']}, `{b['folder']}` (run {b['run_id']}, {b['mode']}).", ""]
     if o:
         interval = "—" if o["low"] is None else f"[{o['low']:+.4f}, {o['high']:+.4f}]"
         lines += [f"**Mean task score over {o['n_tasks']} shared tasks: A − B = "
@@ -316,7 +321,7 @@ def chart_png(result: dict) -> bytes:
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([label for label, _ in reversed(rows)], fontsize=8)
     ax.set_xlabel("A − B with its 95% paired bootstrap interval")
-    ax.set_title(f"A = {result['a']['model']}  vs  B = {result['b']['model']}", fontsize=10)
+    ax.set_title(f"A = {result['a']['label']}  vs  B = {result['b']['label']}", fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()

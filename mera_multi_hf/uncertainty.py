@@ -200,7 +200,7 @@ def _record(u: Units, reps: np.ndarray, cluster: str) -> dict:
     return describe(reps, stderr(u), cluster=cluster, n_clusters=len(u.num), n=u.n)
 
 
-def _mean_of(units: list[Units], reps: list[np.ndarray]) -> tuple[np.ndarray, float | None]:
+def mean_of(units: list[Units], reps: list[np.ndarray]) -> tuple[np.ndarray, float | None]:
     """The mean of several scores of the same clusters: its resamples and its
     cluster-robust standard error (linearised)."""
     influence = sum((u.num - u.value * u.den) / u.den.sum() for u in units) / len(units)
@@ -217,7 +217,7 @@ def task_score_replicates(result: dict, group_of: dict) -> tuple[float, np.ndarr
     reps = replicates(units, rng_for(result["task"]))
     parts = [m for m in names if m in units]
     value = float(np.mean([units[m].value for m in parts]))
-    mean_reps, se = _mean_of([units[m] for m in parts], [reps[m] for m in parts])
+    mean_reps, se = mean_of([units[m] for m in parts], [reps[m] for m in parts])
     first = units[parts[0]]
     record = describe(mean_reps, se, cluster=table["cluster_by"],
                       n_clusters=len(first.num), n=len(table["id"]))

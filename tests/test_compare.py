@@ -116,7 +116,7 @@ def test_evaluate_run_against_score_of_lm_eval_logs(tmp_path, capsys):
     out = tmp_path / "cmp"
     assert main(["compare", str(tmp_path / "run"), str(tmp_path / "scored"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "A = mera-multi-hf/tiny-random-llava" in printed and "`mode`" in printed
+    assert "A: mera-multi-hf/tiny-random-llava" in printed and "`mode`" in printed
     doc = json.loads((out / "compare.json").read_text())
     em = doc["tasks"]["ruhhh_image"]["metrics"]["exact_match"]
     assert doc["tasks"]["ruhhh_image"]["paired"] == len(rows)
