@@ -14,13 +14,12 @@
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from collections import Counter, defaultdict
 
 import numpy as np
 
-from .metric_fns import normalize
+from .metric_fns import _parse_prediction, normalize
 
 SHOWN_IDS = 10  # example ids listed with a count
 
@@ -34,16 +33,13 @@ def _letter_of(task, answer: str, mode: str) -> str | None:
 def _valid(task, answer: str, mode: str) -> bool:
     if task.answer_kind == "letter":
         return _letter_of(task, answer, mode) is not None
-    if task.answer_kind == "json":
-        try:
-            return isinstance(json.loads(answer), dict)
-        except (ValueError, RecursionError):
-            return False
+    if task.answer_kind == "json":  # as the official scorer reads it
+        return _parse_prediction(answer) is not None
     return bool(answer.strip())
 
 
 RULES = {"letter": "no valid letter (one of the task's choices, compared as exact match does)",
-         "json": "not a JSON object", "free": "empty"}
+         "json": "not a JSON object (as the official scorer parses it)", "free": "empty"}
 
 
 def format_failures(task, examples, answers: list[str], mode: str) -> dict:
