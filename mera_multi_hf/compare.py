@@ -221,7 +221,9 @@ def compare_runs(path_a, path_b, *, force: bool = False) -> dict:
     return {"a": about_a, "b": about_b, "bootstrap": settings(), "forced": bool(differ),
             "protocol_differences": protocol_differences(a, b, common),
             "not_compared": {"only_in_a": sorted(set(ta) - set(tb)),
-                             "only_in_b": sorted(set(tb) - set(ta))},
+                             "only_in_b": sorted(set(tb) - set(ta)),
+                             "not_scored": sorted((set(a["tasks"]) | set(b["tasks"]))
+                                                  - set(ta) - set(tb))},
             "tasks": tasks, "overall": overall}
 
 
@@ -290,8 +292,10 @@ def markdown(result: dict) -> str:
     lines += [f"- `{d['field']}`: A {json.dumps(d['a'], ensure_ascii=False)}, "
               f"B {json.dumps(d['b'], ensure_ascii=False)}" for d in diffs] or ["- none found"]
     nc = result["not_compared"]
-    if nc["only_in_a"] or nc["only_in_b"]:
-        lines += ["", f"Not compared: only in A {nc['only_in_a']}, only in B {nc['only_in_b']}."]
+    if nc["only_in_a"] or nc["only_in_b"] or nc["not_scored"]:
+        lines += ["", f"Not compared: only in A {nc['only_in_a']}, only in B "
+                  f"{nc['only_in_b']}, without gold answers or per-example scores "
+                  f"{nc['not_scored']}."]
     for key, t in result["tasks"].items():
         lines += _task_md(key, t)
     return "\n".join(lines) + "\n"

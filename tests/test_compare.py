@@ -113,6 +113,11 @@ def test_evaluate_run_against_score_of_lm_eval_logs(tmp_path, capsys):
     assert main(["score", "--task", "ruhhh_image", "--predictions", str(logs), "--data", "sample",
                  "--out", str(tmp_path / "scored")]) == 0
     capsys.readouterr()
+    from mera_multi_hf.uncertainty import settings
+
+    for folder in ("run", "scored"):  # the bootstrap's seed and resamples are recorded
+        assert json.loads((tmp_path / folder / "results.json").read_text())["run"]["bootstrap"] \
+            == settings()
     out = tmp_path / "cmp"
     assert main(["compare", str(tmp_path / "run"), str(tmp_path / "scored"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out

@@ -103,3 +103,15 @@ def test_cluster_keys_come_from_the_declaration():
     assert result["uncertainty"]["exact_match"]["cluster"] == "dialogue"
     assert result["uncertainty"]["exact_match"]["n_clusters"] == len(set(table["cluster"])) < \
         len(table["id"])
+
+
+def test_model_index_carries_each_standard_error():
+    import yaml
+
+    from mera_multi_hf.reports import model_index
+
+    result = _scored("weird", lambda e: "A")
+    block = yaml.safe_load(model_index([result], "m", {"weird": True}))
+    metrics = {m["type"]: m["value"] for m in block["model-index"][0]["results"][0]["metrics"]}
+    assert metrics["exact_match"] == round(result["metrics"]["exact_match"], 4)
+    assert metrics["exact_match_stderr"] == round(result["uncertainty"]["exact_match"]["stderr"], 4)
