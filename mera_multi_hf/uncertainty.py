@@ -209,12 +209,37 @@ def mean_of(units: list[Units], reps: list[np.ndarray]) -> tuple[np.ndarray, flo
     return np.mean(reps, axis=0), se
 
 
+# Resamples made for a task, by its name and the digest of its table: the summary's
+# totals reuse the task score's resamples instead of drawing them again (same seed, same
+# result either way).
+_MADE: dict[tuple, tuple] = {}
+
+
+def _digest(task: str, table: dict, names) -> tuple:
+    import hashlib
+
+    h = hashlib.sha1()
+    for column in (table["cluster"], table["group"], *(table["scores"].get(m, ()) for m in names)):
+        h.update(np.asarray(column, dtype=float).tobytes() + b"|")
+    return (task, tuple(names), h.hexdigest())
+
+
+def _task_reps(result: dict, group_of: dict, names) -> tuple[dict, dict]:
+    key = _digest(result["task"], result["examples"], names)
+    if key not in _MADE:
+        units = table_units(result["examples"], names, group_of)
+        if len(_MADE) > 64:
+            _MADE.clear()
+        _MADE[key] = (units, replicates(units, rng_for(result["task"])))
+    return _MADE[key]
+
+
 def task_score_replicates(result: dict, group_of: dict) -> tuple[float, np.ndarray, dict]:
     """The task score's resamples (the same ones every time for the same scores), and
     its uncertainty record."""
     table, names = result["examples"], score_names(result)
-    units = table_units(table, names, group_of)
-    reps = replicates(units, rng_for(result["task"]))
+    every = [m for part in ("metrics", "judge", "unofficial") for m in result.get(part, {})]
+    units, reps = _task_reps(result, group_of, every or names)
     parts = [m for m in names if m in units]
     value = float(np.mean([units[m].value for m in parts]))
     mean_reps, se = mean_of([units[m] for m in parts], [reps[m] for m in parts])
@@ -229,8 +254,7 @@ def add_task_uncertainty(result: dict, group_of: dict) -> None:
     every metric, the ``task_score_uncertainty`` and each breakdown row's."""
     table, cluster = result["examples"], result["examples"]["cluster_by"]
     names = [m for part in ("metrics", "judge", "unofficial") for m in result.get(part, {})]
-    units = table_units(table, names, group_of)
-    reps = replicates(units, rng_for(result["task"]))
+    units, reps = _task_reps(result, group_of, names)
     result["uncertainty"] = {m: _record(units[m], reps[m], cluster) for m in names if m in units}
     result["task_score_uncertainty"] = task_score_replicates(result, group_of)[2]
     for bname, rows in result.get("breakdown", {}).items():
