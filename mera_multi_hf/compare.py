@@ -18,9 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import MeraError
-from .scoring import GROUP_OF
-from .uncertainty import (Units, describe, replicates, rng_for, settings, stderr,
-                          table_units, mean_of, mean_over_tasks)
+from .uncertainty import (Units, describe, mean_of, mean_over_tasks, replicates, rng_for,
+                          settings, stderr, table_units)
 
 FILES = ("compare.md", "compare.json", "compare.png")
 
@@ -79,10 +78,19 @@ def _pair_tables(key: str, ta: dict, tb: dict) -> tuple[dict, list, list, list]:
     return table, rows_a, rows_b, differ
 
 
+def _group_of() -> dict:
+    """Group metric -> its per-example metric (scoring is imported when a comparison runs,
+    so building the CLI never loads datasets)."""
+    from .scoring import GROUP_OF
+
+    return GROUP_OF
+
+
 def _outcomes(table: dict, scores: dict, name: str, idx) -> np.ndarray:
     """The per-unit values of a metric (examples, or groups for a group metric)."""
-    if name in GROUP_OF:
-        values = scores[GROUP_OF[name]][idx]
+    group_of = _group_of()
+    if name in group_of:
+        values = scores[group_of[name]][idx]
         _, g_inv = np.unique(np.asarray(table["group"])[idx], return_inverse=True)
         wrong = np.bincount(g_inv, weights=values < 1)
         return (wrong == 0).astype(float)
@@ -91,8 +99,9 @@ def _outcomes(table: dict, scores: dict, name: str, idx) -> np.ndarray:
 
 def _metric_records(table, sa, sb, names, idx, key) -> tuple[dict, dict, dict]:
     """Per metric: A, B, the difference with its paired interval, McNemar for 0/1."""
-    ua = table_units(table, names, GROUP_OF, idx, sa)
-    ub = table_units(table, names, GROUP_OF, idx, sb)
+    group_of = _group_of()
+    ua = table_units(table, names, group_of, idx, sa)
+    ub = table_units(table, names, group_of, idx, sb)
     diff = {m: Units(ua[m].num - ub[m].num, ua[m].den, ua[m].n) for m in ua if m in ub}
     reps = replicates(diff, rng_for("compare", *key))
     out = {}

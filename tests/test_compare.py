@@ -132,3 +132,4 @@ def test_evaluate_run_against_score_of_lm_eval_logs(tmp_path, capsys):
     (out / ".mera-multi-reports.json").write_text("[]")
     assert main(["compare", str(tmp_path / "run"), str(tmp_path / "scored"), "--out", str(out)]) == 2
     assert (out / "compare.md").read_text() == "mine"
+
