@@ -39,9 +39,9 @@ def fmt_interval(value, uncertainty: dict | None) -> str:
     return f"{value:.4f} ± {(uncertainty['high'] - uncertainty['low']) / 2:.4f}"
 
 
-INTERVAL_NOTE = ("± is half the width of the 95% bootstrap interval, resampled by cluster "
-                 "(a ruHHH group, a ruTiE dialogue, else an example); results.json has the "
-                 "bounds, the standard errors, the seed and the number of resamples.")
+INTERVAL_NOTE = ("± is half the width of the 95% bootstrap interval, resampled by the "
+                 "task's cluster (its group, its dialogue, or the example); results.json has "
+                 "the bounds, the standard errors, the seed and the number of resamples.")
 
 
 def _human(result: dict, metric: str) -> str:
