@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 from .compare import read_run, write_report
 from .errors import MeraError
@@ -101,7 +102,7 @@ def chart_png(board: dict) -> bytes:
     from matplotlib.figure import Figure
 
     rows = [r for r in board["rows"] if r["total"]["score"] is not None]
-    fig = Figure(figsize=(8, 1.4 + 0.4 * max(1, len(rows))), dpi=100)
+    fig = Figure(figsize=(8, 1.4 + 0.55 * max(1, len(rows))), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.subplots()
     for y, r in enumerate(reversed(rows)):
@@ -110,8 +111,8 @@ def chart_png(board: dict) -> bytes:
         ax.errorbar([total], [y], xerr=err, fmt="o", capsize=3, color="#1f77b4",
                     markerfacecolor="#1f77b4" if r["official_test_split"] else "white")
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{r['model']} (set {r['task_set']})" for r in reversed(rows)],
-                       fontsize=8)
+    ax.set_yticklabels([f"{r['model']}\n{Path(r['folder']).name}, set {r['task_set']}"
+                        for r in reversed(rows)], fontsize=8)
     ax.set_xlim(0, 1)
     ax.set_xlabel("total (mean task score) with its 95% interval; hollow: not the official "
                   "test split", fontsize=8)
