@@ -122,6 +122,9 @@ def combined_stderr(parts: list[float | None]) -> float | None:
 # ----------------------------------------------------------------------------------
 # Per-example tables: what every interval (and `mera-multi compare`) is computed from.
 
+CLUSTER_KEYS = ("example", "group", "dialogue")
+
+
 def cluster_keys(task, examples) -> list[int]:
     """Each example's cluster, by the declaration's ``cluster_by``."""
     if task.cluster_by == "group":
@@ -131,6 +134,11 @@ def cluster_keys(task, examples) -> list[int]:
 
         where = positions(task, examples)
         return [where[e.id][0] for e in examples]
+    if task.cluster_by != "example":
+        from .errors import MeraError
+
+        raise MeraError(f"{task.key}: cluster_by {task.cluster_by!r} is not one of "
+                        f"{', '.join(CLUSTER_KEYS)}")
     return [e.id for e in examples]
 
 

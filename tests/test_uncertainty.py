@@ -94,6 +94,7 @@ def test_example_tasks_give_lm_evals_stderr_and_intervals_are_reproducible():
 
 
 def test_cluster_keys_come_from_the_declaration():
+    assert {t.cluster_by for t in TASKS.values()} <= set(U.CLUSTER_KEYS)
     assert {t.key for t in TASKS.values() if t.cluster_by == "group"} == \
         {t.key for t in TASKS.values() if t.has_groups}
     assert {t.key for t in TASKS.values() if t.cluster_by == "dialogue"} == \
