@@ -28,6 +28,7 @@ class Example:
     breakdown: dict[str, str] = field(default_factory=dict)  # breakdown name -> key
     meta: dict = field(default_factory=dict)
     instruction: str = ""          # as stored (a dialogue's history shows it)
+    options: tuple = ()            # the texts of the task's option_* inputs, in letter order
 
 
 def _nest(target: dict, keys: list[str], value) -> None:
@@ -91,5 +92,6 @@ def make_examples(task: TaskSpec, ds: datasets.Dataset) -> list[Example]:
             group=int(group) if group is not None else int(meta["id"]),
             breakdown={name: str(_lookup(meta, path)) for name, path in task.breakdowns
                        if _lookup(meta, path) is not None},
-            meta=meta, instruction=row["instruction"]))
+            meta=meta, instruction=row["instruction"],
+            options=tuple(inputs.get(f) for f in task.option_fields)))
     return out

@@ -32,6 +32,19 @@ def _fmt(value) -> str:
     return "—" if value is None else f"{value:.4f}"
 
 
+def fmt_interval(value, uncertainty: dict | None) -> str:
+    """A score with its uncertainty: ``0.6200 ± 0.0300``, the ± half the width of the 95%
+    bootstrap interval (resampled by cluster; the bounds are in results.json)."""
+    if value is None or not uncertainty or uncertainty.get("low") is None:
+        return _fmt(value)
+    return f"{value:.4f} ± {(uncertainty['high'] - uncertainty['low']) / 2:.4f}"
+
+
+INTERVAL_NOTE = ("± is half the width of the 95% bootstrap interval, resampled by the "
+                 "task's cluster (its group, its dialogue, or the example); results.json has "
+                 "the bounds, the standard errors, the seed and the number of resamples.")
+
+
 def _human(result: dict, metric: str) -> str:
     return _fmt(result.get("human_baseline", {}).get(metric))
 
@@ -52,23 +65,28 @@ def metric_rows(result: dict) -> list[tuple[str, str, str]]:
     results.md and the CLI table show."""
     if not result.get("scorable"):
         return [("—", "not scorable: gold answers hidden", "")]
-    rows = [(_label(result, m), _fmt(v), _human(result, m))
+    unc = result.get("uncertainty", {})
+    rows = [(_label(result, m), fmt_interval(v, unc.get(m)), _human(result, m))
             for m, v in result["metrics"].items()]
-    rows += [(_label(result, m) + " (judge)", _fmt(v), "")
+    rows += [(_label(result, m) + " (judge)", fmt_interval(v, unc.get(m)), "")
              for m, v in result.get("judge", {}).items()]
     rows += [(METRIC_NAMES.get(m, m), "not computed (no judge given)", "")
              for m in result.get("judge_not_computed", [])]
-    rows += [(METRIC_NAMES.get(m, m), _fmt(v), "") for m, v in result.get("unofficial", {}).items()]
+    rows += [(METRIC_NAMES.get(m, m), fmt_interval(v, unc.get(m)), "")
+             for m, v in result.get("unofficial", {}).items()]
     return rows
 
 
 def _totals(summary: dict) -> list[str]:
     lines = ["| total | score | over |", "|---|---|---|"]
     for modality, agg in summary["modality"].items():
-        lines.append(f"| {modality} | {_fmt(agg['score'])} | {agg['n_tasks']} tasks |")
+        lines.append(f"| {modality} | {fmt_interval(agg['score'], agg.get('uncertainty'))} | "
+                     f"{agg['n_tasks']} tasks |")
     overall, official = summary["overall"], summary["official_total"]
-    lines.append(f"| all scored tasks | {_fmt(overall['score'])} | {overall['n_tasks']} tasks |")
-    lines.append(f"| private tasks (the leaderboard's set) | {_fmt(official['score'])} | "
+    lines.append(f"| all scored tasks | {fmt_interval(overall['score'], overall.get('uncertainty'))}"
+                 f" | {overall['n_tasks']} tasks |")
+    lines.append(f"| private tasks (the leaderboard's set) | "
+                 f"{fmt_interval(official['score'], official.get('uncertainty'))} | "
                  f"{official['n_tasks']} of {official['of']} private tasks |")
     return lines + ["", f"Task score: {summary['task_score_definition']}."]
 
@@ -99,8 +117,10 @@ def _breakdown_tables(result: dict) -> list[str]:
                   "| " + " | ".join([name, "n"] + [METRIC_NAMES.get(m, m) for m in names]) + " |",
                   "|" + "---|" * (len(names) + 2)]
         for key, agg in rows.items():
+            unc = agg.get("uncertainty", {})
             lines.append("| " + " | ".join([key, str(agg["n_examples"])]
-                                           + [_fmt(agg.get(m)) for m in names]) + " |")
+                                           + [fmt_interval(agg.get(m), unc.get(m))
+                                              for m in names]) + " |")
     return lines
 
 
@@ -121,9 +141,12 @@ def markdown(task_results: list[dict], summary: dict, run_info: dict,
             lines.append(f"| {r['task']} | {r['split']} | {r['n_examples']} | {label} | "
                          f"{score} | {human} |")
     lines += task_score_lines(task_results)
-    lines += [""] + _totals(summary)
+    lines += ["", INTERVAL_NOTE, ""] + _totals(summary)
     for r in task_results:
         lines += _breakdown_tables(r)
+    from .diagnostics import markdown_section
+
+    lines += markdown_section(task_results)
     return "\n".join(lines) + "\n"
 
 
@@ -145,9 +168,23 @@ def model_index(task_results: list[dict], model_name: str, official: dict[str, b
                 dataset_split=r["split"], metric_type=name, metric_name=METRIC_NAMES.get(name, name),
                 metric_value=round(value, 4), source_name="mera-multi-hf",
                 source_url="https://mera.a-ai.ru/"))
+            results += _stderr_entries(results[-1], r.get("uncertainty", {}).get(name))
     if not results:
         return None
     return ModelCardData(model_name=model_name, eval_results=results).to_yaml() + "\n"
+
+
+def _stderr_entries(entry, uncertainty: dict | None) -> list:
+    """The model-index schema has no field for an error: the standard error goes in as
+    its own metric, ``<metric>_stderr`` (lm-evaluation-harness's naming)."""
+    from dataclasses import replace
+
+    if not uncertainty or uncertainty.get("stderr") is None:
+        return []
+    return [replace(entry, metric_type=f"{entry.metric_type}_stderr",
+                    metric_name=f"{entry.metric_name} standard error (clustered by "
+                                f"{uncertainty['cluster']})",
+                    metric_value=round(uncertainty["stderr"], 4))]
 
 
 def results_doc(task_results: list[dict], summary: dict, run_info: dict) -> dict:

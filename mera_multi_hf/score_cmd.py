@@ -58,6 +58,7 @@ def _score_record(task, predictions_path, data, split, result, judge) -> dict:
 
     from .predictions import prediction_files
     from .provenance import command_line, file_sha256, package_versions
+    from .uncertainty import settings as bootstrap_settings
 
     files = [str(f) for f in prediction_files(predictions_path)]
     return {
@@ -67,6 +68,7 @@ def _score_record(task, predictions_path, data, split, result, judge) -> dict:
         "dataset_source": str(data or task.hub_id), "split": split,
         "metric_modes": result["metric_modes"],
         "judge": judge.describe() if judge is not None else None,
+        "bootstrap": bootstrap_settings(),
         "versions": package_versions(), "command": command_line(),
     }
 

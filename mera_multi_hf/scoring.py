@@ -117,6 +117,7 @@ def score_task(task: TaskSpec, examples: list[Example], predictions: dict[int, s
     result["breakdown"] = _breakdowns(task, examples, scores, groups)
     result["per_example"] = {m: dict(zip((e.id for e in examples), map(float, s)))
                              for m, s in scores.items()}
+    _add_uncertainty(task, examples, scores, result, preds)
     return result
 
 
@@ -130,6 +131,18 @@ def task_score(task: TaskSpec, result: dict) -> dict:
             "task_score": fmean(computed[m] for m in used),
             "task_score_partial": any(m not in computed for m in task.leaderboard),
             "local_estimate": task.local_estimate}
+
+
+def _add_uncertainty(task, examples, scores, result, preds) -> None:
+    """The per-example table (kept in results.json: compare reads it), every score's
+    interval, and the answer diagnostics."""
+    from .diagnostics import diagnostics
+    from .uncertainty import add_task_uncertainty, example_table
+
+    result["examples"] = example_table(task, examples, scores)
+    add_task_uncertainty(result, GROUP_OF)
+    result["diagnostics"] = diagnostics(task, examples, filtered(task, preds),
+                                        result["metric_modes"]["exact_match"])
 
 
 def _breakdowns(task: TaskSpec, examples: list[Example], scores, groups) -> dict:
@@ -160,7 +173,7 @@ def summarize(task_results: list[dict]) -> dict:
         by_modality[r["modality"]].append(r["task_score"])
     private = [r["task_score"] for r in scored if not r["public"]]
     n_private = sum(not t.public for t in TASKS.values())
-    return {
+    summary = {
         "task_score_definition": "the mean of the task's leaderboard metrics (the MERA "
                                  "README's task table) that were computed; the other metrics "
                                  "are supplementary",
@@ -175,3 +188,7 @@ def summarize(task_results: list[dict]) -> dict:
         # tasks whose score misses a leaderboard metric (the judge's JS was not computed)
         "partial_task_scores": [r["task"] for r in scored if r.get("task_score_partial")],
     }
+    from .uncertainty import add_summary_uncertainty
+
+    add_summary_uncertainty(summary, scored, GROUP_OF)
+    return summary

@@ -117,6 +117,10 @@ class TaskSpec:
     # the local number only estimates the official one (ruTiE: the site scores it)
     local_estimate: bool = False
     builder: str = ""               # its builder module file (default: dataset_scripts/<key>.py)
+    # the unit resampled together for intervals: example | group | dialogue (dependent examples)
+    cluster_by: str = "example"
+    # the examples of a group are pairs of one item's ranked answers (ranking diagnostics)
+    pairwise_ranking: bool = False
 
     @property
     def harness_names(self) -> tuple[str, ...]:
@@ -127,6 +131,11 @@ class TaskSpec:
     @property
     def has_groups(self) -> bool:
         return "group_exact_match" in self.metrics
+
+    @property
+    def option_fields(self) -> tuple[str, ...]:
+        """The text inputs that hold the lettered options (option_a, option_b, ...)."""
+        return tuple(f for f in self.text_fields if f.startswith("option_"))
 
     @property
     def hf_task_categories(self) -> tuple[str, ...]:
@@ -149,7 +158,7 @@ def _free(key, hub, cls, modality, media, *, question=True, extra=(), **kw):
 
 
 _GROUPED = dict(metrics=("exact_match", "group_exact_match"), judge_metrics=GROUPED_JUDGE_METRICS,
-                leaderboard=("group_exact_match", "group_judge_score"))
+                leaderboard=("group_exact_match", "group_judge_score"), cluster_by="group")
 _ETHICS = (("category", "categories.category"), ("subcategory", "categories.subcategory"))
 _DOMAIN = (("domain", "domain"),)
 _SCHOOL = ("biology", "chemistry", "physics", "earth_science")
@@ -166,10 +175,11 @@ _RUTIE_SCORING = dict(em_mode="strict", local_estimate=True)
 
 TASKS: dict[str, TaskSpec] = {t.key: t for t in [
     _letter("ruhhh_image", "ruHHH-Image", "ruHHH_Image", "image", ("image",), 2,
-            **_GROUPED, breakdowns=_ETHICS, test_size=595,
+            **_GROUPED, breakdowns=_ETHICS, test_size=595, pairwise_ranking=True,
             human_baseline={"exact_match": 0.9529, "group_exact_match": 0.893}),
     _letter("ruhhh_video", "ruHHH-Video", "ruHHH_Video", "video", ("video",), 2,
             **_GROUPED, breakdowns=_ETHICS[:1], em_mode="strict", test_size=911,
+            pairwise_ranking=True,
             human_baseline={"exact_match": 0.9385, "group_exact_match": 0.8442}),
     _free("rucommonvqa", "ruCommonVQA", "ruCommonVQA", "image", ("image",), gold_list=True,
           public=True, test_size=3015, human_baseline={"exact_match": 0.818}),
@@ -191,7 +201,7 @@ TASKS: dict[str, TaskSpec] = {t.key: t for t in [
             harness_name="rutie_vision", choices=_RUTIE_CHOICES,
             dialogue=DialogueSpec(), prompt_rules=_RUTIE_PROMPT, score_filters=_RUTIE_FILTERS,
             submit_filters=_RUTIE_FILTERS, test_size=1500, human_baseline={"exact_match": 0.552},
-            **_RUTIE_SCORING),
+            **_RUTIE_SCORING, cluster_by="dialogue"),
     _letter("schoolsciencevqa", "SchoolScienceVQA", "SchoolScienceVQA", "image", ("image",), 4,
             extra=("context",), test_size=4227,
             domains=_SCHOOL + ("history_all", "history_ru", "economics"), breakdowns=_DOMAIN,
@@ -216,7 +226,7 @@ TASKS: dict[str, TaskSpec] = {t.key: t for t in [
     _letter("rutie_audio", "ruTiE-Audio", "ruTiE_Audio", "audio", ("audio",), 4, question=False,
             choices=_RUTIE_CHOICES, dialogue=DialogueSpec(), prompt_rules=_RUTIE_PROMPT, score_filters=_RUTIE_FILTERS,
             submit_filters=_RUTIE_FILTERS, test_size=1500, human_baseline={"exact_match": 0.446},
-            **_RUTIE_SCORING),
+            **_RUTIE_SCORING, cluster_by="dialogue"),
     _letter("commonvideoqa", "CommonVideoQA", "CommonVideoQA", "video", ("video",), 4,
             em_mode="strict", public=True, test_size=1200, human_baseline={"exact_match": 0.9575}),
     _letter("realvideoqa", "RealVideoQA", "RealVideoQA", "video", ("video",), 4,

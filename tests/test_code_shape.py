@@ -21,10 +21,11 @@ STAGES = [
     ("generations", {"runner.backends", "runner.backends.hf", "runner.backends.openai",
                      "tiny_model", "runner.serve", "predictions"}),
     ("log", {"runner.samplelog", "runner.generate"}),
-    ("scores", {"scoring", "judge"}),
+    ("scores", {"scoring", "judge", "uncertainty", "diagnostics"}),
     ("reports and submission", {"reports", "charts", "submission"}),
     ("commands", {"mera_multi_hf", "runner", "runner.config", "runner.run", "runner.finish", "cli", "__main__",
-                  "evaluate_cmd", "score_cmd", "judge_cmd", "metrics_export", "metrics_loading"}),
+                  "evaluate_cmd", "score_cmd", "judge_cmd", "metrics_export", "metrics_loading",
+                  "compare", "leaderboard"}),
 ]
 RANK = {name: i for i, (_, names) in enumerate(STAGES) for name in names}
 

@@ -54,6 +54,8 @@ def test_offline_blocks_run(tmp_path):
     assert (tmp_path / "hub/ruHHH-Image/README.md").is_file()
     assert (tmp_path / "runs/scored/results.png").is_file()
     assert (tmp_path / "spaces/judge_score/requirements.txt").is_file()
+    assert (tmp_path / "runs/compare/compare.md").is_file() and "McNemar" in text
+    assert (tmp_path / "runs/leaderboard/leaderboard.png").is_file()
 
 
 def test_readme_names_real_commands_and_options():

@@ -14,6 +14,7 @@ from ..scoring import filtered, per_example_scores, score_task, summarize
 from ..submission import packed, submission_answers, submission_bytes
 from ..tiny_model import TINY_MODEL_ID
 from . import dialogue
+from ..uncertainty import settings as bootstrap_settings
 from .config import RunConfig
 
 
@@ -145,6 +146,7 @@ def run_record(config: RunConfig, engine, loaded, results, *, judge, started, wo
         "dialogue_meta_disagrees": {d.task.key: len(dialogue.meta_disagreements(d.task, d.examples))
                                     for d in loaded if d.task.dialogue},
         "judge": judge.describe() if judge is not None else None,
+        "bootstrap": bootstrap_settings(),
         "batch_size": engine.batch_size, "num_processes": world, "seed": config.seed,
         "versions": package_versions(),
         "command": mask_secrets(command_line(config)),
