@@ -26,6 +26,9 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise MeraError(f"--out {out} is a file, not a folder")
+    from .preflight import preflight_score
+
+    checked = preflight_score(task, data, out, judge, judge_url, judge_tokenizer, judge_api_key)
     predictions = read_predictions(predictions_path, task.key, split)
     examples = make_examples(task, load_task(task, source=data, split=split))
     known = {e.id for e in examples}
@@ -38,6 +41,7 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
         if judge or judge_url else None
     result = score_task(task, examples, predictions, em_mode=em_mode, judge=scorer, split=split)
     run_info = _score_record(task, predictions_path, data, split, result, scorer)
+    run_info["preflight"] = checked
     summary = summarize([result])
     files = report_files([result], summary, run_info, official={})
     if submission and split == "test":

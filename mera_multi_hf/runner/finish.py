@@ -42,7 +42,7 @@ def _is_official(data, config: RunConfig) -> bool:
 
 
 def finish_run(out: Path, config: RunConfig, engine, loaded: list, records: dict, *,
-               counts: dict, started: float, world: int) -> dict:
+               counts: dict, started: float, world: int, preflight: dict | None = None) -> dict:
     from ..judge import get_judge
 
     judge = None
@@ -61,6 +61,7 @@ def finish_run(out: Path, config: RunConfig, engine, loaded: list, records: dict
     official = {d.task.key: _is_official(d, config) for d in loaded}
     run_info = run_record(config, engine, loaded, results, judge=judge, started=started,
                           world=world, official=official)
+    run_info["preflight"] = preflight
     summary = summarize(results)
     files.update(report_files(results, summary, run_info, official))
     notes = run_notes(config, engine, loaded, results, official)

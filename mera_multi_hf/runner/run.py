@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..errors import MeraError
 from ..examples import Example, make_examples
+from ..preflight import preflight_run
 from ..reports import check_foreign
 from ..tasks import TaskSpec, get_task, resolve_tasks
 from .config import RunConfig
@@ -54,6 +55,7 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     started = time.time()
     specs = select_tasks(config.tasks)
     sources = task_sources(config, specs)
+    checked = preflight_run(config, specs, sources, engine=engine)  # before any work
     state = process_state(config.device)
     if config.device == "auto" and state.num_processes > 1:
         raise MeraError("--device auto spreads one model over all GPUs: run it as one process, "
@@ -97,7 +99,7 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     counts = {"requested": len(requests), "resumed": resumed,
               "generated": len(requests) - resumed, "generated_here": here}
     return finish_run(out, config, engine, loaded, merged(index, requests), counts=counts,
-                      started=started, world=state.num_processes)
+                      started=started, world=state.num_processes, preflight=checked)
 
 
 def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: SampleLog,
