@@ -44,20 +44,37 @@ def metric_rows(result: dict) -> list[tuple[str, str, str]]:
             for m, v in result["metrics"].items()]
     rows += [(METRIC_NAMES.get(m, m) + " (judge)", _fmt(v), "")
              for m, v in result.get("judge", {}).items()]
-    rows += [(METRIC_NAMES.get(m, m), "not computed (no judge given)", "")
-             for m in result.get("judge_not_computed", [])]
     rows += [(METRIC_NAMES.get(m, m), _fmt(v), "") for m, v in result.get("unofficial", {}).items()]
     return rows
 
 
-def _totals(summary: dict) -> list[str]:
+JUDGE_LABEL = ("(judge): a score given by the judge model (a classifier that reads the "
+               "question, the gold and the answer); reported apart from the official metrics")
+
+
+def footnotes(task_results: list[dict]) -> list[str]:
+    """Said once under the tables: what "(judge)" means where judge rows are shown, and
+    which judge metrics a judge would add where none was given."""
+    notes = []
+    if any(r.get("judge") for r in task_results):
+        notes.append(JUDGE_LABEL + ".")
+    missing = sorted({m for r in task_results if r.get("scorable")
+                      for m in r.get("judge_not_computed", [])})
+    if missing:
+        notes.append(f"Judge metrics ({', '.join(METRIC_NAMES.get(m, m) for m in missing)}) "
+                     "need a judge: pass --judge-url (a served judge) or --judge (a model).")
+    return notes
+
+
+def _totals(summary: dict, leaderboard: bool = True) -> list[str]:
     lines = ["| total | score | over |", "|---|---|---|"]
     for modality, agg in summary["modality"].items():
         lines.append(f"| {modality} | {_fmt(agg['score'])} | {agg['n_tasks']} tasks |")
     overall, official = summary["overall"], summary["official_total"]
     lines.append(f"| all scored tasks | {_fmt(overall['score'])} | {overall['n_tasks']} tasks |")
-    lines.append(f"| private tasks (the leaderboard's set) | {_fmt(official['score'])} | "
-                 f"{official['n_tasks']} of {official['of']} private tasks |")
+    if leaderboard:  # only a run on official test splits has a leaderboard-like total
+        lines.append(f"| private tasks (the leaderboard's set) | {_fmt(official['score'])} | "
+                     f"{official['n_tasks']} of {official['of']} private tasks |")
     return lines + ["", f"Task score: {summary['task_score_definition']}."]
 
 
@@ -86,7 +103,8 @@ def markdown(task_results: list[dict], summary: dict, run_info: dict,
         for label, score, human in metric_rows(r):
             lines.append(f"| {r['task']} | {r['split']} | {r['n_examples']} | {label} | "
                          f"{score} | {human} |")
-    lines += [""] + _totals(summary)
+    lines += [""] + _totals(summary, any((run_info.get("official_test_split") or {}).values()))
+    lines += [""] + footnotes(task_results) if footnotes(task_results) else []
     for r in task_results:
         lines += _breakdown_tables(r)
     return "\n".join(lines) + "\n"

@@ -1,6 +1,7 @@
 """`mera-multi score`: score predictions made elsewhere and package the submission."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .errors import MeraError
@@ -62,13 +63,34 @@ def _score_record(task, predictions_path, data, split, result, judge) -> dict:
     files = [str(f) for f in prediction_files(predictions_path)]
     return {
         "run_id": uuid.uuid4().hex[:12], "mode": "score",
-        "model": Path(predictions_path).stem, "predictions": files,
+        "model": model_name(files), "predictions": files,
+        "official_test_split": {task.key: split == "test" and str(data or task.hub_id)
+                                == task.hub_id},
         "predictions_sha256": {f: file_sha256(f) for f in files},
         "dataset_source": str(data or task.hub_id), "split": split,
         "metric_modes": result["metric_modes"],
         "judge": judge.describe() if judge is not None else None,
         "versions": package_versions(), "command": command_line(),
     }
+
+
+def model_name(files: list[str]) -> str:
+    """The model that made the predictions, as the files record it (this project's sample
+    log: "model"; lm-evaluation-harness: "model_name" in the run's results file); a
+    predictions file's name is never taken for a model's."""
+    for file in files:
+        for candidate in (Path(file), *sorted(Path(file).parent.glob("results*.json"))):
+            try:
+                with open(candidate, encoding="utf-8") as fh:
+                    record = json.loads(fh.readline() if candidate.suffix == ".jsonl" else fh.read())
+            except (OSError, ValueError):
+                continue
+            record = record if isinstance(record, dict) else {}
+            run = record.get("run") if isinstance(record.get("run"), dict) else {}
+            name = record.get("model") or record.get("model_name") or run.get("model")
+            if isinstance(name, str) and name:
+                return name
+    return "unnamed model"
 
 
 def cmd_score(args) -> int:

@@ -60,7 +60,7 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     if config.device == "auto" and state.num_processes > 1:
         raise MeraError("--device auto spreads one model over all GPUs: run it as one process, "
                         "not under a multi-process launch")
-    if not state.is_main_process:
+    if config.no_progress or not state.is_main_process:  # datasets' bars too
         import datasets
         datasets.disable_progress_bars()
     set_seed(config.seed)
