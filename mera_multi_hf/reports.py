@@ -140,7 +140,7 @@ def results_doc(task_results: list[dict], summary: dict, run_info: dict) -> dict
 
 OWNED = ".mera-multi-outputs.json"  # the names this project has written into a folder
 # What a run may write (and so remove again when a later run does not make it).
-OUTPUT_NAME = re.compile(r"(results\.(json|md|png)|model-index\.yaml|submission\.zip|"
+OUTPUT_NAME = re.compile(r"(results\.(json|md|png|html)|model-index\.yaml|submission\.zip|"
                          r"samples_[A-Za-z0-9_]+_[A-Za-z0-9_]+\.jsonl)")
 
 

@@ -19,6 +19,7 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     from .loading import load_task
     from .predictions import read_predictions
     from .reports import report_files, results_doc, write_outputs
+    from .results_html import PAGE_NAME, render
     from .scoring import score_task, summarize
     from .submission import submission_answers, submission_bytes
     from .tasks import get_task
@@ -31,7 +32,8 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
 
     checked = preflight_score(task, data, out, judge, judge_url, judge_tokenizer, judge_api_key)
     predictions = read_predictions(predictions_path, task.key, split)
-    examples = make_examples(task, load_task(task, source=data, split=split))
+    dataset = load_task(task, source=data, split=split)
+    examples = make_examples(task, dataset)
     known = {e.id for e in examples}
     extra = sorted(set(predictions) - known)
     if extra:
@@ -45,6 +47,8 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     run_info["preflight"] = checked
     summary = summarize([result])
     files = report_files([result], summary, run_info, official={})
+    files[PAGE_NAME] = render([result], run_info, score_rows(task, examples, predictions,
+                                                             result, split, dataset))
     if submission and split == "test":
         files["submission.zip"] = submission_bytes(
             {task.key: submission_answers(task.key, predictions)},
@@ -72,6 +76,24 @@ def _score_record(task, predictions_path, data, split, result, judge) -> dict:
         "judge": judge.describe() if judge is not None else None,
         "versions": package_versions(), "command": command_line(),
     }
+
+
+def prediction_records(task, examples, predictions: dict, result: dict) -> list[dict]:
+    """Sample-file-like records of scored predictions (what results.html shows)."""
+    from .scoring import filtered
+
+    per_example = result.get("per_example") or {}
+    return [{"id": e.id, "prompt": e.prompt, "generation": predictions[e.id],
+             "filtered": filtered(task, [predictions[e.id]])[0], "target": e.gold,
+             "metrics": {m: s[e.id] for m, s in per_example.items() if e.id in s}}
+            for e in examples if e.id in predictions]
+
+
+def score_rows(task, examples, predictions, result, split, dataset=None) -> list[dict]:
+    from .results_html import task_rows
+
+    return task_rows(task.key, split, prediction_records(task, examples, predictions, result),
+                     examples, dataset)
 
 
 def model_name(files: list[str]) -> str:

@@ -68,7 +68,7 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
         engine = engine or make_engine(config)
     out = output_dir(config, engine)
     check_foreign(out, [f"samples_{t.key}_{config.split}.jsonl" for t in specs]
-                  + ["results.json", "results.md", "results.png", "model-index.yaml",
+                  + ["results.json", "results.md", "results.png", "results.html", "model-index.yaml",
                      "submission.zip"], config.overwrite)  # before any work, not after it
     loaded = [load_task_data(task, sources[task.key], config, state) for task in specs]
     for data in loaded:
