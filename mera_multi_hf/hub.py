@@ -9,6 +9,7 @@ import copy
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -240,6 +241,8 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
             "created_by": "mera-multi-hf", "version": __version__, "task": task.key,
             "internal_with_answers": internal}) + "\n", encoding="utf-8")
         _swap_in(staged, out_dir, mode)
+        for note in builder.raw.notes:  # said once, after a clean build
+            print(f"mera-multi: note: {note}", file=sys.stderr)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         for folder in made:  # parents this call created, nothing else
