@@ -42,7 +42,7 @@ def source_kind(source: str | Path) -> str:
         from .offline import did_you_mean, nearby_names
 
         what = "is a file, not a folder" if path.exists() else \
-            "is no folder here, not `sample` and not a Hub id (org/name)"
+            "is not a folder here, nor `sample`, nor a Hub id (org/name)"
         raise MeraError(f"dataset source {source!r} {what}"
                         f"{did_you_mean(str(source), nearby_names(str(source)))}")
     return "hub"

@@ -33,10 +33,10 @@ def preflight_run(config, specs, sources, engine=None) -> dict:
     """Check what ``run_evaluation`` will need (MeraError on the first missing piece)."""
     started, checks = time.perf_counter(), []
     _timed(checks, "output folder", lambda: check_output(config.output_dir))
-    for task in specs:
-        _timed(checks, f"data {task.key}", lambda task=task: check_source(task, sources[task.key]))
     if engine is None:  # a ready engine was checked by whoever made it
         _timed(checks, "model", lambda: check_model(config))
+    for task in specs:
+        _timed(checks, f"data {task.key}", lambda task=task: check_source(task, sources[task.key]))
     if config.judge or config.judge_url:
         _timed(checks, "judge", lambda: check_judge(config.judge, config.judge_url,
                                                     config.judge_tokenizer, config.judge_api_key))
@@ -98,7 +98,7 @@ def check_hub_model(name: str, what: str, flag: str, alternative: str) -> str:
     if path.is_dir():
         return f"local folder {path}"
     if name.startswith((".", "/", "~")) or name.count("/") > 1:
-        raise MeraError(f"{flag} {name}: no such folder")
+        raise MeraError(f"{flag} {name} is not a {what} folder: there is no such folder")
     reason = offline_reason()
     if reason is None:
         return f"Hub id {name} (online)"
@@ -174,5 +174,11 @@ def check_judge(judge, judge_url, judge_tokenizer, judge_api_key) -> str:
         options = {"api_key": judge_api_key} if judge_api_key else {}
         served = get_judge(None, judge_url, judge_tokenizer=judge_tokenizer, **options)
         return f"{served.url}: model {served.resolved_model()}, separator {served.sep!r}"
-    return check_hub_model(str(judge), "judge model", "--judge",
-                           "a local judge folder (saved with save_pretrained)")
+    found = check_hub_model(str(judge), "judge model", "--judge",
+                            "a local judge folder (saved with save_pretrained)")
+    from .judge import _load_tokenizer
+
+    sep = _load_tokenizer(str(judge)).sep_token  # the judge input needs one
+    if sep is None:
+        raise MeraError(f"the judge tokenizer of {judge} has no sep_token: not a judge model")
+    return f"{found}, separator {sep!r}"

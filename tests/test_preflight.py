@@ -45,8 +45,20 @@ def refusing():
     server.server_close()
 
 
+def _warm() -> None:
+    """Import what every run imports (torch, transformers, accelerate, datasets): the
+    clock measures the refusal, not the first import of the libraries."""
+    import accelerate  # noqa: F401
+
+    from mera_multi_hf.evaluate_cmd import options_parser
+    from mera_multi_hf.runner import run  # noqa: F401
+
+    options_parser()
+
+
 def _refused(argv, capsys, *needles, limit_s=15.0):
     """Run the CLI; it must exit 2 within limit_s with one line holding every needle."""
+    _warm()
     started = time.perf_counter()
     code = main(argv)
     elapsed = time.perf_counter() - started
@@ -101,7 +113,7 @@ def test_a_passing_preflight_is_recorded_in_results_json(tmp_path, capsys):
                  "--no-progress"]) == 0
     record = json.loads((tmp_path / "run" / "results.json").read_text())["run"]["preflight"]
     components = [c["component"] for c in record["checks"]]
-    assert record["ok"] and components == ["output folder", "data ruhhh_image", "model"]
+    assert record["ok"] and components == ["output folder", "model", "data ruhhh_image"]
     assert all(c["ok"] and c["seconds"] >= 0 for c in record["checks"])
 
 
@@ -173,3 +185,12 @@ def test_a_folder_without_test_json_is_classified(make, needle, tmp_path, capsys
     preds.write_text('{"id": 0, "prediction": "A"}\n', encoding="utf-8")
     _refused(["score", "--task", "ruhhh_image", "--predictions", str(preds), "--data",
               str(folder), "--out", str(tmp_path / "o")], capsys, needle, limit_s=5)
+
+
+def test_a_local_judge_without_a_separator_is_refused_before_generation(tmp_path, capsys):
+    from mera_multi_hf.tiny_model import tiny_model_path
+
+    # the tiny chat model's folder: a real tokenizer, but no [SEP]: not a judge
+    _refused(["evaluate", "--judge", str(tiny_model_path()), "--output-dir", str(tmp_path / "r"),
+              "--no-progress"], capsys, "no sep_token", limit_s=20)
+    _no_generation(tmp_path)
