@@ -120,8 +120,13 @@ def test_a_passing_preflight_is_recorded_in_results_json(tmp_path, capsys):
 # Offline (the tests run with HF_HUB_OFFLINE=1): one attempt, one line, the alternative.
 
 def test_offline_model_without_data_names_the_hub_copy_and_the_alternative(tmp_path, capsys):
-    _refused(["evaluate", "--model", "someone/some-vlm", "--output-dir", str(tmp_path / "r")],
+    from mera_multi_hf.tiny_model import tiny_model_path
+
+    _refused(["evaluate", "--model", str(tiny_model_path()), "--output-dir", str(tmp_path / "r")],
              capsys, "MERA-evaluation/ruHHH-Image", "HF_HUB_OFFLINE", "--data sample", limit_s=5)
+    # a Hub model id that is not cached is named the same way, before the data
+    _refused(["evaluate", "--model", "someone/some-vlm", "--output-dir", str(tmp_path / "r")],
+             capsys, "the model someone/some-vlm", "out of reach", "save_pretrained", limit_s=5)
 
 
 def test_offline_score_without_data(tmp_path, capsys):
