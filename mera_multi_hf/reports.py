@@ -92,12 +92,16 @@ def _breakdown_tables(result: dict) -> list[str]:
 
 
 def markdown(task_results: list[dict], summary: dict, run_info: dict,
-             chart: str | None = None) -> str:
-    """results.md; ``chart``: the file name of the run's bar chart, linked under the title."""
+             chart: str | None = None, page: str | None = None) -> str:
+    """results.md; ``chart``: the file name of the run's bar chart, linked under the title;
+    ``page``: the file name of the page of every example (results.html)."""
     lines = [f"# MERA Multi results: {run_info.get('model', 'predictions')}", "",
              f"Run `{run_info.get('run_id')}`; the settings are in results.json.", ""]
     if chart:
         lines += [f"![Scores by task and breakdown, human baseline dashed]({chart})", ""]
+    if page:
+        lines += [f"Every example with its media, prompt, answer and scores: [{page}]({page}) "
+                  "(filters by task, category, domain and right/wrong).", ""]
     lines += ["| task | split | n | metric | score | human |", "|---|---|---|---|---|---|"]
     for r in task_results:
         for label, score, human in metric_rows(r):
@@ -198,8 +202,8 @@ def report_files(task_results, summary, run_info, official) -> dict[str, str | b
     from .charts import CHART_NAME, chart_png
 
     png = chart_png(task_results, title=f"MERA Multi: {run_info.get('model', 'predictions')}")
-    files = {"results.md": markdown(task_results, summary, run_info,
-                                    chart=CHART_NAME if png else None)}
+    files = {"results.md": markdown(task_results, summary, run_info,  # both callers write
+                                    chart=CHART_NAME if png else None, page="results.html")}
     if png:
         files[CHART_NAME] = png
     block = model_index(task_results, str(run_info.get("model", "model")), official)

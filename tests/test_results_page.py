@@ -85,6 +85,7 @@ def test_score_writes_the_page_with_the_model_name(tmp_path):
     assert "MERA Multi results: org/my-vlm" in page and "# MERA Multi results: org/my-vlm" in md
     assert "my-predictions" not in md.splitlines()[0]
     assert len(_rows(page)) == len(ids) and "<audio controls" in page
+    assert "[results.html](results.html)" in md
 
 
 def test_the_page_stays_small_on_the_whole_sample(tmp_path):
