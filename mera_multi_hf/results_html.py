@@ -23,6 +23,7 @@ PAGE_NAME = "results.html"
 THUMBNAIL = (160, 160)
 EMBED_LIMIT = 512 * 1024  # audio/video clips up to this size are embedded in the page
 FILTERS = ("category", "domain")  # the breakdowns the page filters by
+PAGE_MEDIA_BUDGET = 64 * 2**20  # past this many bytes of media the page shows notes instead
 
 
 def thumbnail(raw: bytes) -> str:
@@ -160,12 +161,25 @@ def _summary(task_results: list[dict]) -> tuple[list[dict], list[str]]:
     return out, keys
 
 
+def _within_budget(rows: list[dict], budget: int = PAGE_MEDIA_BUDGET) -> None:
+    """Keep a big run's page openable: media past the budget become notes."""
+    used = 0
+    for row in rows:
+        for i, item in enumerate(row["media"]):
+            size = len(item.get("src") or "") + len(item.get("frame") or "")
+            used += size
+            if size and used > budget:
+                row["media"][i] = {"kind": "note", "field": item["field"],
+                                   "note": "not embedded (the page's media limit is reached)"}
+
+
 def render(task_results: list[dict], run_info: dict, rows: list[dict],
            notes: list[str] = ()) -> str:
     """The page as HTML text."""
     import jinja2
 
     summary, keys = _summary(task_results)
+    _within_budget(rows)
     template = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
         autoescape=True, trim_blocks=True, lstrip_blocks=True,

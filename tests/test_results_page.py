@@ -183,3 +183,13 @@ PROBE = """<pre id="probe"></pre><script>
 })();
 </script>
 """
+
+
+def test_a_big_run_keeps_the_page_within_its_media_budget():
+    from mera_multi_hf.results_html import _within_budget
+
+    item = {"kind": "image", "field": "image", "src": "data:image/jpeg;base64," + "A" * 1000}
+    rows = [{"media": [dict(item)]} for _ in range(10)]
+    _within_budget(rows, budget=5000)
+    kinds = [r["media"][0]["kind"] for r in rows]
+    assert kinds[:4] == ["image"] * 4 and set(kinds[5:]) == {"note"}
