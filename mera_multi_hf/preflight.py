@@ -104,8 +104,9 @@ def check_hub_model(name: str, what: str, flag: str, alternative: str) -> str:
         return f"Hub id {name} (online)"
     if in_hub_cache(name, "model"):
         return f"Hub id {name} (offline: from the local cache)"
-    raise MeraError(f"the {what} {name} is on the Hub, which is out of reach ({reason}), and "
-                    f"not in the local cache: pass {alternative}, or run where the Hub answers")
+    raise MeraError(f"cannot load {what} {name!r}: it is on the Hub, which is out of reach "
+                    f"({reason}), and not in the local cache: pass {alternative}, or run where "
+                    f"the Hub answers")
 
 
 def probe(url: str, api_key: str | None, timeout: float = PROBE_TIMEOUT):

@@ -126,7 +126,7 @@ def test_offline_model_without_data_names_the_hub_copy_and_the_alternative(tmp_p
              capsys, "MERA-evaluation/ruHHH-Image", "HF_HUB_OFFLINE", "--data sample", limit_s=5)
     # a Hub model id that is not cached is named the same way, before the data
     _refused(["evaluate", "--model", "someone/some-vlm", "--output-dir", str(tmp_path / "r")],
-             capsys, "the model someone/some-vlm", "out of reach", "save_pretrained", limit_s=5)
+             capsys, "cannot load model 'someone/some-vlm'", "out of reach", "save_pretrained", limit_s=5)
 
 
 def test_offline_score_without_data(tmp_path, capsys):
@@ -139,7 +139,7 @@ def test_offline_score_without_data(tmp_path, capsys):
 
 def test_offline_judge_id_is_refused_before_generation(tmp_path, capsys):
     _refused(["evaluate", "--judge", "someone/judge-x", "--output-dir", str(tmp_path / "r"),
-              "--no-progress"], capsys, "judge model someone/judge-x", "out of reach",
+              "--no-progress"], capsys, "judge model 'someone/judge-x'", "out of reach",
              "local judge folder", limit_s=5)
     _no_generation(tmp_path)
 
