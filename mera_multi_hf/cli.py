@@ -91,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Further commands register themselves: each module has add_parser(subparsers).
 COMMAND_MODULES: list[str] = ["score_cmd", "judge_cmd", "evaluate_cmd", "metrics_export",
-                               "compare", "leaderboard"]
+                               "compare", "leaderboard", "view_cmd"]
 
 
 def evaluate_options(args) -> int:

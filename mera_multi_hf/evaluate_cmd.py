@@ -54,7 +54,7 @@ def cmd_evaluate(options: list[str]) -> int:
 def format_results(result: dict) -> str:
     """The run as a short text table (what the CLI prints)."""
     from .cli import text_table
-    from .reports import metric_rows
+    from .reports import footnotes, metric_rows
 
     run = result["run"]
     lines = [f"model: {run['model']}" + (f"  (revision {run['revision']})" if run["revision"] else "")]
@@ -66,7 +66,7 @@ def format_results(result: dict) -> str:
         rows += [(task["task"], task["split"], str(task["n_examples"]), *row)
                  for row in metric_rows(task)]
     lines.append(text_table(rows))
-    lines += [f"note: {note}" for note in result["notes"]]
+    lines += [f"note: {note}" for note in footnotes(result["tasks"]) + result["notes"]]
     lines.append("wrote: " + ", ".join(str(p) for p in result["files"].values()))
     return "\n".join(lines)
 

@@ -9,6 +9,7 @@ import copy
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -240,6 +241,8 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
             "created_by": "mera-multi-hf", "version": __version__, "task": task.key,
             "internal_with_answers": internal}) + "\n", encoding="utf-8")
         _swap_in(staged, out_dir, mode)
+        for note in builder.raw.notes:  # said once, after a clean build
+            print(f"mera-multi: note: {note}", file=sys.stderr)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         for folder in made:  # parents this call created, nothing else
@@ -400,7 +403,9 @@ def _export_notes(task: TaskSpec, info, raw, internal: bool, configs: dict) -> l
              f"- Splits: {sizes}. The test split is {'private' if private else 'public'}: "
              f"{answers}.",
              *([f"- One config per domain: {', '.join(configs)}; each example's `meta.domain` "
-                "names its config."] if "default" not in configs else []),
+                f"names its config. The default config `{ALL_DOMAINS}` joins them: "
+                "`load_dataset(path)` reads every domain, `load_dataset(path, DOMAIN)` "
+                "one."] if "default" not in configs else []),
              f"- Built by mera-multi-hf {__version__} from the raw MERA layout; {how}. The "
              "model sees `instruction.format(**text inputs)` with media placeholders such as "
              "`<image>` left in place.",
@@ -437,6 +442,21 @@ def _config_infos(info: datasets.DatasetInfo, configs: dict) -> DatasetInfosDict
     return DatasetInfosDict(infos)
 
 
+ALL_DOMAINS = "all"  # a domain-split export's default config: every domain at once
+
+
+def _all_domains(configs: dict) -> list[dict]:
+    """For a domain-split export, the default config joining every domain, so that
+    ``load_dataset(folder)`` reads the whole task as a Hub dataset with several configs
+    does (each example's ``meta.domain`` still names its domain)."""
+    if "default" in configs or not configs:
+        return []
+    splits = dict.fromkeys(s for splits in configs.values() for s in splits)
+    return [{"config_name": ALL_DOMAINS, "default": True, "data_files": [
+        {"split": s, "path": [f"{d}/{s}-*" for d, sp in configs.items() if s in sp]}
+        for s in splits]}]
+
+
 def write_card(task: TaskSpec, info: datasets.DatasetInfo, path: Path, raw=None,
                internal: bool = False, configs: dict | None = None) -> None:
     """README.md of an export: YAML header (huggingface_hub) and the card built from the
@@ -454,8 +474,12 @@ def write_card(task: TaskSpec, info: datasets.DatasetInfo, path: Path, raw=None,
         task_categories=list(task.hf_task_categories), tags=tags, **_card_license(meta),
         configs=[{"config_name": name, "data_files": [
             {"split": s, "path": f"{'data' if name == 'default' else name}/{s}-*"}
-            for s in splits]} for name, splits in configs.items()])
-    _config_infos(info, configs).to_dataset_card_data(card_data)
+            for s in splits]} for name, splits in configs.items()] + _all_domains(configs))
+    infos = _config_infos(info, configs)
+    if "default" not in configs:  # the "all" config: the whole build
+        infos[ALL_DOMAINS] = copy.deepcopy(info)
+        infos[ALL_DOMAINS].config_name = ALL_DOMAINS
+    infos.to_dataset_card_data(card_data)
     lines = [f"# {card_data.pretty_name}", ""]
     if internal:
         lines += ["> **INTERNAL EXPORT — DO NOT PUBLISH.** The test split of this private task "

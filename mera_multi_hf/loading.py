@@ -36,10 +36,69 @@ def source_kind(source: str | Path) -> str:
     in a folder per domain), 'exported' (a Hub-layout folder) or 'hub' (a Hub id)."""
     path = Path(source).expanduser()
     if path.is_dir():
-        return "raw" if _holds_test_json(path) else "exported"
-    if path.exists() or str(source).startswith((".", "/", "~")):
-        raise MeraError(f"dataset source {source!r} is not a folder")
+        return "raw" if _holds_test_json(path) else _exported_or_refused(path)
+    if path.exists() or str(source).startswith((".", "/", "~")) or "/" not in str(source) \
+            or path.parent.is_dir() and str(path.parent) not in ("", "."):
+        from .offline import did_you_mean, nearby_names
+
+        what = "is a file, not a folder" if path.exists() else \
+            "is not a folder here, nor `sample`, nor a Hub id (org/name)"
+        raise MeraError(f"dataset source {source!r} {what}"
+                        f"{did_you_mean(str(source), nearby_names(str(source)))}")
     return "hub"
+
+
+# What a folder without test.json is when it holds no dataset: (marker files, what it
+# is, what to do); the first whose marker is present names it.
+NOT_A_DATASET = (
+    (("raw_dataset_meta.json",), "an official MERA task folder without test.json (the "
+     "official repository ships only raw_dataset_meta.json and samples/; the test and shots "
+     "files live on the Hub)", "leave --data out to read the Hub copy, or give a raw folder "
+     "with test.json (see docs/raw-format.md)"),
+    (("results.json",), "a run folder (results, sample logs), not a dataset",
+     "pass its sample log to `mera-multi score --predictions`, or look at it with "
+     "`mera-multi view`; --data is the dataset it was run on"),
+    (("app.py",), "a Hugging Face Space folder (app.py), not a dataset",
+     "give the dataset it serves (a Hub id, a raw folder or an export)"),
+)
+
+
+def _exported_or_refused(path: Path) -> str:
+    """'exported' for a folder that may hold a dataset; one line naming what the folder
+    is and what is missing for the known kinds that hold none."""
+    names = {p.name for p in path.iterdir()}
+    if any(n.endswith((".parquet", ".arrow")) or n in ("data", "dataset_dict.json")
+           for n in names) or "configs:" in _card(path):
+        return "exported"
+    if any(n.startswith("samples_") and n.endswith(".jsonl") for n in names) \
+            or any((path / "logs").glob("samples-rank*.jsonl")):
+        names.add("results.json")  # sample logs: a run folder
+    for markers, what, todo in NOT_A_DATASET:
+        if names & set(markers):
+            raise MeraError(f"{path} looks like {what}: it has no test.json (a raw MERA folder) "
+                            f"and no Parquet files (an export); {todo}")
+    if not names:
+        raise MeraError(f"{path} is empty: a dataset source is a raw MERA folder (test.json), "
+                        f"a folder written by `mera-multi build`, a Hub id or `sample`")
+    return "exported"
+
+
+def _card(path: Path) -> str:
+    try:
+        return (path / "README.md").read_text(encoding="utf-8", errors="replace")[:20000]
+    except OSError:
+        return ""
+
+
+def check_hub_source(task: TaskSpec, repo_id: str) -> None:
+    """With the Hub out of reach, a dataset that is not in the local cache stops here,
+    in one line, instead of after the libraries' retries."""
+    from .offline import DATA_ALTERNATIVE, in_hub_cache, offline_reason
+
+    reason = offline_reason()
+    if reason and not in_hub_cache(repo_id, "dataset"):
+        raise MeraError(f"{task.key}: the dataset {repo_id} is on the Hub, which is out of "
+                        f"reach ({reason}), and not in the local cache: {DATA_ALTERNATIVE}")
 
 
 def _holds_test_json(path: Path) -> bool:
@@ -72,6 +131,8 @@ def load_task(task: str | TaskSpec, source: str | Path | None = None,
     task = get_task(task) if isinstance(task, str) else task
     source = resolve_source(task, source)
     kind = source_kind(source)
+    if kind == "hub":
+        check_hub_source(task, str(source))
     if kind == "raw":
         from .hub import export_raw
 

@@ -475,6 +475,7 @@ class RawDataset:
         self.normalize_meta = normalize_meta or (lambda meta: dict(meta))
         self.problems: list[Problem] = []
         self.access, self.access_file = "private", None
+        self.notes: list[str] = []  # said once at build, never a reason to stop
         self.counts: dict[str, int] = {}
         self.computed: dict = {}
         top = self._part(None, "")
@@ -586,7 +587,11 @@ class RawDataset:
     def _start_test(self, file: str, doc: dict) -> None:
         """Read the test split's access level and compute the metadata's computed fields
         (over every domain folder's test split: sizes add up, distinct values merge)."""
-        first, access = self.access_file is None, doc.get("access") or "private"
+        first, access = self.access_file is None, doc.get("access")
+        if access is None:  # the task declares whether its answers are published
+            access = "public" if self.task.public else "private"
+            self.notes.append(f"{file}: no \"access\" key; taken as {access!r}, as the task "
+                              f"{self.task.class_name} is declared (see docs/raw-format.md)")
         if access not in ("private", "public"):
             self._problem(file, None, "access", f'must be "private" or "public", got {access!r}')
             access = "private"
@@ -643,10 +648,14 @@ class RawDataset:
             self._start_test(file, doc)
         blank = split == "test" and self.private and not self.include_private_answers
         has_answers = split != "test" or not self.private
+        unreachable = []
         for position, record in enumerate(doc["data"]):
             example = self._check_record(part, file, position, record, has_answers, seen_ids)
             if example is None:
                 continue
+            space = self.answer_space
+            if space and example["outputs"] and example["outputs"] not in space:
+                unreachable.append((example["meta"]["id"], example["outputs"]))
             meta = example["meta"]
             if self.task.has_groups:
                 media = example["inputs"].get(self.task.media_fields[0]) or {}
@@ -655,6 +664,19 @@ class RawDataset:
                 example["outputs"] = self.hidden_answer  # private answers never leave the folder
             self.counts[split] += 1
             yield example
+        if unreachable:
+            self.notes.append(
+                f"{file}: gold answers outside the options {', '.join(space)} the "
+                f"prompt shows can never be matched: " + ", ".join(
+                    f"id {i} ({gold!r})" for i, gold in unreachable[:20]))
+
+    @property
+    def answer_space(self) -> tuple[str, ...]:
+        """The letters a letter task's prompt labels its options with (Latin); empty for
+        other tasks (no closed answer space)."""
+        if self.task.answer_kind != "letter" or self.task.gold_list:
+            return ()
+        return tuple(c for c in self.task.choices if c in string.ascii_uppercase)
 
     def _record_id(self, file, position, record, seen_ids):
         meta = record.get("meta")

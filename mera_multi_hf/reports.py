@@ -70,14 +70,30 @@ def metric_rows(result: dict) -> list[tuple[str, str, str]]:
             for m, v in result["metrics"].items()]
     rows += [(_label(result, m) + " (judge)", fmt_interval(v, unc.get(m)), "")
              for m, v in result.get("judge", {}).items()]
-    rows += [(METRIC_NAMES.get(m, m), "not computed (no judge given)", "")
-             for m in result.get("judge_not_computed", [])]
     rows += [(METRIC_NAMES.get(m, m), fmt_interval(v, unc.get(m)), "")
              for m, v in result.get("unofficial", {}).items()]
     return rows
 
 
-def _totals(summary: dict) -> list[str]:
+JUDGE_LABEL = ("(judge): a score given by the judge model (a classifier that reads the "
+               "question, the gold and the answer); reported apart from the official metrics")
+
+
+def footnotes(task_results: list[dict]) -> list[str]:
+    """Said once under the tables: what "(judge)" means where judge rows are shown, and
+    which judge metrics a judge would add where none was given."""
+    notes = []
+    if any(r.get("judge") for r in task_results):
+        notes.append(JUDGE_LABEL + ".")
+    missing = sorted({m for r in task_results if r.get("scorable")
+                      for m in r.get("judge_not_computed", [])})
+    if missing:
+        notes.append(f"Judge metrics ({', '.join(METRIC_NAMES.get(m, m) for m in missing)}) "
+                     "need a judge: pass --judge-url (a served judge) or --judge (a model).")
+    return notes
+
+
+def _totals(summary: dict, leaderboard: bool = True) -> list[str]:
     lines = ["| total | score | over |", "|---|---|---|"]
     for modality, agg in summary["modality"].items():
         lines.append(f"| {modality} | {fmt_interval(agg['score'], agg.get('uncertainty'))} | "
@@ -85,9 +101,10 @@ def _totals(summary: dict) -> list[str]:
     overall, official = summary["overall"], summary["official_total"]
     lines.append(f"| all scored tasks | {fmt_interval(overall['score'], overall.get('uncertainty'))}"
                  f" | {overall['n_tasks']} tasks |")
-    lines.append(f"| private tasks (the leaderboard's set) | "
-                 f"{fmt_interval(official['score'], official.get('uncertainty'))} | "
-                 f"{official['n_tasks']} of {official['of']} private tasks |")
+    if leaderboard:  # only a run on official test splits has a leaderboard-like total
+        lines.append(f"| private tasks (the leaderboard's set) | "
+                     f"{fmt_interval(official['score'], official.get('uncertainty'))} | "
+                     f"{official['n_tasks']} of {official['of']} private tasks |")
     return lines + ["", f"Task score: {summary['task_score_definition']}."]
 
 
@@ -100,8 +117,8 @@ def task_score_lines(task_results: list[dict]) -> list[str]:
         missing = [METRIC_NAMES.get(m, m) for m in r["leaderboard_metrics"]
                    if m not in r["task_score_metrics"]]
         if missing:
-            line += (f"; covers only part of the leaderboard metrics ({', '.join(missing)} "
-                     f"not computed: no judge given)")
+            line += (f"; covers only part of the leaderboard metrics (without "
+                     f"{', '.join(missing)}: see the judge note below)")
         if r.get("local_estimate"):
             line += ("; a local estimate (strict EM against the gold letter): the official "
                      "score is computed by the MERA site")
@@ -125,8 +142,9 @@ def _breakdown_tables(result: dict) -> list[str]:
 
 
 def markdown(task_results: list[dict], summary: dict, run_info: dict,
-             chart: str | None = None) -> str:
-    """results.md; ``chart``: the file name of the run's bar chart, linked under the title."""
+             chart: str | None = None, page: str | None = None) -> str:
+    """results.md; ``chart``: the file name of the run's bar chart, linked under the title;
+    ``page``: the file name of the page of every example (results.html)."""
     lines = [f"# MERA Multi results: {run_info.get('model', 'predictions')}", "",
              f"Run `{run_info.get('run_id')}`; the settings are in results.json.", ""]
     if chart:
@@ -135,13 +153,18 @@ def markdown(task_results: list[dict], summary: dict, run_info: dict,
     if cut:
         lines += ["Prompts longer than the model's context, cut from the left as the official "
                   "harness does: " + ", ".join(f"{k} {n}" for k, n in cut.items()) + ".", ""]
+    if page:
+        lines += [f"Every example with its media, prompt, answer and scores: [{page}]({page}) "
+                  "(filters by task, category, domain and right/wrong).", ""]
     lines += ["| task | split | n | metric | score | human |", "|---|---|---|---|---|---|"]
     for r in task_results:
         for label, score, human in metric_rows(r):
             lines.append(f"| {r['task']} | {r['split']} | {r['n_examples']} | {label} | "
                          f"{score} | {human} |")
     lines += task_score_lines(task_results)
-    lines += ["", INTERVAL_NOTE, ""] + _totals(summary)
+    lines += ["", INTERVAL_NOTE, ""]
+    lines += _totals(summary, any((run_info.get("official_test_split") or {}).values()))
+    lines += [""] + footnotes(task_results) if footnotes(task_results) else []
     for r in task_results:
         lines += _breakdown_tables(r)
     from .diagnostics import markdown_section
@@ -195,7 +218,7 @@ def results_doc(task_results: list[dict], summary: dict, run_info: dict) -> dict
 
 OWNED = ".mera-multi-outputs.json"  # the names this project has written into a folder
 # What a run may write (and so remove again when a later run does not make it).
-OUTPUT_NAME = re.compile(r"(results\.(json|md|png)|model-index\.yaml|submission\.zip|"
+OUTPUT_NAME = re.compile(r"(results\.(json|md|png|html)|model-index\.yaml|submission\.zip|"
                          r"samples_[A-Za-z0-9_]+_[A-Za-z0-9_]+\.jsonl)")
 
 
@@ -253,8 +276,8 @@ def report_files(task_results, summary, run_info, official) -> dict[str, str | b
     from .charts import CHART_NAME, chart_png
 
     png = chart_png(task_results, title=f"MERA Multi: {run_info.get('model', 'predictions')}")
-    files = {"results.md": markdown(task_results, summary, run_info,
-                                    chart=CHART_NAME if png else None)}
+    files = {"results.md": markdown(task_results, summary, run_info,  # both callers write
+                                    chart=CHART_NAME if png else None, page="results.html")}
     if png:
         files[CHART_NAME] = png
     block = model_index(task_results, str(run_info.get("model", "model")), official)

@@ -1,6 +1,7 @@
 """`mera-multi score`: score predictions made elsewhere and package the submission."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .errors import MeraError
@@ -18,6 +19,7 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     from .loading import load_task
     from .predictions import read_predictions
     from .reports import report_files, results_doc, write_outputs
+    from .results_html import PAGE_NAME, render
     from .scoring import score_task, summarize
     from .submission import packed, submission_answers, submission_bytes
     from .tasks import get_task
@@ -26,8 +28,12 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise MeraError(f"--out {out} is a file, not a folder")
+    from .preflight import preflight_score
+
+    checked = preflight_score(task, data, out, judge, judge_url, judge_tokenizer, judge_api_key)
     predictions = read_predictions(predictions_path, task.key, split)  # a bad file: no loading
-    examples = make_examples(task, load_task(task, source=data, split=split))
+    dataset = load_task(task, source=data, split=split)
+    examples = make_examples(task, dataset)
     if task.dialogue:  # official ruTiE logs name examples by position (meta.id is null)
         from .runner.dialogue import positions
         places = {p: i for i, p in positions(task, examples).items()}
@@ -42,8 +48,11 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
         if judge or judge_url else None
     result = score_task(task, examples, predictions, em_mode=em_mode, judge=scorer, split=split)
     run_info = _score_record(task, predictions_path, data, split, result, scorer)
+    run_info["preflight"] = checked
     summary = summarize([result])
     files = report_files([result], summary, run_info, official={})
+    files[PAGE_NAME] = render([result], run_info, score_rows(task, examples, predictions,
+                                                             result, split, dataset))
     if submission and split == "test":
         answers, ids = packed(task.key, submission_answers(task.key, predictions), known)
         files["submission.zip"] = submission_bytes({task.key: answers},
@@ -63,7 +72,9 @@ def _score_record(task, predictions_path, data, split, result, judge) -> dict:
     files = [str(f) for f in prediction_files(predictions_path)]
     return {
         "run_id": uuid.uuid4().hex[:12], "mode": "score",
-        "model": Path(predictions_path).stem, "predictions": files,
+        "model": model_name(files), "predictions": files,
+        "official_test_split": {task.key: split == "test" and str(data or task.hub_id)
+                                == task.hub_id},
         "predictions_sha256": {f: file_sha256(f) for f in files},
         "dataset_source": str(data or task.hub_id), "split": split,
         "metric_modes": result["metric_modes"],
@@ -71,6 +82,43 @@ def _score_record(task, predictions_path, data, split, result, judge) -> dict:
         "bootstrap": bootstrap_settings(),
         "versions": package_versions(), "command": command_line(),
     }
+
+
+def prediction_records(task, examples, predictions: dict, result: dict) -> list[dict]:
+    """Sample-file-like records of scored predictions (what results.html shows)."""
+    from .scoring import filtered
+
+    per_example = result.get("per_example") or {}
+    return [{"id": e.id, "prompt": e.prompt, "generation": predictions[e.id],
+             "filtered": filtered(task, [predictions[e.id]])[0], "target": e.gold,
+             "metrics": {m: s[e.id] for m, s in per_example.items() if e.id in s}}
+            for e in examples if e.id in predictions]
+
+
+def score_rows(task, examples, predictions, result, split, dataset=None) -> list[dict]:
+    from .results_html import task_rows
+
+    return task_rows(task.key, split, prediction_records(task, examples, predictions, result),
+                     examples, dataset)
+
+
+def model_name(files: list[str]) -> str:
+    """The model that made the predictions, as the files record it (this project's sample
+    log: "model"; lm-evaluation-harness: "model_name" in the run's results file); a
+    predictions file's name is never taken for a model's."""
+    for file in files:
+        for candidate in (Path(file), *sorted(Path(file).parent.glob("results*.json"))):
+            try:
+                with open(candidate, encoding="utf-8") as fh:
+                    record = json.loads(fh.readline() if candidate.suffix == ".jsonl" else fh.read())
+            except (OSError, ValueError):
+                continue
+            record = record if isinstance(record, dict) else {}
+            run = record.get("run") if isinstance(record.get("run"), dict) else {}
+            name = record.get("model") or record.get("model_name") or run.get("model")
+            if isinstance(name, str) and name:
+                return name
+    return "unnamed model"
 
 
 def cmd_score(args) -> int:

@@ -73,10 +73,13 @@ def test_panels_follow_the_breakdowns():
                     _result("ruclevr", {"exact_match": 0.6}, {"exact_match": 0.9608}),
                     _result("weird", {"exact_match": 0.4}, {}),
                     {"task": "realvqa", "scorable": False, "metrics": {}}])
-    assert [p["labels"] for p in shown] == [["all", "biology", "physics"], ["ruclevr", "weird"]]
-    assert shown[0]["series"] == {"exact_match": [0.35, 0.5, 0.25]}
-    assert shown[0]["human"] == {"exact_match": 0.938}
-    assert shown[1]["human"] == {"task score": [0.9608, None]}
+    # the summary names every task of the run (official names), the breakdowns follow
+    assert [p["labels"] for p in shown] == [
+        ["ruNaturalScienceVQA", "ruCLEVR", "WEIRD", "RealVQA"], ["all", "biology", "physics"]]
+    assert shown[1]["series"] == {"exact_match": [0.35, 0.5, 0.25]} and shown[1]["n"] == [10, 4, 6]
+    assert shown[1]["human"] == {"exact_match": 0.938}
+    assert shown[0]["human"] == {"task score": [0.938, 0.9608, None, None]}
+    assert shown[0]["series"] == {"task score": [0.35, 0.6, 0.4, None]}
 
 
 def test_human_baseline_is_drawn_only_when_known():
@@ -97,3 +100,91 @@ def test_chart_size_grows_with_the_labels(n_tasks):
     results = [_result(f"task{i}", {"exact_match": i / 10}, {"exact_match": 0.9}) for i in range(n_tasks)]
     image = Image.open(io.BytesIO(chart_png(results)))
     assert image.width >= 600 and (n_tasks == 1 or image.width > 600)
+
+
+# What is drawn, read from the figure's artists (not from pixels).
+
+def _axes(results):
+    from mera_multi_hf.charts import figure
+
+    fig = figure(results, title="MERA Multi: m")
+    fig.canvas.draw()
+    return fig, fig.axes[::1]
+
+
+def _texts(ax, gid):
+    return [t for t in ax.texts if t.get_gid() == gid]
+
+
+def _visible_bars(ax):
+    from matplotlib.patches import Rectangle
+
+    return [p for p in ax.patches if isinstance(p, Rectangle) and p.get_visible()]
+
+
+def test_a_zero_has_a_mark_and_a_value_label():
+    fig, axes = _axes([_result("ruclevr", {"exact_match": 0.0}, {"exact_match": 0.96}),
+                       _result("weird", {"exact_match": 0.5}, {})])
+    summary = axes[0]
+    assert [t.get_text() for t in _texts(summary, "value")] == ["0.00", "0.50"]
+    marks = [ln for ln in summary.lines if ln.get_gid() == "zero-mark"]
+    assert len(marks) == 1 and marks[0].get_linewidth() >= 2
+
+
+def test_every_task_is_in_the_summary_with_its_official_name_and_n():
+    from mera_multi_hf.tasks import TASKS
+
+    results = []
+    for key, task in TASKS.items():
+        breakdown = {"category": {"a": {"exact_match": 0.5, "n_examples": 3},
+                                  "b": {"exact_match": 0.0, "n_examples": 40}}} \
+            if task.breakdowns else None
+        results.append(_result(key, {"exact_match": 0.25}, {"exact_match": 0.9}, breakdown))
+    results[7] = {"task": "realvqa", "scorable": False, "metrics": {}, "n_examples": 5}
+    fig, axes = _axes(results)
+    ticks = [t.get_text() for t in axes[0].get_xticklabels()]
+    assert ticks == [f"{t.class_name}\nn={5 if t.key == 'realvqa' else 10}"
+                     for t in TASKS.values()]
+    assert len(_visible_bars(axes[0])) == 17  # the hidden-answer task: named, no bar
+    assert [t.get_text() for t in _texts(axes[0], "missing")] == ["not scored"]
+    assert len(axes) == 1 + sum(bool(t.breakdowns) for t in TASKS.values())
+    # no label collides with another: tick labels and value labels of each panel
+    renderer = fig.canvas.get_renderer()
+    for ax in axes:
+        for group in (ax.get_xticklabels(), _texts(ax, "value")):
+            boxes = [t.get_window_extent(renderer) for t in group]
+            for i, a in enumerate(boxes):
+                assert not any(a.overlaps(b) for b in boxes[i + 1:]), [t.get_text() for t in group]
+
+
+def test_few_examples_are_hatched_and_the_baseline_only_over_bars():
+    breakdown = {"category": {"one": {"exact_match": 1.0, "n_examples": 1},
+                              "many": {"exact_match": 0.5, "n_examples": 50},
+                              "none": {"exact_match": None, "n_examples": 0}}}
+    result = _result("ruhhh_image", {"exact_match": 0.55}, {"exact_match": 0.95}, breakdown)
+    result["n_examples"] = 51
+    fig, axes = _axes([result])
+    panel = axes[1]
+    bars = _visible_bars(panel)
+    assert [round(b.get_height(), 2) for b in bars] == [0.55, 1.0, 0.5]
+    assert [b.get_hatch() for b in bars] == [None, "///", None]
+    human = [c for c in panel.collections if c.get_gid() == "human"]
+    assert len(human) == 3  # over the three bars, not over "none"
+    assert any("too few" in t.get_text() for t in panel.get_legend().get_texts())
+
+
+def test_intervals_are_drawn_when_the_result_carries_them():
+    plain = _result("ruclevr", {"exact_match": 0.6}, {})
+    with_ci = dict(plain, uncertainty={"exact_match": {"low": 0.4, "high": 0.8, "stderr": 0.1,
+                                                      "level": 0.95, "n": 10}},
+                   task_score_uncertainty={"low": 0.4, "high": 0.8})
+
+    def intervals(result):
+        fig, axes = _axes([result])
+        return [a for a in fig.findobj() if a.get_gid() == "interval"]
+
+    assert not intervals(plain)
+    drawn = intervals(with_ci)
+    assert drawn
+    segments = [s for a in drawn for s in getattr(a, "get_segments", lambda: [])()]
+    assert any(abs(seg[0][1] - 0.4) < 1e-9 and abs(seg[1][1] - 0.8) < 1e-9 for seg in segments)

@@ -13,7 +13,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mera_multi_hf"
 # Stages in data-flow order; a module may import from its own stage or an earlier one.
 STAGES = [
     ("foundation", {"_version", "errors", "tasks", "_paths", "atomic", "http_client",
-                    "http_json", "provenance", "limits", "metric_fns", "filters", "media", "prompts"}),
+                    "http_json", "provenance", "metric_fns", "filters", "media", "prompts", "offline",
+                    "limits"}),
     ("raw -> dataset", {"raw", "builder", "hub", "sample_data"}),
     ("dataset", {"loading"}),
     ("examples", {"examples"}),
@@ -22,10 +23,10 @@ STAGES = [
                      "tiny_model", "runner.serve", "predictions"}),
     ("log", {"runner.samplelog", "runner.generate"}),
     ("scores", {"scoring", "judge", "uncertainty", "diagnostics"}),
-    ("reports and submission", {"reports", "charts", "submission"}),
+    ("reports and submission", {"reports", "charts", "submission", "results_html"}),
     ("commands", {"mera_multi_hf", "runner", "runner.config", "runner.run", "runner.finish", "cli", "__main__",
                   "evaluate_cmd", "score_cmd", "judge_cmd", "metrics_export", "metrics_loading",
-                  "compare", "leaderboard"}),
+                  "compare", "leaderboard", "preflight", "view_cmd"}),
 ]
 RANK = {name: i for i, (_, names) in enumerate(STAGES) for name in names}
 

@@ -19,6 +19,7 @@ from mera_multi_hf.examples import make_examples
 from mera_multi_hf.loading import source_kind
 from mera_multi_hf.raw import domain_key
 from mera_multi_hf.sample_data import bundled_sample
+from mera_multi_hf.tasks import TASKS
 
 DOMAIN_SIZES = {"biology": 3, "chemistry": 5, "physics": 1, "earth_science": 2}
 
@@ -148,7 +149,8 @@ def test_per_domain_raw_exports_one_config_per_domain(tmp_path):
     assert main(["build", task, "--raw", str(folder), "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == sorted(DOMAIN_SIZES)
     card = yaml.safe_load((out / "README.md").read_text(encoding="utf-8").split("---\n")[1])
-    assert [c["config_name"] for c in card["configs"]] == list(get_task(task).domains)
+    assert [c["config_name"] for c in card["configs"]] == list(get_task(task).domains) + ["all"]
+    assert [c.get("default") for c in card["configs"]][-1] is True
     biology = next(c for c in card["configs"] if c["config_name"] == "biology")
     assert biology["data_files"] == [{"split": "test", "path": "biology/test-*"},
                                      {"split": "shots", "path": "biology/shots-*"}]
@@ -242,3 +244,19 @@ def test_a_domain_folder_linked_from_outside_is_refused(tmp_path):
         load_task("runaturalsciencevqa", source=folder)
     assert "physics/test.json" in str(err.value) and "leads outside the dataset folder" in \
         str(err.value)
+
+
+@pytest.mark.parametrize("task", [t.key for t in TASKS.values() if t.domains])
+def test_the_readme_sentence_loads_every_domain_export(task, tmp_path, monkeypatch):
+    """README: an exported folder is a plain Hub dataset, `load_dataset("hub/<Name>")`
+    reads it -- for a domain-split task too: its default config joins every domain."""
+    name = get_task(task).hub_id.split("/")[-1]
+    monkeypatch.chdir(tmp_path)
+    assert main(["build", task, "--raw", "sample", "--out", f"hub/{name}"]) == 0
+    whole = datasets.load_dataset(f"hub/{name}", cache_dir=str(tmp_path / "hf"))
+    parts = [datasets.load_dataset(f"hub/{name}", d, cache_dir=str(tmp_path / "hf"))
+             for d in datasets.get_dataset_config_names(f"hub/{name}") if d != "all"]
+    for split in whole:
+        assert len(whole[split]) == sum(len(p[split]) for p in parts if split in p)
+        assert {m["domain"] for m in whole[split]["meta"]} == \
+            {m["domain"] for p in parts if split in p for m in p[split]["meta"]}

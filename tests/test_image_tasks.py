@@ -181,7 +181,9 @@ def test_build_export_and_load_give_the_hub_schema(task, tmp_path):
     assert all(o in ("", []) for o in exported["test"]["outputs"]) == private  # answers hidden
     card = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])
     configs = list(get_task(task).domains or ("default",))  # one per domain, as on the Hub
-    assert [c["config_name"] for c in card["configs"]] == configs
+    # and a domain task's default config "all", joining them
+    assert [c["config_name"] for c in card["configs"]] == \
+        configs + (["all"] if get_task(task).domains else [])
     infos = card["dataset_info"]
     infos = infos if isinstance(infos, list) else [infos]
     sizes = {(i.get("config_name", "default"), s["name"]): s["num_examples"]

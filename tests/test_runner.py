@@ -76,7 +76,7 @@ def test_demo_cli_writes_everything(tmp_path, capsys, sample_ids):
     assert "evaluate" in run["command"] and "chat template" in run["prompt_source"]
     # results.json lists every file of its run with its sha256 (a reader can tell a stale one)
     assert set(run["files"]) == {"samples_ruhhh_image_test.jsonl", "results.md", "results.png",
-                                 "submission.zip"}
+                                 "results.html", "submission.zip"}
     for name, digest in run["files"].items():
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest
     assert run["run_id"] in (out / "results.md").read_text()

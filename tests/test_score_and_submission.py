@@ -65,8 +65,8 @@ def test_score_plain_jsonl_end_to_end(raw_sample, sample_test, tmp_path, capsys)
     assert result["task_score_metrics"] == ["group_exact_match"]
     assert result["task_score_partial"] is True
     assert doc["summary"]["partial_task_scores"] == ["ruhhh_image"]
-    assert ("covers only part of the leaderboard metrics (Group judge score not computed: "
-            "no judge given)") in printed
+    assert ("covers only part of the leaderboard metrics (without Group judge score: "
+            "see the judge note below)") in printed
     # the verbose answer counts only after extraction, reported apart from the official EM
     assert result["unofficial"]["exact_match_extracted"] == pytest.approx((n - 1) / n)
     assert result["judge_not_computed"] == ["judge_score", "group_judge_score"]

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..reports import report_files, results_doc, write_outputs
+from ..results_html import PAGE_NAME, render, task_rows
 from ..scoring import filtered, per_example_scores, score_task, summarize
 from ..submission import packed, submission_answers, submission_bytes
 from ..tiny_model import TINY_MODEL_ID
@@ -44,7 +45,7 @@ def _is_official(data, config: RunConfig) -> bool:
 
 
 def finish_run(out: Path, config: RunConfig, engine, loaded: list, records: dict, *,
-               counts: dict, started: float, world: int) -> dict:
+               counts: dict, started: float, world: int, preflight: dict | None = None) -> dict:
     from ..judge import get_judge
 
     judge = None
@@ -69,9 +70,11 @@ def finish_run(out: Path, config: RunConfig, engine, loaded: list, records: dict
     run_info["truncated_prompts"] = {
         d.task.key: sum(bool(records[(d.task.key, split, e.id)].get("prompt_tokens_cut"))
                         for e in d.examples) for d in loaded}
+    run_info["preflight"] = preflight
     summary = summarize(results)
     files.update(report_files(results, summary, run_info, official))
     notes = run_notes(config, engine, loaded, results, official)
+    files[PAGE_NAME] = results_page(loaded, files, results, run_info, notes, config)
     if split == "test":
         logs = {name: data for name, data in files.items() if name.startswith("samples_")}
         files["submission.zip"] = submission_bytes(
@@ -81,6 +84,17 @@ def finish_run(out: Path, config: RunConfig, engine, loaded: list, records: dict
                             overwrite=config.overwrite)
     return {"output_dir": str(out), "run": run_info, "tasks": results, "summary": summary,
             "files": written, "notes": notes, "counts": counts}
+
+
+def results_page(loaded, files: dict, results, run_info, notes, config) -> str:
+    """results.html: every example of the run, from the sample files just made."""
+    rows = []
+    for data in loaded:
+        lines = files[f"samples_{data.task.key}_{config.split}.jsonl"].decode("utf-8")
+        records = [json.loads(line) for line in lines.splitlines() if line]
+        rows += task_rows(data.task.key, config.split, records, data.examples, data.dataset,
+                          context=config.dialogue_context)
+    return render(results, run_info, rows, notes)
 
 
 def run_notes(config, engine, loaded, results, official) -> list[str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..errors import MeraError
 from ..examples import Example, make_examples
+from ..preflight import preflight_run
 from ..reports import check_foreign
 from ..tasks import TaskSpec, get_task, resolve_tasks
 from .config import RunConfig
@@ -54,11 +55,12 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     started = time.time()
     specs = select_tasks(config.tasks)
     sources = task_sources(config, specs)
+    checked = preflight_run(config, specs, sources, engine=engine)  # before any work
     state = process_state(config.device)
     if config.device == "auto" and state.num_processes > 1:
         raise MeraError("--device auto spreads one model over all GPUs: run it as one process, "
                         "not under a multi-process launch")
-    if not state.is_main_process:
+    if config.no_progress or not state.is_main_process:  # datasets' bars too
         import datasets
         datasets.disable_progress_bars()
     set_seed(config.seed)
@@ -66,7 +68,7 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
         engine = engine or make_engine(config)
     out = output_dir(config, engine)
     check_foreign(out, [f"samples_{t.key}_{config.split}.jsonl" for t in specs]
-                  + ["results.json", "results.md", "results.png", "model-index.yaml",
+                  + ["results.json", "results.md", "results.png", "results.html", "model-index.yaml",
                      "submission.zip"], config.overwrite)  # before any work, not after it
     loaded = [load_task_data(task, sources[task.key], config, state) for task in specs]
     for data in loaded:
@@ -97,7 +99,7 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     counts = {"requested": len(requests), "resumed": resumed,
               "generated": len(requests) - resumed, "generated_here": here}
     return finish_run(out, config, engine, loaded, merged(index, requests), counts=counts,
-                      started=started, world=state.num_processes)
+                      started=started, world=state.num_processes, preflight=checked)
 
 
 def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: SampleLog,

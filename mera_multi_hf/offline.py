@@ -1,0 +1,86 @@
+"""Whether the Hub can be reached, asked once per process.
+
+Offline (``HF_HUB_OFFLINE`` set, or one quick request to the Hub endpoint failing), the
+process switches the Hub libraries to offline mode: what is in the local cache still
+loads, and anything else fails at once instead of after a minute of retries. Callers
+then refuse in one line naming the source and the offline alternative.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+
+_STATE: dict = {}
+DATA_ALTERNATIVE = ("use --data sample (the bundled sample) or a local folder (a raw MERA "
+                    "folder with test.json, or one written by `mera-multi build`)")
+
+
+def offline_reason(probe_timeout: float = 5.0) -> str | None:
+    """Why the Hub is out of reach (None when it answers). The first call may send one
+    HEAD request to the Hub endpoint; its answer holds for the rest of the process."""
+    if "reason" in _STATE:
+        return _STATE["reason"]
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        reason = "HF_HUB_OFFLINE is set"
+    else:
+        reason = _probe(constants.ENDPOINT, probe_timeout)
+    if reason:
+        go_offline()
+    _STATE["reason"] = reason
+    return reason
+
+
+def _probe(endpoint: str, timeout: float) -> str | None:
+    import requests
+
+    try:
+        requests.head(endpoint, timeout=timeout, allow_redirects=False)
+    except requests.RequestException as err:
+        return f"no connection to {endpoint} ({type(err).__name__})"
+    return None
+
+
+def go_offline() -> None:
+    """Offline mode for huggingface_hub, datasets and transformers in this process (and
+    the processes it starts): cached files load, nothing waits on the network."""
+    import huggingface_hub.constants as hub_constants
+
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        os.environ[name] = "1"
+    hub_constants.HF_HUB_OFFLINE = True
+    try:
+        import datasets.config as datasets_config
+
+        datasets_config.HF_HUB_OFFLINE = datasets_config.HF_DATASETS_OFFLINE = True
+    except ImportError:  # pragma: no cover - datasets is a dependency
+        pass
+
+
+def in_hub_cache(repo_id: str, repo_type: str = "model") -> bool:
+    """Whether the local Hub cache holds a snapshot of this repository."""
+    from huggingface_hub import constants
+
+    folder = Path(constants.HF_HUB_CACHE) / f"{repo_type}s--{repo_id.replace('/', '--')}"
+    return (folder / "snapshots").is_dir() and any((folder / "snapshots").iterdir())
+
+
+def did_you_mean(name: str, candidates) -> str:
+    """' (did you mean X?)' for a close candidate, else ''."""
+    close = difflib.get_close_matches(name, list(candidates), n=2, cutoff=0.6)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+def nearby_names(source: str) -> list[str]:
+    """'sample' and the folder names next to where ``source`` points (for a typo)."""
+    path = Path(source).expanduser()
+    parent = path.parent if str(path.parent) not in ("", ".") else Path(".")
+    names = ["sample"]
+    try:
+        prefix = "" if parent == Path(".") else str(parent).rstrip("/") + "/"
+        names += [prefix + p.name for p in parent.iterdir() if p.is_dir()]
+    except OSError:
+        pass
+    return names

@@ -1,0 +1,91 @@
+"""`mera-multi view RUN_DIR`: write results.html for a run folder (one made before the
+page existed, or to refresh it): every example with its media, prompt, answer, gold
+and scores, from the folder's results.json and sample files and the run's dataset."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .errors import MeraError
+
+
+def _load_split(task, source, split, notes: list[str]):
+    """The split the run used, for media and breakdowns; None (and a note) when it is
+    not at hand (a Hub copy offline, a moved folder)."""
+    from .examples import make_examples
+    from .loading import load_task
+
+    try:
+        dataset = load_task(task, source=source, split=split)
+    except MeraError as err:
+        notes.append(f"{task.key}: shown without media or breakdown keys: {err}")
+        return None, None
+    return dataset, make_examples(task, dataset)
+
+
+def _records(run_dir: Path, run: dict, task, split, examples, result) -> list[dict]:
+    """The task's per-example records: the sample file of an evaluate run; a score run's
+    predictions scored again against the split."""
+    sample_file = run_dir / f"samples_{task.key}_{split}.jsonl"
+    if sample_file.is_file():
+        lines = sample_file.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+    if run.get("mode") == "score" and examples is not None:
+        from .predictions import read_predictions
+        from .score_cmd import prediction_records
+        from .scoring import score_task
+
+        predictions = {}
+        for file in run.get("predictions", []):
+            predictions.update(read_predictions(file, task.key, split))
+        scored = score_task(task, examples, predictions, split=split)
+        return prediction_records(task, examples, predictions, scored)
+    raise MeraError(f"{run_dir} has no {sample_file.name}: the examples of {task.key} are "
+                    f"not at hand")
+
+
+def page_of(run_dir: Path) -> str:
+    from .results_html import render, task_rows
+    from .tasks import get_task
+
+    try:
+        doc = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+        run, results = doc["run"], list(doc["tasks"].values())
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise MeraError(f"{run_dir} holds no readable results.json of a run "
+                        f"({type(err).__name__}); run `mera-multi evaluate` or `score` first") \
+            from None
+    sources, notes, rows = run.get("dataset_source"), [], []
+    for result in results:
+        task, split = get_task(result["task"]), result.get("split", run.get("split", "test"))
+        source = sources.get(task.key) if isinstance(sources, dict) else sources
+        dataset, examples = _load_split(task, source, split, notes)
+        records = _records(run_dir, run, task, split, examples, result)
+        context = (run.get("generation") or {}).get("dialogue_context", {}).get(task.key)
+        rows += task_rows(task.key, split, records, examples, dataset, context=context)
+    return render(results, run, rows, notes)
+
+
+def cmd_view(args) -> int:
+    from .atomic import write_atomic
+    from .reports import OWNED, check_foreign, owned_files
+    from .results_html import PAGE_NAME
+
+    run_dir = Path(args.run_dir)
+    if not run_dir.is_dir():
+        raise MeraError(f"{run_dir} is not a folder: give a run folder (with results.json)")
+    page = page_of(run_dir)
+    check_foreign(run_dir, [PAGE_NAME], args.overwrite)
+    write_atomic(run_dir / OWNED, json.dumps(sorted(owned_files(run_dir) | {PAGE_NAME})))
+    write_atomic(run_dir / PAGE_NAME, page)
+    print(f"wrote {run_dir / PAGE_NAME} (open it in a browser; it needs no network)")
+    return 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("view", help="write results.html for a run folder: every example with "
+                                    "its media, prompt, answer, gold and scores")
+    p.add_argument("run_dir", help="a folder written by `mera-multi evaluate` or `score`")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a results.html in the folder that this tool did not write")
+    p.set_defaults(func=cmd_view)

@@ -1,0 +1,195 @@
+"""results.html: every answer of a run on one self-contained page, written by evaluate,
+score and `mera-multi view`; checked in a real headless Chromium (the page loads without
+console errors, the filters change the visible rows, the media load) and a screenshot
+is kept as a test artifact."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+import shutil
+import subprocess
+from urllib.parse import quote
+
+import pytest
+
+from mera_multi_hf.cli import main
+
+TASKS = "ruhhh_image,rutie_image,ruenvaqa,commonvideoqa,runaturalsciencevqa"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("page") / "run"
+    assert main(["evaluate", "--tasks", TASKS, "--data", "sample", "--limit", "3",
+                 "--output-dir", str(out), "--no-progress"]) == 0
+    return out
+
+
+def _rows(page: str) -> list[str]:
+    return re.findall(r'<tr class="ex [^"]*"[^>]*>', page)
+
+
+def test_evaluate_writes_a_self_contained_page(run_dir):
+    page = (run_dir / "results.html").read_text(encoding="utf-8")
+    assert len(_rows(page)) == 15  # 5 tasks x 3 examples
+    # no network: nothing is fetched from elsewhere
+    assert not re.search(r'(src|href)="(https?:)?//', page) and "@import" not in page
+    assert page.count("data:image/jpeg;base64,") >= 6  # ruHHH and ruTiE thumbnails
+    assert "<audio controls" in page and "<video controls" in page
+    doc = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    assert "results.html" in doc["run"]["files"]
+    assert "results.html" in (run_dir / ".mera-multi-outputs.json").read_text()
+
+
+def test_gold_is_shown_only_where_the_split_may_show_it(run_dir):
+    page = (run_dir / "results.html").read_text(encoding="utf-8")
+    private = re.findall(r'data-task="rutie_image".*?</tr>', page, flags=re.S)
+    public = re.findall(r'data-task="ruenvaqa".*?</tr>', page, flags=re.S)
+    assert private and all("hidden (private split)" in row for row in private)
+    assert public and not any("hidden (private split)" in row for row in public)
+    # the dialogue's earlier turns are shown with the model's reduced answer
+    assert any('class="history"' in row for row in private)
+
+
+def test_view_rebuilds_the_page_of_an_older_run(run_dir, tmp_path, capsys):
+    old = tmp_path / "old"
+    shutil.copytree(run_dir, old)
+    (old / "results.html").unlink()
+    assert main(["view", str(old)]) == 0
+    rebuilt = (old / "results.html").read_text(encoding="utf-8")
+    original = (run_dir / "results.html").read_text(encoding="utf-8")
+    assert _rows(rebuilt) == _rows(original)
+    assert rebuilt.count("data:image/jpeg") == original.count("data:image/jpeg")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "results.json").write_text("{}", encoding="utf-8")
+    assert main(["view", str(tmp_path / "mine")]) == 2
+    assert "results.json" in capsys.readouterr().err
+
+
+def test_score_writes_the_page_with_the_model_name(tmp_path):
+    from mera_multi_hf.loading import load_task
+
+    ids = [m["id"] for m in load_task("ruenvaqa", source="sample", split="test")["meta"]]
+    preds = tmp_path / "my-predictions.jsonl"
+    preds.write_text("".join(json.dumps({"id": i, "prediction": "A", "model": "org/my-vlm"})
+                             + "\n" for i in ids), encoding="utf-8")
+    out = tmp_path / "scored"
+    assert main(["score", "--task", "ruenvaqa", "--predictions", str(preds), "--data", "sample",
+                 "--out", str(out)]) == 0
+    page = (out / "results.html").read_text(encoding="utf-8")
+    md = (out / "results.md").read_text(encoding="utf-8")
+    assert "MERA Multi results: org/my-vlm" in page and "# MERA Multi results: org/my-vlm" in md
+    assert "my-predictions" not in md.splitlines()[0]
+    assert len(_rows(page)) == len(ids) and "<audio controls" in page
+    assert "[results.html](results.html)" in md
+
+
+def test_the_page_stays_small_on_the_whole_sample(tmp_path):
+    from PIL import Image
+
+    from mera_multi_hf.examples import make_examples
+    from mera_multi_hf.loading import load_task
+    from mera_multi_hf.results_html import THUMBNAIL, render, task_rows
+    from mera_multi_hf.tasks import TASKS as ALL
+
+    rows, results = [], []
+    for key, task in ALL.items():
+        ds = load_task(task, source="sample", split="test")
+        examples = make_examples(task, ds)
+        records = [{"id": e.id, "prompt": e.prompt, "generation": "A", "filtered": "A",
+                    "target": e.gold, "metrics": {}} for e in examples]
+        rows += task_rows(key, "test", records, examples, ds)
+        results.append({"task": key, "split": "test", "n_examples": len(examples), "metrics": {}})
+    page = render(results, {"model": "m"}, rows)
+    assert len(rows) > 100 and len(page) < 2_000_000
+    for uri in re.findall(r'data:image/jpeg;base64,([^"]+)', page):
+        with Image.open(io.BytesIO(base64.b64decode(uri))) as img:
+            assert img.width <= THUMBNAIL[0] and img.height <= THUMBNAIL[1]
+
+
+# In a real browser.
+
+def _chromium(*args, url: str, timeout: int = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                           "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
+                           *args, url], capture_output=True, text=True, timeout=timeout)
+
+
+def _visible(dom: str) -> list[str]:
+    return [row for row in re.findall(r'<tr class="ex [^"]*"[^>]*>', dom) if " hidden" not in row]
+
+
+@needs_chromium
+def test_the_page_in_chromium_loads_filters_and_plays(run_dir, tmp_path):
+    page = run_dir / "results.html"
+    proc = _chromium("--dump-dom", url=page.as_uri())
+    console = [ln for ln in proc.stderr.splitlines() if "CONSOLE" in ln]
+    assert proc.returncode == 0 and not console, console
+    assert len(_visible(proc.stdout)) == 15 and "15 of 15 examples" in proc.stdout
+    for fragment, expected in (("task=rutie_image", 3), ("task=runaturalsciencevqa&domain=biology",
+                                                         None), ("q=" + quote("АУДИОзапис"), None)):
+        dom = _chromium("--dump-dom", url=page.as_uri() + "#" + fragment).stdout
+        shown = _visible(dom)
+        assert 0 < len(shown) < 15, fragment
+        if expected:
+            assert len(shown) == expected and all('data-task="rutie_image"' in r for r in shown)
+    verdicts = {v: len(_visible(_chromium("--dump-dom", url=f"{page.as_uri()}#verdict={v}").stdout))
+                for v in ("right", "wrong")}
+    assert verdicts["right"] + verdicts["wrong"] == 15
+    # every media element loads: a copy of the page reports what the browser decoded
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"),
+                     encoding="utf-8")
+    dom = _chromium("--dump-dom", url=probe.as_uri()).stdout
+    report = json.loads(re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S).group(1))
+    assert report["images"] and all(w > 0 for w in report["images"]), report
+    assert report["audio"] and all(report["audio"]), report
+    # a video plays where the browser has its codec; the sample's MPEG-4 Part 2 clips play
+    # in no browser (MEDIA_ERR_SRC_NOT_SUPPORTED), so each shows a decoded frame as well
+    assert report["video"] and all(v == "ready" or v == 4 for v in report["video"]), report
+    assert len(report["frames"]) == len(report["video"]) and all(report["frames"]), report
+    shot = tmp_path / "results-page.png"
+    _chromium("--window-size=1400,1800", f"--screenshot={shot}", url=page.as_uri() + "#task=ruenvaqa")
+    assert shot.is_file() and shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")
+
+
+# Waits for every image, audio and video element to load (or fail), then writes what
+# the browser decoded into the page.
+PROBE = """<pre id="probe"></pre><script>
+(function () {
+  var media = Array.prototype.slice.call(document.querySelectorAll("audio, video"));
+  var waits = media.map(function (m) {
+    return new Promise(function (done) {
+      if (m.readyState >= 1) { return done(); }
+      m.addEventListener("loadedmetadata", done); m.addEventListener("error", done);
+      m.load();
+    });
+  });
+  Promise.all(waits).then(function () {
+    var q = function (s) { return Array.prototype.slice.call(document.querySelectorAll(s)); };
+    document.getElementById("probe").textContent = JSON.stringify({
+      images: q("#examples img").map(function (i) { return i.naturalWidth; }),
+      audio: q("audio").map(function (a) { return a.readyState >= 1 && a.duration > 0; }),
+      video: q("video").map(function (v) {
+        return v.readyState >= 1 && v.videoWidth > 0 ? "ready" : (v.error && v.error.code); }),
+      frames: q("img.frame").map(function (i) { return i.naturalWidth; })
+    });
+  });
+})();
+</script>
+"""
+
+
+def test_a_big_run_keeps_the_page_within_its_media_budget():
+    from mera_multi_hf.results_html import _within_budget
+
+    item = {"kind": "image", "field": "image", "src": "data:image/jpeg;base64," + "A" * 1000}
+    rows = [{"media": [dict(item)]} for _ in range(10)]
+    _within_budget(rows, budget=5000)
+    kinds = [r["media"][0]["kind"] for r in rows]
+    assert kinds[:4] == ["image"] * 4 and set(kinds[5:]) == {"note"}
