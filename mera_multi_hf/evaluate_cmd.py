@@ -36,7 +36,8 @@ def options_parser():
     from .runner import RunConfig
 
     return HfArgumentParser(RunConfig, prog="mera-multi evaluate", description=DESCRIPTION,
-                            epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                            epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+                            allow_abbrev=False)  # an abbreviated secret flag is never recorded
 
 
 def cmd_evaluate(options: list[str]) -> int:

@@ -13,6 +13,19 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
                       overwrite: bool = False) -> dict:
     """Score one task's predictions file; write results.json/.md, model-index.yaml and
     (for the test split) submission.zip into ``out_dir``. Returns the task result."""
+    from .outputs import OutputFolder
+    from .tasks import get_task
+
+    task = get_task(task_key)
+    with OutputFolder(out_dir, inputs=[data]).claim(overwrite) as folder:  # before any work
+        return _score_into(folder, task, predictions_path, data=data, split=split,
+                           em_mode=em_mode, judge=judge, judge_url=judge_url,
+                           judge_tokenizer=judge_tokenizer, judge_api_key=judge_api_key,
+                           submission=submission)
+
+
+def _score_into(folder, task, predictions_path, *, data, split, em_mode, judge, judge_url,
+                judge_tokenizer, judge_api_key, submission) -> dict:
     from .examples import make_examples
     from .judge import get_judge
     from .loading import load_task
@@ -20,12 +33,7 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     from .reports import report_files, results_doc, write_outputs
     from .scoring import score_task, summarize
     from .submission import submission_answers, submission_bytes
-    from .tasks import get_task
 
-    task = get_task(task_key)
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise MeraError(f"--out {out} is a file, not a folder")
     predictions = read_predictions(predictions_path, task.key, split)
     examples = make_examples(task, load_task(task, source=data, split=split))
     known = {e.id for e in examples}
@@ -44,8 +52,8 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
         files["submission.zip"] = submission_bytes(
             {task.key: submission_answers(task.key, predictions)},
             expected_ids={task.key: sorted(known)})
-    result["written"] = sorted(write_outputs(out, files, results_doc([result], summary, run_info),
-                                             overwrite=overwrite))
+    result["written"] = sorted(write_outputs(folder, files, results_doc([result], summary,
+                                                                        run_info)))
     return result
 
 

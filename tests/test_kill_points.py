@@ -1,11 +1,13 @@
-"""A run killed (SIGKILL) at each point of writing its outputs loses nothing: the
-rerun finishes with the outputs of an uninterrupted run, and at no moment does a
-results.json vouch for a file of another run."""
+"""A command killed (SIGKILL) at each point of writing its outputs loses nothing: the
+rerun finishes with the outputs of an uninterrupted run, at no moment does a
+results.json vouch for a file of another run, and nothing beside the outputs is touched.
+For evaluate, score, metrics export and judge train."""
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import random
 import subprocess
 import sys
 
@@ -17,8 +19,7 @@ from mera_multi_hf.runner import run_evaluation
 # Nth call: the real process, killed at a real point of its real output writing.
 KILLER = """
 import os, signal, sys
-import mera_multi_hf.atomic as atomic
-import mera_multi_hf.reports as reports
+import mera_multi_hf.outputs as outputs
 where, nth = sys.argv[1], int(sys.argv[2])
 calls = [0]
 def count_then_die(real):
@@ -28,10 +29,10 @@ def count_then_die(real):
             os.kill(os.getpid(), signal.SIGKILL)
         return real(*args, **kwargs)
     return wrapped
-if where == "write":
-    reports.write_atomic = count_then_die(atomic.write_atomic)
-else:
-    atomic.os.replace = count_then_die(os.replace)
+if where == "write":  # the temporaries of a set of outputs (the marker's first)
+    outputs._temp = count_then_die(outputs._temp)
+elif where == "rename":  # each rename into place
+    os.replace = count_then_die(os.replace)
 from mera_multi_hf.cli import main
 sys.exit(main(sys.argv[3:]))
 """
@@ -80,3 +81,78 @@ def test_kill_while_writing_outputs_loses_nothing(reference, tmp_path, where, nt
     assert "generated now: 0" in done.stdout  # every answer survived the kill
     assert _consistent(out) and _outputs(out) == reference
     assert not list(out.glob(".*.partial"))
+
+
+# ---- score, metrics export, judge train: random kill points, seeded ----
+
+def _files(out) -> dict[str, str]:
+    """Every output file's sha256, less the marker (it names its folder), the lock and the
+    Trainer's pickled arguments (they name the temporary folder of each run)."""
+    skip = {".mera-multi-outputs.json", ".mera-multi.lock", "training_args.bin"}
+    files = {}
+    for path in sorted(p for p in out.rglob("*") if p.is_file() and p.name not in skip):
+        data = path.read_bytes()
+        if path.name == "results.json":  # its run id, time and command are the run's own
+            data = json.dumps(json.loads(data)["tasks"], sort_keys=True).encode()
+        elif path.suffix == ".zip":  # members, not their timestamps
+            import zipfile
+
+            with zipfile.ZipFile(path) as zf:
+                data = json.dumps({n: zf.read(n).hex() for n in zf.namelist()}).encode()
+        elif path.name == "results.md":
+            data = b"".join(x for x in data.splitlines(True) if not x.startswith(b"Run `"))
+        files[str(path.relative_to(out))] = hashlib.sha256(data).hexdigest()
+    return files
+
+
+@pytest.fixture(scope="module")
+def command_args(tmp_path_factory):
+    from tiny_judge import build_tiny_judge
+
+    root = tmp_path_factory.mktemp("inputs")
+    predictions = root / "p.jsonl"
+    predictions.write_text("".join(json.dumps({"id": i, "prediction": "AB"[i % 2]}) + "\n"
+                                   for i in range(1, 27)))
+    labelled = root / "labelled.jsonl"
+    labelled.write_text("".join(json.dumps({"prompt": f"Вопрос {i}?", "gold": "да",
+                                            "prediction": "да" if i % 2 else "нет",
+                                            "label": i % 2}) + "\n" for i in range(8)))
+    judge = build_tiny_judge(root / "judge")
+    return {
+        "score": (["score", "--task", "ruhhh_image", "--predictions", str(predictions),
+                   "--data", "sample"], ["--em-mode", "strict"]),
+        "metrics": (["metrics", "export"], ["--namespace", "someone"]),
+        "train": (["judge", "train", "--data", str(labelled), "--base", str(judge),
+                   "--device", "cpu", "--batch-size", "4"], ["--seed", "1"]),
+    }
+
+
+CASES = [(command, where, random.Random(f"{command}-{where}").randint(1, 3))
+         for command in ("score", "metrics", "train") for where in ("write", "rename")]
+
+
+@pytest.mark.parametrize("command, where, nth", CASES)
+def test_kill_score_metrics_export_and_judge_train(command_args, tmp_path, command, where, nth):
+    args, other = command_args[command]
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    (decoy / "notes.txt").write_text("mine")
+
+    def run(out, *extra, kill=("none", 0)):
+        return subprocess.run([sys.executable, "-c", KILLER, kill[0], str(kill[1]), *args,
+                               "--out", str(out), *extra], env=env, capture_output=True,
+                              timeout=300)
+
+    assert run(tmp_path / "reference", *other).returncode == 0
+    out = tmp_path / "out"
+    assert run(out).returncode == 0
+    killed = run(out, *other, kill=(where, nth))
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    if command == "score":
+        assert _consistent(out)
+    done = run(out, *other)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert _files(out) == _files(tmp_path / "reference")
+    assert not list(out.rglob(".*.partial"))
+    assert (decoy / "notes.txt").read_text() == "mine" and len(list(decoy.iterdir())) == 1

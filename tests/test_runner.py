@@ -255,16 +255,18 @@ def test_batches_group_similar_lengths():
 
 
 def test_sample_log_reader_ignores_garbage(tmp_path):
-    log = SampleLog(tmp_path, rank=1)
+    owned = {"logs/samples-rank1.jsonl"}
+    log = SampleLog(tmp_path, rank=1, owned=owned)
     log.append([{"task": "t", "split": "test", "id": 1, "request_hash": "h", "generation": "A"}])
     log.close()
     with open(log.path, "a", encoding="utf-8") as f:
         f.write("not json\n{\"task\": \"t\"}\n{\"task\": \"t\", \"split\": \"test\", \"id\": 2,")
-    assert list(SampleLog(tmp_path).read()) == [("t", "test", 1)]
-    log = SampleLog(tmp_path, rank=1)
+    assert list(SampleLog(tmp_path, owned=owned).read()) == [("t", "test", 1)]
+    log = SampleLog(tmp_path, rank=1, owned=owned)
     log.append([{"task": "t", "split": "test", "id": 2, "request_hash": "h", "generation": "B"}])
     log.close()
-    assert sorted(SampleLog(tmp_path).read()) == [("t", "test", 1), ("t", "test", 2)]
+    assert sorted(SampleLog(tmp_path, owned=owned).read()) == [("t", "test", 1), ("t", "test", 2)]
+    assert not SampleLog(tmp_path).read()  # a shard no marker lists is never read
 
 
 def test_tiny_model_is_built_deterministically(tmp_path):

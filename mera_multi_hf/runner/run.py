@@ -18,13 +18,13 @@ from pathlib import Path
 
 from ..errors import MeraError
 from ..examples import Example, make_examples
-from ..reports import check_foreign
+from ..outputs import OutputFolder
 from ..tasks import TaskSpec, get_task, resolve_tasks
 from .config import RunConfig
 from .generate import generate_into_log
 from . import dialogue
 from .request import Request, arrow_view, build_requests
-from .samplelog import SampleLog, request_hash
+from .samplelog import LOG_DIR, SampleLog, request_hash
 
 
 @dataclass
@@ -65,19 +65,40 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     with state.main_process_first():  # the main process builds the tiny model, others reuse it
         engine = engine or make_engine(config)
     out = output_dir(config, engine)
-    check_foreign(out, [f"samples_{t.key}_{config.split}.jsonl" for t in specs]
-                  + ["results.json", "results.md", "results.png", "model-index.yaml",
-                     "submission.zip"], config.overwrite)  # before any work, not after it
+    folder = OutputFolder(out, flag="--output-dir", inputs=_local(sources.values()))
+    folder.check(config.overwrite, OUTPUT_NAMES)  # every process, before any work
+    if state.is_main_process:
+        folder.claim(config.overwrite, _log_names(folder, state.num_processes))
+    with folder:
+        return _run(config, engine, specs, sources, state, folder, started)
+
+
+# What a run writes besides the sample files (claimed before any work).
+OUTPUT_NAMES = ["results.json", "results.md", "results.png", "model-index.yaml",
+                "submission.zip"]
+
+
+def _local(sources) -> list[str]:
+    """The dataset sources that are folders here (an output may not touch them)."""
+    return [str(s) for s in sources if s is not None and s != "sample" and Path(s).exists()]
+
+
+def _log_names(folder, world: int) -> list[str]:
+    """The sample log shards of this run and those of earlier runs here (kept)."""
+    mine = [f"{LOG_DIR}/samples-rank{r}.jsonl" for r in range(world)]
+    return mine + [n for n in folder.owned() if n.startswith(f"{LOG_DIR}/samples-rank")]
+
+
+def _run(config: RunConfig, engine, specs, sources, state, folder, started) -> dict | None:
     loaded = [load_task_data(task, sources[task.key], config, state) for task in specs]
     for data in loaded:
         if not data.task.dialogue:
             data.requests = stamp(make_requests(data, config), engine)
     requests = [r for data in loaded for r in data.requests]
-
-    log = SampleLog(out, state.process_index)
     if config.overwrite and state.is_main_process:
-        log.clear()
-    state.wait_for_everyone()
+        SampleLog(folder.path, owned=folder.owned()).clear()
+    state.wait_for_everyone()  # the main process has claimed the folder and its logs
+    log = SampleLog(folder.path, state.process_index, owned=folder.owned())
     before = log.read()
     logged(log, before, requests)  # other settings in the folder stop every process here
     state.wait_for_everyone()  # nobody writes before every process has read the log
@@ -96,7 +117,7 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     resumed = sum(1 for r in requests if r.hash in before.get(r.key, {}))
     counts = {"requested": len(requests), "resumed": resumed,
               "generated": len(requests) - resumed, "generated_here": here}
-    return finish_run(out, config, engine, loaded, merged(index, requests), counts=counts,
+    return finish_run(folder, config, engine, loaded, merged(index, requests), counts=counts,
                       started=started, world=state.num_processes)
 
 

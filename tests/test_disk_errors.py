@@ -1,0 +1,94 @@
+"""A full disk (ENOSPC), a read-only folder (EROFS) or a denied write (EACCES): one line
+naming the path, and the previous outputs left exactly as they were.
+
+Real conditions, not mocks: a small tmpfs filled to the last byte, then remounted
+read-only (needs root and mount; skipped otherwise), and a folder without write
+permission (only where the user is not root, who may write anywhere)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from mera_multi_hf.cli import main
+
+from test_build_hostile import tree_hash
+
+
+@pytest.fixture
+def small_disk(tmp_path, monkeypatch):
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)],
+                          capture_output=True)
+    if made.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (needs root and mount)")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def _fill(folder) -> None:
+    with open(folder / "filler", "wb") as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 4096)
+                fh.flush()
+        except OSError:
+            pass
+
+
+def _score(out, predictions, *extra) -> int:
+    return main(["score", "--task", "ruhhh_image", "--predictions", str(predictions),
+                 "--data", "sample", "--out", str(out), *extra])
+
+
+@pytest.fixture
+def predictions(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "prediction": "A"}) + "\n" for i in range(1, 27)))
+    return path
+
+
+def _one_line(capsys, path) -> str:
+    err = capsys.readouterr().err
+    assert err.startswith("mera-multi: error: cannot write ") and err.count("\n") == 1, err
+    assert str(path) in err and "Traceback" not in err
+    return err
+
+
+def test_a_full_disk_and_a_read_only_folder_leave_the_previous_outputs(small_disk, predictions,
+                                                                       capsys):
+    out = small_disk / "scores"
+    assert _score(out, predictions) == 0
+    before = tree_hash(out)
+    _fill(small_disk)
+    capsys.readouterr()
+    assert _score(out, predictions, "--em-mode", "strict") == 2
+    assert "No space left" in _one_line(capsys, out)
+    assert tree_hash(out) == before
+    assert main(["build", "ruhhh_image", "--raw", "sample", "--out",
+                 str(small_disk / "export")]) == 2
+    assert "No space left" in _one_line(capsys, small_disk)
+    (small_disk / "filler").unlink()
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    assert _score(out, predictions, "--em-mode", "strict") == 2
+    assert "Read-only" in _one_line(capsys, out)
+    assert tree_hash(out) == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into any folder: EACCES cannot "
+                    "be made with permissions (the read-only mount above covers it)")
+def test_a_folder_without_write_permission(tmp_path, predictions, capsys):
+    out = tmp_path / "scores"
+    assert _score(out, predictions) == 0
+    before = tree_hash(out)
+    out.chmod(0o555)
+    try:
+        assert _score(out, predictions, "--em-mode", "strict") == 2
+        assert "Permission denied" in _one_line(capsys, out)
+    finally:
+        out.chmod(0o755)
+    assert tree_hash(out) == before

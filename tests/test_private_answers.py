@@ -1,0 +1,46 @@
+"""Private answers stay in: for a private split (the test split of a task declared
+private) no file made for upload carries a gold answer or a per-example score derived
+from it. Run on the bundled private sample, whose raw folder holds the answers."""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import datasets
+
+from mera_multi_hf.cli import main
+
+
+def _lines(data: bytes) -> list[dict]:
+    return [json.loads(x) for x in data.decode("utf-8").splitlines()]
+
+
+def test_submission_and_its_public_logs_carry_no_private_gold(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["evaluate", "--data", "sample", "--limit", "4", "--output-dir", str(out),
+                 "--no-progress"]) == 0
+    with zipfile.ZipFile(out / "submission.zip") as zf:
+        inner = zipfile.ZipFile(io.BytesIO(zf.read("logs_public.zip")))
+        public = _lines(inner.read("samples_ruhhh_image_test.jsonl"))
+    assert len(public) == 4
+    for record in public:
+        assert "target" not in record and "metrics" not in record
+        assert record["generation"] and record["filtered"] is not None
+    local = _lines((out / "samples_ruhhh_image_test.jsonl").read_bytes())
+    assert all(r["target"] in ("A", "B") and r["gold_private"] is True for r in local)
+    run = json.loads((out / "results.json").read_text())["run"]
+    assert run["gold_private"]["files"] == ["samples_ruhhh_image_test.jsonl", "results.json"]
+    # a public split (shots) is not marked, its logs keep the gold
+    assert main(["evaluate", "--data", "sample", "--limit", "2", "--split", "shots",
+                 "--output-dir", str(tmp_path / "shots"), "--no-progress"]) == 0
+    shots = _lines((tmp_path / "shots" / "samples_ruhhh_image_shots.jsonl").read_bytes())
+    assert all("gold_private" not in r and "target" in r for r in shots)
+
+
+def test_export_without_internal_flag_carries_no_private_gold(tmp_path):
+    out = tmp_path / "export"
+    assert main(["build", "ruhhh_image", "--raw", "sample", "--out", str(out)]) == 0
+    test = datasets.load_dataset(str(out), split="test")
+    assert set(test["outputs"]) == {""}
+    assert set(datasets.load_dataset(str(out), split="shots")["outputs"]) <= {"A", "B"}
