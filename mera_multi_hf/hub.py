@@ -167,7 +167,7 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
     files only). ``include_private_answers`` keeps a private test split's gold answers:
     an internal export, marked so in its card and marker, which :func:`push` refuses.
     """
-    from .outputs import OutputFolder
+    from .outputs import OutputFolder, write_error
 
     size = shard_size(max_shard_size)
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
@@ -188,6 +188,8 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
                      if f.is_file()}
             folder.write_set(files, index="README.md", info={
                 "version": __version__, "task": task.key, "internal_with_answers": internal})
+        except OSError as err:  # a full disk or a read-only folder while building
+            raise write_error(err, work) from None
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return out_dir

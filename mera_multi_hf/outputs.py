@@ -30,7 +30,7 @@ OWN = (MARKER, LOCK)
 
 def write_error(err: OSError, path=None) -> MeraError:
     """One line for a failed write: the path and the reason, and that nothing changed."""
-    where = err.filename or path
+    where = err.filename or path or "a file"
     return MeraError(f"cannot write {where}: {err.strerror or err}; previous outputs "
                      "are left as they were (free some space or fix the permissions, then "
                      "rerun)")
@@ -311,6 +311,9 @@ def _temp(path: Path, data) -> Path:
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
+    except OSError as err:  # name the file a full disk stopped
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(err.errno, err.strerror, str(path)) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -31,11 +31,10 @@ def small_disk(tmp_path, monkeypatch):
 
 
 def _fill(folder) -> None:
-    with open(folder / "filler", "wb") as fh:
+    with open(folder / "filler", "wb", buffering=0) as fh:
         try:
             while True:
                 fh.write(b"\0" * 4096)
-                fh.flush()
         except OSError:
             pass
 
@@ -71,7 +70,7 @@ def test_a_full_disk_and_a_read_only_folder_leave_the_previous_outputs(small_dis
     assert tree_hash(out) == before
     assert main(["build", "ruhhh_image", "--raw", "sample", "--out",
                  str(small_disk / "export")]) == 2
-    assert "No space left" in _one_line(capsys, small_disk)
+    assert "space" in _one_line(capsys, small_disk)
     (small_disk / "filler").unlink()
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
     assert _score(out, predictions, "--em-mode", "strict") == 2
