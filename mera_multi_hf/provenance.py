@@ -52,7 +52,7 @@ def folder_fingerprint(root: str | Path, *, read: tuple[str, ...] = (), salt: st
 
 # Query parameters whose values are credentials (?token=, &api_key=, &sig=, ...).
 _SECRET_QUERY = re.compile(r"([?&;][^=&#\s]*(?:token|key|sig|pass|secret|auth|credential)"
-                           r"[^=&#\s]*=)[^&#\s]+", re.IGNORECASE)
+                           r"[^=&#\s]*=)[^&#\s'\"]+", re.IGNORECASE)
 
 
 def mask_secrets(text: str) -> str:

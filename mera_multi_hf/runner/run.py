@@ -274,19 +274,26 @@ def logged(log: SampleLog | None, index: dict, requests: list[Request]) -> dict[
         entries = index.get(request.key)
         if not entries:
             continue
-        if request.hash in entries:
+        if request.hash in entries and _same_request(entries[request.hash], request):
             done[request.key] = entries[request.hash]
-        elif not request.history:  # a dialogue turn may follow a changed earlier answer
-            clashes.append(request)
+        elif request.hash in entries or not request.history:
+            clashes.append(request)  # (a dialogue turn may follow a changed earlier answer)
     if clashes:
         first = clashes[0]
         where = log.dir.parent if log else "the output folder"
         raise MeraError(
             f"{where} holds a run with other settings: {len(clashes)} of the requested "
             f"examples (e.g. {first.task} id={first.id}) were logged for another model, revision, "
-            f"generation settings or prompt (the request hashes differ). Use a new --output-dir, "
+            f"generation settings or prompt, or edited since. Use a new --output-dir, "
             f"or --overwrite to replace that run")
     return done
+
+
+def _same_request(record: dict, request: Request) -> bool:
+    """A line with the request's hash whose prompt and media are the request's own (an
+    edited line, or one written under other settings, is never resumed)."""
+    return (record.get("prompt") == request.prompt
+            and record.get("media_sha256") == [m.sha256 for m in request.media])
 
 
 def merged(index: dict, requests: list[Request]) -> dict[tuple, dict]:
