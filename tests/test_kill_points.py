@@ -8,8 +8,10 @@ import hashlib
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -127,32 +129,59 @@ def command_args(tmp_path_factory):
     }
 
 
-CASES = [(command, where, random.Random(f"{command}-{where}").randint(1, 3))
-         for command in ("score", "metrics", "train") for where in ("write", "rename")]
+# One warm process per command: the uninterrupted reference, then for each kill point a
+# first run, a rerun with other options killed at that point (a forked child, SIGKILLed
+# at a real call of its real output writing), and the rerun that must finish the job.
+SEQUENCE = """
+import json, os, signal, sys
+import mera_multi_hf.outputs as outputs
+from mera_multi_hf.cli import main
+args, other, root, points = json.loads(sys.argv[1])
+real_temp, real_replace = outputs._temp, os.replace
+def die_at(real, nth):
+    calls = [0]
+    def wrapped(*a, **k):
+        calls[0] += 1
+        if calls[0] == nth:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(*a, **k)
+    return wrapped
+report = {"reference": main(args + ["--out", root + "/reference"] + other)}
+for where, nth in points:
+    out = f"{root}/{where}-{nth}"
+    report[out] = [main(args + ["--out", out])]
+    pid = os.fork()
+    if pid == 0:
+        if where == "write":
+            outputs._temp = die_at(real_temp, nth)
+        else:
+            os.replace = die_at(real_replace, nth)
+        os._exit(main(args + ["--out", out] + other))
+    report[out].append(os.waitpid(pid, 0)[1])
+    report[out].append(main(args + ["--out", out] + other))
+print(json.dumps(report))
+"""
 
 
-@pytest.mark.parametrize("command, where, nth", CASES)
-def test_kill_score_metrics_export_and_judge_train(command_args, tmp_path, command, where, nth):
+@pytest.mark.parametrize("command", ["score", "metrics", "train"])
+def test_kill_score_metrics_export_and_judge_train(command_args, tmp_path, command):
     args, other = command_args[command]
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
+    rng = random.Random(command)  # random kill points, the same on every run
+    points = [("write", rng.randint(1, 3)), ("rename", rng.randint(1, 4))]
     decoy = tmp_path / "decoy"
     decoy.mkdir()
     (decoy / "notes.txt").write_text("mine")
-
-    def run(out, *extra, kill=("none", 0)):
-        return subprocess.run([sys.executable, "-c", KILLER, kill[0], str(kill[1]), *args,
-                               "--out", str(out), *extra], env=env, capture_output=True,
-                              timeout=300)
-
-    assert run(tmp_path / "reference", *other).returncode == 0
-    out = tmp_path / "out"
-    assert run(out).returncode == 0
-    killed = run(out, *other, kill=(where, nth))
-    assert killed.returncode == -9, killed.stderr[-2000:]
-    if command == "score":
-        assert _consistent(out)
-    done = run(out, *other)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert _files(out) == _files(tmp_path / "reference")
-    assert not list(out.rglob(".*.partial"))
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", SEQUENCE,
+                           json.dumps([args, other, str(tmp_path), points])],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report.pop("reference") == 0
+    reference = _files(tmp_path / "reference")
+    for out, (first, killed, rerun) in report.items():
+        assert (first, rerun) == (0, 0) and os.WIFSIGNALED(killed), (out, first, killed, rerun)
+        assert os.WTERMSIG(killed) == signal.SIGKILL
+        assert _files(Path(out)) == reference, out
+        assert not list(Path(out).rglob(".*.partial"))
     assert (decoy / "notes.txt").read_text() == "mine" and len(list(decoy.iterdir())) == 1

@@ -192,6 +192,25 @@ def test_other_settings_in_the_output_dir_stop_the_run(tmp_path, capsys):
     assert generation["user_choices"] == {"max_new_tokens": 5}
 
 
+def test_a_log_line_not_of_its_request_is_never_resumed(tmp_path, capsys):
+    """A line that carries a request's hash but another prompt (edited, or written under
+    other settings) stops the rerun: it is neither resumed nor silently replaced."""
+    out = tmp_path / "edited"
+    args = ["evaluate", "--output-dir", str(out), "--limit", "2", "--no-progress"]
+    assert main(args) == 0
+    shard = out / "logs" / "samples-rank0.jsonl"
+    lines = [json.loads(x) for x in shard.read_text(encoding="utf-8").splitlines()]
+    lines[1]["prompt"] += " (edited)"
+    lines[1]["generation"] = "forged"
+    shard.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines),
+                     encoding="utf-8")
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "edited since" in err and len(err.strip().splitlines()) == 1
+    assert "forged" not in (out / "samples_ruhhh_image_test.jsonl").read_text(encoding="utf-8")
+
+
 def test_private_split_logs_and_submits_but_does_not_score(raw_sample, tmp_path, capsys):
     doc = json.loads((raw_sample / "test.json").read_text(encoding="utf-8"))
     doc["access"] = "private"
