@@ -182,6 +182,7 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
             internal = include_private_answers and builder.raw.private
             staged = work / "export"
             configs = _stage_data(task, builder.info, work / "prepared", staged, size)
+            builder.raw.test_ids = _test_ids(staged)
             write_card(task, builder.info, staged / "README.md", builder.raw, internal=internal,
                        configs=configs)
             files = {str(f.relative_to(staged)): f for f in sorted(staged.rglob("*"))
@@ -328,6 +329,20 @@ def _card_license(meta: dict) -> dict:
     return {"license": "other", "license_name": key[:60] or "unknown"}
 
 
+def _example_id(example: dict):
+    meta = example.get("meta")
+    return meta.get("id") if isinstance(meta, dict) else None
+
+
+def _test_ids(staged: Path) -> set:
+    """The meta.id of every exported test row (read back from the staged shards)."""
+    ids = set()
+    for shard in staged.rglob("test-*.parquet"):
+        meta = pq.read_table(shard, columns=["meta"]).column("meta")
+        ids.update(pc.struct_field(meta, "id").to_pylist())
+    return ids
+
+
 def _export_notes(task: TaskSpec, info, raw, internal: bool, configs: dict) -> list[str]:
     meta = raw.card_meta() if raw is not None else {}
     sizes = ", ".join(f"{s}: {info.splits[s].num_examples}" for s in info.splits)
@@ -353,7 +368,10 @@ def _export_notes(task: TaskSpec, info, raw, internal: bool, configs: dict) -> l
              f"- License: {meta.get('license') or 'not declared'}. Official copy: "
              f"[{task.hub_id}](https://huggingface.co/datasets/{task.hub_id}).", ""]
     if isinstance(meta.get("data_example"), dict):
-        example = json.dumps(meta["data_example"], ensure_ascii=False, indent=4)
+        shown = meta["data_example"]
+        if private and not internal and _example_id(shown) in getattr(raw, "test_ids", ()):
+            shown = {**shown, "outputs": raw.hidden_answer}  # a test record: its answer stays in
+        example = json.dumps(shown, ensure_ascii=False, indent=4)
         lines += ["### Data example (raw MERA format)", "", "```json", example, "```", ""]
     lines += ["```python", "from datasets import load_dataset",
               f'ds = load_dataset("{task.hub_id}")          # or this folder', "```", ""]

@@ -38,9 +38,22 @@ def test_submission_and_its_public_logs_carry_no_private_gold(tmp_path, capsys):
     assert all("gold_private" not in r and "target" in r for r in shots)
 
 
-def test_export_without_internal_flag_carries_no_private_gold(tmp_path):
+def test_export_without_internal_flag_carries_no_private_gold(raw_sample, tmp_path):
+    # the card's data example is a test record, with its answer
+    meta = json.loads((raw_sample / "raw_dataset_meta.json").read_text(encoding="utf-8"))
+    record = json.loads((raw_sample / "test.json").read_text(encoding="utf-8"))["data"][0]
+    assert record["outputs"] == "A"
+    meta["data_example"] = record
+    (raw_sample / "raw_dataset_meta.json").write_text(json.dumps(meta, ensure_ascii=False),
+                                                      encoding="utf-8")
     out = tmp_path / "export"
-    assert main(["build", "ruhhh_image", "--raw", "sample", "--out", str(out)]) == 0
+    assert main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(out)]) == 0
     test = datasets.load_dataset(str(out), split="test")
     assert set(test["outputs"]) == {""}
     assert set(datasets.load_dataset(str(out), split="shots")["outputs"]) <= {"A", "B"}
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert '"outputs": ""' in card and '"outputs": "A"' not in card
+    internal = tmp_path / "internal"  # the internal export keeps it, marked so
+    assert main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(internal),
+                 "--internal-with-answers"]) == 0
+    assert '"outputs": "A"' in (internal / "README.md").read_text(encoding="utf-8")
