@@ -58,7 +58,7 @@ def _cache_roots() -> list[str]:
         roots.append(str(datasets.config.HF_DATASETS_CACHE))
     except ImportError:  # pragma: no cover - a dependency
         pass
-    from .loading import cache_root
+    from ._paths import cache_root
 
     return roots + [str(cache_root())]
 
