@@ -156,7 +156,10 @@ def test_evaluate_never_touches_a_users_file_named_like_a_rank_log(home, tmp_pat
     (out / "logs" / "samples-rank0.jsonl").write_bytes(mine)
     assert main(args) == 2
     assert "logs/samples-rank0.jsonl" in _one_line_error(capsys)
+    assert main(args + ["--overwrite"]) == 2  # a log is never taken over
+    assert "never taken over" in _one_line_error(capsys)
     assert (out / "logs" / "samples-rank0.jsonl").read_bytes() == mine
+    assert sorted(os.listdir(out)) == ["logs"]
     shutil.rmtree(out)
     assert main(args) == 0
     (out / "logs" / "samples-rank1.jsonl").write_bytes(mine)  # beside our own log

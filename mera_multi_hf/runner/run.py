@@ -11,6 +11,7 @@ merges the shards by (task, split, id), scores and writes.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -67,8 +68,9 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     out = output_dir(config, engine)
     folder = OutputFolder(out, flag="--output-dir", inputs=_local(sources.values()))
     folder.check(config.overwrite, OUTPUT_NAMES)  # every process, before any work
+    logs = _log_names(folder, state.num_processes)
     if state.is_main_process:
-        folder.claim(config.overwrite, _log_names(folder, state.num_processes))
+        folder.claim(config.overwrite, logs)
     with folder:
         return _run(config, engine, specs, sources, state, folder, started)
 
@@ -84,9 +86,17 @@ def _local(sources) -> list[str]:
 
 
 def _log_names(folder, world: int) -> list[str]:
-    """The sample log shards of this run and those of earlier runs here (kept)."""
+    """The sample log shards of this run and those of earlier runs here (kept). A file of
+    someone else's at one of them stops the run even with --overwrite: a log is appended
+    to and cut, so it is never taken over."""
+    owned = folder.owned()
     mine = [f"{LOG_DIR}/samples-rank{r}.jsonl" for r in range(world)]
-    return mine + [n for n in folder.owned() if n.startswith(f"{LOG_DIR}/samples-rank")]
+    for name in mine:
+        if os.path.lexists(folder.path / name) and name not in owned:
+            raise MeraError(f"{folder.path / name} was not written by this tool: a sample log "
+                            "is never taken over, even with --overwrite; move it away or "
+                            "choose another --output-dir")
+    return mine + [n for n in owned if n.startswith(f"{LOG_DIR}/samples-rank")]
 
 
 def _run(config: RunConfig, engine, specs, sources, state, folder, started) -> dict | None:
