@@ -86,3 +86,17 @@ def test_an_abbreviated_secret_option_is_refused_not_recorded(tmp_path, command)
     assert done.returncode == 2 and "unrecognized arguments: --judge-api" in done.stderr
     written = [p.read_bytes() for p in out.rglob("*") if p.is_file()] if out.exists() else []
     assert not any(b"SEKRET" in data for data in written)
+
+
+def test_a_chat_server_url_is_recorded_and_reported_masked():
+    from mera_multi_hf.runner.backends.openai import OpenAIBackend
+    from mera_multi_hf.runner.request import Request
+
+    backend = OpenAIBackend("served", "http://carol:pw-secret@127.0.0.1:9/v1?api_key=k-secret",
+                            max_retries=0, timeout=2)
+    recorded = json.dumps(backend.info())
+    assert "pw-secret" not in recorded and "k-secret" not in recorded
+    with pytest.raises(MeraError) as err:
+        backend._complete(Request("ruhhh_image", "test", 1, "hi", [], 4))
+    assert "unreachable" in str(err.value)
+    assert "pw-secret" not in str(err.value) and "k-secret" not in str(err.value)
