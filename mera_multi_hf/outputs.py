@@ -44,23 +44,16 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(os.path.join(folder, ""))
 
 
-def _cache_roots() -> list[str]:
-    roots = []
-    try:
-        from huggingface_hub import constants
+def _cache_roots() -> list[tuple[str, bool]]:
+    """(cache root, whether writing inside it is refused too): the Hugging Face caches
+    are others' to manage; this project's own cache holds the raw conversions it makes."""
+    import datasets.config
+    from huggingface_hub import constants
 
-        roots += [constants.HF_HOME, constants.HF_HUB_CACHE]
-    except ImportError:  # pragma: no cover - a dependency
-        pass
-    try:
-        import datasets.config
-
-        roots.append(str(datasets.config.HF_DATASETS_CACHE))
-    except ImportError:  # pragma: no cover - a dependency
-        pass
     from ._paths import cache_root
 
-    return roots + [str(cache_root())]
+    return [(constants.HF_HOME, True), (constants.HF_HUB_CACHE, True),
+            (str(datasets.config.HF_DATASETS_CACHE), True), (str(cache_root()), False)]
 
 
 def refusal(path, inputs=()) -> str | None:
@@ -77,9 +70,9 @@ def refusal(path, inputs=()) -> str | None:
     package = os.path.dirname(os.path.abspath(__file__))
     if _inside(out, _real(package)) or _inside(_real(package), out):
         return "the package's own files"
-    for root in _cache_roots():
-        if _inside(_real(root), out):
-            return f"the cache {root} or a folder that holds it"
+    for root, inside_too in _cache_roots():
+        if _inside(_real(root), out) or (inside_too and _inside(out, _real(root))):
+            return f"the cache {root}, inside it or a folder that holds it"
     if out == os.path.abspath(os.sep):
         return "the filesystem root"
     return None

@@ -67,6 +67,7 @@ def test_build_out_inside_or_holding_the_raw_folder_is_always_refused(raw_sample
 def test_home_cwd_package_caches_and_root_are_always_refused(raw_sample, home, tmp_path,
                                                              monkeypatch):
     import datasets.config
+    from huggingface_hub import constants
 
     import mera_multi_hf
     from mera_multi_hf.loading import cache_root
@@ -77,7 +78,8 @@ def test_home_cwd_package_caches_and_root_are_always_refused(raw_sample, home, t
     before = tree_hash(home)
     refused = [home, home.parent, work, work.parent, Path("/"), Path(".."),
                Path(mera_multi_hf.__file__).parent, Path(mera_multi_hf.__file__).parent / "x",
-               cache_root(), Path(datasets.config.HF_DATASETS_CACHE)]
+               cache_root(), Path(datasets.config.HF_DATASETS_CACHE),
+               Path(datasets.config.HF_DATASETS_CACHE) / "x", Path(constants.HF_HUB_CACHE) / "y"]
     for out in refused:
         with pytest.raises(MeraError, match="never writes there"):
             OutputFolder(out).check(overwrite=True)
