@@ -168,7 +168,9 @@ def test_a_shots_run_removes_the_old_submission_of_its_own_folder(tmp_path):
     options = dict(data=["sample"], output_dir=str(out), no_progress=True, limit=3)
     run_evaluation(**options)
     decoy.write_text("keep me")
-    run_evaluation(split="shots", **options)
+    with pytest.raises(MeraError, match="did not write .*my-notes.txt"):
+        run_evaluation(split="shots", **options)  # someone else's file in the folder
+    run_evaluation(split="shots", overwrite=True, **options)  # written beside it
     assert not (out / "submission.zip").exists()  # it belonged to the earlier run only
     assert decoy.read_text() == "keep me"  # never a file the project did not write
     files = json.loads((out / "results.json").read_text())["run"]["files"]
