@@ -68,9 +68,7 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     out = output_dir(config, engine)
     folder = OutputFolder(out, flag="--output-dir", inputs=_local(sources.values()))
     folder.check(config.overwrite, OUTPUT_NAMES)  # every process, before any work
-    logs = _log_names(folder, state.num_processes)
-    if state.is_main_process:
-        folder.claim(config.overwrite, logs)
+    _claim(folder, config.overwrite, _log_names(folder, state.num_processes), state)
     with folder:
         return _run(config, engine, specs, sources, state, folder, started)
 
@@ -78,6 +76,23 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
 # What a run writes besides the sample files (claimed before any work).
 OUTPUT_NAMES = ["results.json", "results.md", "results.png", "model-index.yaml",
                 "submission.zip"]
+
+
+def _claim(folder, overwrite: bool, logs: list[str], state) -> None:
+    """The main process claims the folder (its lock and the log names); a refusal (a
+    second run on the folder) stops every process, not only the main one."""
+    refusal = None
+    if state.is_main_process:
+        try:
+            folder.claim(overwrite, logs)
+        except MeraError as err:
+            refusal = str(err)
+    if state.num_processes > 1:
+        from accelerate.utils import broadcast_object_list
+
+        refusal = broadcast_object_list([refusal])[0]
+    if refusal:
+        raise MeraError(refusal)
 
 
 def _local(sources) -> list[str]:
