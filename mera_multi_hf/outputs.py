@@ -143,11 +143,11 @@ class OutputFolder:
             raise MeraError(f"{self.flag} {self.path} is a symbolic link; give the real folder")
         if os.path.lexists(self.path) and not self.path.is_dir():
             raise MeraError(f"{self.flag} {self.path} is a file, not a folder")
-        if not self.path.is_dir():
+        if overwrite or not self.path.is_dir():
             return
         clash = [n for n in names if os.path.lexists(self.path / n) and n not in self.owned()]
         foreign = clash or self.foreign()
-        if foreign and not overwrite:
+        if foreign:
             raise MeraError(
                 f"{self.flag} {self.path} holds files this tool did not write "
                 f"({', '.join(foreign)}): choose a new or empty folder, or pass --overwrite "
