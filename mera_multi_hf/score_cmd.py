@@ -62,6 +62,7 @@ def _score_record(task, predictions_path, data, split, result, judge) -> dict:
 
     from .predictions import prediction_files
     from .provenance import command_line, file_sha256, package_versions
+    from .submission import hides_answers
 
     files = [str(f) for f in prediction_files(predictions_path)]
     return {
@@ -72,6 +73,9 @@ def _score_record(task, predictions_path, data, split, result, judge) -> dict:
         "metric_modes": result["metric_modes"],
         "judge": judge.describe() if judge is not None else None,
         "versions": package_versions(), "command": command_line(),
+        "gold_private": ({"files": ["results.json"], "note": "scores derived from a private "
+                          "split's gold answers, for local use only: never upload this file"}
+                         if hides_answers(task, split) and result.get("scorable") else None),
     }
 
 

@@ -57,3 +57,16 @@ def test_export_without_internal_flag_carries_no_private_gold(raw_sample, tmp_pa
     assert main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(internal),
                  "--internal-with-answers"]) == 0
     assert '"outputs": "A"' in (internal / "README.md").read_text(encoding="utf-8")
+
+
+def test_scores_of_a_private_split_are_marked_local(tmp_path):
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("".join(json.dumps({"id": i, "prediction": "A"}) + "\n"
+                                   for i in range(1, 27)))
+    out = tmp_path / "scores"
+    assert main(["score", "--task", "ruhhh_image", "--predictions", str(predictions), "--data",
+                 "sample", "--out", str(out)]) == 0
+    assert json.loads((out / "results.json").read_text())["run"]["gold_private"]["files"] == [
+        "results.json"]
+    with zipfile.ZipFile(out / "submission.zip") as zf:
+        assert zf.namelist() == ["ruHHH_Image.json"]  # the answers only
