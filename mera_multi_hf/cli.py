@@ -96,6 +96,7 @@ def no_abbreviations(parser: argparse.ArgumentParser) -> None:
     """Only whole option names, in the parser and all its subcommands: an abbreviation
     (``--judge-api KEY``) would slip past the masking of secret options."""
     parser.allow_abbrev = False
+    parser.error = _masked_error(parser.error)
     for action in parser._actions:
         for sub in getattr(action, "choices", None) or ():
             if isinstance(action.choices, dict):
@@ -108,6 +109,20 @@ COMMAND_MODULES: list[str] = ["score_cmd", "judge_cmd", "evaluate_cmd", "metrics
 
 # OSErrors of a write that the user can act on (space, permissions, read-only folders).
 WRITE_ERRNOS = (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT)
+
+
+def _masked_error(error):
+    """argparse's error, with the values of unknown arguments left out (a mistyped secret
+    option's value is never echoed) and URL secrets masked."""
+    def masked(message: str):
+        from .provenance import mask_secrets
+
+        head, sep, rest = message.partition("unrecognized arguments: ")
+        if sep:
+            flags = [a.split("=")[0] for a in rest.split() if a.startswith("-")]
+            message = f"{head}{sep}{' '.join(flags)} (values not shown)"
+        return error(mask_secrets(message))
+    return masked
 
 
 def evaluate_options(args) -> int:

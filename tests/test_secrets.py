@@ -84,6 +84,7 @@ def test_an_abbreviated_secret_option_is_refused_not_recorded(tmp_path, command)
                           capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
     assert done.returncode == 2 and "unrecognized arguments: --judge-api" in done.stderr
+    assert "SEKRET" not in done.stderr  # not even echoed back
     written = [p.read_bytes() for p in out.rglob("*") if p.is_file()] if out.exists() else []
     assert not any(b"SEKRET" in data for data in written)
 
