@@ -143,6 +143,13 @@ class OutputFolder:
             raise MeraError(f"{self.flag} {self.path} is a symbolic link; give the real folder")
         if os.path.lexists(self.path) and not self.path.is_dir():
             raise MeraError(f"{self.flag} {self.path} is a file, not a folder")
+        for name in names:  # never write through a link to somewhere else
+            parent = self.path
+            for part in Path(name).parts[:-1]:
+                parent = parent / part
+                if parent.is_symlink():
+                    raise MeraError(f"{self.flag} {self.path}: {parent.name}/ is a symbolic "
+                                    "link; this tool never writes through one")
         if overwrite or not self.path.is_dir():
             return
         clash = [n for n in names if os.path.lexists(self.path / n) and n not in self.owned()]

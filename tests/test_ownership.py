@@ -169,6 +169,13 @@ def test_evaluate_never_touches_a_users_file_named_like_a_rank_log(home, tmp_pat
     assert main(args) == 2  # someone else's file in the folder: refused
     assert main(args + ["--overwrite"]) == 0  # written beside it: never read, cut or removed
     assert (out / "logs" / "samples-rank1.jsonl").read_bytes() == mine
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(out / "logs")
+    (out / "logs").symlink_to(elsewhere)  # a link out of the folder is never written through
+    capsys.readouterr()
+    assert main(args + ["--overwrite"]) == 2
+    assert "symbolic link" in _one_line_error(capsys) and not list(elsewhere.iterdir())
 
 
 def test_score_and_metrics_export_follow_the_same_rule(home, tmp_path, capsys):
