@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from mera_multi_hf.judge import HttpJudge, LocalJudge
 
-    parser = argparse.ArgumentParser(description="Agreement of a judge with human labels.")
+    parser = argparse.ArgumentParser(description="Agreement of a judge with human labels.",
+                                     allow_abbrev=False)
     parser.add_argument("--data", required=True)
     parser.add_argument("--model")
     parser.add_argument("--url")

@@ -29,8 +29,30 @@ def judge_text(record: dict, sep: str) -> str:
 
 def train(data: str | Path, base: str, out: str | Path, *, epochs: float = 1.0,
           learning_rate: float = 2e-5, batch_size: int = 8, max_length: int = 8192,
-          seed: int = 0, device: str | None = None) -> Path:
-    """Fine-tune `base` (a classifier or any encoder; a 2-class head is added) and save to `out`."""
+          seed: int = 0, device: str | None = None, overwrite: bool = False) -> Path:
+    """Fine-tune `base` (a classifier or any encoder; a 2-class head is added) and save to
+    `out` (under the tool's ownership rule: see mera_multi_hf.outputs)."""
+    import shutil
+    import tempfile
+
+    from mera_multi_hf.outputs import OutputFolder
+
+    with OutputFolder(out, inputs=[base, data]).claim(overwrite) as folder:  # before training
+        stage = Path(tempfile.mkdtemp(prefix=f".{folder.path.name}.", suffix=".tmp",
+                                      dir=folder.path.absolute().parent))
+        try:
+            _train_into(stage, data, base, epochs=epochs, learning_rate=learning_rate,
+                        batch_size=batch_size, max_length=max_length, seed=seed, device=device)
+            saved = {str(f.relative_to(stage / "model")): f
+                     for f in sorted((stage / "model").rglob("*")) if f.is_file()}
+            folder.write_set(saved, index="config.json")
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+    return Path(out)
+
+
+def _train_into(stage: Path, data, base: str, *, epochs, learning_rate, batch_size,
+                max_length, seed, device) -> None:
     import datasets
     from transformers import (AutoModelForSequenceClassification, AutoTokenizer,
                               DataCollatorWithPadding, Trainer, TrainingArguments)
@@ -51,24 +73,23 @@ def train(data: str | Path, base: str, out: str | Path, *, epochs: float = 1.0,
                                        "labels": [r["label"] for r in records]})
     rows = rows.map(lambda b: tokenizer(b["text"], truncation=True, max_length=limit),
                     batched=True, remove_columns=["text"])
-    out = Path(out)
     args = TrainingArguments(
-        output_dir=str(out / "checkpoints"), num_train_epochs=epochs, learning_rate=learning_rate,
+        output_dir=str(stage / "checkpoints"), num_train_epochs=epochs, learning_rate=learning_rate,
         per_device_train_batch_size=batch_size, seed=seed, save_strategy="no", report_to=[],
         logging_steps=10, use_cpu=(device == "cpu"), disable_tqdm=True)
     trainer = Trainer(model=model, args=args, train_dataset=rows,
                       data_collator=DataCollatorWithPadding(tokenizer))
     trainer.train()
-    trainer.save_model(str(out))
+    trainer.save_model(str(stage / "model"))
     tokenizer.truncation_side = "right"  # saved as the usual default; judges set their own
-    tokenizer.save_pretrained(str(out))
-    return out
+    tokenizer.save_pretrained(str(stage / "model"))
 
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(description="Fine-tune a judge on labelled answers.")
+    parser = argparse.ArgumentParser(description="Fine-tune a judge on labelled answers.",
+                                     allow_abbrev=False)
     parser.add_argument("--data", required=True)
     parser.add_argument("--base", required=True)
     parser.add_argument("--out", required=True)

@@ -6,12 +6,18 @@ _bundled/); a checkout or editable install has them beside the package.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 SAMPLES_DIR = PACKAGE_DIR / "samples"
+
+
+def cache_root() -> Path:
+    """Where this project keeps its converted datasets and built models."""
+    return Path(os.environ.get("MERA_MULTI_CACHE", Path.home() / ".cache" / "mera_multi_hf"))
 
 
 def bundled_dir(name: str) -> Path:

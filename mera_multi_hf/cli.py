@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 
 from .errors import MeraError
@@ -71,9 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--raw", required=True, help="the raw MERA folder (test.json, shots.json, "
                    "samples/), or `sample` for the bundled one")
     p.add_argument("--out", required=True, help="folder to write the Hub layout into; an "
-                   "existing one is replaced only if an earlier build wrote it (or --overwrite)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing --out folder "
-                   "that this tool did not write (never the raw folder or the current one)")
+                   "existing one is written only if an earlier build wrote it (or with --overwrite)")
+    p.add_argument("--overwrite", action="store_true", help="write into an --out folder "
+                   "holding other files: files of the same names are replaced, nothing else is "
+                   "touched (never the raw folder, the current or home folder)")
     p.add_argument("--internal-with-answers", action="store_true", help="keep the gold answers "
                    "of a private test split (an internal export: marked so, never pushed)")
     p.add_argument("--max-shard-size", default="500MB", help="largest Parquet shard (default 500MB)")
@@ -86,12 +88,42 @@ def build_parser() -> argparse.ArgumentParser:
 
     for module in COMMAND_MODULES:
         __import__(f"mera_multi_hf.{module}", fromlist=["add_parser"]).add_parser(sub)
+    no_abbreviations(parser)
     return parser
+
+
+def no_abbreviations(parser: argparse.ArgumentParser) -> None:
+    """Only whole option names, in the parser and all its subcommands: an abbreviation
+    (``--judge-api KEY``) would slip past the masking of secret options."""
+    parser.allow_abbrev = False
+    parser.error = _masked_error(parser.error)
+    for action in parser._actions:
+        for sub in getattr(action, "choices", None) or ():
+            if isinstance(action.choices, dict):
+                no_abbreviations(action.choices[sub])
 
 
 # Further commands register themselves: each module has add_parser(subparsers).
 COMMAND_MODULES: list[str] = ["score_cmd", "judge_cmd", "evaluate_cmd", "metrics_export",
                                "compare", "leaderboard", "view_cmd"]
+
+
+# OSErrors of a write that the user can act on (space, permissions, read-only folders).
+WRITE_ERRNOS = (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT)
+
+
+def _masked_error(error):
+    """argparse's error, with the values of unknown arguments left out (a mistyped secret
+    option's value is never echoed) and URL secrets masked."""
+    def masked(message: str):
+        from .provenance import mask_secrets
+
+        head, sep, rest = message.partition("unrecognized arguments: ")
+        if sep:
+            flags = [a.split("=")[0] for a in rest.split() if a.startswith("-")]
+            message = f"{head}{sep}{' '.join(flags)} (values not shown)"
+        return error(mask_secrets(message))
+    return masked
 
 
 def evaluate_options(args) -> int:
@@ -113,7 +145,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args) or 0
     except MeraError as err:
-        print(f"mera-multi: error: {err}", file=sys.stderr)
+        from .provenance import mask_secrets
+
+        print(f"mera-multi: error: {mask_secrets(str(err))}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a full disk, a read-only folder: one line naming the path
+        if err.errno not in WRITE_ERRNOS:
+            raise
+        from .outputs import write_error
+
+        print(f"mera-multi: error: {write_error(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("mera-multi: interrupted; finished work is kept (rerun to resume)", file=sys.stderr)

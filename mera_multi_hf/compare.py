@@ -343,29 +343,13 @@ def chart_png(result: dict) -> bytes:
     return buffer.getvalue()
 
 
-REPORTS_MARKER = ".mera-multi-reports.json"  # the compare/leaderboard files written here
-
-
 def write_report(out: str | Path, files: dict, overwrite: bool = False) -> list[Path]:
-    """Write report files into ``out``: a file of the same name that compare or
-    leaderboard did not write stops it (unless ``overwrite``); nothing else is touched
-    (a run's own outputs and marker stay as they are)."""
-    from .atomic import write_atomic
+    """Write report files into ``out`` under the ownership rule (outputs.add_files): a
+    same-named file this tool did not write stops it unless ``overwrite``; nothing else
+    in the folder is touched."""
+    from .outputs import add_files
 
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise MeraError(f"--out {out} is a file, not a folder")
-    out.mkdir(parents=True, exist_ok=True)
-    try:
-        owned = set(json.loads((out / REPORTS_MARKER).read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
-        owned = set()
-    foreign = [n for n in files if (out / n).exists() and n not in owned]
-    if foreign and not overwrite:
-        raise MeraError(f"{out} already holds {', '.join(foreign)}, not written by this tool: "
-                        "choose another --out, or pass --overwrite to replace them")
-    write_atomic(out / REPORTS_MARKER, json.dumps(sorted(owned | set(files))))
-    return [write_atomic(out / name, data) for name, data in files.items()]
+    return list(add_files(out, files, overwrite=overwrite).values())
 
 
 def cmd_compare(args) -> int:

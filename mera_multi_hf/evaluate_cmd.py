@@ -35,8 +35,13 @@ def options_parser():
 
     from .runner import RunConfig
 
-    return HfArgumentParser(RunConfig, prog="mera-multi evaluate", description=DESCRIPTION,
-                            epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from .cli import no_abbreviations
+
+    parser = HfArgumentParser(RunConfig, prog="mera-multi evaluate", description=DESCRIPTION,
+                              epilog=EXAMPLES,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    no_abbreviations(parser)  # an abbreviated secret option is refused, never recorded
+    return parser
 
 
 def cmd_evaluate(options: list[str]) -> int:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from ._version import __version__
 from ._paths import bundled_dir, load_module_from_file
 from .errors import DataValidationError, MeraError
+from .outputs import LOCK, MARKER, read_marker
 from .raw import RawLimits, fill_readme
 from .tasks import CITATION, TaskSpec
 
@@ -46,7 +46,6 @@ def builder_class(task: TaskSpec) -> type:
     raise MeraError(f"dataset_scripts/{task.key}.py declares no builder for {task.key}")
 
 
-MARKER = ".mera-multi-export.json"   # written into every export: proof that we made it
 INTERNAL_TAG = "mera-internal-with-answers"
 
 
@@ -60,61 +59,6 @@ def shard_size(value) -> int:
         raise MeraError(f"--max-shard-size {value!r}: not a positive size "
                         "(examples: 500MB, 1GB, 100000000)")
     return size
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(os.path.join(folder, ""))
-
-
-def output_mode(out_dir: Path, raw_dir: Path, overwrite: bool = False) -> str:
-    """How ``out_dir`` may be written: "new", "empty" (fill it) or "replace".
-
-    Refused always: the raw folder, a folder holding it, the current directory or a
-    folder holding it, a symbolic link, a file. An existing non-empty folder is replaced
-    only when a previous export wrote our marker into it, or with ``overwrite``.
-    """
-    out_abs = os.path.abspath(out_dir)
-    out_real = os.path.realpath(out_dir)
-    for other, what in ((raw_dir, "the raw folder"), (os.getcwd(), "the current directory")):
-        if _inside(os.path.realpath(other), out_real):
-            raise MeraError(f"--out {out_dir} is {what} or a folder that holds it; "
-                            "choose a new folder for the export")
-    if os.path.islink(out_abs):
-        raise MeraError(f"--out {out_dir} is a symbolic link; give the real folder instead")
-    if not os.path.lexists(out_abs):
-        return "new"
-    if not os.path.isdir(out_abs):
-        raise MeraError(f"--out {out_dir} exists and is not a folder")
-    if not os.listdir(out_abs):
-        return "empty"
-    marker = os.path.join(out_abs, MARKER)
-    if overwrite or (os.path.isfile(marker) and not os.path.islink(marker)):
-        return "replace"
-    raise MeraError(f"--out {out_dir} exists and was not written by mera-multi build (no "
-                    f"{MARKER}); choose another folder, or pass --overwrite to replace it")
-
-
-def _make_parents(folder: Path) -> list[Path]:
-    """Create ``folder`` and its missing parents; return those created, deepest first."""
-    made, probe = [], folder
-    while not os.path.lexists(probe):
-        made.append(probe)
-        probe = probe.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    return made
-
-
-def _swap_in(staged: Path, out_dir: Path, mode: str) -> None:
-    if mode == "new":
-        staged.rename(out_dir)
-    elif mode == "empty":  # a folder the user made: fill it, keep it
-        for child in staged.iterdir():
-            child.rename(out_dir / child.name)
-    else:
-        old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
-        os.replace(out_dir, old / "x")
-        staged.rename(out_dir)
-        shutil.rmtree(old)
 
 
 def _prepare(task, raw_dir, work: Path, max_shard_size: int, raw_options: dict):
@@ -217,42 +161,41 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
     """Build the task from its raw folder and write the Hub layout into ``out_dir``.
 
     Every problem in the raw folder is reported at once (DataValidationError) and nothing
-    is written in that case. The export is made in a temporary sibling folder and moved
-    into place only on success (see :func:`output_mode` for what may be replaced).
-    ``include_private_answers`` keeps a private test split's gold answers: an internal
-    export, marked so in its card and marker, which :func:`push` refuses.
+    is written in that case. The export is built in a temporary sibling folder and its
+    files are moved in only on success, README.md last, under the tool's ownership rule
+    (:mod:`mera_multi_hf.outputs`: only files an earlier build listed are replaced or
+    removed; a folder with other files needs ``overwrite``, which replaces same-named
+    files only). ``include_private_answers`` keeps a private test split's gold answers:
+    an internal export, marked so in its card and marker, which :func:`push` refuses.
     """
+    from .outputs import OutputFolder, write_error
+
     size = shard_size(max_shard_size)
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
     if not raw_dir.is_dir():
         raise MeraError(f"raw dataset folder not found: {raw_dir}")
-    mode = output_mode(out_dir, raw_dir, overwrite)
-    made = _make_parents(out_dir.parent)
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
-    try:
-        builder = _prepare(task, raw_dir, work, size, {
-            "limits": limits, "include_private_answers": include_private_answers})
-        internal = include_private_answers and builder.raw.private
-        staged = work / "export"
-        configs = _stage_data(task, builder.info, work / "prepared", staged, size)
-        write_card(task, builder.info, staged / "README.md", builder.raw, internal=internal,
-                   configs=configs)
-        (staged / MARKER).write_text(json.dumps({
-            "created_by": "mera-multi-hf", "version": __version__, "task": task.key,
-            "internal_with_answers": internal}) + "\n", encoding="utf-8")
-        _swap_in(staged, out_dir, mode)
-        for note in builder.raw.notes:  # said once, after a clean build
-            print(f"mera-multi: note: {note}", file=sys.stderr)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        for folder in made:  # parents this call created, nothing else
-            try:
-                folder.rmdir()
-            except OSError:
-                pass
-        raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    with OutputFolder(out_dir, inputs=[raw_dir]).claim(overwrite) as folder:
+        work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp",
+                                     dir=folder.path.absolute().parent))
+        try:
+            builder = _prepare(task, raw_dir, work, size, {
+                "limits": limits, "include_private_answers": include_private_answers})
+            internal = include_private_answers and builder.raw.private
+            staged = work / "export"
+            configs = _stage_data(task, builder.info, work / "prepared", staged, size)
+            builder.raw.test_ids = _test_ids(staged)
+            write_card(task, builder.info, staged / "README.md", builder.raw, internal=internal,
+                       configs=configs)
+            files = {str(f.relative_to(staged)): f for f in sorted(staged.rglob("*"))
+                     if f.is_file()}
+            folder.write_set(files, index="README.md", info={
+                "version": __version__, "task": task.key, "internal_with_answers": internal})
+            for note in builder.raw.notes:  # said once, after a clean build
+                print(f"mera-multi: note: {note}", file=sys.stderr)
+        except OSError as err:  # a full disk or a read-only folder while building
+            raise write_error(err, work) from None
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     return out_dir
 
 
@@ -389,6 +332,20 @@ def _card_license(meta: dict) -> dict:
     return {"license": "other", "license_name": key[:60] or "unknown"}
 
 
+def _example_id(example: dict):
+    meta = example.get("meta")
+    return meta.get("id") if isinstance(meta, dict) else None
+
+
+def _test_ids(staged: Path) -> set:
+    """The meta.id of every exported test row (read back from the staged shards)."""
+    ids = set()
+    for shard in staged.rglob("test-*.parquet"):
+        meta = pq.read_table(shard, columns=["meta"]).column("meta")
+        ids.update(pc.struct_field(meta, "id").to_pylist())
+    return ids
+
+
 def _export_notes(task: TaskSpec, info, raw, internal: bool, configs: dict) -> list[str]:
     meta = raw.card_meta() if raw is not None else {}
     sizes = ", ".join(f"{s}: {info.splits[s].num_examples}" for s in info.splits)
@@ -416,7 +373,10 @@ def _export_notes(task: TaskSpec, info, raw, internal: bool, configs: dict) -> l
              f"- License: {meta.get('license') or 'not declared'}. Official copy: "
              f"[{task.hub_id}](https://huggingface.co/datasets/{task.hub_id}).", ""]
     if isinstance(meta.get("data_example"), dict):
-        example = json.dumps(meta["data_example"], ensure_ascii=False, indent=4)
+        shown = meta["data_example"]
+        if private and not internal and _example_id(shown) in getattr(raw, "test_ids", ()):
+            shown = {**shown, "outputs": raw.hidden_answer}  # a test record: its answer stays in
+        example = json.dumps(shown, ensure_ascii=False, indent=4)
         lines += ["### Data example (raw MERA format)", "", "```json", example, "```", ""]
     lines += ["```python", "from datasets import load_dataset",
               f'ds = load_dataset("{task.hub_id}")          # or this folder', "```", ""]
@@ -496,12 +456,9 @@ def write_card(task: TaskSpec, info: datasets.DatasetInfo, path: Path, raw=None,
 def is_internal(folder: str | Path) -> bool:
     """Whether an exported folder keeps private answers (marker or card tag says so)."""
     folder = Path(folder)
-    try:
-        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-        if marker.get("internal_with_answers"):
-            return True
-    except (OSError, ValueError, AttributeError):
-        pass
+    info = read_marker(folder).get("info")
+    if isinstance(info, dict) and info.get("internal_with_answers"):
+        return True  # trusted or not: a copied marker can only make a push refused
     try:
         head = (folder / "README.md").read_text(encoding="utf-8").split("---\n")[1]
         return INTERNAL_TAG in (yaml.safe_load(head) or {}).get("tags", [])
@@ -522,7 +479,7 @@ def push(folder: str | Path, repo_id: str, private: bool = False, token: str | N
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
         api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
-                          commit_message="Upload with mera-multi-hf", ignore_patterns=[MARKER])
+                          commit_message="Upload with mera-multi-hf", ignore_patterns=[MARKER, LOCK])
     except Exception as err:  # offline, no token, no rights: the export itself is kept
         raise MeraError(f"could not publish {folder} to {repo_id}: {type(err).__name__}: {err}. "
                         "The exported folder is intact; push it again once this is fixed.") \

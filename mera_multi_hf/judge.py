@@ -40,6 +40,7 @@ import numpy as np
 
 from .errors import MeraError
 from .metric_fns import official_answer_part
+from .provenance import mask_secrets
 
 DEFAULT_JUDGE = "MERA-evaluation/MERA_Answer_judge"
 WINDOW_TOKENS = 7995
@@ -236,7 +237,7 @@ def classify_url(url: str) -> str:
     """A bare http://host:port gets the vLLM route /classify; a given path is kept."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise MeraError(f"judge_url {url!r} is not an http(s) URL; expected e.g. "
+        raise MeraError(f"judge_url {mask_secrets(repr(url))} is not an http(s) URL; expected e.g. "
                         "http://127.0.0.1:8000/classify")
     path = parts.path if parts.path not in ("", "/") else "/classify"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
@@ -309,6 +310,10 @@ class HttpJudge(Judge):
                  truncate_prompt_tokens: int = TRUNCATE_PROMPT_TOKENS):
         self.url = classify_url(url)
         parts = urlsplit(self.url)
+        if (parts.username or parts.password) and api_key:
+            raise MeraError("the judge URL carries a user name or password and an API key is "
+                            "given too: give the key once, with --judge-api-key, and drop it "
+                            "from the URL")
         self.base = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
         self.model = model
         self.timeout = float(timeout)
@@ -334,7 +339,7 @@ class HttpJudge(Judge):
             raise MeraError(f"could not learn the judge separator token from the server: "
                             f"{str(err).rstrip('.')}; or {hint}") from None
         if sep is None:
-            raise MeraError(f"{self.base}/tokenizer_info names no sep_token: {hint}")
+            raise MeraError(f"{mask_secrets(self.base)}/tokenizer_info names no sep_token: {hint}")
         return sep
 
     def _session(self):
@@ -368,7 +373,7 @@ class HttpJudge(Judge):
         return _json_body(resp, url, self._failed)
 
     def _failed(self, url: str, problem: str) -> str:
-        return (f"the judge server at {url} failed after {self.retries + 1} attempt(s): "
+        return (f"the judge server at {mask_secrets(url)} failed after {self.retries + 1} attempt(s): "
                 f"{problem}. Start one with `mera-multi judge serve --model PATH` (or vLLM "
                 "with --task classify), or score with a local judge (judge=<model>)")
 
@@ -403,7 +408,7 @@ class HttpJudge(Judge):
 
     def describe(self) -> dict:
         remote = getattr(self.tokenizer, "remote", False)
-        return {"backend": "http", "url": self.url, "model": self.model,
+        return {"backend": "http", "url": mask_secrets(self.url), "model": self.model,
                 "tokenizer": "server /tokenize" if remote else (self.tokenizer_id or "given"),
                 "sep": self.sep, "window": self.window,
                 "truncate_prompt_tokens": self.truncate_prompt_tokens}
@@ -414,10 +419,10 @@ def _probs_of(answer, n: int, url: str) -> list[list[float]]:
         data = sorted(answer["data"], key=lambda d: d.get("index", 0))
         probs = [[float(x) for x in item["probs"]] for item in data]
     except (KeyError, TypeError, ValueError, AttributeError):
-        raise MeraError(f"the judge server at {url} answered with no data[i].probs list: "
+        raise MeraError(f"the judge server at {mask_secrets(url)} answered with no data[i].probs list: "
                         f"{str(answer)[:200]!r}") from None
     if len(probs) != n or any(len(p) < 2 for p in probs):
-        raise MeraError(f"the judge server at {url}: expected {n} probability lists of 2+ "
+        raise MeraError(f"the judge server at {mask_secrets(url)}: expected {n} probability lists of 2+ "
                         f"classes, got {str(answer)[:200]!r}")
     return probs
 
@@ -427,13 +432,13 @@ def _json_body(resp, url: str, failed):
         raise MeraError(failed(url, f"HTTP {resp.status_code} {resp.text[:200]!r}"))
     if resp.status_code >= 400:
         # A client error will not fix itself: no retry.
-        raise MeraError(f"the judge server at {url} refused the request with HTTP "
+        raise MeraError(f"the judge server at {mask_secrets(url)} refused the request with HTTP "
                         f"{resp.status_code}: {resp.text[:300]!r}. Check the model name, URL "
                         "and API key.")
     try:
         return resp.json()
     except ValueError:
-        raise MeraError(f"the judge server at {url} answered with something that is not JSON: "
+        raise MeraError(f"the judge server at {mask_secrets(url)} answered with something that is not JSON: "
                         f"{resp.text[:200]!r}") from None
 
 

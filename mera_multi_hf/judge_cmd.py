@@ -59,7 +59,7 @@ def cmd_train(args) -> int:
     train = _judge_model_module("train")
     out = train.train(args.data, args.base, args.out, epochs=args.epochs, learning_rate=args.lr,
                       batch_size=args.batch_size, max_length=args.max_length, seed=args.seed,
-                      device=args.device)
+                      device=args.device, overwrite=args.overwrite)
     print(f"saved the judge to {out}")
     return 0
 
@@ -112,4 +112,6 @@ def add_parser(subparsers) -> None:
     p.add_argument("--max-length", type=int, default=8192, help="tokens per input (left-truncated)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", help="cpu to force the CPU (default: what the Trainer picks)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="write into a folder holding other files (same names are replaced)")
     p.set_defaults(func=cmd_train)

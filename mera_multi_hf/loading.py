@@ -6,6 +6,7 @@ from pathlib import Path
 
 import datasets
 
+from ._paths import cache_root  # noqa: F401  (imported from here too)
 from ._version import __version__
 from .errors import MeraError
 from .provenance import folder_fingerprint
@@ -13,11 +14,6 @@ from .raw import GroupIds
 from .tasks import TaskSpec, get_task
 
 CACHE_FORMAT = 3  # raise when the exported layout of a raw folder changes
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("MERA_MULTI_CACHE",
-                               Path.home() / ".cache" / "mera_multi_hf"))
 
 
 def resolve_source(task: TaskSpec, source: str | Path | None) -> str | Path:

@@ -16,7 +16,6 @@ import ast
 import importlib.metadata
 import os
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -272,25 +271,27 @@ def requirements(source: str) -> str:
 
 
 def export_metrics(out: str | Path, namespace: str = DEFAULT_NAMESPACE,
-                   names=METRICS) -> list[Path]:
-    """Write one self-contained Space folder per metric under ``out``; returns them."""
-    out = Path(out)
-    folders = []
+                   names=METRICS, overwrite: bool = False) -> list[Path]:
+    """Write one self-contained Space folder per metric under ``out``; returns them.
+    ``out`` follows the tool's ownership rule (:mod:`mera_multi_hf.outputs`); the files
+    of metrics not exported now stay as an earlier export left them."""
+    from .outputs import OutputFolder
+
+    files = {}
     for name in names:
         source = standalone_source(name, namespace)
-        folder = out / name
-        if folder.exists():
-            shutil.rmtree(folder)
-        folder.mkdir(parents=True)
         for file in SPACE_FILES:
             text = (Path(metric_path(name)) / file).read_text(encoding="utf-8")
             for old, new in _doc_rewrites(namespace):
                 text = text.replace(old, new)
-            (folder / file).write_text(text, encoding="utf-8")
-        (folder / f"{name}.py").write_text(source, encoding="utf-8")
-        (folder / "requirements.txt").write_text(requirements(source), encoding="utf-8")
-        folders.append(folder)
-    return folders
+            files[f"{name}/{file}"] = text
+        files[f"{name}/{name}.py"] = source
+        files[f"{name}/requirements.txt"] = requirements(source)
+    folder = OutputFolder(out)
+    others = [n for n in folder.owned() if n.split("/")[0] not in names]
+    with folder.claim(overwrite, others):
+        folder.write_set(files)
+    return [Path(out) / name for name in names]
 
 
 # ----------------------------------------------------------------------------------
@@ -337,7 +338,7 @@ def push_metrics(namespace: str, token: str | None = None, folder: str | Path | 
 def cmd_metrics(args) -> int:
     names = tuple(args.metric) if args.metric else METRICS
     if args.action == "export":
-        for folder in export_metrics(args.out, args.namespace, names):
+        for folder in export_metrics(args.out, args.namespace, names, args.overwrite):
             print(f"wrote {folder}")
         print(f"load one with evaluate.load('<folder>'), or push them: "
               f"mera-multi metrics push --namespace {args.namespace}")
@@ -358,6 +359,8 @@ def add_parser(sub) -> None:
                    help=f"Hub user or organisation of the Spaces (default {DEFAULT_NAMESPACE})")
     p.add_argument("--token", help="push: a Hub token (default: the logged-in one)")
     p.add_argument("--dir", help="push: upload this earlier export instead of exporting afresh")
+    p.add_argument("--overwrite", action="store_true", help="export: write into a folder "
+                   "holding other files (files of the same names are replaced)")
     p.add_argument("--metric", action="append", choices=METRICS,
                    help="only this metric (repeatable; default all four)")
     p.set_defaults(func=_checked)

@@ -9,6 +9,7 @@ a preflight will not answer the run either.
 """
 from __future__ import annotations
 
+import errno
 import os
 import time
 from pathlib import Path
@@ -65,7 +66,9 @@ def check_output(folder, flag: str = "--output-dir") -> str:
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise MeraError(f"{flag} {path}: {existing} is not writable")
+        read_only = os.statvfs(existing).f_flag & os.ST_RDONLY
+        reason = os.strerror(errno.EROFS if read_only else errno.EACCES)
+        raise MeraError(f"{flag}: cannot write {path}: {existing}: {reason}")
     return str(path)
 
 

@@ -8,11 +8,9 @@ lists the sha256 of every other file of its run, so a reader can tell a stale fi
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
-from .atomic import sha256_bytes, write_atomic
-from .errors import MeraError
+from .atomic import sha256_bytes
 from .tasks import TASKS
 
 METRIC_NAMES = {
@@ -216,58 +214,13 @@ def results_doc(task_results: list[dict], summary: dict, run_info: dict) -> dict
                       for r in task_results}}
 
 
-OWNED = ".mera-multi-outputs.json"  # the names this project has written into a folder
-# What a run may write (and so remove again when a later run does not make it).
-OUTPUT_NAME = re.compile(r"(results\.(json|md|png|html)|model-index\.yaml|submission\.zip|"
-                         r"samples_[A-Za-z0-9_]+_[A-Za-z0-9_]+\.jsonl)")
-
-
-def owned_files(out: Path) -> set[str]:
-    """The output files that runs of this project wrote into ``out`` (its marker)."""
-    try:
-        names = json.loads((out / OWNED).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return set()
-    return {n for n in names if isinstance(n, str) and OUTPUT_NAME.fullmatch(n)} \
-        if isinstance(names, list) else set()
-
-
-def check_foreign(out: Path, names, overwrite: bool = False) -> None:
-    """Stop (MeraError) where ``out`` holds a file of one of these names that this project
-    did not write, unless the user asked to replace such files."""
-    owned = owned_files(out)
-    foreign = [n for n in names if (out / n).exists() and n not in owned]
-    if foreign and not overwrite:
-        raise MeraError(f"{out} already holds {', '.join(foreign)}, not written by this tool: "
-                        f"choose another output folder, or pass --overwrite to replace them")
-
-
-def write_outputs(out: str | Path, files: dict[str, bytes | str], doc: dict, *,
-                  overwrite: bool = False) -> dict[str, Path]:
-    """Write a run's files as one set.
-
-    A file of the same name that this project did not write stops it (MeraError) unless
-    ``overwrite``. The names are recorded first (the folder's marker); then the old
-    results.json goes (no index claims a half-replaced set), each file is replaced
-    atomically, the outputs of an earlier run here that this one does not make are
-    removed, and results.json, with every file's sha256, comes last."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    owned, names = owned_files(out), list(files) + [RESULTS]
-    check_foreign(out, names, overwrite)
-    write_atomic(out / OWNED, json.dumps(sorted(owned | set(names))))
-    stale = [n for n in owned if n not in names]
-    (out / RESULTS).unlink(missing_ok=True)
-    for name in names:  # temporaries a killed run of ours left behind
-        for leftover in out.glob(f".{name}.*.partial"):
-            leftover.unlink(missing_ok=True)
-    written = {name: write_atomic(out / name, data) for name, data in files.items()}
-    for name in stale:
-        (out / name).unlink(missing_ok=True)
+def write_outputs(folder, files: dict[str, bytes | str], doc: dict) -> dict[str, Path]:
+    """Write a run's files as one set into ``folder`` (a claimed
+    :class:`~mera_multi_hf.outputs.OutputFolder`): results.json, with every other file's
+    sha256, comes last, and no results.json is ever beside a half-replaced set."""
     doc["run"]["files"] = {name: sha256_bytes(data) for name, data in files.items()}
-    written[RESULTS] = write_atomic(out / RESULTS,
-                                    json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
-    return written
+    text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    return folder.write_set({**files, RESULTS: text}, index=RESULTS)
 
 
 def report_files(task_results, summary, run_info, official) -> dict[str, str | bytes]:

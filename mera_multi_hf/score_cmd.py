@@ -14,6 +14,22 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
                       overwrite: bool = False) -> dict:
     """Score one task's predictions file; write results.json/.md, model-index.yaml and
     (for the test split) submission.zip into ``out_dir``. Returns the task result."""
+    from .outputs import OutputFolder
+    from .preflight import preflight_score
+    from .tasks import get_task
+
+    task = get_task(task_key)
+    checked = preflight_score(task, data, out_dir, judge, judge_url, judge_tokenizer,
+                              judge_api_key)
+    with OutputFolder(out_dir, inputs=[data]).claim(overwrite) as folder:  # before any work
+        return _score_into(folder, task, predictions_path, data=data, split=split,
+                           em_mode=em_mode, judge=judge, judge_url=judge_url,
+                           judge_tokenizer=judge_tokenizer, judge_api_key=judge_api_key,
+                           submission=submission, checked=checked)
+
+
+def _score_into(folder, task, predictions_path, *, data, split, em_mode, judge, judge_url,
+                judge_tokenizer, judge_api_key, submission, checked) -> dict:
     from .examples import make_examples
     from .judge import get_judge
     from .loading import load_task
@@ -22,15 +38,7 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     from .results_html import PAGE_NAME, render
     from .scoring import score_task, summarize
     from .submission import packed, submission_answers, submission_bytes
-    from .tasks import get_task
 
-    task = get_task(task_key)
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise MeraError(f"--out {out} is a file, not a folder")
-    from .preflight import preflight_score
-
-    checked = preflight_score(task, data, out, judge, judge_url, judge_tokenizer, judge_api_key)
     predictions = read_predictions(predictions_path, task.key, split)  # a bad file: no loading
     dataset = load_task(task, source=data, split=split)
     examples = make_examples(task, dataset)
@@ -57,8 +65,8 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
         answers, ids = packed(task.key, submission_answers(task.key, predictions), known)
         files["submission.zip"] = submission_bytes({task.key: answers},
                                                    expected_ids={task.key: ids})
-    result["written"] = sorted(write_outputs(out, files, results_doc([result], summary, run_info),
-                                             overwrite=overwrite))
+    result["written"] = sorted(write_outputs(folder, files, results_doc([result], summary,
+                                                                        run_info)))
     return result
 
 
@@ -68,6 +76,7 @@ def _score_record(task, predictions_path, data, split, result, judge) -> dict:
     from .predictions import prediction_files
     from .provenance import command_line, file_sha256, package_versions
     from .uncertainty import settings as bootstrap_settings
+    from .submission import hides_answers
 
     files = [str(f) for f in prediction_files(predictions_path)]
     return {
@@ -81,6 +90,9 @@ def _score_record(task, predictions_path, data, split, result, judge) -> dict:
         "judge": judge.describe() if judge is not None else None,
         "bootstrap": bootstrap_settings(),
         "versions": package_versions(), "command": command_line(),
+        "gold_private": ({"files": ["results.json"], "note": "scores derived from a private "
+                          "split's gold answers, for local use only: never upload this file"}
+                         if hides_answers(task, split) and result.get("scorable") else None),
     }
 
 

@@ -16,6 +16,13 @@ from .tasks import get_task
 PairsOrMap = Mapping[int, str] | Iterable[tuple[int, str]]
 
 
+def hides_answers(task, split: str) -> bool:
+    """A private split: the test split of a task declared private. No file made for
+    upload (submission.zip, logs_public.zip, a published export) carries its gold answers
+    or a per-example score derived from them."""
+    return split == "test" and not task.public
+
+
 def _pairs(answers: PairsOrMap) -> list[tuple[int, str]]:
     return list(answers.items()) if isinstance(answers, Mapping) else list(answers)
 

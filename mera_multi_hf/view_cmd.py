@@ -67,17 +67,14 @@ def page_of(run_dir: Path) -> str:
 
 
 def cmd_view(args) -> int:
-    from .atomic import write_atomic
-    from .reports import OWNED, check_foreign, owned_files
+    from .outputs import add_files
     from .results_html import PAGE_NAME
 
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise MeraError(f"{run_dir} is not a folder: give a run folder (with results.json)")
     page = page_of(run_dir)
-    check_foreign(run_dir, [PAGE_NAME], args.overwrite)
-    write_atomic(run_dir / OWNED, json.dumps(sorted(owned_files(run_dir) | {PAGE_NAME})))
-    write_atomic(run_dir / PAGE_NAME, page)
+    add_files(run_dir, {PAGE_NAME: page}, overwrite=args.overwrite, flag="view")
     print(f"wrote {run_dir / PAGE_NAME} (open it in a browser; it needs no network)")
     return 0
 

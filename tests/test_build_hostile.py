@@ -296,7 +296,7 @@ def test_out_never_replaces_what_the_tool_did_not_write(raw_sample, tmp_path, mo
         with pytest.raises(MeraError, match="choose a new folder"):
             export_raw(TASK, raw_sample, out, overwrite=True)
     monkeypatch.chdir(raw_sample / "samples")
-    with pytest.raises(MeraError, match="was not written by mera-multi build"):
+    with pytest.raises(MeraError, match="did not write"):
         export_raw(TASK, raw_sample, decoy)
     os.symlink(tmp_path / "nowhere", tmp_path / "link-out")
     with pytest.raises(MeraError, match="symbolic link"):
@@ -309,8 +309,8 @@ def test_out_never_replaces_what_the_tool_did_not_write(raw_sample, tmp_path, mo
     with pytest.raises(MeraError, match="pass --overwrite"):
         export_raw(TASK, raw_sample, user_dir)
     assert (user_dir / "notes" / "keep.txt").read_text() == "mine"
-    export_raw(TASK, raw_sample, user_dir, overwrite=True)
-    assert (user_dir / MARKER).is_file() and not (user_dir / "notes").exists()
+    export_raw(TASK, raw_sample, user_dir, overwrite=True)  # beside the user's files
+    assert (user_dir / MARKER).is_file() and (user_dir / "notes" / "keep.txt").read_text() == "mine"
 
 
 def test_rebuild_replaces_its_own_export_and_fills_an_empty_folder(raw_sample, tmp_path, decoy):

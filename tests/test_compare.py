@@ -4,6 +4,7 @@ runs from `evaluate` and from `score` of lm-evaluation-harness logs pair up."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from mera_multi_hf.cli import main
 from mera_multi_hf.compare import compare_runs, mcnemar_exact
 from mera_multi_hf.errors import MeraError
 from mera_multi_hf.examples import Example
+from mera_multi_hf.outputs import OutputFolder
 from mera_multi_hf.reports import results_doc, write_outputs
 from mera_multi_hf.scoring import score_task, summarize
 from mera_multi_hf.tasks import get_task
@@ -41,7 +43,8 @@ def _run(folder, task, examples, right, name):
     preds = {e.id: e.gold if ok else other[e.gold] for e, ok in zip(examples, right)}
     result = score_task(task, examples, preds)
     info = {"run_id": name, "mode": "score", "model": name}
-    write_outputs(folder, {}, results_doc([result], summarize([result]), info))
+    with OutputFolder(folder).claim() as out:  # as a run writes it
+        write_outputs(out, {}, results_doc([result], summarize([result]), info))
     return folder
 
 
@@ -127,9 +130,9 @@ def test_evaluate_run_against_score_of_lm_eval_logs(tmp_path, capsys):
     assert doc["tasks"]["ruhhh_image"]["paired"] == len(rows)
     assert em["difference"] == 0 and em["low"] <= 0 <= em["high"] and em["mcnemar_p"] == 1.0
     assert (out / "compare.png").read_bytes()[:4] == b"\x89PNG" and (out / "compare.md").is_file()
-    (out / "compare.md").unlink()
-    (out / "compare.md").write_text("mine")  # a file the tool did not write is never replaced
-    (out / ".mera-multi-reports.json").write_text("[]")
-    assert main(["compare", str(tmp_path / "run"), str(tmp_path / "scored"), "--out", str(out)]) == 2
-    assert (out / "compare.md").read_text() == "mine"
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "compare.md").write_text("mine")  # a file the tool did not write is never replaced
+    assert main(["compare", str(tmp_path / "run"), str(tmp_path / "scored"), "--out", str(mine)]) == 2
+    assert (mine / "compare.md").read_text() == "mine" and sorted(os.listdir(mine)) == ["compare.md"]
 

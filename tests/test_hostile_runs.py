@@ -163,12 +163,14 @@ def test_files_of_the_same_name_not_written_here_are_never_replaced(tmp_path, ca
     assert "results.md" in err and "--overwrite" in err and len(err.strip().splitlines()) == 1
     assert (out / "results.md").read_text() == "my own notes"
     assert sorted(p.name for p in out.iterdir()) == ["results.md"]  # refused before any work
-    # a forged marker cannot make a run remove a file that is no output of its
+    # a forged marker grants nothing: the folder still holds someone else's files
     (out / "thesis.txt").write_text("keep")
     (out / ".mera-multi-outputs.json").write_text('["thesis.txt", "results.md"]')
     assert main(["evaluate", "--data", "sample", "--limit", "2", "--output-dir", str(out),
-                 "--no-progress", "--split", "shots"]) == 0
+                 "--no-progress", "--split", "shots"]) == 2
     assert (out / "thesis.txt").read_text() == "keep"
+    assert (out / "results.md").read_text() == "my own notes"
     assert main(["evaluate", "--data", "sample", "--limit", "2", "--output-dir", str(out),
                  "--no-progress", "--overwrite"]) == 0  # the user's choice: replace
     assert (out / "results.md").read_text() != "my own notes"
+    assert (out / "thesis.txt").read_text() == "keep"  # --overwrite: same names only

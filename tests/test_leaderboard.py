@@ -8,6 +8,7 @@ import numpy as np
 
 from mera_multi_hf.cli import main
 from mera_multi_hf.examples import Example
+from mera_multi_hf.outputs import OutputFolder
 from mera_multi_hf.reports import results_doc, write_outputs
 from mera_multi_hf.scoring import score_task, summarize
 from mera_multi_hf.tasks import get_task
@@ -25,7 +26,8 @@ def _result(key: str, n: int, accuracy: float, seed: int):
 def _run(folder, name, results, official=False):
     info = {"run_id": name, "mode": "evaluate", "model": name, "split": "test",
             "official_test_split": {r["task"]: official for r in results}}
-    write_outputs(folder, {}, results_doc(results, summarize(results), info))
+    with OutputFolder(folder).claim() as out:  # as a run writes it
+        write_outputs(out, {}, results_doc(results, summarize(results), info))
     return str(folder)
 
 

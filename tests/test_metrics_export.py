@@ -99,7 +99,7 @@ def served_judge(tmp_path_factory):
 
 
 def test_export_writes_space_folders(exported):
-    assert sorted(p.name for p in exported.iterdir()) == sorted(METRICS)
+    assert sorted(p.name for p in exported.iterdir() if not p.name.startswith(".")) == sorted(METRICS)
     for name in METRICS:
         folder = exported / name
         assert sorted(p.name for p in folder.iterdir()) == sorted(
@@ -199,7 +199,8 @@ def test_cli_export(tmp_path):
                            str(tmp_path / "spaces"), "--namespace", "acme", "--metric", "slot_f1"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert [p.name for p in (tmp_path / "spaces").iterdir()] == ["slot_f1"]
+    assert [p.name for p in (tmp_path / "spaces").iterdir()
+            if not p.name.startswith(".")] == ["slot_f1"]
     card = (tmp_path / "spaces" / "slot_f1" / "README.md").read_text(encoding="utf-8")
     assert 'evaluate.load("acme/slot_f1")' in card
     bad = subprocess.run([sys.executable, "-m", "mera_multi_hf", "metrics", "export"],

@@ -168,7 +168,9 @@ def test_a_shots_run_removes_the_old_submission_of_its_own_folder(tmp_path):
     options = dict(data=["sample"], output_dir=str(out), no_progress=True, limit=3)
     run_evaluation(**options)
     decoy.write_text("keep me")
-    run_evaluation(split="shots", **options)
+    with pytest.raises(MeraError, match="did not write .*my-notes.txt"):
+        run_evaluation(split="shots", **options)  # someone else's file in the folder
+    run_evaluation(split="shots", overwrite=True, **options)  # written beside it
     assert not (out / "submission.zip").exists()  # it belonged to the earlier run only
     assert decoy.read_text() == "keep me"  # never a file the project did not write
     files = json.loads((out / "results.json").read_text())["run"]["files"]
@@ -190,6 +192,25 @@ def test_other_settings_in_the_output_dir_stop_the_run(tmp_path, capsys):
     generation = json.loads((out / "results.json").read_text())["run"]["generation"]
     assert generation["max_new_tokens"] == {"ruhhh_image": 5}
     assert generation["user_choices"] == {"max_new_tokens": 5}
+
+
+def test_a_log_line_not_of_its_request_is_never_resumed(tmp_path, capsys):
+    """A line that carries a request's hash but another prompt (edited, or written under
+    other settings) stops the rerun: it is neither resumed nor silently replaced."""
+    out = tmp_path / "edited"
+    args = ["evaluate", "--output-dir", str(out), "--limit", "2", "--no-progress"]
+    assert main(args) == 0
+    shard = out / "logs" / "samples-rank0.jsonl"
+    lines = [json.loads(x) for x in shard.read_text(encoding="utf-8").splitlines()]
+    lines[1]["prompt"] += " (edited)"
+    lines[1]["generation"] = "forged"
+    shard.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines),
+                     encoding="utf-8")
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "edited since" in err and len(err.strip().splitlines()) == 1
+    assert "forged" not in (out / "samples_ruhhh_image_test.jsonl").read_text(encoding="utf-8")
 
 
 def test_private_split_logs_and_submits_but_does_not_score(raw_sample, tmp_path, capsys):
@@ -255,16 +276,18 @@ def test_batches_group_similar_lengths():
 
 
 def test_sample_log_reader_ignores_garbage(tmp_path):
-    log = SampleLog(tmp_path, rank=1)
+    owned = {"logs/samples-rank1.jsonl"}
+    log = SampleLog(tmp_path, rank=1, owned=owned)
     log.append([{"task": "t", "split": "test", "id": 1, "request_hash": "h", "generation": "A"}])
     log.close()
     with open(log.path, "a", encoding="utf-8") as f:
         f.write("not json\n{\"task\": \"t\"}\n{\"task\": \"t\", \"split\": \"test\", \"id\": 2,")
-    assert list(SampleLog(tmp_path).read()) == [("t", "test", 1)]
-    log = SampleLog(tmp_path, rank=1)
+    assert list(SampleLog(tmp_path, owned=owned).read()) == [("t", "test", 1)]
+    log = SampleLog(tmp_path, rank=1, owned=owned)
     log.append([{"task": "t", "split": "test", "id": 2, "request_hash": "h", "generation": "B"}])
     log.close()
-    assert sorted(SampleLog(tmp_path).read()) == [("t", "test", 1), ("t", "test", 2)]
+    assert sorted(SampleLog(tmp_path, owned=owned).read()) == [("t", "test", 1), ("t", "test", 2)]
+    assert not SampleLog(tmp_path).read()  # a shard no marker lists is never read
 
 
 def test_tiny_model_is_built_deterministically(tmp_path):

@@ -146,3 +146,26 @@ def test_hub_model_from_the_local_cache_records_its_commit(tmp_path):
                              env=env, capture_output=True, text=True, timeout=300)
     assert missing.returncode == 2 and "cannot load model 'mera-test/not-there'" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_a_data_parallel_run_on_a_folder_in_use_stops_every_process(tmp_path):
+    """The main process takes the folder's lock; when another run holds it, every
+    process of the launch stops at once with one line (none waits at a barrier)."""
+    out = tmp_path / "busy"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from mera_multi_hf.outputs import "
+         "OutputFolder; f = OutputFolder(sys.argv[1]).claim(); print('held', flush=True); "
+         "time.sleep(300)", str(out)], stdout=subprocess.PIPE, text=True,
+        env=dict(_env(), PYTHONPATH=os.pathsep.join(sys.path)))
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        done = subprocess.run(_two_processes("--data", "sample", "--limit", "2", "--output-dir",
+                                             str(out)), env=_env(), capture_output=True,
+                              text=True, timeout=240)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.returncode != 0
+    assert done.stderr.count("mera-multi: error: --output-dir") == 2, done.stderr[-3000:]
+    assert "in use by another mera-multi run" in done.stderr
+    assert sorted(os.listdir(out)) == [".mera-multi.lock"]

@@ -19,10 +19,14 @@ from ..uncertainty import settings as bootstrap_settings
 from .config import RunConfig
 
 
-def sample_lines(data, records: dict, split: str) -> bytes:
+def sample_lines(data, records: dict, split: str, upload: bool = False) -> bytes:
     """samples_<task>_<split>.jsonl, rebuilt from the current references: the logged
-    generation with today's target, filtered answer and per-example metrics."""
+    generation with today's target, filtered answer and per-example metrics.
+
+    For a private split the local file marks each line (``gold_private``) and the copy
+    made for upload (``upload``: logs_public.zip) carries no target and no metric."""
     from ..metric_fns import extract_answer
+    from ..submission import hides_answers
 
     task, examples = data.task, data.examples
     generations = [records[(task.key, split, e.id)]["generation"] for e in examples]
@@ -34,6 +38,11 @@ def sample_lines(data, records: dict, split: str) -> bytes:
         record.update(target=example.gold, filtered=filtered(task, [generation])[0],
                       extracted=extract_answer(generation, task.choices or None),
                       metrics={m: float(s[i]) for m, s in scores.items()})
+        if hides_answers(task, split):
+            if upload:
+                del record["target"], record["metrics"]
+            else:
+                record["gold_private"] = True
         lines.append(json.dumps(record, ensure_ascii=False))
     return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
 
@@ -44,7 +53,7 @@ def _is_official(data, config: RunConfig) -> bool:
             and len(data.examples) == data.full_size)
 
 
-def finish_run(out: Path, config: RunConfig, engine, loaded: list, records: dict, *,
+def finish_run(folder, config: RunConfig, engine, loaded: list, records: dict, *,
                counts: dict, started: float, world: int, preflight: dict | None = None) -> dict:
     from ..judge import get_judge
 
@@ -76,13 +85,13 @@ def finish_run(out: Path, config: RunConfig, engine, loaded: list, records: dict
     notes = run_notes(config, engine, loaded, results, official)
     files[PAGE_NAME] = results_page(loaded, files, results, run_info, notes, config)
     if split == "test":
-        logs = {name: data for name, data in files.items() if name.startswith("samples_")}
+        logs = {f"samples_{d.task.key}_{split}.jsonl": sample_lines(d, records, split, upload=True)
+                for d in loaded}
         files["submission.zip"] = submission_bytes(
             {k: a for k, (a, _) in answers.items()}, {k: i for k, (_, i) in answers.items()},
             logs)
-    written = write_outputs(out, files, results_doc(results, summary, run_info),
-                            overwrite=config.overwrite)
-    return {"output_dir": str(out), "run": run_info, "tasks": results, "summary": summary,
+    written = write_outputs(folder, files, results_doc(results, summary, run_info))
+    return {"output_dir": str(folder.path), "run": run_info, "tasks": results, "summary": summary,
             "files": written, "notes": notes, "counts": counts}
 
 
@@ -117,6 +126,18 @@ def run_notes(config, engine, loaded, results, official) -> list[str]:
         notes.append("the built-in tiny model has random weights: its answers are noise "
                      "(a plumbing check, not a score)")
     return notes
+
+
+def _gold_private(loaded, split: str) -> dict | None:
+    """Which local files hold a private split's gold answers (None: none does)."""
+    from ..submission import hides_answers
+
+    names = [f"samples_{d.task.key}_{split}.jsonl" for d in loaded if hides_answers(d.task, split)]
+    if not names:
+        return None
+    return {"files": names + ["results.json"], "note": "these files keep a private split's gold "
+            "answers and scores derived from them, for local scoring only: never upload them "
+            "(submission.zip and its logs_public.zip leave them out)"}
 
 
 def run_record(config: RunConfig, engine, loaded, results, *, judge, started, world,
@@ -154,6 +175,7 @@ def run_record(config: RunConfig, engine, loaded, results, *, judge, started, wo
         "n_examples": {d.task.key: len(d.examples) for d in loaded},
         "dataset_source": {d.task.key: str(d.source or d.task.hub_id) for d in loaded},
         "official_test_split": official,
+        "gold_private": _gold_private(loaded, config.split),
         "dataset_fingerprint": {d.task.key: d.fingerprint for d in loaded},
         "metric_modes": {r["task"]: r.get("metric_modes", {}) for r in results},
         # ruTiE: examples whose meta placed them elsewhere than the official arithmetic

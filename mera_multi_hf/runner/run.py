@@ -11,6 +11,7 @@ merges the shards by (task, split, id), scores and writes.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -18,14 +19,14 @@ from pathlib import Path
 
 from ..errors import MeraError
 from ..examples import Example, make_examples
+from ..outputs import OutputFolder
 from ..preflight import preflight_run
-from ..reports import check_foreign
 from ..tasks import TaskSpec, get_task, resolve_tasks
 from .config import RunConfig
 from .generate import generate_into_log
 from . import dialogue
 from .request import Request, arrow_view, build_requests
-from .samplelog import SampleLog, request_hash
+from .samplelog import LOG_DIR, SampleLog, request_hash
 
 
 @dataclass
@@ -67,19 +68,64 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     with state.main_process_first():  # the main process builds the tiny model, others reuse it
         engine = engine or make_engine(config)
     out = output_dir(config, engine)
-    check_foreign(out, [f"samples_{t.key}_{config.split}.jsonl" for t in specs]
-                  + ["results.json", "results.md", "results.png", "results.html", "model-index.yaml",
-                     "submission.zip"], config.overwrite)  # before any work, not after it
+    folder = OutputFolder(out, flag="--output-dir", inputs=_local(sources.values()))
+    folder.check(config.overwrite, OUTPUT_NAMES)  # every process, before any work
+    _claim(folder, config.overwrite, _log_names(folder, state.num_processes), state)
+    with folder:
+        return _run(config, engine, specs, sources, state, folder, started, checked)
+
+
+# What a run writes besides the sample files (claimed before any work).
+OUTPUT_NAMES = ["results.json", "results.md", "results.png", "results.html", "model-index.yaml",
+                "submission.zip"]
+
+
+def _claim(folder, overwrite: bool, logs: list[str], state) -> None:
+    """The main process claims the folder (its lock and the log names); a refusal (a
+    second run on the folder) stops every process, not only the main one."""
+    refusal = None
+    if state.is_main_process:
+        try:
+            folder.claim(overwrite, logs)
+        except MeraError as err:
+            refusal = str(err)
+    if state.num_processes > 1:
+        from accelerate.utils import broadcast_object_list
+
+        refusal = broadcast_object_list([refusal])[0]
+    if refusal:
+        raise MeraError(refusal)
+
+
+def _local(sources) -> list[str]:
+    """The dataset sources that are folders here (an output may not touch them)."""
+    return [str(s) for s in sources if s is not None and s != "sample" and Path(s).exists()]
+
+
+def _log_names(folder, world: int) -> list[str]:
+    """The sample log shards of this run and those of earlier runs here (kept). A file of
+    someone else's at one of them stops the run even with --overwrite: a log is appended
+    to and cut, so it is never taken over."""
+    owned = folder.owned()
+    mine = [f"{LOG_DIR}/samples-rank{r}.jsonl" for r in range(world)]
+    for name in mine:
+        if os.path.lexists(folder.path / name) and name not in owned:
+            raise MeraError(f"{folder.path / name} was not written by this tool: a sample log "
+                            "is never taken over, even with --overwrite; move it away or "
+                            "choose another --output-dir")
+    return mine + [n for n in owned if n.startswith(f"{LOG_DIR}/samples-rank")]
+
+
+def _run(config: RunConfig, engine, specs, sources, state, folder, started, checked) -> dict | None:
     loaded = [load_task_data(task, sources[task.key], config, state) for task in specs]
     for data in loaded:
         if not data.task.dialogue:
             data.requests = stamp(make_requests(data, config), engine)
     requests = [r for data in loaded for r in data.requests]
-
-    log = SampleLog(out, state.process_index)
     if config.overwrite and state.is_main_process:
-        log.clear()
-    state.wait_for_everyone()
+        SampleLog(folder.path, owned=folder.owned()).clear()
+    state.wait_for_everyone()  # the main process has claimed the folder and its logs
+    log = SampleLog(folder.path, state.process_index, owned=folder.owned())
     before = log.read()
     logged(log, before, requests)  # other settings in the folder stop every process here
     state.wait_for_everyone()  # nobody writes before every process has read the log
@@ -98,7 +144,7 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     resumed = sum(1 for r in requests if r.hash in before.get(r.key, {}))
     counts = {"requested": len(requests), "resumed": resumed,
               "generated": len(requests) - resumed, "generated_here": here}
-    return finish_run(out, config, engine, loaded, merged(index, requests), counts=counts,
+    return finish_run(folder, config, engine, loaded, merged(index, requests), counts=counts,
                       started=started, world=state.num_processes, preflight=checked)
 
 
@@ -258,19 +304,26 @@ def logged(log: SampleLog | None, index: dict, requests: list[Request]) -> dict[
         entries = index.get(request.key)
         if not entries:
             continue
-        if request.hash in entries:
+        if request.hash in entries and _same_request(entries[request.hash], request):
             done[request.key] = entries[request.hash]
-        elif not request.history:  # a dialogue turn may follow a changed earlier answer
-            clashes.append(request)
+        elif request.hash in entries or not request.history:
+            clashes.append(request)  # (a dialogue turn may follow a changed earlier answer)
     if clashes:
         first = clashes[0]
         where = log.dir.parent if log else "the output folder"
         raise MeraError(
             f"{where} holds a run with other settings: {len(clashes)} of the requested "
             f"examples (e.g. {first.task} id={first.id}) were logged for another model, revision, "
-            f"generation settings or prompt (the request hashes differ). Use a new --output-dir, "
+            f"generation settings or prompt, or edited since. Use a new --output-dir, "
             f"or --overwrite to replace that run")
     return done
+
+
+def _same_request(record: dict, request: Request) -> bool:
+    """A line with the request's hash whose prompt and media are the request's own (an
+    edited line, or one written under other settings, is never resumed)."""
+    return (record.get("prompt") == request.prompt
+            and record.get("media_sha256") == [m.sha256 for m in request.media])
 
 
 def merged(index: dict, requests: list[Request]) -> dict[tuple, dict]:

@@ -13,6 +13,8 @@ import json
 import os
 from pathlib import Path
 
+from ..errors import MeraError
+
 LOG_DIR = "logs"
 
 
@@ -53,13 +55,22 @@ def _well_formed(record) -> bool:
 
 
 class SampleLog:
-    def __init__(self, out_dir: str | Path, rank: int = 0):
+    """The shards under ``<out>/logs``; only those that the folder's marker lists
+    (``owned``: names relative to ``out``) are read, appended to or cleared: a file of
+    someone else's of the same kind of name is never touched."""
+
+    def __init__(self, out_dir: str | Path, rank: int = 0, *, owned=()):
         self.dir = Path(out_dir) / LOG_DIR
         self.path = self.dir / f"samples-rank{rank}.jsonl"
+        self.owned = {name for name in owned if name.startswith(f"{LOG_DIR}/")}
         self._file = None
 
     def shards(self) -> list[Path]:
-        return sorted(self.dir.glob("samples-rank*.jsonl")) if self.dir.is_dir() else []
+        if not self.dir.is_dir():
+            return []
+        return sorted(p for p in self.dir.glob("samples-rank*.jsonl")
+                      if f"{LOG_DIR}/{p.name}" in self.owned and p.is_file()
+                      and not p.is_symlink())
 
     def read(self) -> dict[tuple, dict[str, dict]]:
         """Every logged record: (task, split, id) -> {request hash: record} (first wins)."""
@@ -72,6 +83,9 @@ class SampleLog:
 
     def append(self, records: list[dict]) -> None:
         if self._file is None:
+            if f"{LOG_DIR}/{self.path.name}" not in self.owned:
+                raise MeraError(f"{self.path} is not listed in the output folder's marker; "
+                                "it is not this run's to write")
             self.dir.mkdir(parents=True, exist_ok=True)
             _cut_torn_tail(self.path)
             self._file = open(self.path, "a", encoding="utf-8")

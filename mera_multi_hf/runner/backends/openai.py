@@ -23,6 +23,7 @@ import requests as http
 
 from ...errors import MeraError
 from ...http_client import RETRY_STATUS, make_session, short_error
+from ...provenance import mask_secrets
 from ..chat import openai_messages
 from ..request import Request
 from . import Backend, check_stop, cut_at_stop
@@ -59,7 +60,7 @@ class OpenAIBackend(Backend):
 
     def info(self) -> dict:
         return {"model": self.model_id, "revision": None, "backend": self.name,
-                "base_url": self.base_url, "concurrency": self.concurrency,
+                "base_url": mask_secrets(self.base_url), "concurrency": self.concurrency,
                 "max_pixels": self.max_pixels, "temperature": 0, "seed": self.seed,
                 "stop": list(self.stop), "timeout_s": self.timeout,
                 "max_retries": self.max_retries}
@@ -93,7 +94,7 @@ class OpenAIBackend(Backend):
                 "stop": list(request.stop)[:4], "seed": self.seed}
 
     def _complete(self, request: Request) -> str:
-        where = f"the server at {self.base_url}"
+        where = f"the server at {mask_secrets(self.base_url)}"
         tries = f"after {self.max_retries + 1} tries"
         try:
             response = self._session().post(self.url, json=self.body(request), timeout=self.timeout)

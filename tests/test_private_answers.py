@@ -1,0 +1,72 @@
+"""Private answers stay in: for a private split (the test split of a task declared
+private) no file made for upload carries a gold answer or a per-example score derived
+from it. Run on the bundled private sample, whose raw folder holds the answers."""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import datasets
+
+from mera_multi_hf.cli import main
+
+
+def _lines(data: bytes) -> list[dict]:
+    return [json.loads(x) for x in data.decode("utf-8").splitlines()]
+
+
+def test_submission_and_its_public_logs_carry_no_private_gold(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["evaluate", "--data", "sample", "--limit", "4", "--output-dir", str(out),
+                 "--no-progress"]) == 0
+    with zipfile.ZipFile(out / "submission.zip") as zf:
+        inner = zipfile.ZipFile(io.BytesIO(zf.read("logs_public.zip")))
+        public = _lines(inner.read("samples_ruhhh_image_test.jsonl"))
+    assert len(public) == 4
+    for record in public:
+        assert "target" not in record and "metrics" not in record
+        assert record["generation"] and record["filtered"] is not None
+    local = _lines((out / "samples_ruhhh_image_test.jsonl").read_bytes())
+    assert all(r["target"] in ("A", "B") and r["gold_private"] is True for r in local)
+    run = json.loads((out / "results.json").read_text())["run"]
+    assert run["gold_private"]["files"] == ["samples_ruhhh_image_test.jsonl", "results.json"]
+    # a public split (shots) is not marked, its logs keep the gold
+    assert main(["evaluate", "--data", "sample", "--limit", "2", "--split", "shots",
+                 "--output-dir", str(tmp_path / "shots"), "--no-progress"]) == 0
+    shots = _lines((tmp_path / "shots" / "samples_ruhhh_image_shots.jsonl").read_bytes())
+    assert all("gold_private" not in r and "target" in r for r in shots)
+
+
+def test_export_without_internal_flag_carries_no_private_gold(raw_sample, tmp_path):
+    # the card's data example is a test record, with its answer
+    meta = json.loads((raw_sample / "raw_dataset_meta.json").read_text(encoding="utf-8"))
+    record = json.loads((raw_sample / "test.json").read_text(encoding="utf-8"))["data"][0]
+    assert record["outputs"] == "A"
+    meta["data_example"] = record
+    (raw_sample / "raw_dataset_meta.json").write_text(json.dumps(meta, ensure_ascii=False),
+                                                      encoding="utf-8")
+    out = tmp_path / "export"
+    assert main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(out)]) == 0
+    test = datasets.load_dataset(str(out), split="test")
+    assert set(test["outputs"]) == {""}
+    assert set(datasets.load_dataset(str(out), split="shots")["outputs"]) <= {"A", "B"}
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert '"outputs": ""' in card and '"outputs": "A"' not in card
+    internal = tmp_path / "internal"  # the internal export keeps it, marked so
+    assert main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(internal),
+                 "--internal-with-answers"]) == 0
+    assert '"outputs": "A"' in (internal / "README.md").read_text(encoding="utf-8")
+
+
+def test_scores_of_a_private_split_are_marked_local(tmp_path):
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("".join(json.dumps({"id": i, "prediction": "A"}) + "\n"
+                                   for i in range(1, 27)))
+    out = tmp_path / "scores"
+    assert main(["score", "--task", "ruhhh_image", "--predictions", str(predictions), "--data",
+                 "sample", "--out", str(out)]) == 0
+    assert json.loads((out / "results.json").read_text())["run"]["gold_private"]["files"] == [
+        "results.json"]
+    with zipfile.ZipFile(out / "submission.zip") as zf:
+        assert zf.namelist() == ["ruHHH_Image.json"]  # the answers only
