@@ -24,7 +24,8 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from ._version import __version__
 from ._paths import bundled_dir, load_module_from_file
 from .errors import DataValidationError, MeraError
-from .raw import RawLimits, fill_readme
+from .limits import Limits
+from .raw import fill_readme
 from .tasks import CITATION, TaskSpec
 
 
@@ -114,6 +115,14 @@ def _swap_in(staged: Path, out_dir: Path, mode: str) -> None:
         os.replace(out_dir, old / "x")
         staged.rename(out_dir)
         shutil.rmtree(old)
+
+
+def default_workers() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _prepare(task, raw_dir, work: Path, max_shard_size: int, raw_options: dict):
@@ -212,7 +221,8 @@ def _stage_data(task: TaskSpec, info, prepared: Path, staged: Path, size: int) -
 
 def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
                max_shard_size: str | int = "500MB", *, include_private_answers: bool = False,
-               overwrite: bool = False, limits: RawLimits | None = None) -> Path:
+               overwrite: bool = False, limits: Limits | None = None,
+               num_proc: int | None = None) -> Path:
     """Build the task from its raw folder and write the Hub layout into ``out_dir``.
 
     Every problem in the raw folder is reported at once (DataValidationError) and nothing
@@ -220,6 +230,8 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
     into place only on success (see :func:`output_mode` for what may be replaced).
     ``include_private_answers`` keeps a private test split's gold answers: an internal
     export, marked so in its card and marker, which :func:`push` refuses.
+    ``limits``: what media may declare; ``num_proc``: threads decoding media (default:
+    the CPUs this process may use).
     """
     size = shard_size(max_shard_size)
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
@@ -230,7 +242,8 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
     try:
         builder = _prepare(task, raw_dir, work, size, {
-            "limits": limits, "include_private_answers": include_private_answers})
+            "limits": limits, "include_private_answers": include_private_answers,
+            "workers": num_proc or default_workers()})
         internal = include_private_answers and builder.raw.private
         staged = work / "export"
         configs = _stage_data(task, builder.info, work / "prepared", staged, size)

@@ -68,7 +68,7 @@ def load_task(task: str | TaskSpec, source: str | Path | None = None,
     SPEC.md: Hub-copy meta names normalised, prompt indices resolved, group ids present,
     and a domain task's configs joined into one dataset with ``meta.domain``.
     """
-    task = get_task(task) if isinstance(task, str) else task
+    task = task if isinstance(task, TaskSpec) else get_task(task)
     source = resolve_source(task, source)
     kind = source_kind(source)
     if kind == "raw":

@@ -202,7 +202,8 @@ def load_task_data(task: TaskSpec, source, config: RunConfig, state) -> TaskData
 def make_requests(data: TaskData, config: RunConfig, examples=None) -> list[Request]:
     stop = tuple(config.stop) if config.stop is not None else None
     return build_requests(data.task, data.examples if examples is None else examples,
-                          data.dataset, config.split, config.max_new_tokens, stop)
+                          data.dataset, config.split, config.max_new_tokens, stop,
+                          limits=config.limits())
 
 
 def stamp(requests: list[Request], engine) -> list[Request]:
