@@ -116,8 +116,10 @@ def check_blank(args: argparse.Namespace) -> None:
     """A MeraError for an option given as an empty or blank string (`--raw ""` would
     otherwise mean the current directory)."""
     for name, value in vars(args).items():
+        if name in ("command", "options"):  # evaluate's options: RunConfig checks them
+            continue
         for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, str) and not item.strip() and name != "command":
+            if isinstance(item, str) and not item.strip():
                 raise MeraError(f"--{name.replace('_', '-')} is empty: give a value or leave "
                                 "the option out")
 

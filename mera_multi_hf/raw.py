@@ -507,7 +507,7 @@ class RawDataset:
             try:
                 meta = self._load(prefix + name)
             except FieldError as err:
-                self._problem(meta_file, None, None, err.message)
+                self._problem(meta_file, None, err.field or None, err.message)
                 return meta_file, {}
             if not isinstance(meta, dict):
                 self._problem(meta_file, None, None, "must be a JSON object")
@@ -539,7 +539,7 @@ class RawDataset:
         try:
             sections = self._load(relative)
         except FieldError as err:
-            self._problem(str(self.root / relative), None, None, err.message)
+            self._problem(str(self.root / relative), None, err.field or None, err.message)
             return {}
         if not isinstance(sections, dict) or \
                 not all(isinstance(v, str) for v in sections.values()):
