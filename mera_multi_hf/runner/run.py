@@ -191,7 +191,7 @@ def load_task_data(task: TaskSpec, source, config: RunConfig, state) -> TaskData
     from ..loading import load_task
 
     with state.main_process_first():  # one process converts a raw folder, the rest read it
-        ds = load_task(task, source=source, split=config.split)
+        ds = load_task(task, source=source, split=config.split, limits=config.limits())
     full_size = len(ds)
     if config.limit is not None:
         ds = ds.select(range(min(config.limit, len(ds))))
