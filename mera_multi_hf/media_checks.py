@@ -11,6 +11,7 @@ over threads: the files of a split are checked in parallel, in order.
 """
 from __future__ import annotations
 
+import functools
 import io
 import warnings
 from collections import deque
@@ -31,6 +32,16 @@ def pixel_problem(width: int, height: int, limits: Limits, what: str = "image") 
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def _quiet_bomb_warning() -> None:
+    """Pillow warns on pictures between half its bomb limit and the limit; the pixel limit
+    here decides instead. A filter set once, because warnings.catch_warnings is not
+    thread-safe and these checks run on threads."""
+    from PIL import Image
+
+    warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
+
+
 def image_problem(data: bytes, limits: Limits = DEFAULT_LIMITS) -> str | None:
     """Why these bytes are not an image Pillow fully decodes within the pixel limit, or None.
     The declared size is checked on the header first (a decompression bomb is never
@@ -42,15 +53,14 @@ def image_problem(data: bytes, limits: Limits = DEFAULT_LIMITS) -> str | None:
     runner's full decode on damaged files), in about half the time."""
     from PIL import Image
 
+    _quiet_bomb_warning()
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as img:
-                why = pixel_problem(*img.size, limits)
-                if why is None:
-                    if img.format == "JPEG":
-                        img.draft(None, (max(1, img.width // 8), max(1, img.height // 8)))
-                    img.load()  # the whole picture (the first frame of an animation)
+        with Image.open(io.BytesIO(data)) as img:
+            why = pixel_problem(*img.size, limits)
+            if why is None:
+                if img.format == "JPEG":
+                    img.draft(None, (max(1, img.width // 8), max(1, img.height // 8)))
+                img.load()  # the whole picture (the first frame of an animation)
     except Image.DecompressionBombError as err:
         return f"image too large to decode safely ({err})"
     except Image.UnidentifiedImageError:

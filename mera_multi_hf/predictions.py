@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from .errors import MeraError
+from .json_doubts import unencodable
 
 # Keys that hold the model's answer, in the order they are tried.
 ANSWER_KEYS = ("prediction", "generation", "raw_generation", "output", "outputs")
@@ -39,6 +40,9 @@ def _answer_of(record: dict, where: str) -> tuple[int, str]:
     if not isinstance(answer, str):
         raise MeraError(f"{where}, id={example_id}: no answer text (expected one of "
                         f"{', '.join(ANSWER_KEYS)}, or lm-eval's resps)")
+    why = unencodable(answer)
+    if why:  # it would stop the submission's UTF-8 writer later, with a traceback
+        raise MeraError(f"{where}, id={example_id}, field prediction: {why}")
     return example_id, answer
 
 

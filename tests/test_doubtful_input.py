@@ -208,3 +208,18 @@ def test_blank_options_are_one_line(tmp_path, capsys, argv, option):
     err = capsys.readouterr().err
     assert err == f"mera-multi: error: {option} is empty: give a value or leave the option out\n"
     assert not (tmp_path / "o").exists()
+
+
+def test_a_lone_surrogate_in_a_prediction_is_one_line(tmp_path, capsys):
+    from mera_multi_hf import load_task
+
+    ids = sorted(m["id"] for m in load_task("ruhhh_image", source="sample", split="test")["meta"])
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"id": i, "prediction": "A" if i != ids[2] else "A\udfff"})
+                             + "\n" for i in ids), encoding="utf-8")
+    code = main(["score", "--task", "ruhhh_image", "--predictions", str(preds), "--out",
+                 str(tmp_path / "out"), "--data", "sample"])
+    err = [line for line in capsys.readouterr().err.splitlines() if "mera-multi" in line]
+    assert code == 2 and len(err) == 1 and err[0].startswith("mera-multi: error: ")
+    err = err[0]
+    assert f"preds.jsonl:3, id={ids[2]}, field prediction: text that is not valid Unicode" in err
