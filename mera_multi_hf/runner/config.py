@@ -7,12 +7,19 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from ..errors import MeraError
+from ..limits import DEFAULT_LIMITS
+from ..media_checks import MEDIA_LIMIT_HELP, media_limits
 
 BACKENDS = ("hf", "openai")
 
 
 def _opt(default, help: str, **extra):
     return field(default=default, metadata={"help": help, **extra})
+
+
+def _limit(name: str):
+    """A media limit's option: its text and default come from the one set of limits."""
+    return _opt(None, f"{MEDIA_LIMIT_HELP[name]} (default {getattr(DEFAULT_LIMITS, name)})")
 
 
 # options that hold a number (None allowed), checked so that a wrong type is a sentence
@@ -84,16 +91,13 @@ class RunConfig:
                                         "each question (default: the task's, 5 as the official "
                                         "README recommends; 0: none)")
     # media limits (mera_multi_hf.limits), checked on each file's header before decoding
-    max_image_pixels: int | None = _opt(None, "refuse pictures (and video frames) declaring "
-                                        "more pixels (default 178956970)")
-    min_audio_rate: int | None = _opt(None, "refuse audio below this sample rate, Hz "
-                                      "(default 1000)")
-    max_audio_rate: int | None = _opt(None, "refuse audio above this sample rate, Hz "
-                                      "(default 384000)")
-    max_audio_channels: int | None = _opt(None, "refuse audio with more channels (default 8)")
-    max_audio_seconds: float | None = _opt(None, "refuse longer audio, seconds (default 3600)")
-    max_video_seconds: float | None = _opt(None, "refuse longer videos, seconds (default 14400)")
-    max_video_frames: int | None = _opt(None, "the most --max-frames may ask (default 1024)")
+    max_image_pixels: int | None = _limit("max_image_pixels")
+    min_audio_rate: int | None = _limit("min_audio_rate")
+    max_audio_rate: int | None = _limit("max_audio_rate")
+    max_audio_channels: int | None = _limit("max_audio_channels")
+    max_audio_seconds: float | None = _limit("max_audio_seconds")
+    max_video_seconds: float | None = _limit("max_video_seconds")
+    max_video_frames: int | None = _limit("max_video_frames")
     # openai backend
     base_url: str | None = _opt(None, "server URL up to /v1, e.g. http://127.0.0.1:8000/v1")
     api_key: str | None = _opt(None, "API key (default: $OPENAI_API_KEY); never recorded")
@@ -139,8 +143,6 @@ class RunConfig:
 
     def limits(self):
         """The media limits of this run: the defaults with the options given replaced."""
-        from ..media_checks import MEDIA_LIMIT_HELP, media_limits
-
         limits = media_limits({name: getattr(self, name) for name in MEDIA_LIMIT_HELP})
         if (self.max_frames or 0) > limits.max_video_frames:
             raise MeraError(f"--max-frames {self.max_frames} is above --max-video-frames "
