@@ -142,22 +142,30 @@ MEDIA_CHECKS: dict[str, Callable[[bytes, Limits], str | None]] = {
     "image": image_problem, "audio": audio_problem, "video": video_problem}
 
 
+WINDOW_BYTES = 256 * 2**20  # media bytes held by the checks in flight, at most (about)
+
+
 def check_all(items: Iterable, checks: Callable[[object], list], workers: int,
+              size: Callable[[object], int] = lambda item: 0,
               ahead: int = 8) -> Iterator[tuple[object, list]]:
     """``(item, results)`` for each item in order, where ``checks(item)`` is a list of
-    zero-argument checks run on ``workers`` threads, at most ``ahead`` items per worker
-    in flight (memory stays bounded by the window, not by the split)."""
+    zero-argument checks run on ``workers`` threads. At most ``ahead`` items per worker,
+    and about WINDOW_BYTES of ``size(item)``, are in flight: memory stays bounded by the
+    window, not by the split."""
     items = iter(items)
     if workers <= 1:
         for item in items:
             yield item, [check() for check in checks(item)]
         return
     window: deque = deque()
+    held = 0
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="media-check") as pool:
         for item in items:
             window.append((item, [pool.submit(check) for check in checks(item)]))
-            if len(window) >= workers * ahead:
+            held += size(item)
+            while window and (len(window) >= workers * ahead or held > WINDOW_BYTES):
                 first, futures = window.popleft()
+                held -= size(first)
                 yield first, [f.result() for f in futures]
         while window:
             first, futures = window.popleft()

@@ -615,7 +615,8 @@ class RawDataset:
         checked = (self._check_record(part, file, position, record, has_answers, seen_ids,
                                       doubtful) for position, record in enumerate(doc["data"]))
         for (example, problem, media), found in check_all(
-                filter(None, checked), self._media_checks, self.workers):
+                filter(None, checked), self._media_checks, self.workers,
+                size=lambda item: sum(len(data) for _, _, data in item[2])):
             for (field, value, _), why in zip(media, found):
                 if why:
                     problem(field, f"{value!r}: {why}")
