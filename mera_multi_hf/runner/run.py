@@ -48,9 +48,9 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     ``engine``: a ready :class:`~mera_multi_hf.runner.backends.Backend` instead of the one
     the config names. Writes into ``output_dir`` (default ``runs/<model name>``).
     """
-    from accelerate.utils import set_seed
-
     config = dataclasses.replace(config, **options) if config else RunConfig(**options)
+    from accelerate.utils import set_seed  # after the options are checked: a misuse fails fast
+
     started = time.time()
     specs = select_tasks(config.tasks)
     sources = task_sources(config, specs)
