@@ -40,6 +40,7 @@ def dataset_module(task: TaskSpec):
 
 def builder_class(task: TaskSpec) -> type:
     module = dataset_module(task)
+    module._patched_for_streaming = True  # see builder.py: builds read local files only
     for value in vars(module).values():
         if isinstance(value, type) and getattr(value, "TASK_KEY", None) == task.key:
             return value
