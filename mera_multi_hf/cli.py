@@ -31,20 +31,21 @@ def cmd_tasks(args) -> int:
 def cmd_build(args) -> int:
     from .hub import export_raw, push, shard_size
     from .loading import resolve_source
-    from .raw import RawLimits
+    from .media_checks import MEDIA_LIMIT_HELP, media_limits
     from .tasks import get_task
 
     if args.internal_with_answers and args.push:  # refused before anything is built or sent
         raise MeraError("--push with --internal-with-answers: an export that keeps private "
                         "answers is never published")
-    if args.max_image_pixels <= 0:
-        raise MeraError(f"--max-image-pixels {args.max_image_pixels}: must be positive")
+    limits = media_limits({name: getattr(args, name) for name in MEDIA_LIMIT_HELP})
+    if args.num_proc is not None and args.num_proc < 1:
+        raise MeraError(f"--num-proc {args.num_proc}: must be at least 1")
     task = get_task(args.task)
     shard_size(args.max_shard_size)
     out = export_raw(task, resolve_source(task, args.raw), args.out,
                      max_shard_size=args.max_shard_size, overwrite=args.overwrite,
                      include_private_answers=args.internal_with_answers,
-                     limits=RawLimits(max_image_pixels=args.max_image_pixels))
+                     limits=limits, num_proc=args.num_proc)
     print(f"wrote {task.key} in the Hub layout to {out}"
           + (" (INTERNAL: keeps private answers; never publish it)"
              if args.internal_with_answers else ""))
@@ -52,6 +53,17 @@ def cmd_build(args) -> int:
         url = push(out, args.push, private=args.private, token=args.token)
         print(f"published {url}")
     return 0
+
+
+def add_limit_options(parser) -> None:
+    """One option per media limit (mera_multi_hf.limits), defaults shown."""
+    from .limits import DEFAULT_LIMITS, OPTION_NAMES
+    from .media_checks import MEDIA_LIMIT_HELP
+
+    for name, text in MEDIA_LIMIT_HELP.items():
+        default = getattr(DEFAULT_LIMITS, name)
+        parser.add_argument(OPTION_NAMES[name], dest=name, type=type(default), metavar="N",
+                            help=f"{text} (default {default})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,8 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--internal-with-answers", action="store_true", help="keep the gold answers "
                    "of a private test split (an internal export: marked so, never pushed)")
     p.add_argument("--max-shard-size", default="500MB", help="largest Parquet shard (default 500MB)")
-    p.add_argument("--max-image-pixels", type=int, default=100_000_000, help="refuse images "
-                   "whose header declares more pixels (default 100000000)")
+    add_limit_options(p)
+    p.add_argument("--num-proc", type=int, help="threads that decode media while checking "
+                   "(default: one per CPU)")
     p.add_argument("--push", metavar="ORG/NAME", help="also publish the folder as this Hub dataset")
     p.add_argument("--private", action="store_true", help="with --push: a private repository")
     p.add_argument("--token", help="with --push: a Hub token (default: the logged-in one)")
@@ -132,6 +145,18 @@ def evaluate_options(args) -> int:
     return cmd_evaluate(args.options)
 
 
+def check_blank(args: argparse.Namespace) -> None:
+    """A MeraError for an option given as an empty or blank string (`--raw ""` would
+    otherwise mean the current directory)."""
+    for name, value in vars(args).items():
+        if name in ("command", "options"):  # evaluate's options: RunConfig checks them
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and not item.strip():
+                raise MeraError(f"--{name.replace('_', '-')} is empty: give a value or leave "
+                                "the option out")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
@@ -143,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        check_blank(args)
         return args.func(args) or 0
     except MeraError as err:
         from .provenance import mask_secrets

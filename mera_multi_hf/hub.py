@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -24,8 +25,9 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from ._version import __version__
 from ._paths import bundled_dir, load_module_from_file
 from .errors import DataValidationError, MeraError
+from .limits import Limits
 from .outputs import LOCK, MARKER, read_marker
-from .raw import RawLimits, fill_readme
+from .raw import fill_readme
 from .tasks import CITATION, TaskSpec
 
 
@@ -40,6 +42,7 @@ def dataset_module(task: TaskSpec):
 
 def builder_class(task: TaskSpec) -> type:
     module = dataset_module(task)
+    module._patched_for_streaming = True  # see builder.py: builds read local files only
     for value in vars(module).values():
         if isinstance(value, type) and getattr(value, "TASK_KEY", None) == task.key:
             return value
@@ -59,6 +62,14 @@ def shard_size(value) -> int:
         raise MeraError(f"--max-shard-size {value!r}: not a positive size "
                         "(examples: 500MB, 1GB, 100000000)")
     return size
+
+
+def default_workers() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _prepare(task, raw_dir, work: Path, max_shard_size: int, raw_options: dict):
@@ -157,7 +168,8 @@ def _stage_data(task: TaskSpec, info, prepared: Path, staged: Path, size: int) -
 
 def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
                max_shard_size: str | int = "500MB", *, include_private_answers: bool = False,
-               overwrite: bool = False, limits: RawLimits | None = None) -> Path:
+               overwrite: bool = False, limits: Limits | None = None,
+               num_proc: int | None = None) -> Path:
     """Build the task from its raw folder and write the Hub layout into ``out_dir``.
 
     Every problem in the raw folder is reported at once (DataValidationError) and nothing
@@ -167,6 +179,8 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
     removed; a folder with other files needs ``overwrite``, which replaces same-named
     files only). ``include_private_answers`` keeps a private test split's gold answers:
     an internal export, marked so in its card and marker, which :func:`push` refuses.
+    ``limits``: what media may declare; ``num_proc``: threads decoding media (default:
+    the CPUs this process may use).
     """
     from .outputs import OutputFolder, write_error
 
@@ -179,7 +193,8 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
                                      dir=folder.path.absolute().parent))
         try:
             builder = _prepare(task, raw_dir, work, size, {
-                "limits": limits, "include_private_answers": include_private_answers})
+                "limits": limits, "include_private_answers": include_private_answers,
+                "workers": num_proc or default_workers()})
             internal = include_private_answers and builder.raw.private
             staged = work / "export"
             configs = _stage_data(task, builder.info, work / "prepared", staged, size)

@@ -9,6 +9,7 @@ import datasets
 from ._paths import cache_root  # noqa: F401  (imported from here too)
 from ._version import __version__
 from .errors import MeraError
+from .limits import Limits
 from .provenance import folder_fingerprint
 from .raw import GroupIds
 from .tasks import TaskSpec, get_task
@@ -114,7 +115,7 @@ def _folder_fingerprint(root: Path) -> str:
 
 
 def load_task(task: str | TaskSpec, source: str | Path | None = None,
-              split: str | None = None):
+              split: str | None = None, *, limits: Limits | None = None):
     """The task as a DatasetDict (splits ``test`` and ``shots``), or one split.
 
     ``source``: a raw MERA folder (single-folder or per-domain layout), a folder exported
@@ -123,8 +124,9 @@ def load_task(task: str | TaskSpec, source: str | Path | None = None,
     (docs/official-protocol.md, "Export features"; pictures decoded, audio and video as
     bytes): Hub-copy meta names normalised, prompt indices resolved, group ids present,
     and a domain task's configs joined into one dataset with ``meta.domain``.
+    ``limits``: what the media of a raw folder may declare (mera_multi_hf.limits).
     """
-    task = get_task(task) if isinstance(task, str) else task
+    task = task if isinstance(task, TaskSpec) else get_task(task)
     source = resolve_source(task, source)
     kind = source_kind(source)
     if kind == "hub":
@@ -141,7 +143,8 @@ def load_task(task: str | TaskSpec, source: str | Path | None = None,
         # them, and the cache is never published.
         with FileLock(str(target) + ".lock"):
             if not (target / "README.md").is_file():
-                export_raw(task, source, target, include_private_answers=True, overwrite=True)
+                export_raw(task, source, target, include_private_answers=True, overwrite=True,
+                           limits=limits)
         source = target
     dsd = normalize(task, _read(task, source, quiet=kind == "raw"))
     if split is None:

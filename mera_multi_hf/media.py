@@ -14,12 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MeraError
-
-
-# The most pixels a picture may declare before it is decoded: PIL's own "decompression
-# bomb" error threshold (2 x Image.MAX_IMAGE_PIXELS, about 179 MP). A bigger declared
-# size is refused with a MeraError before any pixel is read.
-MAX_DECODE_PIXELS = 2 * 89_478_485
+from .limits import DEFAULT_LIMITS, Limits
+from .media_checks import audio_header_problem, pixel_problem, video_header_problem
 
 
 @dataclass
@@ -28,6 +24,9 @@ class Media:
     sha256: str
     data: bytes | None = None      # filled for the batch being generated only
     field: str = ""
+    # what the item may declare (pixels, audio rate, channels and length, video length),
+    # checked on its header before anything is decoded or resampled
+    limits: Limits = DEFAULT_LIMITS
 
     def image(self, max_pixels: int | None = None):
         """The decoded picture in RGB, downscaled when it has more than ``max_pixels``."""
@@ -41,14 +40,14 @@ class Media:
     def audio(self, rate: int):
         """The clip decoded (soundfile), channels averaged to mono, resampled to ``rate``
         Hz: a float32 numpy array, as a feature extractor takes it."""
-        samples, own_rate = decode_audio(self._bytes(), self._where())
+        samples, own_rate = decode_audio(self._bytes(), self._where(), limits=self.limits)
         return resample(samples, own_rate, rate)
 
     def frames(self, max_frames: int, max_pixels: int | None = None) -> list:
         """Up to ``max_frames`` RGB pictures spread evenly over the video, decoded
         streaming (PyAV): only the kept frames are held, whatever the video's length."""
         try:
-            return sample_frames(io.BytesIO(self._bytes()), max_frames, max_pixels)
+            return sample_frames(io.BytesIO(self._bytes()), max_frames, max_pixels, self.limits)
         except MeraError as err:
             raise MeraError(f"{self._where()}: {err}") from None
 
@@ -67,7 +66,7 @@ class Media:
             else:
                 mime = _image_mime(raw)
         elif self.kind == "audio":
-            raw, mime = wav_bytes(raw, self._where()), "audio/wav"
+            raw, mime = wav_bytes(raw, self._where(), self.limits), "audio/wav"
         else:
             mime = _av_mime(self.kind, raw)
         return f"data:{mime};base64,{base64.b64encode(raw).decode('ascii')}"
@@ -84,10 +83,9 @@ class Media:
             raise MeraError(f"{self._where()}: refused, a decompression bomb ({err})") from None
         except (UnidentifiedImageError, OSError) as err:
             raise MeraError(f"{self._where()}: not a readable image ({err})") from None
-        if img.width * img.height > MAX_DECODE_PIXELS:
-            raise MeraError(f"{self._where()}: refused, a decompression bomb (it declares "
-                            f"{img.width}x{img.height} pixels, over the {MAX_DECODE_PIXELS} "
-                            f"pixel limit)")
+        why = pixel_problem(img.width, img.height, self.limits)
+        if why:
+            raise MeraError(f"{self._where()}: refused, a decompression bomb ({why})")
         return img
 
     def _where(self) -> str:
@@ -99,24 +97,30 @@ class Media:
         return self.data
 
 
-def wav_bytes(raw: bytes, where: str = "audio") -> bytes:
+def wav_bytes(raw: bytes, where: str = "audio", limits: Limits = DEFAULT_LIMITS) -> bytes:
     """The clip as a 16-bit PCM WAV at its own sampling rate, channels averaged to mono:
     what the official loader sends (``datasets`` decodes to mono, ``soundfile`` writes)."""
     import soundfile
 
-    samples, rate = decode_audio(raw, where, dtype="float64")
+    samples, rate = decode_audio(raw, where, dtype="float64", limits=limits)
     buf = io.BytesIO()
     soundfile.write(buf, samples, rate, format="WAV", subtype="PCM_16")
     return buf.getvalue()
 
 
-def decode_audio(raw: bytes, where: str = "audio", dtype: str = "float32"):
+def decode_audio(raw: bytes, where: str = "audio", dtype: str = "float32",
+                 limits: Limits = DEFAULT_LIMITS):
     """(mono samples, sampling rate) of an audio file's bytes (soundfile: WAV, FLAC, OGG,
-    MP3); anything it cannot read is a MeraError naming the item."""
+    MP3); anything it cannot read, or whose header is over the limits (checked before
+    any sample is read), is a MeraError naming the item."""
     import soundfile
 
     try:
-        samples, rate = soundfile.read(io.BytesIO(raw), dtype=dtype, always_2d=True)
+        with soundfile.SoundFile(io.BytesIO(raw)) as clip:
+            why = audio_header_problem(clip.samplerate, clip.channels, clip.frames, limits)
+            if why:
+                raise MeraError(f"{where}: refused: {why}")
+            samples, rate = clip.read(dtype=dtype, always_2d=True), clip.samplerate
     except (soundfile.LibsndfileError, RuntimeError, TypeError, ValueError) as err:
         raise MeraError(f"{where}: cannot decode the audio ({err})") from None
     if samples.size == 0:
@@ -147,19 +151,25 @@ def frame_indices(total: int, wanted: int) -> list[int]:
     return [int((i + 0.5) * total / wanted) for i in range(wanted)]
 
 
-def sample_frames(source, max_frames: int, max_pixels: int | None = None) -> list:
+def sample_frames(source, max_frames: int, max_pixels: int | None = None,
+                  limits: Limits = DEFAULT_LIMITS) -> list:
     """Up to ``max_frames`` frames of a video file (path or file object) as RGB PIL
     pictures, spread evenly; decoded streaming, only the kept frames converted and held.
 
     The frame count comes from the container (or duration x rate); where it is unknown
     the frames are kept at a stride that doubles whenever twice ``max_frames`` are held,
-    so memory stays bounded by the frame limit either way."""
+    so memory stays bounded by the frame limit either way. The header is checked against
+    ``limits`` first, and ``max_frames`` may not exceed its frames per clip."""
     import av
 
+    if max_frames > limits.max_video_frames:
+        raise MeraError(f"{max_frames} frames per video asked, above the limit of "
+                        f"{limits.max_video_frames} (--max-video-frames)")
     try:
         with av.open(source, mode="r", metadata_errors="ignore") as container:
-            if not container.streams.video:
-                raise MeraError("the file has no video stream")
+            why = video_header_problem(container, limits)
+            if why:
+                raise MeraError(f"refused: {why}")
             stream = container.streams.video[0]
             stream.thread_type = "AUTO"
             total = _frame_count(stream)

@@ -155,6 +155,13 @@ def exact_match_scores(predictions: Sequence[str], references: Sequence[str | Se
     return out
 
 
+def require_examples(batch: dict) -> None:
+    """No examples is an error with a sentence (evaluate would read the first example's
+    type off an empty batch and fail with a bare IndexError)."""
+    if not any(len(values) for values in batch.values()):
+        raise MeraError("no examples to score: the predictions are empty")
+
+
 def mean_score(scores) -> float:
     """The mean of per-example scores; no examples is an error, never a silent 0."""
     scores = np.asarray(scores, dtype=np.float64)

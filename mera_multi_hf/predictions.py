@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from .errors import MeraError
+from .json_doubts import unencodable
 
 # Keys that hold the model's answer, in the order they are tried.
 ANSWER_KEYS = ("prediction", "generation", "raw_generation", "output", "outputs")
@@ -38,17 +39,22 @@ def _harness_id(meta: dict, record: dict, where: str, positions: dict | None):
     return positions[place]
 
 
+def _first(value):
+    """The first string of lm-eval's (nested) response lists; None for any other shape."""
+    while isinstance(value, list):  # resps is a list of lists of strings
+        value = value[0] if value else None
+    return value if isinstance(value, str) else None
+
+
 def _answer_of(record: dict, where: str, positions: dict | None = None) -> tuple[int, str]:
     if "doc_id" in record and ("resps" in record or "filtered_resps" in record):
         # lm-evaluation-harness: the doc carries the MERA meta.id; filtered answers first
         doc = _mapping(record.get("doc"), where, "doc")
         example_id = _harness_id(_mapping(doc.get("meta"), where, "doc.meta"), record, where,
                                  positions)
-        answer = (record.get("filtered_resps") or [None])[0]
+        answer = _first(record.get("filtered_resps"))
         if answer is None:
-            answer = (record.get("resps") or [[None]])[0]
-        while isinstance(answer, list):  # resps is a list of lists of strings
-            answer = answer[0] if answer else None
+            answer = _first(record.get("resps"))
     else:
         example_id = record.get("id", _mapping(record.get("meta"), where, "meta").get("id"))
         answer = next((record[k] for k in ANSWER_KEYS if k in record), None)
@@ -58,6 +64,9 @@ def _answer_of(record: dict, where: str, positions: dict | None = None) -> tuple
     if not isinstance(answer, str):
         raise MeraError(f"{where}, id={example_id}: no answer text (expected one of "
                         f"{', '.join(ANSWER_KEYS)}, or lm-eval's resps)")
+    why = unencodable(answer)
+    if why:  # it would stop the submission's UTF-8 writer later, with a traceback
+        raise MeraError(f"{where}, id={example_id}, field prediction: {why}")
     return example_id, answer
 
 

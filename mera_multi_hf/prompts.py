@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Mapping
 
 from .errors import MeraError
 from .tasks import TaskSpec, get_task
@@ -53,7 +54,8 @@ def fill_instruction(task: TaskSpec, example: dict) -> str:
         _check_template(task, instruction, inputs)
         text = instruction.format(**inputs)
     except (KeyError, IndexError, ValueError, AttributeError, TypeError) as err:
-        raise MeraError(f"{task.key} id={example['meta'].get('id')}, field instruction: "
+        example_id = (example.get("meta") or {}).get("id")
+        raise MeraError(f"{task.key} id={example_id}, field instruction: "
                         f"cannot fill the template ({err})") from None
     for rule in task.prompt_rules:
         if rule in RULES_AFTER:
@@ -72,7 +74,12 @@ def render_prompt(task: TaskSpec | str, example: dict) -> tuple[str, list[tuple[
     prompt never mentions gets a placeholder at the start, so no item is silently dropped
     (the official harness would fail on the count mismatch).
     """
-    task = get_task(task) if isinstance(task, str) else task
+    task = task if isinstance(task, TaskSpec) else get_task(task)
+    if not isinstance(example, Mapping) or not isinstance(example.get("instruction"), str) or \
+            not isinstance(example.get("inputs"), Mapping):
+        raise MeraError(f"render_prompt: the example must be a row of {task.key}: an object "
+                        "with an `instruction` string and an `inputs` object (load_task gives "
+                        "such rows)")
     text = fill_instruction(task, example)
     present = [f for f in task.media_fields if example["inputs"].get(f) is not None]
     slots = len(MEDIA_SLOT.findall(text))

@@ -6,9 +6,10 @@ problem found goes into ``problems`` so that one run reports them all.
 
 Hostile folders are expected: every file is read only when it is a regular file whose
 resolved path lies inside the dataset folder (symbolic links leading out, FIFOs and
-devices are refused before anything is opened), under a size limit; images are checked
-for their declared size from the header alone (no decoding), and JSON nesting too deep
-for the parser is a problem like any other.
+devices and hard-linked files are refused before anything is opened), under a size
+limit; every media file must decode within the limits (media_checks, run on worker
+threads); JSON nesting too deep for the parser, repeated keys and unencodable text
+(json_doubts) are problems like any other.
 
 Computed metadata fields (``dataset_size``, ``synt_source_models``) may hold one of the
 official expression strings. They are recognised by the shape of their syntax tree and
@@ -22,20 +23,19 @@ import ast
 import dataclasses
 import functools
 import hashlib
-import io
 import json
 import os
 import re
 import stat
 import string
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from PIL import Image
-
 from .errors import MeraError, Problem
+from .json_doubts import SURROGATE_ESCAPE, DuplicateKeys, doubts, pairs_hook
+from .limits import DEFAULT_LIMITS, Limits
+from .media_checks import MEDIA_CHECKS, check_all
 from .prompts import render_prompt
 from .tasks import TaskSpec
 
@@ -44,12 +44,10 @@ META_FILES = ("raw_dataset_meta.json", "dataset_meta.json")
 README_FILES = {"en": "raw_readme_en.json", "ru": "raw_readme_ru.json"}
 
 
-@dataclass(frozen=True)
-class RawLimits:
-    """What the reader accepts at most (hostile or broken folders must not exhaust memory)."""
-    max_image_pixels: int = 100_000_000     # width x height declared in the image header
-    max_media_bytes: int = 512 * 2**20      # one media file
-    max_json_bytes: int = 2 * 2**30         # one JSON file
+# What the reader reads at most (hostile or broken folders must not exhaust memory);
+# what media may declare (pixels, rates, durations) is in limits.Limits.
+MAX_MEDIA_BYTES = 512 * 2**20   # one media file
+MAX_JSON_BYTES = 2 * 2**30      # one JSON file
 
 
 class FieldError(ValueError):
@@ -92,7 +90,8 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
 
     Refused (FieldError with field ""): a NUL byte, a path that leaves the folder as
     written or once symbolic links are resolved, anything but a regular file (checked
-    with stat before opening, so a FIFO never blocks), a file over ``limit`` bytes.
+    with stat before opening, so a FIFO never blocks), a hard-linked file (as symbolic
+    links leading out are: its other name may be anywhere), a file over ``limit`` bytes.
     """
     if "\0" in relative:
         raise FieldError("", f"path {relative!r} contains a NUL byte")
@@ -118,14 +117,18 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
             raise FieldError("", f"{relative!r} is {_file_kind(info.st_mode)}, not a regular file")
         if info.st_size > limit:
             raise FieldError("", f"{relative!r} is {info.st_size} bytes, above the limit of {limit}")
+        if info.st_nlink > 1:  # another name of the same file may lie anywhere on the disk
+            raise FieldError("", f"{relative!r} is hard-linked ({info.st_nlink} names for one "
+                                 "file): links are refused; copy the file into the folder")
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise FieldError("", f"missing file {relative!r}") from None
     except OSError as err:
         raise FieldError("", f"cannot read {relative!r}: {err.strerror}") from None
     with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # swapped after the stat
-            raise FieldError("", f"{relative!r} is not a regular file")
+        opened = os.fstat(fh.fileno())
+        if not stat.S_ISREG(opened.st_mode) or opened.st_nlink > 1:  # swapped after the stat
+            raise FieldError("", f"{relative!r} is not a regular file with one name")
         data = fh.read(limit + 1)
     if len(data) > limit:
         raise FieldError("", f"{relative!r} is larger than the limit of {limit} bytes")
@@ -150,14 +153,25 @@ def json_depth(value) -> int:
 
 
 def parse_json(data: bytes):
-    """Parse JSON bytes; every failure becomes a FieldError (field "") that says why.
-    Nesting beyond MAX_JSON_DEPTH is refused, so nothing downstream recurses too deep."""
+    """Parse JSON bytes; every failure becomes a FieldError that says why (field "", or
+    the field of a repeated key or of unencodable text: json_doubts)."""
+    value, doubtful = parse_json_doubtful(data)
+    for field, message in doubts(value) if doubtful else ():
+        raise FieldError(field, message)
+    return value
+
+
+def parse_json_doubtful(data: bytes):
+    """(value, doubtful): JSON bytes parsed, and whether a repeated key or a surrogate
+    escape may lie in it (walk it with json_doubts.doubts). Nesting beyond
+    MAX_JSON_DEPTH is refused, so nothing downstream recurses too deep."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise FieldError("", f"not UTF-8 text ({err.reason} at byte {err.start})") from None
     try:
-        value = json.loads(text)
+        found: list = []
+        value = json.loads(text, object_pairs_hook=lambda pairs: _noted(pairs, found))
     except json.JSONDecodeError as err:
         raise FieldError("", f"malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}") \
             from None
@@ -167,10 +181,17 @@ def parse_json(data: bytes):
         raise FieldError("", f"unreadable JSON value: {err}") from None
     if json_depth(value) > MAX_JSON_DEPTH:
         raise FieldError("", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return value, bool(found) or SURROGATE_ESCAPE.search(text) is not None
+
+
+def _noted(pairs: list, found: list) -> dict:
+    value = pairs_hook(pairs)
+    if isinstance(value, DuplicateKeys):
+        found.append(value)
     return value
 
 
-def read_json(path: Path, limit: int = RawLimits.max_json_bytes):
+def read_json(path: Path, limit: int = MAX_JSON_BYTES):
     """Parse one JSON file of a dataset folder (the file must lie inside its folder)."""
     return parse_json(read_inside(path.parent, path.name, limit))
 
@@ -200,78 +221,21 @@ def placeholder_problems(template: str, fields: tuple[str, ...]) -> list[str]:
     return out
 
 
-JPEG_START, JPEG_END = b"\xff\xd8\xff", b"\xff\xd9"
-PNG_START, PNG_END = b"\x89PNG\r\n\x1a\n", b"IEND\xaeB`\x82"
-
-
-def image_problem(data: bytes, max_pixels: int = RawLimits.max_image_pixels) -> str | None:
-    """Why these bytes are not a complete image of an acceptable size, or None.
-
-    The size comes from the header alone (Pillow opens lazily), so a decompression
-    bomb is refused without being decoded. JPEG and PNG (what MERA ships) are then
-    checked by their start and end markers, which catches truncated files that Pillow
-    would open without complaint; other formats are verified by Pillow.
-    """
+def json_gold(value: dict, problem) -> str | None:
+    """A JSON-object answer (ruSLUn's documented raw form: intent and slots) as the string
+    the official gold parser reads, ``json.loads(outputs.replace("'", '"'))``: JSON with
+    single quotes, as the Hub copy stores it. Read back by that rule, it must give the
+    object again (an apostrophe inside a value cannot survive the rule)."""
+    text = json.dumps(value, ensure_ascii=False).replace('"', "'")
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as img:
-                width, height = img.size
-                if width * height <= max_pixels and not data.startswith((JPEG_START, PNG_START)):
-                    img.verify()
-    except Image.DecompressionBombError as err:
-        return f"image too large to decode safely ({err})"
-    except Image.UnidentifiedImageError:
-        return "corrupt image (UnidentifiedImageError: not a format Pillow recognises)"
-    except Exception as err:  # PIL raises many types for bad data
-        return f"corrupt image ({type(err).__name__}: {err})"
-    if width * height > max_pixels:
-        return (f"image declares {width}x{height} = {width * height} pixels, above the limit "
-                f"of {max_pixels} (raise it with --max-image-pixels if this is intended)")
-    if data.startswith(JPEG_START) and JPEG_END not in data[-32:]:
-        return "corrupt image (truncated JPEG: no end marker)"  # a little padding is harmless
-    if data.startswith(PNG_START) and not data.rstrip(b"\0").endswith(PNG_END):
-        return "corrupt image (truncated PNG: no IEND chunk)"
-    return None
-
-
-def audio_problem(data: bytes, max_pixels: int = 0) -> str | None:
-    """Why these bytes are not a readable audio file, or None (soundfile reads the
-    header only: format, rate, channels, length)."""
-    import soundfile
-
-    try:
-        info = soundfile.info(io.BytesIO(data))
-    except Exception as err:  # libsndfile raises several types for bad data
-        return f"corrupt or unsupported audio ({type(err).__name__}: {err})"
-    if info.samplerate <= 0 or info.channels <= 0 or info.frames <= 0:
-        return (f"audio without samples (rate {info.samplerate}, {info.channels} channels, "
-                f"{info.frames} frames)")
-    return None
-
-
-def video_problem(data: bytes, max_pixels: int = RawLimits.max_image_pixels) -> str | None:
-    """Why these bytes are not a readable video, or None: the container is opened
-    (PyAV, headers only, nothing decoded) and must hold a video stream whose declared
-    frame size is within the pixel limit."""
-    import av
-
-    try:
-        with av.open(io.BytesIO(data), mode="r", metadata_errors="ignore") as container:
-            streams = container.streams.video
-            width, height = (streams[0].width, streams[0].height) if streams else (0, 0)
-    except Exception as err:  # FFmpeg errors come in many types
-        return f"corrupt or unsupported video ({type(err).__name__}: {err})"
-    if not streams:
-        return "the file has no video stream"
-    if width * height > max_pixels:
-        return (f"video frames declare {width}x{height} = {width * height} pixels, above the "
-                f"limit of {max_pixels} (raise it with --max-image-pixels if this is intended)")
-    return None
-
-
-# modality -> the check of one media file's bytes (a message, or None when it is fine)
-MEDIA_CHECKS = {"image": image_problem, "audio": audio_problem, "video": video_problem}
+        same = json.loads(text.replace("'", '"')) == value
+    except ValueError:
+        same = False
+    if not same:
+        problem("outputs", "the official gold parser (json.loads after replacing ' with \") "
+                "cannot read this answer back: a key or value holds an apostrophe")
+        return None
+    return text
 
 
 class GroupIds:
@@ -460,17 +424,20 @@ class RawDataset:
 
     ``include_private_answers``: keep the gold answers of a private test split (an
     internal export, or the local cache that scoring reads); by default they are hidden.
+    ``limits``: what media may declare; ``workers``: threads that decode media.
     """
 
     def __init__(self, task: TaskSpec, root: str | Path,
                  normalize_meta: Callable[[dict], dict] | None = None, *,
-                 limits: RawLimits | None = None, include_private_answers: bool = False):
+                 limits: Limits | None = None, include_private_answers: bool = False,
+                 workers: int = 1):
         self.task = task
         self.root = Path(root)
         if not self.root.is_dir():
             raise MeraError(f"raw dataset folder not found: {self.root}")
         forget_resolved_paths()  # folders are resolved afresh for every read
-        self.limits = limits or RawLimits()
+        self.limits, self.workers = limits or DEFAULT_LIMITS, max(1, workers)
+        self.split_ids: dict[str, dict[int, str]] = {}  # split -> id -> file (test vs shots)
         self.include_private_answers = include_private_answers
         self.normalize_meta = normalize_meta or (lambda meta: dict(meta))
         self.problems: list[Problem] = []
@@ -523,7 +490,7 @@ class RawDataset:
         self.problems.append(Problem(file, example_id, field, message))
 
     def _load(self, relative: str):
-        return parse_json(read_inside(self.root, relative, self.limits.max_json_bytes))
+        return parse_json(read_inside(self.root, relative, MAX_JSON_BYTES))
 
     def _part(self, domain: str | None, prefix: str, fallback: RawPart | None = None) -> RawPart:
         """A folder's part: its own metadata file, else (a domain folder) the top one's."""
@@ -543,7 +510,7 @@ class RawDataset:
             try:
                 meta = self._load(prefix + name)
             except FieldError as err:
-                self._problem(meta_file, None, None, err.message)
+                self._problem(meta_file, None, err.field or None, err.message)
                 return meta_file, {}
             if not isinstance(meta, dict):
                 self._problem(meta_file, None, None, "must be a JSON object")
@@ -575,7 +542,7 @@ class RawDataset:
         try:
             sections = self._load(relative)
         except FieldError as err:
-            self._problem(str(self.root / relative), None, None, err.message)
+            self._problem(str(self.root / relative), None, err.field or None, err.message)
             return {}
         if not isinstance(sections, dict) or \
                 not all(isinstance(v, str) for v in sections.values()):
@@ -613,27 +580,31 @@ class RawDataset:
                     value = old + value if isinstance(value, int) else sorted({*old, *value})
                 self.computed[field] = value
 
-    def _split_doc(self, file: str, relative: str, split: str) -> dict | None:
+    def _split_doc(self, file: str, relative: str, split: str) -> tuple[dict | None, bool]:
+        """The split file parsed, and whether its records must be walked for doubts."""
         try:
-            doc = self._load(relative)
+            doc, doubtful = parse_json_doubtful(read_inside(self.root, relative, MAX_JSON_BYTES))
         except FieldError as err:
             self._problem(file, None, None, err.message)
-            return None
+            return None, False
+        for field, message in doubts(doc, skip="data") if doubtful else ():
+            self._problem(file, None, field, message)
         if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
             self._problem(file, None, "data", 'expected {"data": [record, ...]}')
-            return None
+            return None, False
         if not doc["data"]:
             self._problem(file, None, "data", f"the {split} split is empty: it needs at least "
                                               "one example")
-            return None
-        return doc
+            return None, False
+        return doc, doubtful
 
     def records(self, split: str) -> Iterator[dict]:
         """Yield the split's valid examples, normalised, folder by folder; record problems
         as they are found. Ids are unique across the whole split."""
-        seen_ids: dict[int, int] = {}
+        seen_ids: dict[int, tuple] = {}
         groups = GroupIds()
         self.counts[split] = 0
+        self.split_ids[split] = {}
         for part in self.parts:
             if os.path.lexists(self.root / f"{part.prefix}{split}.json"):
                 yield from self._part_records(part, split, seen_ids, groups)
@@ -641,7 +612,7 @@ class RawDataset:
     def _part_records(self, part: RawPart, split: str, seen_ids: dict, groups: GroupIds):
         relative = f"{part.prefix}{split}.json"
         file = str(self.root / relative)
-        doc = self._split_doc(file, relative, split)
+        doc, doubtful = self._split_doc(file, relative, split)
         if doc is None:
             return
         if split == "test":
@@ -649,14 +620,21 @@ class RawDataset:
         blank = split == "test" and self.private and not self.include_private_answers
         has_answers = split != "test" or not self.private
         unreachable = []
-        for position, record in enumerate(doc["data"]):
-            example = self._check_record(part, file, position, record, has_answers, seen_ids)
-            if example is None:
+        checked = (self._check_record(part, file, position, record, has_answers, seen_ids,
+                                      doubtful) for position, record in enumerate(doc["data"]))
+        for (example, problem, media), found in check_all(
+                filter(None, checked), self._media_checks, self.workers,
+                size=lambda item: sum(len(data) for _, _, data in item[2])):
+            for (field, value, _), why in zip(media, found):
+                if why:
+                    problem(field, f"{value!r}: {why}")
+            if any(found):
                 continue
             space = self.answer_space
             if space and example["outputs"] and example["outputs"] not in space:
                 unreachable.append((example["meta"]["id"], example["outputs"]))
             meta = example["meta"]
+            self.split_ids[split][meta["id"]] = file
             if self.task.has_groups:
                 media = example["inputs"].get(self.task.media_fields[0]) or {}
                 groups.assign(meta, media.get("bytes"), example["inputs"].get("question"))
@@ -678,6 +656,11 @@ class RawDataset:
             return ()
         return tuple(c for c in self.task.choices if c in string.ascii_uppercase)
 
+    def _media_checks(self, checked) -> list:
+        """The decode checks of one record's media (run on the worker threads)."""
+        check = MEDIA_CHECKS[self.task.modality]
+        return [functools.partial(check, data, self.limits) for _, _, data in checked[2]]
+
     def _record_id(self, file, position, record, seen_ids):
         meta = record.get("meta")
         example_id = meta.get("id") if isinstance(meta, dict) else None
@@ -694,10 +677,18 @@ class RawDataset:
             self._problem(file, example_id, "meta.id",
                           f"duplicate id (records #{other}{where} and #{position})")
             return None
+        for split, ids in self.split_ids.items():  # this split's ids are in seen_ids too
+            if example_id in ids:
+                self._problem(file, example_id, "meta.id", f"the same id is in the {split} "
+                              f"split ({ids[example_id]}): ids are unique across test and shots")
+                return None
         seen_ids[example_id] = (file, position)
         return example_id
 
-    def _check_record(self, part, file, position, record, has_answers, seen_ids) -> dict | None:
+    def _check_record(self, part, file, position, record, has_answers, seen_ids,
+                      doubtful=False) -> tuple | None:
+        """(example, problem, media) for a record whose own fields are fine, where media
+        lists (field, path, bytes) to decode-check; None (problems noted) otherwise."""
         before = len(self.problems)
         if not isinstance(record, dict):
             self._problem(file, None, None, f"record #{position} is not a JSON object")
@@ -707,6 +698,10 @@ class RawDataset:
         if example_id is None:
             return None
         problem = functools.partial(self._problem, file, example_id)
+        for field, message in doubts(record) if doubtful else ():
+            problem(field, message)
+        if len(self.problems) > before:
+            return None
         for name in ("instruction", "inputs", "outputs"):
             if name not in record:
                 problem(name, "missing required field")
@@ -717,14 +712,15 @@ class RawDataset:
             return None
         if part.domain is not None:
             self._set_domain(record["meta"], part.domain, problem)
+        media: list = []
         example = {"instruction": self._instruction(record.get("instruction"), part.prompts,
                                                     problem),
-                   "inputs": self._inputs(inputs, part.prefix, problem),
+                   "inputs": self._inputs(inputs, part.prefix, problem, media),
                    "outputs": self._outputs(record.get("outputs"), has_answers, problem),
                    "meta": self._meta(record["meta"], problem)}
         if len(self.problems) == before:
             self._check_render(example, problem)
-        return example if len(self.problems) == before else None
+        return (example, problem, media) if len(self.problems) == before else None
 
     @staticmethod
     def _set_domain(meta: dict, domain: str, problem) -> None:
@@ -760,7 +756,7 @@ class RawDataset:
             problem("instruction", message)
         return value
 
-    def _inputs(self, inputs: dict, prefix: str, problem) -> dict:
+    def _inputs(self, inputs: dict, prefix: str, problem, media: list) -> dict:
         out: dict = {}
         for name in self.task.text_fields:
             value = inputs.get(name)
@@ -773,10 +769,11 @@ class RawDataset:
             out[name] = value
         for name in self.task.media_fields:
             out[name] = self._media(inputs.get(name), f"inputs.{name}",
-                                    name in self.task.optional_media, prefix, problem)
+                                    name in self.task.optional_media, prefix, problem, media)
         return out
 
-    def _media(self, value, field, optional, prefix, problem) -> dict | None:
+    def _media(self, value, field, optional, prefix, problem, media: list) -> dict | None:
+        """The file's {"bytes", "path"}, read safely; its decode check joins ``media``."""
         if value in (None, "") and optional:
             return None
         if not isinstance(value, str) or not value:
@@ -786,20 +783,18 @@ class RawDataset:
         relative = prefix + value if prefix and \
             os.path.lexists(os.path.join(self.root, prefix + value)) else value
         try:
-            data = read_inside(self.root, relative, self.limits.max_media_bytes)
+            data = read_inside(self.root, relative, MAX_MEDIA_BYTES)
         except FieldError as err:
             problem(field, err.message)
             return None
-        check = MEDIA_CHECKS.get(self.task.modality)
-        why = check(data, self.limits.max_image_pixels) if check else None
-        if why:
-            problem(field, f"{value!r}: {why}")
-            return None
+        media.append((field, value, data))
         return {"bytes": data, "path": os.path.basename(value)}
 
     def _outputs(self, value, has_answers, problem):
         if self.task.gold_list:
             return self._answer_list(value, has_answers, problem)
+        if isinstance(value, dict) and self.task.answer_kind == "json":
+            value = json_gold(value, problem)
         if not isinstance(value, str):
             if value is not None:
                 problem("outputs", f"must be a string, got {type(value).__name__}")

@@ -246,6 +246,9 @@ def register_task(task: TaskSpec) -> TaskSpec:
 
 def get_task(key: str) -> TaskSpec:
     """The declaration of one task, by key (case-insensitive; class names work too)."""
+    if not isinstance(key, str):
+        raise TypeError(f"a task is named by its key, a string such as 'ruhhh_image' "
+                        f"(see `mera-multi tasks`), not {type(key).__name__}")
     wanted = key.strip().lower().replace("-", "_")
     for task in TASKS.values():
         if wanted in (task.key, task.class_name.lower()):

@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from PIL import Image
 
-from mera_multi_hf import media as media_module
+from mera_multi_hf.limits import Limits
 from mera_multi_hf.errors import MeraError
 from mera_multi_hf.runner import run_evaluation
 from mera_multi_hf.runner.backends import Backend, cut_at_stop, make_backend
@@ -123,7 +123,7 @@ def _png_declaring(width: int, height: int) -> bytes:
     return bytes(raw)
 
 
-def test_decompression_bomb_is_a_clear_error(tiny_backend, monkeypatch):
+def test_decompression_bomb_is_a_clear_error(tiny_backend):
     bomb = Media(kind="image", sha256="ab" * 32, data=_png_declaring(40_000, 40_000), field="image")
     with _no_warnings():
         with pytest.raises(MeraError, match="image image .*decompression bomb"):
@@ -131,9 +131,10 @@ def test_decompression_bomb_is_a_clear_error(tiny_backend, monkeypatch):
         with pytest.raises(MeraError, match="decompression bomb"):
             bomb.data_uri()  # what the openai backend would send
     # below PIL's own limit, the project's limit applies (and names the declared size)
-    monkeypatch.setattr(media_module, "MAX_DECODE_PIXELS", 1000)
     big = _request(data=_png_declaring(50, 40), rid=7)
-    with pytest.raises(MeraError, match=r"^t id=7: image .*declares 50x40 pixels"):
+    for media in big.media:
+        media.limits = Limits(max_image_pixels=1000)
+    with pytest.raises(MeraError, match=r"^t id=7: image .*declares 50x40 = 2000 pixels"):
         tiny_backend.generate([big])
     with pytest.raises(MeraError, match="not a readable image"):
         Media(kind="image", sha256="x", data=b"not a picture").image()

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from mera_multi_hf.cli import main
 from mera_multi_hf.errors import DataValidationError, MeraError
 from mera_multi_hf.hub import MARKER, export_raw
+from mera_multi_hf.limits import Limits
 from mera_multi_hf.sample_data import bundled_sample
 from mera_multi_hf.tasks import get_task
 
@@ -162,7 +163,8 @@ def test_decompression_bombs_are_refused_from_the_header(raw_sample, tmp_path):
     (raw_sample / "samples" / "big.png").write_bytes(_png_declaring(12_000, 10_000))
     _edit(raw_sample, "test", lambda d: (d[0]["inputs"].update(image="samples/bomb.png"),
                                          d[1]["inputs"].update(image="samples/big.png")))
-    problems = _fails(raw_sample, tmp_path / "out")
+    problems = _fails(raw_sample, tmp_path / "out",
+                      limits=Limits(max_image_pixels=100_000_000))
     _has(problems, "test.json", 1, "inputs.image", "too large")
     _has(problems, "test.json", 2, "inputs.image", "12000x10000 = 120000000 pixels, above the "
                                                    "limit of 100000000")

@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mera_multi_hf"
 STAGES = [
     ("foundation", {"_version", "errors", "tasks", "_paths", "atomic", "http_client",
                     "http_json", "provenance", "metric_fns", "filters", "media", "prompts", "offline",
-                    "outputs", "limits"}),
+                    "outputs", "limits", "media_checks", "json_doubts"}),
     ("raw -> dataset", {"raw", "builder", "hub", "sample_data"}),
     ("dataset", {"loading"}),
     ("examples", {"examples"}),

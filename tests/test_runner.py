@@ -13,6 +13,7 @@ import pytest
 
 from mera_multi_hf.cli import main
 from mera_multi_hf.errors import MeraError
+from mera_multi_hf.limits import DEFAULT_LIMITS
 from mera_multi_hf.runner import make_batches, run_evaluation
 from mera_multi_hf.runner.samplelog import SampleLog
 
@@ -52,7 +53,8 @@ def reference(tmp_path_factory):
 
 def test_demo_cli_writes_everything(tmp_path, capsys, sample_ids):
     out = tmp_path / "demo"
-    assert main(["evaluate", "--output-dir", str(out), "--no-progress"]) == 0
+    assert main(["evaluate", "--output-dir", str(out), "--no-progress",
+                 "--max-image-pixels", "5000000"]) == 0
     printed = capsys.readouterr().out
     assert "Exact match" in printed and "random weights" in printed
     assert "no model-index.yaml" in printed  # the bundled sample is not the official test split
@@ -73,6 +75,7 @@ def test_demo_cli_writes_everything(tmp_path, capsys, sample_ids):
     assert run["metric_modes"]["ruhhh_image"]["exact_match"] == "mera"
     assert run["official_test_split"] == {"ruhhh_image": False}
     assert run["dataset_source"]["ruhhh_image"] == "sample"
+    assert run["limits"] == {**DEFAULT_LIMITS.as_record(), "max_image_pixels": 5_000_000}
     assert "evaluate" in run["command"] and "chat template" in run["prompt_source"]
     # results.json lists every file of its run with its sha256 (a reader can tell a stale one)
     assert set(run["files"]) == {"samples_ruhhh_image_test.jsonl", "results.md", "results.png",

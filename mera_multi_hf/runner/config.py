@@ -7,12 +7,47 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from ..errors import MeraError
+from ..limits import DEFAULT_LIMITS
+from ..media_checks import MEDIA_LIMIT_HELP, media_limits
 
 BACKENDS = ("hf", "openai")
 
 
 def _opt(default, help: str, **extra):
     return field(default=default, metadata={"help": help, **extra})
+
+
+def _limit(name: str):
+    """A media limit's option: its text and default come from the one set of limits."""
+    return _opt(None, f"{MEDIA_LIMIT_HELP[name]} (default {getattr(DEFAULT_LIMITS, name)})")
+
+
+# options that hold a number (None allowed), checked so that a wrong type is a sentence
+NUMBERS = {"limit": int, "batch_size": int, "max_new_tokens": int, "max_pixels": int,
+           "max_frames": int, "seed": int, "dialogue_context": int, "concurrency": int,
+           "max_retries": int, "timeout": (int, float)}
+
+
+def check_types(config) -> None:
+    """TypeError for an option of the wrong type (RunConfig(limit="5")); MeraError for a
+    blank one, as the command line gives it (--data "")."""
+    for name, kind in NUMBERS.items():
+        value = getattr(config, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
+            what = "an integer" if kind is int else "a number of seconds"
+            raise TypeError(f"RunConfig {name} must be {what}, got {type(value).__name__} "
+                            f"{value!r:.40}")
+    if not isinstance(config.tasks, (str, list, tuple)):
+        raise TypeError("RunConfig tasks must name tasks: a comma-separated string such as "
+                        f"'ruhhh_image', a list of keys, a modality or 'all' "
+                        f"(got {config.tasks!r:.40})")
+    for name in ("tasks", "model", "output_dir", "base_url", "revision", "judge", "judge_url",
+                 "judge_tokenizer", "data"):
+        value = getattr(config, name)
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if any(isinstance(v, str) and not v.strip() for v in values):
+            raise MeraError(f"--{name.replace('_', '-')} is empty: give a value or leave the "
+                            "option out")
 
 
 @dataclass
@@ -55,6 +90,14 @@ class RunConfig:
     dialogue_context: int | None = _opt(None, "dialogue tasks (ruTiE): earlier turns shown with "
                                         "each question (default: the task's, 5 as the official "
                                         "README recommends; 0: none)")
+    # media limits (mera_multi_hf.limits), checked on each file's header before decoding
+    max_image_pixels: int | None = _limit("max_image_pixels")
+    min_audio_rate: int | None = _limit("min_audio_rate")
+    max_audio_rate: int | None = _limit("max_audio_rate")
+    max_audio_channels: int | None = _limit("max_audio_channels")
+    max_audio_seconds: float | None = _limit("max_audio_seconds")
+    max_video_seconds: float | None = _limit("max_video_seconds")
+    max_video_frames: int | None = _limit("max_video_frames")
     # openai backend
     base_url: str | None = _opt(None, "server URL up to /v1, e.g. http://127.0.0.1:8000/v1")
     api_key: str | None = _opt(None, "API key (default: $OPENAI_API_KEY); never recorded")
@@ -82,6 +125,7 @@ class RunConfig:
             self.data = [d for item in self.data for d in (item if isinstance(item, list) else [item])]
         if self.stop and any(isinstance(s, list) for s in self.stop):
             self.stop = [s for item in self.stop for s in (item if isinstance(item, list) else [item])]
+        check_types(self)
         for name in ("batch_size", "concurrency", "limit", "max_new_tokens", "max_pixels",
                      "max_frames"):
             value = getattr(self, name)
@@ -93,8 +137,17 @@ class RunConfig:
             raise MeraError("--dialogue-context must be 0 or more")
         if self.max_retries < 0 or self.timeout <= 0:
             raise MeraError("--max-retries must be >= 0 and --timeout > 0")
+        self.limits()  # a bad limit stops here, before any work
         if self.api_key is None and self.backend == "openai":
             self.api_key = os.environ.get("OPENAI_API_KEY")
+
+    def limits(self):
+        """The media limits of this run: the defaults with the options given replaced."""
+        limits = media_limits({name: getattr(self, name) for name in MEDIA_LIMIT_HELP})
+        if (self.max_frames or 0) > limits.max_video_frames:
+            raise MeraError(f"--max-frames {self.max_frames} is above --max-video-frames "
+                            f"{limits.max_video_frames}")
+        return limits
 
     def sources(self) -> str | dict | None:
         """--data as given: None, one source for every task, or task -> source."""

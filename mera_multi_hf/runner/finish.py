@@ -184,6 +184,7 @@ def run_record(config: RunConfig, engine, loaded, results, *, judge, started, wo
         "judge": judge.describe() if judge is not None else None,
         "bootstrap": bootstrap_settings(),
         "batch_size": engine.batch_size, "num_processes": world, "seed": config.seed,
+        "limits": config.limits().as_record(),
         "versions": package_versions(),
         "command": mask_secrets(command_line(config)),
         "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from ..limits import DEFAULT_LIMITS, Limits
 from ..media import Media, media_bytes
 from ..tasks import DEFAULT_STOP, TaskSpec
 
@@ -58,7 +59,8 @@ def arrow_view(ds):
     return ds if ds.format["type"] == "arrow" else ds.with_format("arrow")
 
 
-def hash_media(task: TaskSpec, examples: list, ds, chunk: int = 64) -> list[list[Media]]:
+def hash_media(task: TaskSpec, examples: list, ds, chunk: int = 64,
+               limits: Limits = DEFAULT_LIMITS) -> list[list[Media]]:
     """The media of each example (hashes only, no bytes kept), read chunk by chunk."""
     out = []
     ds = arrow_view(ds)
@@ -66,7 +68,7 @@ def hash_media(task: TaskSpec, examples: list, ds, chunk: int = 64) -> list[list
         part = examples[start:start + chunk]
         inputs = ds[[e.index for e in part]].column("inputs").to_pylist() \
             if task.media_fields else [{}] * len(part)
-        out += [[Media(kind=task.modality, field=name,
+        out += [[Media(kind=task.modality, field=name, limits=limits,
                        sha256=hashlib.sha256(media_bytes(row[name])).hexdigest())
                  for name in example.media_fields] for example, row in zip(part, inputs)]
     return out
@@ -74,14 +76,15 @@ def hash_media(task: TaskSpec, examples: list, ds, chunk: int = 64) -> list[list
 
 def build_requests(task: TaskSpec, examples: list, ds, split: str,
                    max_new_tokens: int | None = None, stop: tuple[str, ...] | None = None,
-                   chunk: int = 64) -> list[Request]:
+                   chunk: int = 64, limits: Limits = DEFAULT_LIMITS) -> list[Request]:
     """One request per example (:class:`mera_multi_hf.examples.Example`) of one split of a
-    task, in order. Media bytes are read chunk by chunk, only to hash them."""
+    task, in order. Media bytes are read chunk by chunk, only to hash them; ``limits``
+    bound what they may declare when they are decoded."""
     n_tokens = max_new_tokens or task.max_new_tokens
     stops = tuple(stop if stop is not None else task.stop)
     return [Request(task=task.key, split=split, id=example.id, prompt=example.prompt,
                     media=media, max_new_tokens=n_tokens, index=example.index, stop=stops)
-            for example, media in zip(examples, hash_media(task, examples, ds, chunk))]
+            for example, media in zip(examples, hash_media(task, examples, ds, chunk, limits))]
 
 
 def load_media(requests: list[Request], ds) -> None:

@@ -50,9 +50,9 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     ``engine``: a ready :class:`~mera_multi_hf.runner.backends.Backend` instead of the one
     the config names. Writes into ``output_dir`` (default ``runs/<model name>``).
     """
-    from accelerate.utils import set_seed
-
     config = dataclasses.replace(config, **options) if config else RunConfig(**options)
+    from accelerate.utils import set_seed  # after the options are checked: a misuse fails fast
+
     started = time.time()
     specs = select_tasks(config.tasks)
     sources = task_sources(config, specs)
@@ -239,7 +239,7 @@ def load_task_data(task: TaskSpec, source, config: RunConfig, state) -> TaskData
     from ..loading import load_task
 
     with state.main_process_first():  # one process converts a raw folder, the rest read it
-        ds = load_task(task, source=source, split=config.split)
+        ds = load_task(task, source=source, split=config.split, limits=config.limits())
     full_size = len(ds)
     if config.limit is not None:
         ds = ds.select(range(min(config.limit, len(ds))))
@@ -253,7 +253,8 @@ def load_task_data(task: TaskSpec, source, config: RunConfig, state) -> TaskData
 def make_requests(data: TaskData, config: RunConfig, examples=None) -> list[Request]:
     stop = tuple(config.stop) if config.stop is not None else None
     return build_requests(data.task, data.examples if examples is None else examples,
-                          data.dataset, config.split, config.max_new_tokens, stop)
+                          data.dataset, config.split, config.max_new_tokens, stop,
+                          limits=config.limits())
 
 
 def stamp(requests: list[Request], engine) -> list[Request]:

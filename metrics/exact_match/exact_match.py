@@ -8,6 +8,7 @@ import evaluate
 from mera_multi_hf.metric_fns import exact_match_scores
 from mera_multi_hf.metric_fns import extract_answer
 from mera_multi_hf.metric_fns import mean_score
+from mera_multi_hf.metric_fns import require_examples
 from mera_multi_hf.metric_fns import warn_if_squad_on_letters
 from mera_multi_hf.tasks import get_task
 from mera_multi_hf.tasks import CITATION as _CITATION
@@ -81,6 +82,10 @@ class ExactMatch(evaluate.Metric):
             reference_urls=["https://mera.a-ai.ru/en/multi",
                             "https://github.com/MERA-Evaluation/MERA_MULTIMODAL"],
         )
+
+    def _infer_feature_from_batch(self, batch):
+        require_examples(batch)  # evaluate reads the reference type off the first example
+        return super()._infer_feature_from_batch(batch)
 
     def _compute(self, predictions, references, mode=None, extract=False, choices=None,
                  answer_kind=None, task=None):

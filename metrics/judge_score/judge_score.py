@@ -10,6 +10,7 @@ from mera_multi_hf.judge import get_judge
 from mera_multi_hf.judge import judge_scores
 from mera_multi_hf.metric_fns import group_mean
 from mera_multi_hf.metric_fns import mean_score
+from mera_multi_hf.metric_fns import require_examples
 from mera_multi_hf.tasks import CITATION as _CITATION
 
 
@@ -112,6 +113,10 @@ class JudgeScore(evaluate.Metric):
             ],
             reference_urls=["https://huggingface.co/MERA-evaluation/MERA_Answer_judge"],
         )
+
+    def _infer_feature_from_batch(self, batch):
+        require_examples(batch)  # evaluate reads the reference type off the first example
+        return super()._infer_feature_from_batch(batch)
 
     def _compute(self, predictions, references, prompts, judge=None, judge_url=None,
                  judge_tokenizer=None, group_ids=None, judge_options=None):

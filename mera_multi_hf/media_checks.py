@@ -1,0 +1,203 @@
+"""Does a raw media file decode, within the limits? The checks `build` runs on every file.
+
+A file that passes is one the runner can decode: an image is fully decoded (Pillow),
+an audio clip has its header checked against the limits and its first block of samples
+decoded (soundfile), a video has its header checked and its first frame decoded (PyAV).
+Sizes, rates, channels and durations come from the header and are checked before any
+pixel or sample is decoded, so a small hostile file cannot make the check itself costly.
+
+The decoders release the GIL while they work, so :func:`check_all` spreads the checks
+over threads: the files of a split are checked in parallel, in order.
+"""
+from __future__ import annotations
+
+import functools
+import io
+import warnings
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable, Iterator
+
+from .limits import DEFAULT_LIMITS, OPTION_NAMES, Limits
+
+
+def _raise(option: str) -> str:
+    return f"raise it with {OPTION_NAMES[option]} if this is intended"
+
+
+def pixel_problem(width: int, height: int, limits: Limits, what: str = "image") -> str | None:
+    if width * height > limits.max_image_pixels:
+        return (f"{what} declares {width}x{height} = {width * height} pixels, above the limit "
+                f"of {limits.max_image_pixels} ({_raise('max_image_pixels')})")
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _quiet_bomb_warning() -> None:
+    """Pillow warns on pictures between half its bomb limit and the limit; the pixel limit
+    here decides instead. A filter set once, because warnings.catch_warnings is not
+    thread-safe and these checks run on threads."""
+    from PIL import Image
+
+    warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
+
+
+def image_problem(data: bytes, limits: Limits = DEFAULT_LIMITS) -> str | None:
+    """Why these bytes are not an image Pillow fully decodes within the pixel limit, or None.
+    The declared size is checked on the header first (a decompression bomb is never
+    decoded); data after the image's end (a camera's vendor trailer) is harmless.
+
+    A JPEG is decoded through all its compressed data at 1/8 scale (libjpeg's DCT
+    scaling, Pillow's ``draft``): the same data is read and entropy-decoded, so it fails
+    exactly where a full decode fails (tests/test_media_limits.py checks this against the
+    runner's full decode on damaged files), in about half the time."""
+    from PIL import Image
+
+    _quiet_bomb_warning()
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            why = pixel_problem(*img.size, limits)
+            if why is None:
+                if img.format == "JPEG":
+                    img.draft(None, (max(1, img.width // 8), max(1, img.height // 8)))
+                img.load()  # the whole picture (the first frame of an animation)
+    except Image.DecompressionBombError as err:
+        return f"image too large to decode safely ({err})"
+    except Image.UnidentifiedImageError:
+        return "corrupt image (UnidentifiedImageError: not a format Pillow recognises)"
+    except Exception as err:  # PIL raises many types for bad data
+        return f"corrupt image ({type(err).__name__}: {err})"
+    return why
+
+
+def audio_header_problem(rate: int, channels: int, frames: int, limits: Limits) -> str | None:
+    """Why an audio header is refused (before anything is decoded or resampled), or None."""
+    if rate <= 0 or channels <= 0 or frames <= 0:
+        return f"audio without samples (rate {rate}, {channels} channels, {frames} frames)"
+    if not limits.min_audio_rate <= rate <= limits.max_audio_rate:
+        return (f"audio sample rate {rate} Hz is outside {limits.min_audio_rate}.."
+                f"{limits.max_audio_rate} Hz ({_raise('max_audio_rate')} or "
+                f"{OPTION_NAMES['min_audio_rate']} if this is intended)")
+    if channels > limits.max_audio_channels:
+        return (f"audio has {channels} channels, above the limit of "
+                f"{limits.max_audio_channels} ({_raise('max_audio_channels')})")
+    if frames / rate > limits.max_audio_seconds:
+        return (f"audio lasts {frames / rate:.0f} s, above the limit of "
+                f"{limits.max_audio_seconds:g} s ({_raise('max_audio_seconds')})")
+    return None
+
+
+def audio_problem(data: bytes, limits: Limits = DEFAULT_LIMITS) -> str | None:
+    """Why these bytes are not audio that decodes within the limits, or None: the header
+    (rate, channels, length) is checked, then the first block of samples decoded."""
+    import soundfile
+
+    try:
+        with soundfile.SoundFile(io.BytesIO(data)) as clip:
+            why = audio_header_problem(clip.samplerate, clip.channels, clip.frames, limits)
+            if why is None and len(clip.read(4096, dtype="float32", always_2d=True)) == 0:
+                why = "audio whose first samples cannot be decoded"
+    except Exception as err:  # libsndfile raises several types for bad data
+        return f"corrupt or unsupported audio ({type(err).__name__}: {err})"
+    return why
+
+
+def video_seconds(container, stream) -> float:
+    """The declared duration in seconds (the stream's, else the container's), 0 if unknown."""
+    if stream.duration and stream.time_base:
+        return float(stream.duration * stream.time_base)
+    return container.duration / 1_000_000 if container.duration else 0.0
+
+
+def video_header_problem(container, limits: Limits) -> str | None:
+    """Why an opened video is refused by its header, or None."""
+    if not container.streams.video:
+        return "the file has no video stream"
+    stream = container.streams.video[0]
+    why = pixel_problem(stream.width or 0, stream.height or 0, limits, "video frames")
+    seconds = video_seconds(container, stream)
+    if why is None and seconds > limits.max_video_seconds:
+        why = (f"video lasts {seconds:.0f} s, above the limit of {limits.max_video_seconds:g} s "
+               f"({_raise('max_video_seconds')})")
+    return why
+
+
+def video_problem(data: bytes, limits: Limits = DEFAULT_LIMITS) -> str | None:
+    """Why these bytes are not a video whose header is within the limits and whose first
+    frame decodes (PyAV), or None."""
+    import av
+
+    try:
+        with av.open(io.BytesIO(data), mode="r", metadata_errors="ignore") as container:
+            why = video_header_problem(container, limits)
+            if why is None and next(container.decode(video=0), None) is None:
+                why = "the video has no decodable frame"
+    except Exception as err:  # FFmpeg errors come in many types
+        return f"corrupt or unsupported video ({type(err).__name__}: {err})"
+    return why
+
+
+# modality -> the check of one media file's bytes (a message, or None when it is fine)
+MEDIA_CHECKS: dict[str, Callable[[bytes, Limits], str | None]] = {
+    "image": image_problem, "audio": audio_problem, "video": video_problem}
+
+
+WINDOW_BYTES = 256 * 2**20  # media bytes held by the checks in flight, at most (about)
+
+
+def check_all(items: Iterable, checks: Callable[[object], list], workers: int,
+              size: Callable[[object], int] = lambda item: 0,
+              ahead: int = 8) -> Iterator[tuple[object, list]]:
+    """``(item, results)`` for each item in order, where ``checks(item)`` is a list of
+    zero-argument checks run on ``workers`` threads. At most ``ahead`` items per worker,
+    and about WINDOW_BYTES of ``size(item)``, are in flight: memory stays bounded by the
+    window, not by the split."""
+    items = iter(items)
+    if workers <= 1:
+        for item in items:
+            yield item, [check() for check in checks(item)]
+        return
+    window: deque = deque()
+    held = 0
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="media-check") as pool:
+        for item in items:
+            window.append((item, [pool.submit(check) for check in checks(item)]))
+            held += size(item)
+            while window and (len(window) >= workers * ahead or held > WINDOW_BYTES):
+                first, futures = window.popleft()
+                held -= size(first)
+                yield first, [f.result() for f in futures]
+        while window:
+            first, futures = window.popleft()
+            yield first, [f.result() for f in futures]
+
+
+# The limits media are checked against (build and decode), with what each option does;
+# every one is an option of `build` and `evaluate` (limits.OPTION_NAMES).
+MEDIA_LIMIT_HELP = {
+    "max_image_pixels": "refuse pictures (and video frames) whose header declares more pixels",
+    "min_audio_rate": "refuse audio whose header declares a lower sample rate (Hz)",
+    "max_audio_rate": "refuse audio whose header declares a higher sample rate (Hz)",
+    "max_audio_channels": "refuse audio with more channels",
+    "max_audio_seconds": "refuse longer audio (seconds, from the header)",
+    "max_video_seconds": "refuse longer videos (seconds, from the header)",
+    "max_video_frames": "the most frames a video may give the model (--max-frames is "
+                        "checked against it)",
+}
+
+
+def media_limits(values: dict, base: Limits = DEFAULT_LIMITS) -> Limits:
+    """``base`` with the given media limits (None: keep) replaced; a limit that is not a
+    positive number, or a rate range that is empty, is a MeraError naming its option."""
+    from .errors import MeraError
+
+    for name, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise MeraError(f"{OPTION_NAMES[name]} {value!r}: must be a positive number")
+    limits = base.with_overrides(**values)
+    if limits.min_audio_rate > limits.max_audio_rate:
+        raise MeraError(f"{OPTION_NAMES['min_audio_rate']} {limits.min_audio_rate} is above "
+                        f"{OPTION_NAMES['max_audio_rate']} {limits.max_audio_rate}")
+    return limits
