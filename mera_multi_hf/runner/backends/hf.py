@@ -11,13 +11,16 @@ extractor's ``sampling_rate``) to the processor's ``audio``; videos (PyAV, decod
 streaming, ``max_frames`` frames spread evenly) to the processor's ``videos`` where it
 has a video processor (transformers' video processors need torchvision), else as that
 many pictures in place of the placeholder. ``info()["video_input"]`` records which.
-With no model named, image and video requests go to the built-in tiny LLaVA and audio
-requests to the built-in tiny Qwen2-Audio (both random: plumbing checks).
+What differs between model families (the audio keyword, ``videos=``, sampling rate,
+padding side, extra keys) is data in :mod:`.traits`, keyed by processor class; this
+module names no family. The demo's two built-in models are composed by ``make_backend``
+(:class:`~mera_multi_hf.runner.backends.RoutingBackend`): one backend serves one model.
 
 Generation follows the official harness (``hf_vlms.py`` ``generate_until``): at most
 ``max_new_tokens``, a stop at the first stop string or EOS, the decoded text cut at the
-first stop string. Each row stops on its own (a stopping criterion that answers per
-row), and the batch ends when every row has stopped. A prompt longer than the model's
+first stop string. Each row stops on its own (transformers' ``StopStringCriteria``
+over the new tokens only, as the harness looks at the answer alone), and the batch ends
+when every row has stopped. A prompt longer than the model's
 context is refused before generating; when only the answer would overflow it,
 ``max_new_tokens`` is clamped to the room left (recorded in ``info()``), where the
 harness would instead cut the prompt's beginning.
@@ -34,6 +37,7 @@ from ...prompts import MEDIA_SLOT, plain_prompt
 from ...provenance import folder_fingerprint
 from ...tiny_model import (TINY_AUDIO_MODEL_ID, TINY_MODEL_ID, is_tiny_model,
                            tiny_audio_model_path, tiny_model_path, tiny_model_revision)
+from .traits import GENERIC, traits_for
 from ..chat import chat_messages, plain_dialogue
 from ..request import Request
 from . import Backend, check_stop, cut_at_stop
@@ -117,12 +121,12 @@ FRAMES_AS_IMAGES = "frames as images"
 VIDEO_PROCESSOR = "video processor"
 
 
-def _video_path(processor, text_only: bool) -> str | None:
+def _video_path(processor, text_only: bool, takes_videos: bool = True) -> str | None:
     """How videos reach the model: the processor's own video input where it has one
     (transformers' video processors need torchvision), else its frames as pictures."""
     if text_only:
         return None
-    if getattr(processor, "video_processor", None) is not None:
+    if takes_videos and getattr(processor, "video_processor", None) is not None:
         return VIDEO_PROCESSOR
     if getattr(processor, "image_processor", None) is not None:
         return FRAMES_AS_IMAGES
@@ -152,29 +156,18 @@ def _videos_as_pictures(messages: list[dict], frames) -> list[dict]:
     return out
 
 
-class StopOnStrings:
-    """A stopping criterion that answers per row (transformers >= 4.39 takes a bool
-    tensor): a row is done once its last new tokens, decoded, hold one of its stop
-    strings. As the harness's ``MultiTokenEOSCriteria`` it looks back over the stop
-    string's own token count + 2 new tokens (a model may write "\\n\\n" as two tokens)."""
+class NewTokensStop:
+    """transformers' ``StopStringCriteria`` over the new tokens only: as the harness's
+    ``MultiTokenEOSCriteria``, a stop string is looked for in the answer, never across
+    the prompt's end (a chat prompt ending in "\\n" must not stop at a first "\\n")."""
 
-    def __init__(self, tokenizer, stops: list[tuple[str, ...]], prompt_length: int):
-        self.tokenizer, self.stops, self.start = tokenizer, stops, prompt_length
-        every = {s for row in stops for s in row}
-        self.lookback = max((len(tokenizer.encode(s, add_special_tokens=False)) + 2
-                             for s in every), default=0)
-        self.done = [not row for row in stops]
+    def __init__(self, tokenizer, stops: tuple[str, ...], prompt_length: int):
+        from transformers import StopStringCriteria
+
+        self.criteria, self.start = StopStringCriteria(tokenizer, list(stops)), prompt_length
 
     def __call__(self, input_ids, scores, **kwargs):
-        import torch
-
-        rows = [i for i, done in enumerate(self.done) if not done]
-        if rows:
-            window = input_ids[rows, self.start:][:, -self.lookback:]
-            texts = self.tokenizer.batch_decode(window, skip_special_tokens=True)
-            for i, text in zip(rows, texts):
-                self.done[i] = any(s in text for s in self.stops[i])
-        return torch.tensor(self.done, dtype=torch.bool, device=input_ids.device)
+        return self.criteria(input_ids[:, self.start:], scores, **kwargs)
 
 
 class HFBackend(Backend):
@@ -198,10 +191,7 @@ class HFBackend(Backend):
         self.max_frames = max_frames or DEFAULT_MAX_FRAMES
         if self.max_frames < 1:
             raise MeraError(f"--max-frames must be at least 1 (got {max_frames})")
-        # the built-in tiny models (no --model): audio requests go to the tiny Qwen2-Audio
-        self.audio_part = HFBackend(TINY_AUDIO_MODEL_ID, dtype=dtype, device=device,
-                                    prompt_mode=prompt_mode, batch_size=batch_size,
-                                    stop=stop) if model in (None, "tiny") else None
+        self.traits, self.family_note = GENERIC, None   # known once the processor loads
         self.video_input: str | None = None   # how videos reach the model (see _video_path)
         self.model = None
         self.max_length: int | None = None
@@ -210,22 +200,19 @@ class HFBackend(Backend):
 
     # what identifies the generations (hashed into every request) and what results record
     def settings(self) -> dict:
-        settings = {"backend": self.name, "dtype": self.dtype, "prompt_mode": self.prompt_mode,
-                    "max_pixels": self.max_pixels, "max_frames": self.max_frames,
-                    "do_sample": False, "num_beams": 1, "stop": list(self.stop)}
-        if self.audio_part is not None:
-            settings["audio_model"] = f"{self.audio_part.model_id}@{self.audio_part.revision}"
-        return settings
+        return {"backend": self.name, "dtype": self.dtype, "prompt_mode": self.prompt_mode,
+                "max_pixels": self.max_pixels, "max_frames": self.max_frames,
+                "do_sample": False, "num_beams": 1, "stop": list(self.stop)}
 
     def info(self) -> dict:
         info = {"model": self.model_id, "revision": self.revision, "backend": self.name,
                 "dtype": self.dtype, "prompt_mode": self.prompt_mode, "max_pixels": self.max_pixels,
                 "trust_remote_code": self.trust_remote_code, "stop": list(self.stop),
                 "max_frames": self.max_frames, "video_input": self.video_input}
-        if self.audio_part is not None and self.audio_part.model is not None:
-            info["audio_model"] = self.audio_part.info()
         if self.model is not None:
-            info.update(dtype=str(self.model.dtype).replace("torch.", ""),
+            if self.family_note:
+                info["family_note"] = self.family_note
+            info.update(family=self.traits.family, dtype=str(self.model.dtype).replace("torch.", ""),
                         prompt_mode=self.resolved_mode, device=str(self.device),
                         model_class=type(self.model).__name__, text_only=self.text_only,
                         context_length=self.max_length, context_clamped=list(self.clamped))
@@ -243,7 +230,9 @@ class HFBackend(Backend):
         self.model.eval()
         self.device = self.model.device
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
-        self.tokenizer.padding_side = "left"  # generation continues at the right edge
+        if not self.text_only:
+            self.traits, self.family_note = traits_for(self.processor)
+        self.tokenizer.padding_side = self.traits.padding_side
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         has_template = bool(getattr(self.processor, "chat_template", None)
@@ -253,12 +242,13 @@ class HFBackend(Backend):
         self.resolved_mode = self.prompt_mode if self.prompt_mode != "auto" else \
             ("chat" if has_template else "plain")
         self.media_token = None if self.text_only else getattr(self.processor, "image_token", None)
-        self.video_input = _video_path(self.processor, self.text_only)
+        self.video_input = _video_path(self.processor, self.text_only, self.traits.takes_videos)
         self.max_length = context_length(self.model, self.tokenizer)
         gen = copy.deepcopy(self.model.generation_config)
         gen.do_sample, gen.num_beams = False, 1
         gen.temperature = gen.top_p = gen.top_k = None  # unused when greedy: silence warnings
         gen.pad_token_id = self.tokenizer.pad_token_id
+        gen.update(**self.traits.generation)
         self.generation_config = gen
 
     def _load_model(self, device: str) -> None:
@@ -328,7 +318,8 @@ class HFBackend(Backend):
 
     def encode(self, requests: list[Request]):
         """The model inputs for one batch (on the model's device)."""
-        kwargs = {"padding": True, "padding_side": "left", "return_tensors": "pt"}
+        kwargs = {"padding": True, "padding_side": self.traits.padding_side,
+                  "return_tensors": "pt", **self.traits.processor_kwargs}
         if self.text_only:
             texts = [self.render(r) for r in requests]
             if any(r.all_media() for r in requests) and not self._warned:
@@ -361,8 +352,7 @@ class HFBackend(Backend):
                 if media.kind == "image":
                     out.append(("image", media.image(self.max_pixels)))
                 elif media.kind == "audio":
-                    rate = self.processor.feature_extractor.sampling_rate
-                    out.append(("audio", media.audio(rate)))
+                    out.append(("audio", media.audio(self._sampling_rate())))
                 else:
                     out.append(("video", media.frames(self.max_frames, self.max_pixels)))
             except MeraError as err:
@@ -389,36 +379,27 @@ class HFBackend(Backend):
         if videos:
             kwargs["videos"] = videos
         if audio:
-            kwargs["audio"] = audio
-            kwargs["sampling_rate"] = self.processor.feature_extractor.sampling_rate
+            kwargs[self.traits.audio_keyword] = audio
+            kwargs["sampling_rate"] = self._sampling_rate()
         return kwargs
 
-    def generate(self, requests: list[Request]) -> list[str]:
-        if not requests:
-            return []
-        heard = [i for i, r in enumerate(requests) if any(m.kind == "audio" for m in r.all_media())]
-        if self.audio_part is not None and heard:  # the built-in tiny models: audio apart
-            out = [""] * len(requests)
-            rest = [i for i in range(len(requests)) if i not in set(heard)]
-            for rows, engine in ((heard, self.audio_part), (rest, self)):
-                texts = engine._generate_rows([requests[i] for i in rows]) if rows else []
-                for i, text in zip(rows, texts):
-                    out[i] = text
-            return out
-        return self._generate_rows(requests)
+    def _sampling_rate(self) -> int:
+        return self.traits.sampling_rate or self.processor.feature_extractor.sampling_rate
 
-    def _generate_rows(self, requests: list[Request]) -> list[str]:
+    def generate(self, requests: list[Request]) -> list[str]:
         if not requests:
             return []
         self.load()
         inputs = self.encode(requests)
         limits = self._limits(requests, inputs["attention_mask"].sum(dim=1).tolist())
-        if len(set(limits)) == 1:
+        keys = [(limit, tuple(r.stop)) for limit, r in zip(limits, requests)]
+        if len(set(keys)) == 1:
             return self._generate(requests, inputs, limits[0])
-        # rows with another token limit run apart, so that no row depends on its batch
+        # rows with another token limit or stop run apart: no row depends on its batch
         out: list[str] = [""] * len(requests)
-        for limit in sorted(set(limits)):
-            rows = [i for i, n in enumerate(limits) if n == limit]
+        for key in sorted(set(keys)):
+            rows = [i for i, k in enumerate(keys) if k == key]
+            limit = key[0]
             part = [requests[i] for i in rows]
             for i, text in zip(rows, self._generate(part, self.encode(part), limit)):
                 out[i] = text
@@ -449,13 +430,13 @@ class HFBackend(Backend):
         config = copy.copy(self.generation_config)
         config.max_new_tokens = max_new_tokens
         start = inputs["input_ids"].shape[1]
-        stopping = StopOnStrings(self.tokenizer, [tuple(r.stop) for r in requests], start)
+        stops = tuple(requests[0].stop)   # one stop tuple per call (see generate)
+        stopping = StoppingCriteriaList([NewTokensStop(self.tokenizer, stops, start)] if stops else [])
         with torch.inference_mode():
             out = self.model.generate(**inputs, generation_config=config,
-                                      stopping_criteria=StoppingCriteriaList([stopping]))
+                                      stopping_criteria=stopping)
         texts = self.tokenizer.batch_decode(out[:, start:], skip_special_tokens=True)
         return [cut_at_stop(text, r.stop) for text, r in zip(texts, requests)]
 
     def close(self) -> None:
-        if self.audio_part is not None:
-            self.audio_part.close()
+        pass
