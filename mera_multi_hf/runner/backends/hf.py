@@ -330,7 +330,7 @@ class HFBackend(Backend):
             decoded = [self._decode(r) for r in requests]
             texts = [self.render(r, [len(v) for kind, v in items if kind == "video"])
                      for r, items in zip(requests, decoded)]
-            kwargs.update(self._media_kwargs([item for items in decoded for item in items]))
+            kwargs.update(self._media_kwargs(decoded))
         # left padding: every prompt ends at the right edge, where generation continues
         processor = self.tokenizer if self.text_only else self.processor
         batch = processor(text=texts, **kwargs)
@@ -359,23 +359,26 @@ class HFBackend(Backend):
                 raise MeraError(f"{request.task} id={request.id}: {err}") from None
         return out
 
-    def _media_kwargs(self, items: list[tuple[str, object]]) -> dict:
-        """The processor's media arguments, each list in placeholder order."""
+    def _media_kwargs(self, decoded: list[list[tuple[str, object]]]) -> dict:
+        """The processor's media arguments, each list in placeholder order (pictures one
+        list per prompt where the family's processor wants them so)."""
         import numpy as np
 
         images, videos, audio = [], [], []
-        for kind, value in items:
-            if kind == "image":
-                images.append(value)
-            elif kind == "audio":
-                audio.append(value)
-            elif self.video_input == FRAMES_AS_IMAGES:
-                images += value
-            else:
-                videos.append(np.stack([np.asarray(f) for f in value]))
+        for items in decoded:
+            images.append([])
+            for kind, value in items:
+                if kind == "image":
+                    images[-1].append(value)
+                elif kind == "audio":
+                    audio.append(value)
+                elif self.video_input == FRAMES_AS_IMAGES:
+                    images[-1] += value
+                else:
+                    videos.append(np.stack([np.asarray(f) for f in value]))
         kwargs = {}
-        if images:
-            kwargs["images"] = images
+        if any(images):
+            kwargs["images"] = images if self.traits.nested_images else sum(images, [])
         if videos:
             kwargs["videos"] = videos
         if audio:

@@ -10,6 +10,8 @@ Fields:
   processor; False sends them as frames (pictures) even then;
 - ``sampling_rate``: the audio rate, where the feature extractor's own is not the one
   the model was trained at (None: the feature extractor's);
+- ``nested_images``: pictures go to the processor as one list per prompt (else one
+  flat list in prompt order);
 - ``padding_side``: "left" for every decoder-only family (generation continues at the
   right edge);
 - ``processor_kwargs``: extra keys for ``processor(...)``;
@@ -26,6 +28,7 @@ class Traits:
     audio_keyword: str = "audio"
     takes_videos: bool = True
     sampling_rate: int | None = None
+    nested_images: bool = False
     padding_side: str = "left"
     processor_kwargs: dict = field(default_factory=dict)
     generation: dict = field(default_factory=dict)
@@ -40,7 +43,7 @@ TRAITS = {
     "Qwen2VLProcessor": Traits("Qwen2-VL"),
     "Qwen2_5_VLProcessor": Traits("Qwen2.5-VL"),
     "Qwen3VLProcessor": Traits("Qwen3-VL"),
-    "Gemma3Processor": Traits("Gemma 3"),
+    "Gemma3Processor": Traits("Gemma 3", nested_images=True),
     "Idefics3Processor": Traits("Idefics3"),
     "SmolVLMProcessor": Traits("SmolVLM"),
     "LlavaOnevisionProcessor": Traits("LLaVA-OneVision"),

@@ -1,0 +1,115 @@
+"""Every model family of tiny_models/ through the hf backend, against a bare loop written
+the way the family's model card shows usage (processor.apply_chat_template with content
+dicts, processor(...), model.generate, decode, cut at the stop) under the official
+generation settings: greedy, at most 256 new tokens, a stop at "\\n\\n" or EOS.
+
+Families whose processor holds a video processor need torchvision (transformers 5 cannot
+construct those processors without it): marked ``video_processor``, they run in CI's
+second virtual environment (torch 2.14.1 + torchvision) and are skipped beside the CPU
+build of torch 2.13.0, where torchvision does not import."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from mera_multi_hf._paths import SAMPLES_DIR
+from mera_multi_hf.media import Media
+from mera_multi_hf.runner.backends import cut_at_stop
+from mera_multi_hf.runner.backends.hf import VIDEO_PROCESSOR, HFBackend
+from mera_multi_hf.runner.request import Request
+from mera_multi_hf.tiny_models import FAMILIES, family_model_path, has_torchvision, templates
+
+STOP = ("\n\n",)
+FRAMES = 2
+needs_video = pytest.mark.skipif(not has_torchvision(),
+                                 reason="torchvision does not import here (CI's second venv runs it)")
+
+
+def _param(name: str):
+    marks = [pytest.mark.video_processor, needs_video] if FAMILIES[name].needs_torchvision else []
+    return pytest.param(name, marks=marks, id=name)
+
+
+ALL = [_param(n) for n in FAMILIES]
+MEDIA = {"image": ("ruMathVQA", "png"), "audio": ("ruEnvAQA", "wav"), "video": ("ruHHH-Video", "mp4")}
+QUESTIONS = ["Что здесь? Ответь A или B.", "Вопрос: это красное? A или B", "Опиши одним словом.",
+             "Ответь одной буквой: A, B, C или D."]
+
+
+def _requests(family: str) -> list[Request]:
+    """Four requests per modality the family takes, media from the bundled samples."""
+    out = []
+    for kind in FAMILIES[family].modalities:
+        task, ext = MEDIA[kind]
+        files = sorted((SAMPLES_DIR / task / "samples").glob(f"*.{ext}"))[:4]
+        for i, (path, question) in enumerate(zip(files, QUESTIONS)):
+            prompt = f"<{kind}>\n{question}" if i % 2 == 0 else f"{question} <{kind}>"
+            out.append(Request(task=kind, split="test", id=i, prompt=prompt, stop=STOP,
+                               media=[Media(kind, f"{kind}{i}", path.read_bytes(), field=kind)],
+                               max_new_tokens=256))
+    return out
+
+
+@pytest.fixture(scope="module")
+def engines():
+    """One loaded backend per family (built and loaded once for the module)."""
+    made = {}
+
+    def get(family: str, **options) -> HFBackend:
+        key = (family, tuple(sorted(options.items())))
+        if key not in made:
+            made[key] = HFBackend(str(family_model_path(family)), batch_size=4,
+                                  max_frames=FRAMES, **options)
+            made[key].load()
+        return made[key]
+    return get
+
+
+def _card_loop(backend: HFBackend, request: Request) -> str:
+    """The model card's usage, one request at a time (the model and processor are the
+    backend's, loaded the usual way: AutoProcessor + the auto model class)."""
+    processor, model = backend.processor, backend.model
+    media = request.media[0]
+    kind, text = media.kind, request.prompt.replace(f"<{media.kind}>", "\0")
+    before, after = text.split("\0")
+    if kind == "image":
+        item, part = media.image(), [{"type": "image"}]
+    elif kind == "audio":
+        item, part = media.audio(processor.feature_extractor.sampling_rate), [{"type": "audio"}]
+    else:
+        item = media.frames(FRAMES)
+        video_processor = backend.video_input == VIDEO_PROCESSOR
+        part = [{"type": "video"}] if video_processor else [{"type": "image"}] * len(item)
+    content = ([{"type": "text", "text": before}] if before else []) + part + \
+        ([{"type": "text", "text": after}] if after else [])
+    messages = [{"role": "user", "content": content}]
+    prompt = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    if kind == "image":
+        inputs = processor(text=[prompt], images=[item], return_tensors="pt")
+    elif kind == "audio":
+        inputs = processor(text=[prompt], audio=[item], sampling_rate=16000, return_tensors="pt")
+    elif backend.video_input == VIDEO_PROCESSOR:
+        frames = np.stack([np.asarray(f) for f in item])
+        inputs = processor(text=[prompt], videos=[frames], return_tensors="pt")
+    else:
+        inputs = processor(text=[prompt], images=item, return_tensors="pt")
+    with torch.inference_mode():
+        out = model.generate(**inputs, max_new_tokens=256, do_sample=False)
+    answer = processor.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)[0]
+    return cut_at_stop(answer, STOP)
+
+
+@pytest.mark.parametrize("family", ALL)
+def test_answers_equal_the_model_card_loop_at_batch_1_and_4(family, engines):
+    backend = engines(family)
+    requests = _requests(family)
+    together = backend.generate(requests)
+    assert together == [backend.generate([r])[0] for r in requests]
+    assert together == [_card_loop(backend, r) for r in requests]
+    assert len(set(together)) > 1, together   # answers depend on the input
+    info = backend.info()
+    assert "family_note" not in info and info["family"] != "generic"
