@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Further commands register themselves: each module has add_parser(subparsers).
-COMMAND_MODULES: list[str] = ["score_cmd", "judge_cmd", "evaluate_cmd", "metrics_export"]
+COMMAND_MODULES: list[str] = ["score_cmd", "judge_cmd", "evaluate_cmd", "metrics_export", "tiny_models"]
 
 
 def evaluate_options(args) -> int:

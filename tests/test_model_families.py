@@ -113,3 +113,63 @@ def test_answers_equal_the_model_card_loop_at_batch_1_and_4(family, engines):
     assert len(set(together)) > 1, together   # answers depend on the input
     info = backend.info()
     assert "family_note" not in info and info["family"] != "generic"
+
+
+FAMILY_WORDS = re.compile(r"qwen|llava|gemma|idefics|smolvlm|internvl|phi-?4|omni", re.I)
+
+
+def test_the_backend_names_no_family_outside_the_traits_table():
+    backends = Path(__file__).resolve().parent.parent / "mera_multi_hf" / "runner" / "backends"
+    assert FAMILY_WORDS.findall((backends / "hf.py").read_text()) == []
+    assert FAMILY_WORDS.search((backends / "traits.py").read_text())   # the table itself
+
+
+def test_an_unknown_family_takes_the_generic_path_with_a_note(monkeypatch):
+    from mera_multi_hf.runner.backends import traits
+
+    monkeypatch.delitem(traits.TRAITS, "Idefics3Processor")
+    backend = HFBackend(str(family_model_path("idefics3")), batch_size=4)
+    backend.load()
+    info = backend.info()
+    assert info["family"] == "generic"
+    assert info["family_note"] == ("Idefics3Processor is not in the family traits table: "
+                                   "the generic path was used")
+    assert backend.generate(_requests("idefics3")[:1])   # and it still answers
+
+
+def test_chat_templates_follow_the_documented_turn_formats():
+    """Each template against its family's documented prompt format (model cards)."""
+    from jinja2 import Environment
+
+    def render(template, **extra):
+        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Q?"}]}]
+        env = Environment(trim_blocks=True, lstrip_blocks=True)
+        return env.from_string(template).render(messages=messages, add_generation_prompt=True, **extra)
+
+    assert render(templates.QWEN2_VL) == (
+        "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+        "<|vision_start|><|image_pad|><|vision_end|>Q?<|im_end|>\n<|im_start|>assistant\n")
+    assert render(templates.QWEN3_VL) == (
+        "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>Q?<|im_end|>\n"
+        "<|im_start|>assistant\n")
+    assert render(templates.GEMMA3, bos_token="<bos>") == (
+        "<bos><start_of_turn>user\n<start_of_image>Q?<end_of_turn>\n<start_of_turn>model\n")
+    assert render(templates.IDEFICS3) == "<|begin_of_text|>User:<image>Q?<end_of_utterance>\nAssistant:"
+    assert render(templates.LLAVA_ONEVISION) == (
+        "<|im_start|>user <image>\nQ?<|im_end|>\n<|im_start|>assistant\n")
+    assert render(templates.INTERNVL) == (
+        "<|im_start|>user\n<IMG_CONTEXT>\nQ?<|im_end|>\n<|im_start|>assistant\n")
+    assert render(templates.QWEN2_5_OMNI).startswith(
+        f"<|im_start|>system\n{templates.OMNI_SYSTEM}<|im_end|>\n<|im_start|>user\n"
+        "<|vision_bos|><|IMAGE|><|vision_eos|>Q?<|im_end|>\n")
+
+
+def test_models_command_lists_every_family(capsys):
+    from mera_multi_hf.cli import main
+
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    for name, family in FAMILIES.items():
+        line = next(row for row in out.splitlines() if row.startswith(name + " "))
+        assert ", ".join(family.modalities) in line and family.processors in line
+    assert main(["models", "--path", "no-such-family"]) == 2

@@ -67,7 +67,7 @@ FAMILIES = {f.name: f for f in (
 def unavailable(name: str) -> str | None:
     """Why family ``name`` cannot be built here, or None when it can."""
     if FAMILIES[name].needs_torchvision and not has_torchvision():
-        return "needs torchvision (its processor holds a video processor)"
+        return "needs torchvision"   # its processor holds a video processor
     return None
 
 
@@ -113,6 +113,8 @@ def build(name: str, out: Path) -> Path:
     model, processor, tok = getattr(recipes, family.recipe)(*family.args)
     model.eval()
     hidden = model.config.get_text_config().hidden_size
+    if model.generation_config.eos_token_id is None:   # as the families ship it
+        model.generation_config.eos_token_id = model.config.get_text_config().eos_token_id
     tiny_model._unit_scale_and_letters(model, tok, hidden)
     info = {"family": name, "recipe": recipe_fingerprint(name), "seed": tiny_model.SEED,
             "note": tiny_model.NOTE}
@@ -133,3 +135,23 @@ def family_rows() -> list[dict]:
                      "videos= (video processor)" if family.video_processor else "frames as images",
                      "here": unavailable(family.name) or "builds"})
     return rows
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("models", help="list the model families with a tiny offline model "
+                       "(modalities, processor classes, video path)")
+    p.add_argument("--path", metavar="FAMILY", help="build (once) and print that family's folder")
+    p.set_defaults(func=cmd_models)
+
+
+def cmd_models(args) -> int:
+    if args.path:
+        print(family_model_path(args.path))
+        return 0
+    rows = family_rows()
+    heads = {"family": "family", "modalities": "modalities", "video": "video path",
+             "processor": "processor classes", "here": "here"}
+    widths = {k: max(len(heads[k]), *(len(r[k]) for r in rows)) for k in heads}
+    for row in [heads, *rows]:
+        print("  ".join(row[k].ljust(widths[k]) for k in heads).rstrip())
+    return 0

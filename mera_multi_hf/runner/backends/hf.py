@@ -1,7 +1,7 @@
 """The ``hf`` backend: a transformers model in this process.
 
 AutoProcessor + AutoModelForImageTextToText (AutoModelForMultimodalLM for audio and
-omni models, AutoModelForCausalLM for a text-only model), the model's own chat template,
+any-to-text models, AutoModelForCausalLM for a text-only model), the model's own chat template,
 left padding, greedy decoding. The model loads on the first ``generate`` call, so a run
 whose answers are all in the sample log never loads it.
 
@@ -93,7 +93,7 @@ def _hub_commit(model: str, revision: str | None) -> str | None:
 
 def _multimodal_class(config):
     """The auto class that loads a multimodal model (images: ImageTextToText; audio and
-    omni models: MultimodalLM), or None for a language model."""
+    any-to-text models: MultimodalLM), or None for a language model."""
     import transformers
 
     auto_map = getattr(config, "auto_map", None) or {}
