@@ -173,3 +173,21 @@ def test_models_command_lists_every_family(capsys):
         line = next(row for row in out.splitlines() if row.startswith(name + " "))
         assert ", ".join(family.modalities) in line and family.processors in line
     assert main(["models", "--path", "no-such-family"]) == 2
+
+
+@pytest.mark.parametrize("family", ALL)
+def test_bfloat16_answers_equal_float32(family, engines):
+    """The families' declared dtype (bfloat16) on the CPU: the answers of these tiny
+    models are equal to float32's (the tolerance documented in the README: equal answers
+    on the tiny models; on real models bf16 may flip near-tied greedy choices)."""
+    requests = _requests(family)[:4]
+    wide, narrow = engines(family), engines(family, dtype="bfloat16")
+    assert narrow.info()["dtype"] == "bfloat16"
+    assert narrow.generate(requests) == wide.generate(requests)
+
+
+def test_device_auto_on_cpu_loads_through_accelerate_and_answers_the_same(engines):
+    spread = engines("llava", device="auto")   # device_map="auto": accelerate places it
+    assert spread.info()["device"] == "cpu"
+    requests = _requests("llava")
+    assert spread.generate(requests) == engines("llava").generate(requests)

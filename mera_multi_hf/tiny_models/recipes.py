@@ -122,7 +122,7 @@ def gemma3():
     config = t.Gemma3Config(text_config=text, vision_config=_siglip(vision_use_head=False),
                             mm_tokens_per_image=4, image_token_index=ids("<image_soft_token>"),
                             boi_token_index=ids("<start_of_image>"),
-                            eoi_token_index=ids("<end_of_image>"))
+                            eoi_token_index=ids("<end_of_image>"), tie_word_embeddings=False)
     return t.Gemma3ForConditionalGeneration(config), processor, tok
 
 
