@@ -191,3 +191,38 @@ def test_device_auto_on_cpu_loads_through_accelerate_and_answers_the_same(engine
     assert spread.info()["device"] == "cpu"
     requests = _requests("llava")
     assert spread.generate(requests) == engines("llava").generate(requests)
+
+
+class OldStopOnStrings:
+    """The backend's previous stopping criterion (per row: the decoded last new tokens
+    hold a stop string), kept here as the reference the transformers criterion must
+    match in answers."""
+
+    def __init__(self, tokenizer, stops: tuple[str, ...], prompt_length: int):
+        self.tokenizer, self.stops, self.start = tokenizer, stops, prompt_length
+        self.lookback = max(len(tokenizer.encode(s, add_special_tokens=False)) + 2 for s in stops)
+        self.done = None
+
+    def __call__(self, input_ids, scores, **kwargs):
+        self.done = self.done or [False] * input_ids.shape[0]
+        window = input_ids[:, self.start:][:, -self.lookback:]
+        for i, text in enumerate(self.tokenizer.batch_decode(window, skip_special_tokens=True)):
+            self.done[i] = self.done[i] or any(s in text for s in self.stops)
+        return torch.tensor(self.done, dtype=torch.bool)
+
+
+def test_stop_string_criteria_give_the_answers_of_the_previous_criterion(tmp_path, monkeypatch):
+    """On a random LLaVA that writes noise: the same answers, cut at the first stop."""
+    from mera_multi_hf.runner.backends import hf
+    from mera_multi_hf.tiny_model import build_random_llava
+
+    backend = HFBackend(str(build_random_llava(tmp_path / "chatty", "chatty")), batch_size=4)
+    requests = [Request(task="t", split="test", id=i, prompt=f"<image>\n{q}", max_new_tokens=40,
+                        stop=stop, media=_requests("llava")[i % 4].media)
+                for i, (q, stop) in enumerate(zip(QUESTIONS * 2, [("\n\n",), ("а",), ("о", "е"),
+                                                                  ("ст",)] * 2))]
+    new = backend.generate(requests)
+    monkeypatch.setattr(hf, "NewTokensStop", OldStopOnStrings)
+    assert backend.generate(requests) == new
+    stopped = [a for a, r in zip(new, requests) if len(a) < 30]
+    assert stopped and all(not any(s in a for s in r.stop) for a, r in zip(new, requests))
