@@ -226,3 +226,48 @@ def test_stop_string_criteria_give_the_answers_of_the_previous_criterion(tmp_pat
     assert backend.generate(requests) == new
     stopped = [a for a, r in zip(new, requests) if len(a) < 30]
     assert stopped and all(not any(s in a for s in r.stop) for a, r in zip(new, requests))
+
+
+def test_a_family_killed_mid_run_resumes_to_the_uninterrupted_answers(tmp_path):
+    """The kill-test machinery of test_runner_processes on a family other than the demo's."""
+    import signal
+    import subprocess
+    import time
+
+    from test_runner_processes import _complete_lines, _env, _evaluate, _results
+
+    model = str(family_model_path("idefics3"))
+    args = ("--model", model, "--data", "sample", "--limit", "4")
+    whole = subprocess.run(_evaluate(*args, "--batch-size", "4", "--output-dir", str(tmp_path / "a")),
+                           env=_env(), capture_output=True, text=True, timeout=300)
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    out = tmp_path / "killed"
+    proc = subprocess.Popen(_evaluate(*args, "--batch-size", "1", "--output-dir", str(out)),
+                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    shard, deadline = out / "logs" / "samples-rank0.jsonl", time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if shard.is_file() and shard.read_bytes().count(b"\n") >= 2:
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.002)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
+    logged = len(_complete_lines(out))
+    assert 2 <= logged < 4
+    done = subprocess.run(_evaluate(*args, "--batch-size", "4", "--output-dir", str(out)),
+                          env=_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"from the sample log: {logged}, generated now: {4 - logged}" in done.stdout
+    assert _results(out) == _results(tmp_path / "a")
+
+
+def test_device_auto_is_refused_under_a_multi_process_launch(tmp_path):
+    import subprocess
+
+    from test_runner_processes import _env, _two_processes
+
+    run = subprocess.run(_two_processes("--data", "sample", "--limit", "2", "--device", "auto",
+                                        "--output-dir", str(tmp_path / "out")),
+                         env=_env(), capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    assert "--device auto spreads one model over all GPUs: run it as one process" in run.stderr
