@@ -35,12 +35,13 @@ class Family:
     video_processor: bool       # has one (else videos go in as frames)
     processors: str             # the real processor classes the recipe builds
     args: tuple = ()
+    torchvision_images: bool = False   # its image processor exists only with torchvision
 
     @property
     def needs_torchvision(self) -> bool:
         # transformers 5 cannot construct a processor with a video_processor attribute
         # without torchvision, even when that processor is left out
-        return self.video_processor
+        return self.video_processor or self.torchvision_images
 
 
 IV, QWEN_IMAGE = ("image", "video"), "Qwen2VLImageProcessorPil"
@@ -61,6 +62,9 @@ FAMILIES = {f.name: f for f in (
            "InternVLProcessor: GotOcr2ImageProcessorPil, InternVLVideoProcessor"),
     Family("qwen2.5-omni", "qwen2_5_omni", ("image", "audio", "video"), True,
            f"Qwen2_5OmniProcessor: {QWEN_IMAGE}, Qwen2VLVideoProcessor, WhisperFeatureExtractor"),
+    Family("phi4-multimodal", "phi4_multimodal", ("image", "audio"), False,
+           "Phi4MultimodalProcessor: Phi4MultimodalImageProcessor, "
+           "Phi4MultimodalFeatureExtractor", torchvision_images=True),
 )}
 
 

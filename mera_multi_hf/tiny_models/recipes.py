@@ -211,3 +211,28 @@ def qwen2_5_omni():
         video_token_index=ids("<|VIDEO|>"), vision_start_token_id=ids("<|vision_bos|>"),
         audio_start_token_id=ids("<|audio_bos|>"), audio_end_token_id=ids("<|audio_eos|>"))
     return t.Qwen2_5OmniThinkerForConditionalGeneration(config), processor, tok
+
+
+def phi4_multimodal():
+    """Phi-4-multimodal: a SigLIP-style tower on 448-pixel crops and a conformer over 80
+    log-mel bins at 16 kHz."""
+    import transformers as t
+
+    media = {"image_token": "<|image|>", "audio_token": "<|audio|>"}
+    tok = tokenizer(["<|user|>", "<|assistant|>", "<|end|>", "<|system|>"], media,
+                    eos="<|endoftext|>", pad="<|pad|>")
+    processor = t.Phi4MultimodalProcessor(
+        # its processor counts 256 tokens per 448-pixel crop (fixed): the tower keeps 448
+        image_processor=t.Phi4MultimodalImageProcessor(dynamic_hd=2),
+        audio_processor=t.Phi4MultimodalFeatureExtractor(), tokenizer=tok,
+        chat_template=templates.PHI4_MULTIMODAL)
+    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                  image_size=448, crop_size=448, patch_size=14,
+                  image_token_id=processor.image_token_id)
+    audio = dict(hidden_size=32, intermediate_size=64, num_blocks=1, num_attention_heads=2,
+                 ext_pw_out_channel=32, depthwise_separable_out_channel=32, nemo_conv_channels=32,
+                 audio_token_id=processor.audio_token_id)
+    text = _text(tok, eos_token_id=[tok.eos_token_id, tok.convert_tokens_to_ids("<|end|>")])
+    text.pop("model_type", None)
+    config = t.Phi4MultimodalConfig(**text, vision_config=vision, audio_config=audio)
+    return t.Phi4MultimodalForCausalLM(config), processor, tok

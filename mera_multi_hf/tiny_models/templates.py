@@ -57,3 +57,8 @@ IDEFICS3 = (
     "<|begin_of_text|>{% for m in messages %}{{ m['role'] | capitalize }}:"
     + _parts("<image>") + "<end_of_utterance>{{ '\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}Assistant:{% endif %}")
+
+# Phi-4-multimodal: <|user|><|image|>text<|end|><|assistant|> (transformers' native format)
+PHI4_MULTIMODAL = (
+    "{% for m in messages %}<|{{ m['role'] }}|>" + _parts("<|image|>", "", "<|audio|>") +
+    "<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}")

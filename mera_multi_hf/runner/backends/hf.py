@@ -133,11 +133,12 @@ def _video_path(processor, text_only: bool, takes_videos: bool = True) -> str | 
     return None
 
 
-def _unsupported(processor, kind: str, video_input: str | None) -> str | None:
+def _unsupported(processor, kind: str, video_input: str | None,
+                 audio_attribute: str = "feature_extractor") -> str | None:
     """Why ``processor`` cannot take a ``kind`` input, or None when it can."""
     if kind == "image" and getattr(processor, "image_processor", None) is None:
         return "its processor has no image processor"
-    if kind == "audio" and getattr(processor, "feature_extractor", None) is None:
+    if kind == "audio" and getattr(processor, audio_attribute, None) is None:
         return "its processor has no audio feature extractor"
     if kind == "video" and video_input is None:
         return "its processor has neither a video nor an image processor"
@@ -235,6 +236,9 @@ class HFBackend(Backend):
         self.tokenizer.padding_side = self.traits.padding_side
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
+        if not self.text_only and not getattr(self.processor, "chat_template", None):
+            # some processors leave the saved template on their tokenizer only
+            self.processor.chat_template = getattr(self.tokenizer, "chat_template", None)
         has_template = bool(getattr(self.processor, "chat_template", None)
                             or getattr(self.tokenizer, "chat_template", None))
         if self.prompt_mode == "chat" and not has_template:
@@ -343,7 +347,8 @@ class HFBackend(Backend):
         the feature extractor's rate) or ("video", [frames])."""
         out = []
         for media in request.all_media():
-            missing = _unsupported(self.processor, media.kind, self.video_input)
+            missing = _unsupported(self.processor, media.kind, self.video_input,
+                                   self.traits.audio_attribute)
             if missing:
                 raise MeraError(f"{request.task} id={request.id}: {self.model_id} takes no "
                                 f"{media.kind} input ({missing}); choose a model that does, or "
@@ -387,7 +392,8 @@ class HFBackend(Backend):
         return kwargs
 
     def _sampling_rate(self) -> int:
-        return self.traits.sampling_rate or self.processor.feature_extractor.sampling_rate
+        return self.traits.sampling_rate or \
+            getattr(self.processor, self.traits.audio_attribute).sampling_rate
 
     def generate(self, requests: list[Request]) -> list[str]:
         if not requests:

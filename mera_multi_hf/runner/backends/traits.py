@@ -6,6 +6,7 @@ with a one-line note (``info()["family"]``).
 Fields:
 - ``audio_keyword``: the processor argument that takes audio (transformers 5 names it
   ``audio`` for every family verified; older remote-code processors use ``audios``);
+- ``audio_attribute``: the processor attribute holding the audio feature extractor;
 - ``takes_videos``: videos go to the processor's ``videos=`` when it has a video
   processor; False sends them as frames (pictures) even then;
 - ``sampling_rate``: the audio rate, where the feature extractor's own is not the one
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 class Traits:
     family: str
     audio_keyword: str = "audio"
+    audio_attribute: str = "feature_extractor"
     takes_videos: bool = True
     sampling_rate: int | None = None
     nested_images: bool = False
@@ -51,6 +53,7 @@ TRAITS = {
     # the thinker answers in text; audio inside videos is not used (MERA's videos are
     # asked about their pictures, and the audio tasks give audio apart)
     "Qwen2_5OmniProcessor": Traits("Qwen2.5-Omni", processor_kwargs={"use_audio_in_video": False}),
+    "Phi4MultimodalProcessor": Traits("Phi-4-multimodal", audio_attribute="audio_processor"),
 }
 
 
