@@ -248,6 +248,10 @@ def test_a_family_killed_mid_run_resumes_to_the_uninterrupted_answers(tmp_path):
     args = ("--model", model, "--data", "sample", "--limit", "4")
     run_evaluation(model=model, data="sample", limit=4, batch_size=4, output_dir=tmp_path / "a",
                    no_progress=True)
+    import json
+
+    recorded = json.loads((tmp_path / "a" / "results.json").read_text())["run"]["backend_options"]
+    assert recorded["family"] == "Idefics3" and "family_note" not in recorded
     out = tmp_path / "killed"
     proc = subprocess.Popen(_evaluate(*args, "--batch-size", "1", "--output-dir", str(out)),
                             env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
