@@ -118,7 +118,7 @@ def no_abbreviations(parser: argparse.ArgumentParser) -> None:
 
 # Further commands register themselves: each module has add_parser(subparsers).
 COMMAND_MODULES: list[str] = ["score_cmd", "judge_cmd", "evaluate_cmd", "metrics_export",
-                               "compare", "leaderboard", "view_cmd"]
+                               "compare", "leaderboard", "view_cmd", "tiny_models"]
 
 
 # OSErrors of a write that the user can act on (space, permissions, read-only folders).

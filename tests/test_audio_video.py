@@ -22,7 +22,8 @@ from mera_multi_hf.errors import MeraError
 from mera_multi_hf.media import Media, frame_indices, sample_frames
 from mera_multi_hf.prompts import render_prompt
 from mera_multi_hf.raw import RawDataset
-from mera_multi_hf.runner.backends.hf import FRAMES_AS_IMAGES, HFBackend
+from mera_multi_hf.runner.backends import make_backend
+from mera_multi_hf.runner.backends.hf import FRAMES_AS_IMAGES
 from mera_multi_hf.runner.backends.openai import OpenAIBackend
 from mera_multi_hf.runner.request import Request
 from mera_multi_hf.runner.serve import make_server
@@ -135,9 +136,9 @@ def test_frames_spread_evenly_and_bounded():
 
 @pytest.fixture(scope="module")
 def tiny():
-    backend = HFBackend(None, batch_size=4, max_frames=3)
+    backend = make_backend("hf", None, batch_size=4, max_frames=3)
     backend.load()
-    backend.audio_part.load()
+    backend.audio.load()
     return backend
 
 
@@ -147,7 +148,7 @@ def _req(prompt: str, kind: str, data: bytes, rid: int = 1) -> Request:
 
 
 def test_audio_reaches_the_processor_at_its_rate_where_the_placeholder_stands(tiny):
-    audio = tiny.audio_part
+    audio = tiny.audio
     assert audio.model_id == TINY_AUDIO_MODEL_ID and tiny.settings()["audio_model"]
     request = _req("Слушай <audio> и ответь: A или B?", "audio",
                    clip("tone", 500, seconds=0.4, rate=22_050, channels=2).data)
@@ -161,6 +162,7 @@ def test_audio_reaches_the_processor_at_its_rate_where_the_placeholder_stands(ti
 
 
 def test_video_frames_go_in_as_pictures_on_an_image_model(tiny):
+    tiny = tiny.main   # the demo's image model
     assert tiny.video_input == FRAMES_AS_IMAGES and tiny.info()["video_input"] == FRAMES_AS_IMAGES
     long_video = _req("Видео: <video>\nЧто там?", "video", _colour_video(40))
     short_video = _req("<video> Что там?", "video", _colour_video(2), rid=2)

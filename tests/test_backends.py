@@ -18,7 +18,7 @@ from PIL import Image
 from mera_multi_hf.limits import Limits
 from mera_multi_hf.errors import MeraError
 from mera_multi_hf.runner import run_evaluation
-from mera_multi_hf.runner.backends import Backend, cut_at_stop, make_backend
+from mera_multi_hf.runner.backends import Backend, RoutingBackend, cut_at_stop, make_backend
 from mera_multi_hf.runner.backends.hf import HFBackend
 from mera_multi_hf.runner.backends.openai import OpenAIBackend
 from mera_multi_hf.media import Media, limit_pixels
@@ -233,7 +233,10 @@ def test_stop_settings_and_the_backend_factory():
     assert cut_at_stop("xx END yy\n\n", ("\n\n", "END")) == "xx "
     assert cut_at_stop("no stop", ("\n\n",)) == "no stop"
     hf = make_backend("hf", None, batch_size=2, base_url="ignored", concurrency=3)
-    assert isinstance(hf, Backend) and isinstance(hf, HFBackend) and hf.batch_size == 2
+    # the demo: a routing backend over two plain backends, each serving one model
+    assert isinstance(hf, Backend) and isinstance(hf, RoutingBackend) and hf.batch_size == 2
+    assert isinstance(hf.main, HFBackend) and isinstance(hf.audio, HFBackend)
+    assert hf.main.model_id != hf.audio.model_id and "audio_model" in hf.settings()
     assert hf.settings()["stop"] == ["\n\n"]
     api = make_backend("openai", "m", base_url="http://127.0.0.1:1/v1", stop=["###"], dtype="auto")
     assert isinstance(api, Backend) and api.settings()["stop"] == ["###"]

@@ -20,7 +20,7 @@ STAGES = [
     ("examples", {"examples"}),
     ("requests", {"runner.request", "runner.chat", "runner.dialogue"}),
     ("generations", {"runner.backends", "runner.backends.hf", "runner.backends.openai",
-                     "tiny_model", "runner.serve", "predictions"}),
+                     "tiny_model", "tiny_models", "runner.serve", "predictions"}),
     ("log", {"runner.samplelog", "runner.generate"}),
     ("scores", {"scoring", "judge", "uncertainty", "diagnostics"}),
     ("reports and submission", {"reports", "charts", "submission", "results_html"}),

@@ -289,15 +289,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .backends.hf import HFBackend
+    from .backends import make_backend
 
     args = _parser().parse_args(argv)
     if args.read_timeout <= 0 or args.workers < 1 or args.max_tokens_limit < 1:
         print("serve: error: --read-timeout, --workers and --max-tokens-limit must be positive")
         return 2
     try:
-        backend = HFBackend(args.model, dtype=args.dtype, device=args.device,
-                            max_pixels=args.max_pixels, trust_remote_code=args.trust_remote_code)
+        backend = make_backend("hf", args.model, dtype=args.dtype, device=args.device,
+                               max_pixels=args.max_pixels,
+                               trust_remote_code=args.trust_remote_code)
         backend.load()
     except MeraError as err:
         print(f"serve: error: {err}")

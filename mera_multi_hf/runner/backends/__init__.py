@@ -91,7 +91,50 @@ def make_backend(kind: str, model: str | None, **options) -> Backend:
     unknown = set(options) - known
     if unknown:
         raise TypeError(f"make_backend: unknown option(s) {', '.join(sorted(unknown))}")
-    return cls(model, **{k: v for k, v in options.items() if k in taken})
+    mine = {k: v for k, v in options.items() if k in taken}
+    if kind == "hf" and model in (None, "tiny"):  # the demo: two built-in models
+        from ...tiny_model import TINY_AUDIO_MODEL_ID, TINY_MODEL_ID
+
+        mine.pop("revision", None)
+        return RoutingBackend(cls(TINY_MODEL_ID, **mine), cls(TINY_AUDIO_MODEL_ID, **mine))
+    return cls(model, **mine)
+
+
+class RoutingBackend:
+    """Two plain backends behind one: requests with audio go to ``audio``, the rest to
+    ``main`` (the demo's tiny LLaVA and tiny Qwen2-Audio). It records as ``main`` does,
+    with the audio model named in its settings and info."""
+
+    def __init__(self, main: Backend, audio: Backend):
+        self.main, self.audio = main, audio
+        self.name, self.model_id, self.revision = main.name, main.model_id, main.revision
+        self.batch_size = main.batch_size
+
+    def settings(self) -> dict:
+        return {**self.main.settings(), "audio_model": f"{self.audio.model_id}@{self.audio.revision}"}
+
+    def info(self) -> dict:
+        info = self.main.info()
+        if getattr(self.audio, "model", None) is not None:
+            info["audio_model"] = self.audio.info()
+        return info
+
+    def load(self) -> None:
+        self.main.load()
+
+    def generate(self, requests: list[Request]) -> list[str]:
+        heard = {i for i, r in enumerate(requests) if any(m.kind == "audio" for m in r.all_media())}
+        out = [""] * len(requests)
+        for engine, rows in ((self.audio, sorted(heard)),
+                             (self.main, [i for i in range(len(requests)) if i not in heard])):
+            if rows:
+                for i, text in zip(rows, engine.generate([requests[i] for i in rows])):
+                    out[i] = text
+        return out
+
+    def close(self) -> None:
+        self.main.close()
+        self.audio.close()
 
 
 def check_stop(stop) -> tuple[str, ...]:

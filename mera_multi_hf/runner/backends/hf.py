@@ -1,7 +1,7 @@
 """The ``hf`` backend: a transformers model in this process.
 
 AutoProcessor + AutoModelForImageTextToText (AutoModelForMultimodalLM for audio and
-omni models, AutoModelForCausalLM for a text-only model), the model's own chat template,
+any-to-text models, AutoModelForCausalLM for a text-only model), the model's own chat template,
 left padding, greedy decoding. The model loads on the first ``generate`` call, so a run
 whose answers are all in the sample log never loads it.
 
@@ -11,14 +11,16 @@ extractor's ``sampling_rate``) to the processor's ``audio``; videos (PyAV, decod
 streaming, ``max_frames`` frames spread evenly) to the processor's ``videos`` where it
 has a video processor (transformers' video processors need torchvision), else as that
 many pictures in place of the placeholder. ``info()["video_input"]`` records which.
-With no model named, image and video requests go to the built-in tiny LLaVA and audio
-requests to the built-in tiny Qwen2-Audio (both random: plumbing checks).
+What differs between model families (the audio keyword, ``videos=``, sampling rate,
+padding side, extra keys) is data in :mod:`.traits`, keyed by processor class; this
+module names no family. The demo's two built-in models are composed by ``make_backend``
+(:class:`~mera_multi_hf.runner.backends.RoutingBackend`): one backend serves one model.
 
 Generation follows the official harness (``hf_vlms.py`` ``generate_until``): at most
 ``max_new_tokens``, a stop at the first stop string or EOS, the decoded text cut at the
-first stop string. Each row stops on its own (a stopping criterion that answers per
-row), and the batch ends when every row has stopped. A long prompt never stops a run:
-as the harness does, the tokenized prompt keeps its last ``max_length - max_new_tokens``
+first stop string. Each row stops on its own (transformers' ``StopStringCriteria``
+over the new tokens only, as the harness looks at the answer alone), and the batch ends
+when every row has stopped. A long prompt never stops a run: as the harness does, the tokenized prompt keeps its last ``max_length - max_new_tokens``
 tokens (``max_length`` derived as the harness's ``huggingface.py``; see
 :func:`context_length`), the media tensors as they are. A row whose cut removed media
 tokens cannot run (the model would refuse the mismatch) and answers "". Each cut is
@@ -37,6 +39,7 @@ from ...prompts import MEDIA_SLOT, plain_prompt
 from ...provenance import folder_fingerprint
 from ...tiny_model import (TINY_AUDIO_MODEL_ID, TINY_MODEL_ID, is_tiny_model,
                            tiny_audio_model_path, tiny_model_path, tiny_model_revision)
+from .traits import GENERIC, traits_for
 from ..chat import chat_messages, plain_dialogue
 from ..request import Request
 from . import Backend, check_stop, cut_at_stop
@@ -92,7 +95,7 @@ def _hub_commit(model: str, revision: str | None) -> str | None:
 
 def _multimodal_class(config):
     """The auto class that loads a multimodal model (images: ImageTextToText; audio and
-    omni models: MultimodalLM), or None for a language model."""
+    any-to-text models: MultimodalLM), or None for a language model."""
     import transformers
 
     auto_map = getattr(config, "auto_map", None) or {}
@@ -123,23 +126,24 @@ FRAMES_AS_IMAGES = "frames as images"
 VIDEO_PROCESSOR = "video processor"
 
 
-def _video_path(processor, text_only: bool) -> str | None:
+def _video_path(processor, text_only: bool, takes_videos: bool = True) -> str | None:
     """How videos reach the model: the processor's own video input where it has one
     (transformers' video processors need torchvision), else its frames as pictures."""
     if text_only:
         return None
-    if getattr(processor, "video_processor", None) is not None:
+    if takes_videos and getattr(processor, "video_processor", None) is not None:
         return VIDEO_PROCESSOR
     if getattr(processor, "image_processor", None) is not None:
         return FRAMES_AS_IMAGES
     return None
 
 
-def _unsupported(processor, kind: str, video_input: str | None) -> str | None:
+def _unsupported(processor, kind: str, video_input: str | None,
+                 audio_attribute: str = "feature_extractor") -> str | None:
     """Why ``processor`` cannot take a ``kind`` input, or None when it can."""
     if kind == "image" and getattr(processor, "image_processor", None) is None:
         return "its processor has no image processor"
-    if kind == "audio" and getattr(processor, "feature_extractor", None) is None:
+    if kind == "audio" and getattr(processor, audio_attribute, None) is None:
         return "its processor has no audio feature extractor"
     if kind == "video" and video_input is None:
         return "its processor has neither a video nor an image processor"
@@ -158,29 +162,18 @@ def _videos_as_pictures(messages: list[dict], frames) -> list[dict]:
     return out
 
 
-class StopOnStrings:
-    """A stopping criterion that answers per row (transformers >= 4.39 takes a bool
-    tensor): a row is done once its last new tokens, decoded, hold one of its stop
-    strings. As the harness's ``MultiTokenEOSCriteria`` it looks back over the stop
-    string's own token count + 2 new tokens (a model may write "\\n\\n" as two tokens)."""
+class NewTokensStop:
+    """transformers' ``StopStringCriteria`` over the new tokens only: as the harness's
+    ``MultiTokenEOSCriteria``, a stop string is looked for in the answer, never across
+    the prompt's end (a chat prompt ending in "\\n" must not stop at a first "\\n")."""
 
-    def __init__(self, tokenizer, stops: list[tuple[str, ...]], prompt_length: int):
-        self.tokenizer, self.stops, self.start = tokenizer, stops, prompt_length
-        every = {s for row in stops for s in row}
-        self.lookback = max((len(tokenizer.encode(s, add_special_tokens=False)) + 2
-                             for s in every), default=0)
-        self.done = [not row for row in stops]
+    def __init__(self, tokenizer, stops: tuple[str, ...], prompt_length: int):
+        from transformers import StopStringCriteria
+
+        self.criteria, self.start = StopStringCriteria(tokenizer, list(stops)), prompt_length
 
     def __call__(self, input_ids, scores, **kwargs):
-        import torch
-
-        rows = [i for i, done in enumerate(self.done) if not done]
-        if rows:
-            window = input_ids[rows, self.start:][:, -self.lookback:]
-            texts = self.tokenizer.batch_decode(window, skip_special_tokens=True)
-            for i, text in zip(rows, texts):
-                self.done[i] = any(s in text for s in self.stops[i])
-        return torch.tensor(self.done, dtype=torch.bool, device=input_ids.device)
+        return self.criteria(input_ids[:, self.start:], scores, **kwargs)
 
 
 class HFBackend(Backend):
@@ -204,10 +197,7 @@ class HFBackend(Backend):
         self.max_frames = max_frames or DEFAULT_MAX_FRAMES
         if self.max_frames < 1:
             raise MeraError(f"--max-frames must be at least 1 (got {max_frames})")
-        # the built-in tiny models (no --model): audio requests go to the tiny Qwen2-Audio
-        self.audio_part = HFBackend(TINY_AUDIO_MODEL_ID, dtype=dtype, device=device,
-                                    prompt_mode=prompt_mode, batch_size=batch_size,
-                                    stop=stop) if model in (None, "tiny") else None
+        self.traits, self.family_note = GENERIC, None   # known once the processor loads
         self.video_input: str | None = None   # how videos reach the model (see _video_path)
         self.model = None
         self.max_length: int | None = None
@@ -216,22 +206,19 @@ class HFBackend(Backend):
 
     # what identifies the generations (hashed into every request) and what results record
     def settings(self) -> dict:
-        settings = {"backend": self.name, "dtype": self.dtype, "prompt_mode": self.prompt_mode,
-                    "max_pixels": self.max_pixels, "max_frames": self.max_frames,
-                    "do_sample": False, "num_beams": 1, "stop": list(self.stop)}
-        if self.audio_part is not None:
-            settings["audio_model"] = f"{self.audio_part.model_id}@{self.audio_part.revision}"
-        return settings
+        return {"backend": self.name, "dtype": self.dtype, "prompt_mode": self.prompt_mode,
+                "max_pixels": self.max_pixels, "max_frames": self.max_frames,
+                "do_sample": False, "num_beams": 1, "stop": list(self.stop)}
 
     def info(self) -> dict:
         info = {"model": self.model_id, "revision": self.revision, "backend": self.name,
                 "dtype": self.dtype, "prompt_mode": self.prompt_mode, "max_pixels": self.max_pixels,
                 "trust_remote_code": self.trust_remote_code, "stop": list(self.stop),
                 "max_frames": self.max_frames, "video_input": self.video_input}
-        if self.audio_part is not None and self.audio_part.model is not None:
-            info["audio_model"] = self.audio_part.info()
         if self.model is not None:
-            info.update(dtype=str(self.model.dtype).replace("torch.", ""),
+            if self.family_note:
+                info["family_note"] = self.family_note
+            info.update(family=self.traits.family, dtype=str(self.model.dtype).replace("torch.", ""),
                         prompt_mode=self.resolved_mode, device=str(self.device),
                         model_class=type(self.model).__name__, text_only=self.text_only,
                         context_length=self.max_length, prompts_cut_here=list(self.truncated))
@@ -249,9 +236,14 @@ class HFBackend(Backend):
         self.model.eval()
         self.device = self.model.device
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
-        self.tokenizer.padding_side = "left"  # generation continues at the right edge
+        if not self.text_only:
+            self.traits, self.family_note = traits_for(self.processor)
+        self.tokenizer.padding_side = self.traits.padding_side
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
+        if not self.text_only and not getattr(self.processor, "chat_template", None):
+            # some processors leave the saved template on their tokenizer only
+            self.processor.chat_template = getattr(self.tokenizer, "chat_template", None)
         has_template = bool(getattr(self.processor, "chat_template", None)
                             or getattr(self.tokenizer, "chat_template", None))
         if self.prompt_mode == "chat" and not has_template:
@@ -259,12 +251,13 @@ class HFBackend(Backend):
         self.resolved_mode = self.prompt_mode if self.prompt_mode != "auto" else \
             ("chat" if has_template else "plain")
         self.media_token = None if self.text_only else getattr(self.processor, "image_token", None)
-        self.video_input = _video_path(self.processor, self.text_only)
+        self.video_input = _video_path(self.processor, self.text_only, self.traits.takes_videos)
         self.max_length = context_length(self.model, self.tokenizer)
         gen = copy.deepcopy(self.model.generation_config)
         gen.do_sample, gen.num_beams = False, 1
         gen.temperature = gen.top_p = gen.top_k = None  # unused when greedy: silence warnings
         gen.pad_token_id = self.tokenizer.pad_token_id
+        gen.update(**self.traits.generation)
         self.generation_config = gen
 
     def _load_model(self, device: str) -> None:
@@ -334,7 +327,8 @@ class HFBackend(Backend):
 
     def encode(self, requests: list[Request]):
         """The model inputs for one batch (on the model's device)."""
-        kwargs = {"padding": True, "padding_side": "left", "return_tensors": "pt"}
+        kwargs = {"padding": True, "padding_side": self.traits.padding_side,
+                  "return_tensors": "pt", **self.traits.processor_kwargs}
         if self.text_only:
             texts = [self.render(r) for r in requests]
             if any(r.all_media() for r in requests) and not self._warned:
@@ -345,7 +339,7 @@ class HFBackend(Backend):
             decoded = [self._decode(r) for r in requests]
             texts = [self.render(r, [len(v) for kind, v in items if kind == "video"])
                      for r, items in zip(requests, decoded)]
-            kwargs.update(self._media_kwargs([item for items in decoded for item in items]))
+            kwargs.update(self._media_kwargs(decoded))
         # left padding: every prompt ends at the right edge, where generation continues
         processor = self.tokenizer if self.text_only else self.processor
         batch = processor(text=texts, **kwargs)
@@ -358,7 +352,8 @@ class HFBackend(Backend):
         the feature extractor's rate) or ("video", [frames])."""
         out = []
         for media in request.all_media():
-            missing = _unsupported(self.processor, media.kind, self.video_input)
+            missing = _unsupported(self.processor, media.kind, self.video_input,
+                                   self.traits.audio_attribute)
             if missing:
                 raise MeraError(f"{request.task} id={request.id}: {self.model_id} takes no "
                                 f"{media.kind} input ({missing}); choose a model that does, or "
@@ -367,61 +362,54 @@ class HFBackend(Backend):
                 if media.kind == "image":
                     out.append(("image", media.image(self.max_pixels)))
                 elif media.kind == "audio":
-                    rate = self.processor.feature_extractor.sampling_rate
-                    out.append(("audio", media.audio(rate)))
+                    out.append(("audio", media.audio(self._sampling_rate())))
                 else:
                     out.append(("video", media.frames(self.max_frames, self.max_pixels)))
             except MeraError as err:
                 raise MeraError(f"{request.task} id={request.id}: {err}") from None
         return out
 
-    def _media_kwargs(self, items: list[tuple[str, object]]) -> dict:
-        """The processor's media arguments, each list in placeholder order."""
+    def _media_kwargs(self, decoded: list[list[tuple[str, object]]]) -> dict:
+        """The processor's media arguments, each list in placeholder order (pictures one
+        list per prompt where the family's processor wants them so)."""
         import numpy as np
 
         images, videos, audio = [], [], []
-        for kind, value in items:
-            if kind == "image":
-                images.append(value)
-            elif kind == "audio":
-                audio.append(value)
-            elif self.video_input == FRAMES_AS_IMAGES:
-                images += value
-            else:
-                videos.append(np.stack([np.asarray(f) for f in value]))
+        for items in decoded:
+            images.append([])
+            for kind, value in items:
+                if kind == "image":
+                    images[-1].append(value)
+                elif kind == "audio":
+                    audio.append(value)
+                elif self.video_input == FRAMES_AS_IMAGES:
+                    images[-1] += value
+                else:
+                    videos.append(np.stack([np.asarray(f) for f in value]))
         kwargs = {}
-        if images:
-            kwargs["images"] = images
+        if any(images):
+            kwargs["images"] = images if self.traits.nested_images else sum(images, [])
         if videos:
             kwargs["videos"] = videos
         if audio:
-            kwargs["audio"] = audio
-            kwargs["sampling_rate"] = self.processor.feature_extractor.sampling_rate
+            kwargs[self.traits.audio_keyword] = audio
+            kwargs["sampling_rate"] = self._sampling_rate()
         return kwargs
+
+    def _sampling_rate(self) -> int:
+        return self.traits.sampling_rate or \
+            getattr(self.processor, self.traits.audio_attribute).sampling_rate
 
     def generate(self, requests: list[Request]) -> list[str]:
         if not requests:
             return []
-        heard = [i for i, r in enumerate(requests) if any(m.kind == "audio" for m in r.all_media())]
-        if self.audio_part is not None and heard:  # the built-in tiny models: audio apart
-            out = [""] * len(requests)
-            rest = [i for i in range(len(requests)) if i not in set(heard)]
-            for rows, engine in ((heard, self.audio_part), (rest, self)):
-                texts = engine._generate_rows([requests[i] for i in rows]) if rows else []
-                for i, text in zip(rows, texts):
-                    out[i] = text
-            return out
-        return self._generate_rows(requests)
-
-    def _generate_rows(self, requests: list[Request]) -> list[str]:
-        if not requests:
-            return []
         self.load()
-        limits = sorted({r.max_new_tokens for r in requests})
+        # rows with another token limit or stop run apart: no row depends on its batch
+        keys = [(r.max_new_tokens, tuple(r.stop)) for r in requests]
         out: list[str] = [""] * len(requests)
-        # rows with another token limit run apart, so that no row depends on its batch
-        for limit in limits:
-            rows = [i for i, r in enumerate(requests) if r.max_new_tokens == limit]
+        for key in sorted(set(keys)):
+            rows = [i for i, k in enumerate(keys) if k == key]
+            limit = key[0]
             part = [requests[i] for i in rows]
             inputs, lost = self._truncate(part, self.encode(part), limit)
             if lost:  # rows cut into their media answer "", the others run without them
@@ -476,13 +464,13 @@ class HFBackend(Backend):
         config = copy.copy(self.generation_config)
         config.max_new_tokens = max_new_tokens
         start = inputs["input_ids"].shape[1]
-        stopping = StopOnStrings(self.tokenizer, [tuple(r.stop) for r in requests], start)
+        stops = tuple(requests[0].stop)   # one stop tuple per call (see generate)
+        stopping = StoppingCriteriaList([NewTokensStop(self.tokenizer, stops, start)] if stops else [])
         with torch.inference_mode():
             out = self.model.generate(**inputs, generation_config=config,
-                                      stopping_criteria=StoppingCriteriaList([stopping]))
+                                      stopping_criteria=stopping)
         texts = self.tokenizer.batch_decode(out[:, start:], skip_special_tokens=True)
         return [cut_at_stop(text, r.stop) for text, r in zip(texts, requests)]
 
     def close(self) -> None:
-        if self.audio_part is not None:
-            self.audio_part.close()
+        pass

@@ -1,0 +1,161 @@
+"""Tiny random models of the model families users evaluate, built offline.
+
+Each family's recipe (:mod:`.recipes`) makes a small config of the family's real model
+class, its real processor classes and a chat template written from the family's
+documented prompt format (:mod:`.templates`). Weights are random: **answers are noise**;
+the models exist to run each family's real processor and generation path in tests.
+
+A model is built at first use into ``<cache_root>/models/tiny-<family>-<fingerprint>``
+(a few hundred KB), the fingerprint hashing the recipe code, the library versions and
+whether torchvision imports (which decides whether the family's video processor exists).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import MeraError
+
+
+@functools.cache
+def has_torchvision() -> bool:
+    try:
+        import torchvision  # noqa: F401
+    except Exception:  # noqa: BLE001 (an ImportError, or a torch/torchvision mismatch)
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    recipe: str                 # function name in .recipes ("" for the two older models)
+    modalities: tuple[str, ...]
+    video_processor: bool       # has one (else videos go in as frames)
+    processors: str             # the real processor classes the recipe builds
+    args: tuple = ()
+    torchvision_images: bool = False   # its image processor exists only with torchvision
+
+    @property
+    def needs_torchvision(self) -> bool:
+        # transformers 5 cannot construct a processor with a video_processor attribute
+        # without torchvision, even when that processor is left out
+        return self.video_processor or self.torchvision_images
+
+
+IV, QWEN_IMAGE = ("image", "video"), "Qwen2VLImageProcessorPil"
+FAMILIES = {f.name: f for f in (
+    Family("llava", "", IV, False, "LlavaProcessor: CLIPImageProcessorPil"),
+    Family("qwen2-audio", "", ("audio",), False, "Qwen2AudioProcessor: WhisperFeatureExtractor"),
+    Family("qwen2-vl", "qwen2_vl", IV, True,
+           f"Qwen2VLProcessor: {QWEN_IMAGE}, Qwen2VLVideoProcessor", ("2",)),
+    Family("qwen2.5-vl", "qwen2_vl", IV, True,
+           f"Qwen2_5_VLProcessor: {QWEN_IMAGE}, Qwen2VLVideoProcessor", ("2.5",)),
+    Family("qwen3-vl", "qwen3_vl", IV, True,
+           f"Qwen3VLProcessor: {QWEN_IMAGE}, Qwen3VLVideoProcessor"),
+    Family("gemma3", "gemma3", IV, False, "Gemma3Processor: Gemma3ImageProcessorPil"),
+    Family("idefics3", "idefics3", IV, False, "Idefics3Processor: Idefics3ImageProcessorPil"),
+    Family("llava-onevision", "llava_onevision", IV, True, "LlavaOnevisionProcessor: "
+           "LlavaOnevisionImageProcessorPil, LlavaOnevisionVideoProcessor"),
+    Family("internvl", "internvl", IV, True,
+           "InternVLProcessor: GotOcr2ImageProcessorPil, InternVLVideoProcessor"),
+    Family("qwen2.5-omni", "qwen2_5_omni", ("image", "audio", "video"), True,
+           f"Qwen2_5OmniProcessor: {QWEN_IMAGE}, Qwen2VLVideoProcessor, WhisperFeatureExtractor"),
+    Family("phi4-multimodal", "phi4_multimodal", ("image", "audio"), False,
+           "Phi4MultimodalProcessor: Phi4MultimodalImageProcessor, "
+           "Phi4MultimodalFeatureExtractor", torchvision_images=True),
+)}
+
+
+def unavailable(name: str) -> str | None:
+    """Why family ``name`` cannot be built here, or None when it can."""
+    if FAMILIES[name].needs_torchvision and not has_torchvision():
+        return "needs torchvision"   # its processor holds a video processor
+    return None
+
+
+def family_model_path(name: str) -> Path:
+    """The folder of family ``name``'s tiny model, built on first use."""
+    from .. import tiny_model
+
+    if name not in FAMILIES:
+        raise MeraError(f"unknown model family {name!r}; choose one of {', '.join(FAMILIES)}")
+    if name == "llava":
+        return tiny_model.tiny_model_path()
+    if name == "qwen2-audio":
+        return tiny_model.tiny_audio_model_path()
+    reason = unavailable(name)
+    if reason:
+        raise MeraError(f"cannot build the tiny {name} model here: it {reason}")
+    return tiny_model._built(f"tiny-{name}-{recipe_fingerprint(name)}", lambda out: build(name, out))
+
+
+def recipe_fingerprint(name: str) -> str:
+    """A hash of what decides the built model: the recipe code and the library versions."""
+    import tokenizers
+    import torch
+    import transformers
+
+    from ..provenance import folder_fingerprint
+
+    salt = (f"{name}|{transformers.__version__}|{tokenizers.__version__}|{torch.__version__}"
+            f"|torchvision={has_torchvision()}")
+    return folder_fingerprint(Path(__file__).parent, read=(".py",), salt=salt, length=12)
+
+
+def build(name: str, out: Path) -> Path:
+    """Build family ``name`` into ``out`` (offline, seeded): letters-and-stop weights as
+    the tiny LLaVA's, so the answers are short and depend on the input."""
+    import torch
+
+    from .. import tiny_model
+    from . import recipes
+
+    family = FAMILIES[name]
+    torch.manual_seed(tiny_model.SEED)
+    model, processor, tok = getattr(recipes, family.recipe)(*family.args)
+    model.eval()
+    hidden = model.config.get_text_config().hidden_size
+    if model.generation_config.eos_token_id is None:   # as the families ship it
+        model.generation_config.eos_token_id = model.config.get_text_config().eos_token_id
+    tiny_model._unit_scale_and_letters(model, tok, hidden)
+    info = {"family": name, "recipe": recipe_fingerprint(name), "seed": tiny_model.SEED,
+            "note": tiny_model.NOTE}
+    card = (f"# tiny random {name} (random weights: a plumbing check)\n\nBuilt offline by "
+            f"mera-multi-hf: {type(model).__name__}, {type(processor).__name__}. "
+            f"**Its answers are noise.**\n")
+    return tiny_model._save(model, processor, out, card, info)
+
+
+def family_rows() -> list[dict]:
+    """One row per family for ``mera-multi models``: name, modalities, processor classes,
+    video path, and whether it builds here."""
+    rows = []
+    for family in FAMILIES.values():
+        rows.append({"family": family.name, "modalities": ", ".join(family.modalities),
+                     "processor": family.processors,
+                     "video": "" if "video" not in family.modalities else
+                     "videos= (video processor)" if family.video_processor else "frames as images",
+                     "here": unavailable(family.name) or "builds"})
+    return rows
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("models", help="list the model families with a tiny offline model "
+                       "(modalities, processor classes, video path)")
+    p.add_argument("--path", metavar="FAMILY", help="build (once) and print that family's folder")
+    p.set_defaults(func=cmd_models)
+
+
+def cmd_models(args) -> int:
+    if args.path:
+        print(family_model_path(args.path))
+        return 0
+    rows = family_rows()
+    heads = {"family": "family", "modalities": "modalities", "video": "video path",
+             "processor": "processor classes", "here": "here"}
+    widths = {k: max(len(heads[k]), *(len(r[k]) for r in rows)) for k in heads}
+    for row in [heads, *rows]:
+        print("  ".join(row[k].ljust(widths[k]) for k in heads).rstrip())
+    return 0
