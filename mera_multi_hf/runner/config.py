@@ -9,6 +9,10 @@ from pathlib import Path
 from ..errors import MeraError
 
 BACKENDS = ("hf", "openai")
+# openai: requests in flight per server. vLLM batches up to 256 sequences by default
+# (--max-num-seqs); 64 keeps such a server busy without flooding a small one (its HTTP
+# 429s are retried). The cap bounds threads, sockets and the media held in memory.
+DEFAULT_CONCURRENCY, MAX_CONCURRENCY = 64, 1024
 
 
 def _opt(default, help: str, **extra):
@@ -56,9 +60,14 @@ class RunConfig:
                                         "each question (default: the task's, 5 as the official "
                                         "README recommends; 0: none)")
     # openai backend
-    base_url: str | None = _opt(None, "server URL up to /v1, e.g. http://127.0.0.1:8000/v1")
+    base_url: str | None = _opt(None, "server URL up to /v1, e.g. http://127.0.0.1:8000/v1; "
+                                "several servers (e.g. one vLLM per node): repeat the option or "
+                                "separate with commas; requests spread over them, and a failing "
+                                "one's go to the others", action="append", metavar="URL")
     api_key: str | None = _opt(None, "API key (default: $OPENAI_API_KEY); never recorded")
-    concurrency: int = _opt(8, "requests in flight at once (openai)")
+    concurrency: int = _opt(DEFAULT_CONCURRENCY, "requests in flight at once per server "
+                            f"(openai; at most {MAX_CONCURRENCY}); "
+                            "each answer is logged as it arrives")
     timeout: float = _opt(300.0, "seconds per request (openai)")
     max_retries: int = _opt(4, "retries of a failed request, with exponential backoff (openai)")
     # scoring
@@ -76,6 +85,8 @@ class RunConfig:
             self.data = [str(self.data)]
         if isinstance(self.stop, str):
             self.stop = [self.stop]
+        if isinstance(self.base_url, (list, tuple)):  # repeated --base-url: one string
+            self.base_url = ",".join(self.base_url)
         if self.output_dir is not None:
             self.output_dir = str(self.output_dir)
         if self.data and any(isinstance(d, list) for d in self.data):
