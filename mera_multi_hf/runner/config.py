@@ -34,7 +34,10 @@ class RunConfig:
     split: str = _opt("test", "split to run: test or shots")
     limit: int | None = _opt(None, "only the first N examples of each task")
     output_dir: str | None = _opt(None, "where to write (default runs/<model name>)")
-    overwrite: bool = _opt(False, "replace a run with other settings found in --output-dir")
+    overwrite: bool = _opt(False, "start afresh in --output-dir: clear the sample log of a run "
+                           "with other settings, and replace files of this tool's output names "
+                           "(results.*, samples_*.jsonl, model-index.yaml, submission.zip) that "
+                           "it did not write; other files and the folder itself stay")
     # generation
     backend: str = _opt("hf", "hf: transformers in this process; openai: an OpenAI-compatible "
                         "chat-completions server", choices=BACKENDS)
