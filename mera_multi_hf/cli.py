@@ -143,10 +143,11 @@ def evaluate_options(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
-    if argv[:1] == ["evaluate"]:  # its options come from RunConfig (evaluate_cmd)
-        args = argparse.Namespace(func=evaluate_options, options=argv[1:])
+    if argv[:1] == ["evaluate"]:  # its options come from RunConfig (evaluate_cmd); the
+        # other commands' parsers are not built (they import what their help needs)
+        parser, args = None, argparse.Namespace(func=evaluate_options, options=argv[1:])
     else:
+        parser = build_parser()
         args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

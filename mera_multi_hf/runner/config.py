@@ -8,11 +8,9 @@ from pathlib import Path
 
 from ..errors import MeraError
 
+from .backends import DEFAULT_CONCURRENCY, MAX_CONCURRENCY
+
 BACKENDS = ("hf", "openai")
-# openai: requests in flight per server. vLLM batches up to 256 sequences by default
-# (--max-num-seqs); 64 keeps such a server busy without flooding a small one (its HTTP
-# 429s are retried). The cap bounds threads, sockets and the media held in memory.
-DEFAULT_CONCURRENCY, MAX_CONCURRENCY = 64, 1024
 
 
 def _opt(default, help: str, **extra):

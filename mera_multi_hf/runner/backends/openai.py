@@ -31,9 +31,8 @@ import requests as http
 from ...errors import MeraError
 from ...http_client import RETRY_STATUS, make_session, short_error
 from ..chat import openai_messages
-from ..config import DEFAULT_CONCURRENCY, MAX_CONCURRENCY
 from ..request import Request
-from . import Backend, check_stop, cut_at_stop
+from . import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, Backend, check_stop, cut_at_stop
 
 
 
