@@ -27,6 +27,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -145,15 +146,23 @@ def ours_command(server, raw: Path, out: Path, concurrency: int) -> list[str]:
             "--output-dir", str(out), "--no-progress"]
 
 
-def timed(server, command: list[str], env: dict) -> tuple[float, float]:
-    """(whole process, request phase) seconds of one client command."""
+def timed(server, command: list[str], env: dict) -> tuple[float, float, float]:
+    """(whole process, request phase, CPU) seconds of one client command."""
     reset(server)
+    cpu = _children_cpu()
     started = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    # cwd: not this checkout, which `python -m` would put before PYTHONPATH
+    done = subprocess.run(command, env=env, capture_output=True, text=True,
+                          cwd=tempfile.gettempdir())
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{command[:4]} failed:\n{done.stderr[-3000:]}")
-    return wall, server.last - server.first
+    return wall, server.last - server.first, _children_cpu() - cpu
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def our_answers(out: Path) -> dict[str, str]:
@@ -187,9 +196,14 @@ def kill_and_resume(server, raw: Path, out: Path, concurrency: int, env: dict, w
     """SIGKILL our run at a random moment, rerun it; the log must hold each id once."""
     reset(server)
     process = subprocess.Popen(ours_command(server, raw, out, concurrency), env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    delay = random.Random(SEED).uniform(0.5, within)
-    time.sleep(delay)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               cwd=tempfile.gettempdir())
+    started, target = time.perf_counter(), random.Random(SEED).randint(1, n - 1)
+    log = out / "logs" / "samples-rank0.jsonl"  # killed once `target` answers are logged
+    while process.poll() is None and time.perf_counter() - started < 4 * within and \
+            (not log.exists() or log.read_bytes().count(b"\n") < target):
+        time.sleep(0.005)
+    delay = time.perf_counter() - started
     process.send_signal(signal.SIGKILL)
     process.wait()
     before = len(set(log_keys(out)))
@@ -234,7 +248,7 @@ def run(args, work: Path, make_raw) -> int:
     # warm-up: the raw folder's one-time export, and the bodies for the ideal client
     reset(server, capture=True)
     subprocess.run(ours_command(server, raw, work / "warm", args.concurrency), env=env,
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, cwd=work)
     bodies = work / "bodies.jsonl"
     bodies.write_text("".join(json.dumps(b, ensure_ascii=False) + "\n" for b in server.capture),
                       encoding="utf-8")
@@ -249,6 +263,7 @@ def run(args, work: Path, make_raw) -> int:
         clients["lm-eval"] = None
     times = {name: [] for name in clients}
     phases = {name: [] for name in clients}
+    cpus = {name: [] for name in clients}
     same = {name: True for name in clients}
     for k in range(args.rounds):
         for name, checkout in clients.items():
@@ -263,13 +278,15 @@ def run(args, work: Path, make_raw) -> int:
             else:
                 out = work / f"out-{name}-{k}"
                 command = ours_command(server, raw, out, args.concurrency)
-            wall, phase = timed(server, command, env_for(checkout or ROOT))
+            wall, phase, cpu = timed(server, command, env_for(checkout or ROOT))
             times[name].append(wall)
             phases[name].append(phase)
+            cpus[name].append(cpu)
             got = our_answers(out) if checkout else \
                 body_answers(bodies, json.loads(answers_file.read_text()))
             same[name] &= got == expected
-            print(f"round {k}: {name}: {wall:.2f} s (request phase {phase:.2f} s)", flush=True)
+            print(f"round {k}: {name}: {wall:.2f} s (request phase {phase:.2f} s, CPU "
+                  f"{cpu:.2f} s, load {os.getloadavg()[0]:.1f})", flush=True)
     print(f"\n{args.requests} requests, concurrency {args.concurrency}, latencies 20-400 ms "
           f"(seeded), {args.rounds} rounds interleaved")
     for name in clients:
@@ -278,6 +295,9 @@ def run(args, work: Path, make_raw) -> int:
             print(ratio_line(f"{name} request phase", phases[name], phases["ideal"]))
     print(f"ideal client: whole process {statistics.median(times['ideal']):.2f} s, request "
           f"phase {statistics.median(phases['ideal']):.2f} s")
+    print("CPU seconds per process (median; the whole-process ratios grow with the machine's "
+          "load, CPU time does not): " + ", ".join(
+              f"{n} {statistics.median(c):.2f}" for n, c in cpus.items()))
     print("identical answers: " + ", ".join(f"{n} {same[n]}" for n in clients))
     print(kill_and_resume(server, raw, work / "killed", args.concurrency, env,
                           statistics.median(times["ours"]), expected, args.requests))

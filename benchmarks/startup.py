@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+CWD = tempfile.gettempdir()  # not a checkout: `python -m` puts the cwd before PYTHONPATH
 HEAVY = ("torch", "transformers", "accelerate", "pandas", "datasets", "matplotlib")
 COMMANDS = [["--help"], ["evaluate", "--help"], ["tasks"], ["score", "--help"],
             ["build", "--help"], ["judge", "train", "--help"], ["metrics", "--help"]]
@@ -30,16 +33,23 @@ def argv_of(command: list[str] | None) -> list[str]:
         [sys.executable, "-m", "mera_multi_hf", *command]
 
 
-def wall(command, env) -> float:
+def wall(command, env) -> tuple[float, float]:
+    """(wall, CPU) seconds of one command."""
+    cpu = _children_cpu()
     started = time.perf_counter()
-    subprocess.run(argv_of(command), env=env, capture_output=True, check=True)
-    return time.perf_counter() - started
+    subprocess.run(argv_of(command), env=env, capture_output=True, check=True, cwd=CWD)
+    return time.perf_counter() - started, _children_cpu() - cpu
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def imports(command, env) -> tuple[int, dict[str, float]]:
     """(modules imported, heavy library -> cumulative import seconds)."""
     done = subprocess.run([sys.executable, "-X", "importtime", *argv_of(command)[1:]],
-                          env=env, capture_output=True, text=True, check=True)
+                          env=env, capture_output=True, text=True, check=True, cwd=CWD)
     count, heavy = 0, {}
     for line in done.stderr.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
@@ -66,16 +76,19 @@ def main(argv=None) -> int:
     for _ in range(args.rounds):
         for command, name in cases:
             times[(command, name)].append(wall(list(command) if command else None, envs[name]))
-    base = statistics.median(times[(None, "now")])
-    print(f"python -c pass: {base:.3f} s (median of {args.rounds})")
-    print("| command | checkout | wall s | / python -c pass | modules | heavy imports (s) |")
-    print("|---|---|---|---|---|---|")
+    base = statistics.median(t for t, _ in times[(None, "now")])
+    base_cpu = statistics.median(c for _, c in times[(None, "now")])
+    print(f"python -c pass: {base:.3f} s wall, {base_cpu:.3f} s CPU (median of {args.rounds}; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    print("| command | checkout | wall s | / python -c pass | CPU s | modules | heavy imports (s) |")
+    print("|---|---|---|---|---|---|---|")
     for command, name in cases[1:]:
-        median = statistics.median(times[(command, name)])
+        median = statistics.median(t for t, _ in times[(command, name)])
+        cpu = statistics.median(c for _, c in times[(command, name)])
         count, heavy = imports(list(command), envs[name])
         shown = ", ".join(f"{k} {v:.2f}" for k, v in heavy.items()) or "none"
         print(f"| `{' '.join(command)}` | {name} | {median:.3f} | {median / base:.1f}x | "
-              f"{count} | {shown} |")
+              f"{cpu:.3f} | {count} | {shown} |")
     return 0
 
 
