@@ -77,11 +77,14 @@ class FakeChat(BaseHTTPRequestHandler):
         time.sleep(0.02 + 0.38 * rng.random())
         payload = json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": {
             "role": "assistant", "content": answer_of(key)}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except OSError:  # the client was killed (the SIGKILL check)
+            return
         with server.lock:
             server.last = max(server.last, time.perf_counter())
             server.count += 1
