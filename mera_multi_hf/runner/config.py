@@ -1,5 +1,5 @@
 """Every option of a run, once: the dataclass that Python callers fill and from which
-the CLI is generated (``transformers.HfArgumentParser``, flags as ``--max-new-tokens``)."""
+the CLI is generated (`mera-multi evaluate`: one flag per field, as ``--max-new-tokens``)."""
 from __future__ import annotations
 
 import os
