@@ -7,9 +7,15 @@ import sys
 from .errors import MeraError
 
 
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+class HelpFormatter(argparse.HelpFormatter):
     """Every option's help ends with its default, or says that it is required, unless
-    the help text already tells it."""
+    the help text already tells it. A description or epilog laid out in lines (examples,
+    a column legend) is shown as written; a one-line one is wrapped."""
+
+    def _fill_text(self, text, width, indent):
+        if "\n" in text.strip():
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
     def _get_help_string(self, action):
         text = action.help or ""
