@@ -69,7 +69,34 @@ def run_once(launcher: str, procs: int, args: list[str], out: Path, threads: int
     if ranks != procs:
         raise SystemExit(f"asked for {procs} processes but {ranks} wrote a log shard: the "
                          f"launcher did not start them all")
+    PHASES.setdefault(procs, []).append(phases(out, wall))
     return wall, {r["id"]: r["generation"] for r in records}, sum(r["time_s"] for r in records)
+
+
+PHASES: dict[int, list[dict]] = {}
+
+
+def phases(out: Path, wall: float) -> dict:
+    """Where one command's wall time went: start-up (launcher, imports: the time before
+    the run began), each rank's generation (its log shard's generate seconds), and the
+    rest of the run (model and data loading, barriers, scoring and outputs)."""
+    duration = json.loads((out / "results.json").read_text(encoding="utf-8"))["run"]["duration_s"]
+    ranks = []
+    for shard in sorted((out / "logs").glob("samples-rank*.jsonl")):
+        ranks.append(sum(json.loads(x)["time_s"] for x in shard.read_text(encoding="utf-8").splitlines()))
+    return {"start-up": wall - duration, "generation per rank": ranks,
+            "rest": duration - max(ranks)}
+
+
+def show_phases() -> None:
+    for procs, runs in PHASES.items():
+        start = statistics.median(r["start-up"] for r in runs)
+        rest = statistics.median(r["rest"] for r in runs)
+        gens = [statistics.median(r["generation per rank"][i] for r in runs)
+                for i in range(procs)]
+        print(f"{procs} process(es), median: start-up {start:.1f} s, generation per rank "
+              f"{', '.join(f'{g:.1f}' for g in gens)} s, load + barriers + scoring + "
+              f"outputs {rest:.1f} s")
 
 
 def main(argv=None) -> int:
@@ -121,6 +148,7 @@ def main(argv=None) -> int:
         print(f"generation share of the 1-process wall time: {statistics.median(generate_share):.0%}")
         print(f"1 process: median {statistics.median(times[1]):.1f} s; {args.procs} processes: "
               f"median {statistics.median(times[args.procs]):.1f} s")
+        show_phases()
         print(f"throughput ratio ({args.procs} vs 1), median of {args.rounds}: "
               f"{statistics.median(ratios):.2f}x  (each round: {', '.join(f'{r:.2f}' for r in ratios)})")
         return 0 if same else 1

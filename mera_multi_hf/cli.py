@@ -8,6 +8,40 @@ import sys
 from .errors import MeraError
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, or says that it is required, unless
+    the help text already tells it. A description or epilog laid out in lines (examples,
+    a column legend) is shown as written; a one-line one is wrapped."""
+
+    def _fill_text(self, text, width, indent):
+        if "\n" in text.strip():
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if not action.option_strings or action.default is argparse.SUPPRESS \
+                or "default" in text.lower() or "required" in text.lower():
+            return text
+        if action.required:
+            return f"{text} (required)"
+        if action.nargs == 0:  # a flag
+            return f"{text} (default: off)"
+        shown = "none" if action.default is None else action.default
+        return f"{text} (default: {shown})".replace("%", "%%")
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of every command: its sub-commands' parsers are of this class too
+    (argparse makes them with the class of the parser they belong to), so they all
+    show their defaults the same way."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)  # an abbreviated secret option is never taken
+        super().__init__(*args, **kwargs)
+
+
 def text_table(rows: list[tuple[str, ...]]) -> str:
     """Rows of strings as aligned columns, the first row a header underlined with dashes."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -20,7 +54,7 @@ def cmd_tasks(args) -> int:
     from .tasks import TASKS
 
     rows = [("task", "class name", "modality", "test", "public", "answer", "metrics",
-             "domains", "hub id")]
+             "domains", "hub id")]  # the columns: TASK_COLUMNS, shown by `tasks --help`
     for t in TASKS.values():
         rows.append((t.key, t.class_name, t.modality, str(t.test_size), "yes" if t.public else "no",
                      t.answer_kind, ",".join(t.metrics), str(len(t.domains) or ""), t.hub_id))
@@ -66,8 +100,21 @@ def add_limit_options(parser) -> None:
                             help=f"{text} (default {default})")
 
 
+TASK_COLUMNS = """columns:
+  task        the key that --tasks, --task and `build` take
+  class name  the official task name (as in MERA's leaderboard and submissions)
+  modality    image, audio or video
+  test        examples in the official test split
+  public      yes: the test answers are public (scores can be computed here);
+              no: they are hidden, and only the MERA site scores them
+  answer      the kind of answer the task expects (a letter, a number, free text...)
+  metrics     the official metrics of the task
+  domains     the number of domains (sub-datasets) the task is split into, if any
+  hub id      the official dataset on the Hugging Face Hub (the default --data)"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="mera-multi",
         description="MERA Multi on the Hugging Face stack: build task datasets, evaluate "
                     "models, score predictions and package submissions.")
@@ -76,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mera-multi-hf {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("tasks", help="list the 18 MERA Multi tasks")
+    p = sub.add_parser("tasks", help="list the 18 MERA Multi tasks", epilog=TASK_COLUMNS,
+                       description="The 18 MERA Multi tasks, one per line.")
     p.set_defaults(func=cmd_tasks)
 
     p = sub.add_parser("build", help="turn a raw MERA folder into a Hub dataset (Parquet + card)")
@@ -90,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "touched (never the raw folder, the current or home folder)")
     p.add_argument("--internal-with-answers", action="store_true", help="keep the gold answers "
                    "of a private test split (an internal export: marked so, never pushed)")
-    p.add_argument("--max-shard-size", default="500MB", help="largest Parquet shard (default 500MB)")
+    p.add_argument("--max-shard-size", default="500MB", help="largest Parquet shard, e.g. 500MB or 2GB (default 500MB)")
     add_limit_options(p)
     p.add_argument("--num-proc", type=int, help="threads that decode media while checking "
                    "(default: one per CPU)")
@@ -159,10 +207,11 @@ def check_blank(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
-    if argv[:1] == ["evaluate"]:  # its options come from RunConfig (evaluate_cmd)
-        args = argparse.Namespace(func=evaluate_options, options=argv[1:])
+    if argv[:1] == ["evaluate"]:  # its options come from RunConfig (evaluate_cmd); the
+        # other commands' parsers are not built (they import what their help needs)
+        parser, args = None, argparse.Namespace(func=evaluate_options, options=argv[1:])
     else:
+        parser = build_parser()
         args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

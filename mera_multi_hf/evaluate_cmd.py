@@ -7,6 +7,7 @@ mera_multi_hf evaluate ...`` every process runs this command on its own shard.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 EXAMPLES = """examples:
@@ -30,26 +31,55 @@ DESCRIPTION = ("Run a model on MERA Multi tasks. Writes into --output-dir: the s
 
 
 def options_parser():
-    """The options of `evaluate`, generated from RunConfig by HfArgumentParser."""
-    from transformers import HfArgumentParser
+    """The options of `evaluate`, one per RunConfig field.
 
-    from .runner import RunConfig
+    Built from ``dataclasses.fields`` here rather than by ``transformers.HfArgumentParser``:
+    importing transformers takes seconds, which `--help` and the openai backend should not
+    pay. The flags are HfArgumentParser's (``--max-new-tokens``; ``--max_new_tokens`` is
+    still accepted, unlisted); flags are plain switches and list options repeat.
+    """
+    import typing
 
-    from .cli import no_abbreviations
+    from .cli import Parser, no_abbreviations
+    from .runner.config import RunConfig
 
-    parser = HfArgumentParser(RunConfig, prog="mera-multi evaluate", description=DESCRIPTION,
-                              epilog=EXAMPLES,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(prog="mera-multi evaluate", description=DESCRIPTION, epilog=EXAMPLES)
+    hints = typing.get_type_hints(RunConfig)
+    for f in dataclasses.fields(RunConfig):
+        options = _argument(f, hints[f.name])
+        parser.add_argument("--" + f.name.replace("_", "-"), **options)
+        if "_" in f.name:  # the spelling HfArgumentParser and Python callers use
+            parser.add_argument("--" + f.name, **dict(options, help=argparse.SUPPRESS,
+                                                       default=argparse.SUPPRESS))
     no_abbreviations(parser)  # an abbreviated secret option is refused, never recorded
     return parser
 
 
+def _argument(f: dataclasses.Field, hint) -> dict:
+    """add_argument's keywords for one RunConfig field (its metadata: help, choices...)."""
+    options = dict(f.metadata, dest=f.name, default=f.default)
+    kinds = [t for t in typing_args(hint) if t is not type(None)]
+    kind = kinds[0]
+    if kind is bool:  # every flag is off by default
+        return dict(options, action="store_true")
+    if getattr(kind, "__origin__", None) is list:
+        kind = kind.__args__[0]
+        options.setdefault("action", "append")
+    return dict(options, type=kind)
+
+
+def typing_args(hint) -> tuple:
+    import typing
+
+    return typing.get_args(hint) or (hint,)
+
+
 def cmd_evaluate(options: list[str]) -> int:
     """`mera-multi evaluate OPTIONS`: parse the options into a RunConfig and run it."""
+    values = vars(options_parser().parse_args(options))  # --help stops here, nothing loaded
     from .runner import RunConfig, run_evaluation
 
-    config = RunConfig(**vars(options_parser().parse_args(options)))
-    result = run_evaluation(config)
+    result = run_evaluation(RunConfig(**values))
     if result is None:  # not the main process of a data-parallel run
         return 0
     print(format_results(result))

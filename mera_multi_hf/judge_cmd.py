@@ -106,11 +106,13 @@ def add_parser(subparsers) -> None:
                    help="JSONL with prompt, gold, prediction, label (0/1) per line")
     p.add_argument("--base", required=True, help="the model to start from (folder or Hub id)")
     p.add_argument("--out", required=True, help="folder to save the trained judge into")
-    p.add_argument("--epochs", type=float, default=1.0)
+    p.add_argument("--epochs", type=float, default=1.0,
+                   help="passes over the data; a fraction stops part way (default 1.0)")
     p.add_argument("--lr", type=float, default=2e-5, help="learning rate")
-    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--batch-size", type=int, default=8, help="examples per training step (default 8)")
     p.add_argument("--max-length", type=int, default=8192, help="tokens per input (left-truncated)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="random seed of the initialisation and the shuffling (default 0)")
     p.add_argument("--device", help="cpu to force the CPU (default: what the Trainer picks)")
     p.add_argument("--overwrite", action="store_true",
                    help="write into a folder holding other files (same names are replaced)")

@@ -353,7 +353,8 @@ def add_parser(sub) -> None:
                        description="export: write each evaluate module with the package code it "
                                    "needs inlined (a Hub Space folder); push: upload them as "
                                    "Spaces <namespace>/<metric>.")
-    p.add_argument("action", choices=("export", "push"))
+    p.add_argument("action", choices=("export", "push"), nargs="?", metavar="{export,push}",
+                   help="export: write the Space folders into --out; push: publish them")
     p.add_argument("--out", help="export: the folder to write one sub-folder per metric into")
     p.add_argument("--namespace", default=DEFAULT_NAMESPACE,
                    help=f"Hub user or organisation of the Spaces (default {DEFAULT_NAMESPACE})")
@@ -367,6 +368,9 @@ def add_parser(sub) -> None:
 
 
 def _checked(args) -> int:
+    if args.action is None:
+        raise MeraError("metrics: say what to do: `mera-multi metrics export --out DIR` or "
+                        "`mera-multi metrics push` (see `mera-multi metrics --help`)")
     if args.action == "export" and not args.out:
         raise MeraError("metrics export needs --out DIR")
     return cmd_metrics(args)

@@ -146,6 +146,13 @@ def check_server(base_url: str | None, api_key: str | None, model: str | None,
     the model."""
     if not base_url or not model:
         raise MeraError("--backend openai needs --base-url and --model")
+    from .runner.backends.openai import split_urls
+
+    return "; ".join(_check_one_server(url, api_key, model, timeout)
+                     for url in split_urls(base_url))  # every server named must answer
+
+
+def _check_one_server(base_url: str, api_key: str | None, model: str, timeout: float) -> str:
     url = base_url.rstrip("/") + "/models"
     status, body = probe(url, api_key, min(timeout, PROBE_TIMEOUT))
     if status != 200:

@@ -174,5 +174,7 @@ def add_parser(sub) -> None:
     add_scoring_options(p)
     p.add_argument("--no-submission", action="store_true", help="do not write submission.zip")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace files of the same names in --out that this tool did not write")
+                   help="replace files of this tool's output names in --out (results.*, "
+                        "model-index.yaml, submission.zip) that it did not write; other files "
+                        "and the folder itself stay")
     p.set_defaults(func=cmd_score)

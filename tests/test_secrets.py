@@ -98,6 +98,6 @@ def test_a_chat_server_url_is_recorded_and_reported_masked():
     recorded = json.dumps(backend.info())
     assert "pw-secret" not in recorded and "k-secret" not in recorded
     with pytest.raises(MeraError) as err:
-        backend._complete(Request("ruhhh_image", "test", 1, "hi", [], 4))
+        backend.generate([Request("ruhhh_image", "test", 1, "hi", [], 4)])
     assert "unreachable" in str(err.value)
     assert "pw-secret" not in str(err.value) and "k-secret" not in str(err.value)

@@ -1,5 +1,5 @@
 """Every option of a run, once: the dataclass that Python callers fill and from which
-the CLI is generated (``transformers.HfArgumentParser``, flags as ``--max-new-tokens``)."""
+the CLI is generated (`mera-multi evaluate`: one flag per field, as ``--max-new-tokens``)."""
 from __future__ import annotations
 
 import os
@@ -9,6 +9,8 @@ from pathlib import Path
 from ..errors import MeraError
 from ..limits import DEFAULT_LIMITS
 from ..media_checks import MEDIA_LIMIT_HELP, media_limits
+
+from .backends import DEFAULT_CONCURRENCY, MAX_CONCURRENCY
 
 BACKENDS = ("hf", "openai")
 
@@ -65,7 +67,10 @@ class RunConfig:
     split: str = _opt("test", "split to run: test or shots")
     limit: int | None = _opt(None, "only the first N examples of each task")
     output_dir: str | None = _opt(None, "where to write (default runs/<model name>)")
-    overwrite: bool = _opt(False, "replace a run with other settings found in --output-dir")
+    overwrite: bool = _opt(False, "start afresh in --output-dir: clear the sample log of a run "
+                           "with other settings, and replace files of this tool's output names "
+                           "(results.*, samples_*.jsonl, model-index.yaml, submission.zip) that "
+                           "it did not write; other files and the folder itself stay")
     # generation
     backend: str = _opt("hf", "hf: transformers in this process; openai: an OpenAI-compatible "
                         "chat-completions server", choices=BACKENDS)
@@ -99,9 +104,14 @@ class RunConfig:
     max_video_seconds: float | None = _limit("max_video_seconds")
     max_video_frames: int | None = _limit("max_video_frames")
     # openai backend
-    base_url: str | None = _opt(None, "server URL up to /v1, e.g. http://127.0.0.1:8000/v1")
+    base_url: str | None = _opt(None, "server URL up to /v1, e.g. http://127.0.0.1:8000/v1; "
+                                "several servers (e.g. one vLLM per node): repeat the option or "
+                                "separate with commas; requests spread over them, and a failing "
+                                "one's go to the others", action="append", metavar="URL")
     api_key: str | None = _opt(None, "API key (default: $OPENAI_API_KEY); never recorded")
-    concurrency: int = _opt(8, "requests in flight at once (openai)")
+    concurrency: int = _opt(DEFAULT_CONCURRENCY, "requests in flight at once per server "
+                            f"(openai; at most {MAX_CONCURRENCY}); "
+                            "each answer is logged as it arrives")
     timeout: float = _opt(300.0, "seconds per request (openai)")
     max_retries: int = _opt(4, "retries of a failed request, with exponential backoff (openai)")
     # scoring
@@ -119,6 +129,8 @@ class RunConfig:
             self.data = [str(self.data)]
         if isinstance(self.stop, str):
             self.stop = [self.stop]
+        if isinstance(self.base_url, (list, tuple)):  # repeated --base-url: one string
+            self.base_url = ",".join(self.base_url)
         if self.output_dir is not None:
             self.output_dir = str(self.output_dir)
         if self.data and any(isinstance(d, list) for d in self.data):

@@ -7,7 +7,6 @@ import json
 import time
 import uuid
 from datetime import datetime, timezone
-from pathlib import Path
 
 from ..reports import report_files, results_doc, write_outputs
 from ..results_html import PAGE_NAME, render, task_rows

@@ -1,5 +1,7 @@
-"""The generation stage: this process's share of the pending requests, in batches of
-one task each, through the backend, into the sample log (flushed after every batch)."""
+"""The generation stage: this process's share of the pending requests through the
+backend into the sample log. A backend with ``stream`` (openai) answers request by
+request, each logged (and flushed) as it completes; the others (hf) go in batches of one
+task each, the log flushed after every batch."""
 from __future__ import annotations
 
 import time
@@ -34,8 +36,8 @@ def log_record(request: Request, generation: str, seconds: float, model_id: str)
 
 def generate_into_log(engine, mine: list[Request], datasets: dict, log: SampleLog, *,
                       show: bool, label: str = "generating") -> dict[tuple, str]:
-    """Generate ``mine`` (a list of requests) batch by batch into the log; returns the
-    generations by request key."""
+    """Generate ``mine`` (a list of requests) into the log; returns the generations by
+    request key."""
     from tqdm.auto import tqdm
 
     if mine:
@@ -43,16 +45,32 @@ def generate_into_log(engine, mine: list[Request], datasets: dict, log: SampleLo
     bar = tqdm(total=len(mine), disable=not show, unit="ex", desc=label)
     generated: dict[tuple, str] = {}
     try:
-        for batch in make_batches(mine, engine.batch_size):
-            load_media(batch, datasets[batch[0].task])
-            started = time.perf_counter()
-            generations = engine.generate(batch)
-            seconds = (time.perf_counter() - started) / len(batch)
-            drop_media(batch)
-            log.append([log_record(r, g, seconds, engine.model_id)
-                        for r, g in zip(batch, generations)])
-            generated.update((r.key, g) for r, g in zip(batch, generations))
-            bar.update(len(batch))
+        steps = _streamed(engine, mine, datasets) if hasattr(engine, "stream") \
+            else _batched(engine, mine, datasets)
+        for done in steps:  # (request, generation, seconds) triples, logged as they come
+            log.append([log_record(r, g, s, engine.model_id) for r, g, s in done])
+            generated.update((r.key, g) for r, g, _ in done)
+            bar.update(len(done))
     finally:
         bar.close()
     return generated
+
+
+def _batched(engine, mine: list[Request], datasets: dict):
+    for batch in make_batches(mine, engine.batch_size):
+        load_media(batch, datasets[batch[0].task])
+        started = time.perf_counter()
+        generations = engine.generate(batch)
+        seconds = (time.perf_counter() - started) / len(batch)
+        drop_media(batch)
+        yield [(r, g, seconds) for r, g in zip(batch, generations)]
+
+
+def _streamed(engine, mine: list[Request], datasets: dict):
+    def prepare(requests: list[Request]) -> None:  # media read just before sending
+        for task in dict.fromkeys(r.task for r in requests):
+            load_media([r for r in requests if r.task == task], datasets[task])
+
+    for request, generation, seconds in engine.stream(mine, prepare):
+        drop_media([request])
+        yield [(request, generation, seconds)]

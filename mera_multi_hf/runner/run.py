@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -51,20 +52,18 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     the config names. Writes into ``output_dir`` (default ``runs/<model name>``).
     """
     config = dataclasses.replace(config, **options) if config else RunConfig(**options)
-    from accelerate.utils import set_seed  # after the options are checked: a misuse fails fast
-
     started = time.time()
     specs = select_tasks(config.tasks)
     sources = task_sources(config, specs)
     checked = preflight_run(config, specs, sources, engine=engine)  # before any work
-    state = process_state(config.device)
+    state = process_state(config.device, config.backend)
     if config.device == "auto" and state.num_processes > 1:
         raise MeraError("--device auto spreads one model over all GPUs: run it as one process, "
                         "not under a multi-process launch")
     if config.no_progress or not state.is_main_process:  # datasets' bars too
         import datasets
         datasets.disable_progress_bars()
-    set_seed(config.seed)
+    seed_everything(state, config.seed)
     with state.main_process_first():  # the main process builds the tiny model, others reuse it
         engine = engine or make_engine(config)
     out = output_dir(config, engine)
@@ -156,6 +155,8 @@ def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: Sampl
     requests = [r for data in loaded for r in data.requests]
     pending = [r for r in requests if r.hash not in before.get(r.key, {})]
     show = not config.no_progress and state.is_main_process
+    if hasattr(engine, "stream") and state.is_main_process:  # a server answers: meanwhile
+        threading.Thread(target=import_outputs_stage, daemon=True).start()
     try:
         here = len(generate_into_log(
             engine, pending[rank::world], {d.task.key: d.dataset for d in loaded}, log,
@@ -167,6 +168,19 @@ def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: Sampl
         log.close()
         engine.close()
     return here
+
+
+def import_outputs_stage() -> None:
+    """Import what scoring and the outputs need (the chart's matplotlib most of all) while
+    this process only waits for a server's answers, rather than after them."""
+    import importlib
+
+    for name in ("mera_multi_hf.runner.finish", "matplotlib.figure",
+                 "matplotlib.backends.backend_agg"):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - imported again where it is used, errors and all
+            return
 
 
 def select_tasks(names) -> list[TaskSpec]:
@@ -191,14 +205,17 @@ def task_sources(config: RunConfig, specs: list[TaskSpec]) -> dict[str, object]:
     return {t.key: data for t in specs}
 
 
-def process_state(device: str | None):
+def process_state(device: str | None, backend: str = "hf"):
     """This process's place in a data-parallel run (rank, world size, device).
 
     On a machine without an accelerator the processes that ``torchrun`` or ``accelerate
     launch --multi_gpu`` start join over gloo; ``accelerate launch --cpu`` starts only one.
+    A backend other than hf outside such a launch runs as one process without torch.
     """
     import os
 
+    if backend != "hf" and int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return OneProcess()
     import torch
     from accelerate import PartialState
 
@@ -209,6 +226,31 @@ def process_state(device: str | None):
     # A long collective timeout: a rank may wait at the final barrier while another
     # finishes its share of a big task (torch's default is 30 minutes).
     return PartialState(cpu=cpu, timeout=timedelta(hours=24))
+
+
+def seed_everything(state, seed: int) -> None:
+    if isinstance(state, OneProcess):  # no torch here: Python's generator is the one used
+        import random
+
+        random.seed(seed)
+        return
+    from accelerate.utils import set_seed
+
+    set_seed(seed)  # python, numpy and torch generators
+
+
+class OneProcess:
+    """The state of a run in one process that needs no torch (the openai backend): the
+    model is on a server, so importing torch and accelerate would only cost seconds."""
+    process_index, num_processes, is_main_process = 0, 1, True
+
+    def wait_for_everyone(self) -> None:
+        pass
+
+    def main_process_first(self):
+        import contextlib
+
+        return contextlib.nullcontext()
 
 
 def make_engine(config: RunConfig):

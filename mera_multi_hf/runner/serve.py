@@ -269,12 +269,15 @@ def _parser() -> argparse.ArgumentParser:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", help="Hub id or folder (default: the built-in tiny model)")
     parser.add_argument("--served-name", help="the model name clients use (default: --model)")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--dtype", default="auto")
-    parser.add_argument("--device")
-    parser.add_argument("--max-pixels", type=int)
-    parser.add_argument("--trust-remote-code", action="store_true")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free one)")
+    parser.add_argument("--dtype", default="auto", help="weights dtype: auto, float32, bfloat16 or "
+                        "float16 (default auto: float32 on CPU, the model's own on GPU)")
+    parser.add_argument("--device", help="cpu, cuda, cuda:1 or auto (default: the GPU when there is one)")
+    parser.add_argument("--max-pixels", type=int, help="downscale larger images (aspect kept) to "
+                        "at most this many pixels (default: none, images as sent)")
+    parser.add_argument("--trust-remote-code", action="store_true", help="allow model code from "
+                        "the Hub repository, only for models you trust (default: off)")
     parser.add_argument("--api-key", default=os.environ.get("MERA_SERVE_API_KEY"),
                         help="require 'Authorization: Bearer KEY' on every route but /health "
                              "(default: $MERA_SERVE_API_KEY; none: no authentication)")
@@ -284,7 +287,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="threads answering requests, whatever the number of clients (default 8)")
     parser.add_argument("--max-tokens-limit", type=int, default=MAX_TOKENS_LIMIT,
                         help=f"largest max_tokens a request may ask (default {MAX_TOKENS_LIMIT})")
-    parser.add_argument("--verbose", action="store_true", help="log every request")
+    parser.add_argument("--verbose", action="store_true", help="log every request (default: off)")
     return parser
 
 

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from ..request import Request
 
 KINDS = ("hf", "openai")
+# openai: requests in flight per server. vLLM batches up to 256 sequences by default
+# (--max-num-seqs); 64 keeps such a server busy without flooding a small one (its HTTP
+# 429s are retried). The cap bounds threads, sockets and the media held in memory.
+DEFAULT_CONCURRENCY, MAX_CONCURRENCY = 64, 1024
 
 
 @runtime_checkable

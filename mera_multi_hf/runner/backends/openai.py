@@ -1,5 +1,5 @@
-"""The ``openai`` backend: an OpenAI-compatible chat-completions server (vLLM, TGI,
-SGLang, ``python -m mera_multi_hf.runner.serve``, a hosted API).
+"""The ``openai`` backend: one or several OpenAI-compatible chat-completions servers (vLLM,
+TGI, SGLang, ``python -m mera_multi_hf.runner.serve``, a hosted API).
 
 Each request is sent as the official harness's API mode sends it
 (``--pass_multimodal_args_to_chat_history``, ``openai_completions.py``): one user
@@ -8,16 +8,23 @@ message, text parts and base64 data-URI media interleaved at the placeholders
 ``temperature`` 0, ``stop`` (at most 4, the API's limit) and ``seed``. The answer is cut
 at its first stop string here too, since servers differ in how they honour ``stop``.
 
-Requests run ``concurrency`` at a time in threads. Retries (connection errors, read
-timeouts, HTTP 408/409/425/429/5xx, with exponential backoff) are the project's one
-policy, :func:`mera_multi_hf.http_client.make_session`. The API key is sent as a header
-and never recorded anywhere.
+Requests stream: :meth:`OpenAIBackend.stream` keeps ``concurrency`` requests in flight
+per server all the time and hands back each answer as it completes (no batch waits for
+its slowest request). With several servers each has its own window; a server that is
+still failing after the retries is dropped and its requests go to the others (the run
+stops only when none is left). Retries (connection errors, read timeouts, HTTP
+408/409/425/429/5xx, with exponential backoff) are the project's one policy,
+:func:`mera_multi_hf.http_client.make_session`. The API key is sent as a header and
+never recorded anywhere.
 """
 from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from typing import Callable, Iterable, Iterator
 
 import requests as http
 
@@ -26,27 +33,41 @@ from ...http_client import RETRY_STATUS, make_session, short_error
 from ...provenance import mask_secrets
 from ..chat import openai_messages
 from ..request import Request
-from . import Backend, check_stop, cut_at_stop
+from . import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, Backend, check_stop, cut_at_stop
+
+
+
+def split_urls(base_url) -> list[str]:
+    """--base-url as given (one URL, a comma-separated list, or a list of either)."""
+    items = [base_url] if isinstance(base_url, str) else list(base_url or [])
+    return [u.strip().rstrip("/") for item in items for u in str(item).split(",") if u.strip()]
+
+
+class _ServerFailed(Exception):
+    """A server still unreachable or failing after its retries (another may answer)."""
 
 
 class OpenAIBackend(Backend):
     name = "openai"
 
-    def __init__(self, model: str, base_url: str | None = None, *, api_key: str | None = None,
-                 concurrency: int = 8, timeout: float = 300.0, max_retries: int = 4,
-                 backoff: float = 1.0, max_pixels: int | None = None,
-                 batch_size: int | None = None, seed: int = 1234,
-                 stop: tuple[str, ...] | list[str] | None = None):
-        if not base_url:
+    def __init__(self, model: str, base_url: str | list[str] | None = None, *,
+                 api_key: str | None = None, concurrency: int = DEFAULT_CONCURRENCY,
+                 timeout: float = 300.0, max_retries: int = 4, backoff: float = 1.0,
+                 max_pixels: int | None = None, batch_size: int | None = None,
+                 seed: int = 1234, stop: tuple[str, ...] | list[str] | None = None):
+        self.servers = split_urls(base_url)
+        if not self.servers:
             raise MeraError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
         if not model:
             raise MeraError("--backend openai needs --model: the model name the server serves")
+        if not 1 <= concurrency <= MAX_CONCURRENCY:
+            raise MeraError(f"--concurrency {concurrency}: give 1 to {MAX_CONCURRENCY} "
+                            f"(requests in flight per server)")
         self.model_id = model
         self.revision = None
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.base_url = base_url
+        self.base_url = ",".join(self.servers)
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        self.concurrency = max(1, concurrency)
+        self.concurrency = concurrency
         self.timeout, self.max_retries, self.backoff = timeout, max(0, max_retries), backoff
         self.max_pixels, self.seed = max_pixels, seed
         self.stop = check_stop(stop)
@@ -69,23 +90,71 @@ class OpenAIBackend(Backend):
         """Nothing to load: the model lives on the server."""
 
     def generate(self, requests: list[Request]) -> list[str]:
-        if not requests:
-            return []
+        """The answers in the order of ``requests``."""
+        answers = {id(r): text for r, text, _ in self.stream(requests)}
+        return [answers[id(r)] for r in requests]
+
+    def stream(self, requests: Iterable[Request],
+               prepare: Callable[[list[Request]], None] | None = None
+               ) -> Iterator[tuple[Request, str, float]]:
+        """(request, answer, seconds) as each request completes, in any order. Up to
+        ``concurrency`` requests are in flight per live server; ``prepare`` (e.g. reading
+        media bytes) runs here, on the requests about to be sent, just before they go."""
+        todo, live = deque(requests), list(self.servers)
+        busy: dict = {}  # future -> (request, server)
+        load, failure = dict.fromkeys(live, 0), None
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="mera-openai")
-        return list(self._pool.map(self._complete, requests))
+            self._pool = ThreadPoolExecutor(self.concurrency * len(self.servers),
+                                            thread_name_prefix="mera-openai")
+        try:
+            while (todo and live) or busy:  # answers in flight are kept when the last server fails
+                batch = self._fill(todo, live, load)
+                if prepare and batch:
+                    prepare([r for r, _ in batch])
+                for request, server in batch:
+                    busy[self._pool.submit(self._complete, server, request)] = (request, server)
+                done, _ = wait(busy, return_when=FIRST_COMPLETED)
+                for future in done:
+                    request, server = busy.pop(future)
+                    load[server] -= 1
+                    try:
+                        text, seconds = future.result()
+                    except _ServerFailed as err:  # dropped; another server answers it
+                        failure = err
+                        live[:] = [s for s in live if s != server]
+                        todo.appendleft(request)
+                        continue
+                    yield request, text, seconds
+        finally:
+            for future in busy:
+                future.cancel()
+        if todo:
+            raise MeraError(str(failure))
+
+    def _fill(self, todo: deque, live: list[str], load: dict) -> list[tuple[Request, str]]:
+        """Requests for every free slot, each to the live server with the fewest in flight."""
+        batch = []
+        while todo and live:
+            server = min(live, key=load.__getitem__)
+            if load[server] >= self.concurrency:
+                break
+            load[server] += 1
+            batch.append((todo.popleft(), server))
+        return batch
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=True)
+            self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def _session(self) -> http.Session:
-        session = getattr(self._local, "session", None)
-        if session is None:  # one per thread: a Session is not meant to be shared
-            session = self._local.session = make_session(
-                self.max_retries, self.backoff, self._api_key, pool_size=1)
-        return session
+    def _session(self, server: str) -> http.Session:
+        sessions = getattr(self._local, "sessions", None)
+        if sessions is None:
+            sessions = self._local.sessions = {}
+        if server not in sessions:  # one per thread and server: a Session is not shared
+            sessions[server] = make_session(self.max_retries, self.backoff, self._api_key,
+                                            pool_size=1)
+        return sessions[server]
 
     def body(self, request: Request) -> dict:
         """The JSON sent for one request (the harness's payload, key for key)."""
@@ -93,18 +162,18 @@ class OpenAIBackend(Backend):
                 "max_tokens": request.max_new_tokens, "temperature": 0,
                 "stop": list(request.stop)[:4], "seed": self.seed}
 
-    def _complete(self, request: Request) -> str:
-        where = f"the server at {mask_secrets(self.base_url)}"
-        tries = f"after {self.max_retries + 1} tries"
+    def _complete(self, server: str, request: Request) -> tuple[str, float]:
+        where = f"the server at {mask_secrets(server)}"
+        failing = (f"{where} is unreachable or failing after {self.max_retries + 1} tries "
+                   "({}); check that it is running and that --base-url is right")
+        started = time.perf_counter()
         try:
-            response = self._session().post(self.url, json=self.body(request), timeout=self.timeout)
+            response = self._session(server).post(server + "/chat/completions",
+                                                  json=self.body(request), timeout=self.timeout)
         except (http.ConnectionError, http.Timeout) as err:
-            raise MeraError(f"{where} is unreachable or failing {tries} ({short_error(err)}); "
-                            f"check that it is running and that --base-url is right") from None
+            raise _ServerFailed(failing.format(short_error(err))) from None
         if response.status_code in RETRY_STATUS:  # still failing after the retries
-            raise MeraError(f"{where} is unreachable or failing {tries} (HTTP "
-                            f"{response.status_code}); check that it is running and that "
-                            f"--base-url is right")
+            raise _ServerFailed(failing.format(f"HTTP {response.status_code}"))
         if response.status_code != 200:
             raise MeraError(f"{where} refused a request for {request.task} id={request.id}: "
                             f"HTTP {response.status_code} {_error_text(response)}")
@@ -113,7 +182,7 @@ class OpenAIBackend(Backend):
         except (ValueError, KeyError, IndexError, TypeError):
             raise MeraError(f"{where} sent an answer that is not a chat completion (for "
                             f"{request.task} id={request.id}): {response.text[:200]!r}") from None
-        return cut_at_stop(text, request.stop)
+        return cut_at_stop(text, request.stop), time.perf_counter() - started
 
 
 def _error_text(response) -> str:

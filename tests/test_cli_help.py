@@ -1,0 +1,105 @@
+"""Every command's help: every option explained with its default, in the README's
+spelling, in the forms the parser accepts; help and `tasks` load no heavy library."""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mera_multi_hf.cli import TASK_COLUMNS, build_parser, main
+from mera_multi_hf.evaluate_cmd import options_parser
+from mera_multi_hf.runner.serve import _parser as serve_parser
+
+
+def _parsers():
+    """(name, parser) of every command and sub-command."""
+    found = [("mera-multi", build_parser()), ("evaluate", options_parser()),
+             ("runner.serve", serve_parser())]
+    todo = [found[0]]
+    while todo:
+        name, parser = todo.pop()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub_name, sub in action.choices.items():
+                    if sub_name != "evaluate":  # its options come from options_parser()
+                        found.append((f"{name} {sub_name}", sub))
+                        todo.append(found[-1])
+    return found
+
+
+PARSERS = _parsers()
+
+
+@pytest.mark.parametrize("name,parser", PARSERS, ids=[n for n, _ in PARSERS])
+def test_every_option_has_help_and_a_shown_default(name, parser):
+    formatter = parser._get_formatter()
+    for action in parser._actions:
+        if isinstance(action, (argparse._HelpAction, argparse._VersionAction,
+                               argparse._SubParsersAction)) or action.help == argparse.SUPPRESS:
+            continue
+        text = formatter._get_help_string(action) or ""
+        assert action.help, f"{name} {action.option_strings or action.dest}: no help"
+        if action.option_strings:
+            assert "default" in text.lower() or "required" in text.lower(), \
+                f"{name} {action.option_strings[0]}: the help shows no default: {text!r}"
+    usage = parser.format_help()
+    for wrong in ("[OVERWRITE]", "--output_dir", "SOURCE [SOURCE ...]", "STOP [STOP ...]",
+                  "--no_progress", "[NO_PROGRESS]"):
+        assert wrong not in usage, f"{name}: {wrong}"
+
+
+def test_evaluate_flags_take_both_spellings_and_repeat():
+    parser = options_parser()
+    args = parser.parse_args(["--output_dir", "a", "--no-progress", "--data", "x=1",
+                              "--data", "y=2", "--base-url", "http://a/v1",
+                              "--base-url", "http://b/v1", "--max_new_tokens", "5"])
+    assert args.output_dir == "a" and args.no_progress is True and args.overwrite is False
+    assert args.data == ["x=1", "y=2"] and args.max_new_tokens == 5
+    assert args.base_url == ["http://a/v1", "http://b/v1"]
+    assert "64" in parser.format_help()  # the default concurrency is shown
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--overwrite", "true"])  # a switch takes no value
+
+
+def test_metrics_without_subcommand_is_one_clear_line(capsys):
+    assert main(["metrics"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mera-multi: error: metrics:") and "export" in err
+    assert len(err.splitlines()) == 1 and "action" not in err
+
+
+def test_tasks_help_explains_every_column(capsys):
+    with pytest.raises(SystemExit):
+        main(["tasks", "--help"])
+    shown = capsys.readouterr().out
+    main(["tasks"])
+    header = capsys.readouterr().out.splitlines()[0]
+    for column in ("task", "class name", "modality", "test", "public", "answer", "metrics",
+                   "domains", "hub id"):
+        assert column in header and f"\n  {column} " in shown
+    assert TASK_COLUMNS.splitlines()[0] in shown
+
+
+HEAVY = ("torch", "transformers", "accelerate", "pandas", "datasets", "matplotlib")
+PROBE = """
+import json, sys
+from mera_multi_hf.cli import main
+for argv in json.loads(sys.argv[1]):
+    try:
+        main(argv)
+    except SystemExit:
+        pass
+print(json.dumps(sorted(m for m in %r if m in sys.modules)))
+""" % (HEAVY,)
+
+
+def test_help_and_tasks_load_no_heavy_library():
+    commands = [["--help"], ["tasks"]] + [name.split()[1:] + ["--help"]
+                                           for name, _ in PARSERS[3:]] + [["evaluate", "--help"]]
+    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(commands)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
