@@ -445,3 +445,124 @@ def test_close_ends_idle_and_half_sent_connections_and_joins_the_workers():
     for sock in (idle, half):
         assert sock.recv(100) == b""  # closed by the server
         sock.close()
+
+
+# -- per-request limits (mera_multi_hf.limits), checked before any work ------------------
+class _Counting:
+    """The judge's tokenizer, counting its calls (to prove a refusal came before them)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.calls = tokenizer, 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.tokenizer(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.tokenizer, name)
+
+
+@pytest.mark.parametrize("body, words", [
+    ({"input": ["Ответ: да."] * 5000}, ["5000 inputs", "max_judge_items"]),
+    ({"input": ["я" * 300_000]}, ["300000 characters", "max_judge_chars"]),
+    ({"input": ["a", "b" * 300_000]}, ["input 1", "max_judge_chars"]),
+])
+def test_judge_refuses_too_many_or_too_long_inputs_before_tokenising(judge, body, words):
+    local = judge.service.judge
+    counting = local.tokenizer = _Counting(local.tokenizer)
+    try:
+        start = time.monotonic()
+        reply = requests.post(_url(judge) + "/classify", json=body, timeout=30)
+        assert reply.status_code == 413 and time.monotonic() - start < 5
+        message = _error_message(judge, reply.json())
+        assert all(w in message for w in words), message
+        assert counting.calls == 0
+        assert requests.post(_url(judge) + "/classify", json={"input": "Ответ: да."},
+                             timeout=30).status_code == 200 and counting.calls > 0
+    finally:
+        local.tokenizer = counting.tokenizer
+
+
+def _png(width: int, height: int) -> str:
+    import base64
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("L", (width, height)).save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def test_chat_refuses_an_image_over_the_pixel_bound_from_its_header(tiny_backend):
+    from mera_multi_hf.limits import Limits
+
+    server = _serve(make_server(tiny_backend, port=0, limits=Limits(max_image_pixels=100 * 100),
+                                max_tokens_limit=2))
+    try:
+        url = _url(server) + "/v1/chat/completions"
+        big = requests.post(url, json=_image_part({"url": _png(101, 100)}), timeout=30)
+        assert big.status_code == 413, big.text
+        assert "101x100 pixels" in _error_message(server, big.json())
+        small = requests.post(url, json={**_image_part({"url": _png(100, 100)}), "max_tokens": 2},
+                              timeout=30)
+        assert small.status_code == 200, small.text
+    finally:
+        _stop(server)
+
+
+# -- vLLM's /classify shapes -------------------------------------------------------------
+VLLM_REPLY_KEYS = {"id", "object", "created", "model", "data", "usage"}
+VLLM_ITEM_KEYS = {"index", "label", "probs", "num_classes"}
+VLLM_USAGE_KEYS = {"prompt_tokens", "total_tokens", "completion_tokens", "prompt_tokens_details"}
+
+
+def test_judge_classify_speaks_vllms_request_and_reply_shapes(judge):
+    name = requests.get(_url(judge) + "/v1/models", timeout=10).json()["data"][0]["id"]
+    for route in ("/classify", "/v1/classify"):
+        reply = requests.post(_url(judge) + route, timeout=30, json={
+            "model": name, "input": ["Ответ: синий.", "Ответ: красный."],
+            "truncate_prompt_tokens": 64})
+        assert reply.status_code == 200, reply.text
+        answer = reply.json()
+        assert set(answer) == VLLM_REPLY_KEYS and answer["object"] == "list"
+        assert answer["id"].startswith("classify-") and isinstance(answer["created"], int)
+        assert answer["model"] == name and [d["index"] for d in answer["data"]] == [0, 1]
+        for item in answer["data"]:
+            assert set(item) == VLLM_ITEM_KEYS and item["num_classes"] == len(item["probs"])
+            assert abs(sum(item["probs"]) - 1) < 1e-5 and isinstance(item["label"], str)
+        usage = answer["usage"]
+        assert set(usage) == VLLM_USAGE_KEYS and usage["completion_tokens"] == 0
+        assert 0 < usage["prompt_tokens"] == usage["total_tokens"] <= 2 * 64
+    single = requests.post(_url(judge) + "/classify", json={"model": name, "input": "Ответ: да."},
+                           timeout=30).json()
+    assert len(single["data"]) == 1
+    missing = requests.post(_url(judge) + "/classify", json={"model": "other", "input": "x"},
+                            timeout=30)
+    assert missing.status_code == 404 and set(missing.json()) >= {"object", "message", "type", "code"}
+
+
+def test_judge_serve_takes_its_key_from_the_environment(tmp_path):
+    import os
+    import re
+    import subprocess
+
+    path = build_tiny_judge(tmp_path / "judge")
+    env = {**os.environ, "MERA_JUDGE_API_KEY": KEY}
+    proc = subprocess.Popen([sys.executable, "-m", "mera_multi_hf", "judge", "serve", "--model",
+                             str(path), "--port", "0", "--device", "cpu"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/classify", line)
+        assert match, line
+        assert KEY not in " ".join(proc.args)
+        url = f"http://127.0.0.1:{match.group(1)}"
+        body = {"input": "Ответ: да."}
+        assert requests.post(url + "/classify", json=body, timeout=30).status_code == 401
+        ok = requests.post(url + "/classify", json=body, timeout=30,
+                           headers={"Authorization": f"Bearer {KEY}"})
+        assert ok.status_code == 200 and requests.get(url + "/health", timeout=10).ok
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
