@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mera_multi_hf"
 # Stages in data-flow order; a module may import from its own stage or an earlier one.
 STAGES = [
     ("foundation", {"_version", "errors", "tasks", "_paths", "atomic", "http_client",
-                    "http_app", "limits", "provenance", "metric_fns", "filters", "media", "prompts"}),
+                    "http_app", "limits", "citation", "provenance", "metric_fns", "filters", "media", "prompts"}),
     ("raw -> dataset", {"raw", "builder", "hub", "sample_data"}),
     ("dataset", {"loading"}),
     ("examples", {"examples"}),
