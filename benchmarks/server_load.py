@@ -11,9 +11,11 @@ Old and new alternate, ``--rounds`` times, since the machine may be shared.
 For each run: the same normal requests timed alone, then while ``--slow`` clients each
 hold a connection with a request head and 5 bytes of a 1000-byte body; the server
 process's thread count and RSS are sampled from /proc throughout; at the end it counts
-the slow clients still connected (held, not dropped).
+the slow clients still connected (held, not dropped). Each server gets
+``--torch-threads`` intra-op threads (default 1): with more, on a busy machine, the
+times measure how torch's spinning OpenMP threads share the cores, not the server.
 
-    python benchmarks/server_load.py [--slow 500] [--requests 100] [--chat-requests 30] [--rounds 2]
+    python benchmarks/server_load.py [--slow 500] [--requests 100] [--chat-requests 30] [--rounds 2] [--torch-threads 1]
 
 Goals: new p95 under load <= 1.2x old p95 under load, and as many slow clients held.
 """
@@ -119,9 +121,9 @@ def percentile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
-def start_server(kind: str, tree: Path, judge_dir: Path) -> tuple[subprocess.Popen, int]:
+def start_server(kind: str, tree: Path, judge_dir: Path, threads: int) -> tuple[subprocess.Popen, int]:
     env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false"}
+           "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": str(threads)}
     proc = subprocess.Popen([sys.executable, "-c", START[kind], str(tree), str(judge_dir)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             cwd=tempfile.gettempdir())
@@ -129,7 +131,7 @@ def start_server(kind: str, tree: Path, judge_dir: Path) -> tuple[subprocess.Pop
 
 
 def measure(kind: str, version: str, tree: Path, judge_dir: Path, args) -> dict:
-    proc, port = start_server(kind, tree, judge_dir)
+    proc, port = start_server(kind, tree, judge_dir, args.torch_threads)
     route, body = ROUTES[kind]
     url = f"http://127.0.0.1:{port}{route}"
     n = args.requests if kind == "judge" else args.chat_requests
@@ -180,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chat-requests", type=int, default=30, help="normal requests, chat")
     parser.add_argument("--rounds", type=int, default=2, help="old/new alternations")
     parser.add_argument("--servers", default="judge,chat")
+    parser.add_argument("--torch-threads", type=int, default=1,
+                        help="OMP_NUM_THREADS of each server (default 1: on a shared machine "
+                             "torch's spinning intra-op threads, not the server, set the times)")
     args = parser.parse_args(argv)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4 * args.slow + 256)), hard))
