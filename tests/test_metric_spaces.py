@@ -1,8 +1,10 @@
 """The committed metric folders are real Spaces: in a fresh virtual environment with only
 `evaluate` and each folder's requirements.txt (no mera_multi_hf, no system site-packages),
-`evaluate.load(<folder>)` from another directory computes what the package computes; and
+`evaluate.load(<folder>)` from another directory computes what the package computes;
 `evaluate.load("mera_multi/judge_score")`, the promised name, works offline from a folder
-holding `mera-multi metrics export --out mera_multi`.
+holding `mera-multi metrics export --out mera_multi`; and each folder's `app.py` builds its
+Gradio interface (the `gradio` of the cards' `sdk_version`, which a Space installs itself,
+is in the environment too) and answers through it.
 
 The environment is built once (pip from the machine's configured index, offline where the
 index is local) and kept in the temporary folder, keyed by the requirements, so later
@@ -51,8 +53,17 @@ print(json.dumps(out))
 """
 
 
+def _sdk_version() -> str:
+    import yaml
+
+    versions = {yaml.safe_load((REPO / "metrics" / name / "README.md").read_text(
+        encoding="utf-8").split("---\n")[1])["sdk_version"] for name in METRICS}
+    assert len(versions) == 1, versions
+    return versions.pop()
+
+
 def _requirements() -> list[str]:
-    lines = set()
+    lines = {f"gradio=={_sdk_version()}"}
     for name in METRICS:
         text = (REPO / "metrics" / name / "requirements.txt").read_text(encoding="utf-8")
         lines.update(ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#"))
@@ -121,3 +132,39 @@ def test_promised_hub_names_load_offline_from_an_export(space_python, served_jud
     out = _run(space_python, "mera_multi/", tmp_path, url)
     results, judge = _expected(url)
     assert out["results"] == results and out["judge"] == judge
+
+
+APP = r"""
+import json, runpy, sys
+import gradio as gr
+import pandas as pd
+out = {}
+for folder in sys.argv[1:]:
+    ns = runpy.run_path(folder + "/app.py")  # not __main__: builds, does not launch
+    assert isinstance(ns["demo"], gr.Blocks), type(ns["demo"])
+    out[folder.rsplit("/", 1)[-1]] = ns["columns"]
+    if folder.endswith("/exact_match"):
+        table = pd.DataFrame({"predictions": ["a", "B"], "references": ["A", "B"]})
+        out["computed"] = ns["compute"](table, json.dumps({"mode": "strict"}))
+    if folder.endswith("/group_exact_match"):
+        table = pd.DataFrame({"predictions": ["A", "B", "a"], "references": ["A", "B", "B"],
+                              "group_ids": ["1", "1", "2"]})
+        out["grouped"] = ns["compute"](table)
+print(json.dumps(out))
+"""
+
+
+def test_space_apps_build_their_interface(space_python, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(HF_HUB_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False",
+               HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HOME=str(tmp_path / "hf-home"))
+    folders = [str(REPO / "metrics" / name) for name in METRICS]
+    proc = subprocess.run([space_python, "-c", APP, *folders], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["exact_match"] == ["predictions", "references"]
+    assert out["group_exact_match"] == ["predictions", "references", "group_ids"]
+    assert out["judge_score"] == ["predictions", "references", "prompts"]
+    assert out["computed"] == {"exact_match": 0.5}
+    assert out["grouped"] == {"group_exact_match": 0.5, "exact_match": 2 / 3}

@@ -461,7 +461,7 @@ def test_module_folder_is_a_space(name):
                     "Limitations and Bias", "Citation"):
         assert f"## {section}" in card, (name, section)
     app = (folder / "app.py").read_text(encoding="utf-8")
-    assert "launch_gradio_widget(module)" in app and "evaluate.load(" in app
+    assert "gr.Interface(" in app and "evaluate.load(" in app and "demo.launch()" in app
     # Only published packages: the folder runs as a Space without this package.
     requirements = (folder / "requirements.txt").read_text(encoding="utf-8")
     assert "mera-multi-hf" not in requirements and "mera_multi_hf" not in requirements
