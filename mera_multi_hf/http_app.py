@@ -268,6 +268,9 @@ class Server:
             limit_concurrency=limit_concurrency, timeout_keep_alive=timeout_keep_alive,
             h11_max_incomplete_event_size=max_head_bytes, timeout_graceful_shutdown=5,
             log_level="info" if verbose else "warning", access_log=verbose,
+            # Quiet: no handlers of uvicorn's own (they would keep the stderr of the moment
+            # they were made); warnings still reach the current stderr through logging.
+            log_config=uvicorn.config.LOGGING_CONFIG if verbose else None,
             proxy_headers=False, server_header=False)
         self.uvicorn = uvicorn.Server(config)
         self.thread: threading.Thread | None = None
