@@ -35,17 +35,15 @@ From Python (tests): server = serve(path, "127.0.0.1", 0); ...; server.shutdown(
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import Request
 
 from mera_multi_hf.judge_cmd import API_KEY_ENV
-from mera_multi_hf.http_app import BodyError, Guard, Server, json_app, read_json
+from mera_multi_hf.http_app import BodyError, Guard, ModelQueue, Server, json_app, read_json
 from mera_multi_hf.limits import DEFAULT_LIMITS, Limits
 
 
@@ -64,21 +62,8 @@ class JudgeService:
                  max_queue: int = 64):
         self.judge, self.model_name, self.limits = judge, model_name, limits
         self.aliases = {model_name, judge.model_id}
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="judge-model")
-        self.max_queue, self.waiting = max_queue, 0
-        self.lock = asyncio.Lock()
-
-    async def run(self, fn, *args):
-        """fn(*args) on the model's thread, queued behind the requests before it."""
-        if self.waiting >= self.max_queue:
-            raise BodyError(503, f"the server is busy: {self.waiting} requests wait for the "
-                                 f"model (max_queue {self.max_queue}); retry shortly")
-        self.waiting += 1
-        try:
-            async with self.lock:
-                return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
-        finally:
-            self.waiting -= 1
+        self.queue = ModelQueue(max_queue, "judge-model")
+        self.run = self.queue.run  # fn(*args) on the model's thread, after those before it
 
     def check_model(self, body: dict) -> None:
         model = body.get("model")
@@ -206,7 +191,7 @@ def create_server(model_path: str, host: str = "127.0.0.1", port: int = 8000, *,
                     timeout_keep_alive=timeout_keep_alive, verbose=not quiet)
     server.service = server.judge = service
     server.model_name = service.model_name
-    server.closers.append(lambda: service.pool.shutdown(wait=True))
+    server.closers.append(service.queue.close)
     return server
 
 

@@ -19,6 +19,7 @@ import hmac
 import json
 import socket
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 
 import h11
@@ -226,6 +227,35 @@ def json_protocol(error_payload, read_timeout: float):
                 super().shutdown()
 
     return JsonH11Protocol
+
+
+class ModelQueue:
+    """One model call at a time, on one thread of its own, with at most ``max_queue``
+    requests waiting their turn (past it BodyError 503, at once)."""
+
+    def __init__(self, max_queue: int = 64, name: str = "model"):
+        if max_queue < 1:
+            raise ValueError("max_queue must be positive")
+        self.max_queue, self.waiting = max_queue, 0
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix=name)
+        self.lock = asyncio.Lock()
+
+    async def run(self, fn, *args):
+        if self.waiting >= self.max_queue:
+            raise BodyError(503, f"the server is busy: {self.waiting} requests wait for the "
+                                 f"model (max_queue {self.max_queue}); retry shortly")
+        self.waiting += 1
+        try:
+            await self.lock.acquire()
+        finally:
+            self.waiting -= 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+        finally:
+            self.lock.release()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -566,3 +566,44 @@ def test_judge_serve_takes_its_key_from_the_environment(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+class _Gated:
+    """The tiny backend, holding each generate until the test opens the gate."""
+
+    def __init__(self, backend):
+        self.backend, self.model_id = backend, backend.model_id
+        self.gate, self.entered = threading.Event(), threading.Semaphore(0)
+
+    def generate(self, batch):
+        self.entered.release()
+        self.gate.wait(30)
+        return self.backend.generate(batch)
+
+
+def test_generation_runs_one_at_a_time_and_the_queue_is_bounded(tiny_backend):
+    gated = _Gated(tiny_backend)
+    server = _serve(make_server(gated, port=0, model_name="tiny", max_queue=1))
+    url, body = _url(server) + "/v1/chat/completions", _user("Привет", max_tokens=2)
+    replies: list = []
+    post = lambda: replies.append(requests.post(url, json=body, timeout=30))  # noqa: E731
+    try:
+        first = threading.Thread(target=post)
+        first.start()
+        assert gated.entered.acquire(timeout=10)  # generating, behind the lock
+        second = threading.Thread(target=post)
+        second.start()
+        deadline = time.monotonic() + 10
+        while server.service.queue.waiting < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.service.queue.waiting == 1  # queued, not generating alongside
+        third = requests.post(url, json=body, timeout=30)
+        assert third.status_code == 503 and "max_queue 1" in _error_message(server, third.json())
+        assert not gated.entered.acquire(timeout=0.2)  # still one generate at a time
+        gated.gate.set()
+        first.join(30)
+        second.join(30)
+        assert [r.status_code for r in replies] == [200, 200]
+    finally:
+        gated.gate.set()
+        _stop(server)

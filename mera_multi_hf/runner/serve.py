@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from fastapi import Request as FastAPIRequest
 
 from ..errors import MeraError
-from ..http_app import BodyError, Guard, Server, json_app, read_json
+from ..http_app import BodyError, Guard, ModelQueue, Server, json_app, read_json
 from ..limits import DEFAULT_LIMITS, Limits
 from ..media import Media
 from ..prompts import MEDIA_SLOT
@@ -212,14 +212,13 @@ class ChatService:
         if workers < 1 or max_tokens_limit < 1 or max_queue < 1:
             raise ValueError("workers, max_tokens_limit and max_queue must be positive")
         self.backend, self.model_name, self.limits = backend, model_name, limits
-        self.max_tokens_limit, self.max_queue, self.waiting = max_tokens_limit, max_queue, 0
+        self.max_tokens_limit = max_tokens_limit
         self.parse_pool = ThreadPoolExecutor(workers, thread_name_prefix="serve-parse")
-        self.model_pool = ThreadPoolExecutor(1, thread_name_prefix="serve-generate")
-        self.lock = asyncio.Lock()
+        self.queue = ModelQueue(max_queue, "serve-generate")  # one generate at a time
 
     def close(self) -> None:
         self.parse_pool.shutdown(wait=True)
-        self.model_pool.shutdown(wait=True)
+        self.queue.close()
 
     async def complete(self, body: dict) -> dict:
         loop = asyncio.get_running_loop()
@@ -227,15 +226,7 @@ class ChatService:
             request, stops = await loop.run_in_executor(self.parse_pool, self.request, body)
         except ValueError as err:
             raise BodyError(getattr(err, "status", 400), f"bad request: {err}") from None
-        if self.waiting >= self.max_queue:
-            raise BodyError(503, f"the server is busy: {self.waiting} requests wait for the "
-                                 f"model (max_queue {self.max_queue}); retry shortly")
-        self.waiting += 1
-        try:
-            async with self.lock:  # one generate at a time: the model is not shared safely
-                text = await loop.run_in_executor(self.model_pool, self.generate, request)
-        finally:
-            self.waiting -= 1
+        text = await self.queue.run(self.generate, request)  # the model is not shared safely
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
             "created": int(time.time()), "model": self.model_name,
