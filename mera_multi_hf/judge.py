@@ -40,7 +40,7 @@ import numpy as np
 
 from .errors import MeraError
 from .metric_fns import official_answer_part
-from .provenance import mask_secrets
+from .masking import mask_secrets
 
 DEFAULT_JUDGE = "MERA-evaluation/MERA_Answer_judge"
 WINDOW_TOKENS = 7995
@@ -461,8 +461,8 @@ def get_judge(judge: str | Judge | None = None, judge_url: str | None = None,
     Judges are cached per configuration so a model loads once per process. With neither
     `judge` nor `judge_url` this raises: a judge score is never made up.
     """
-    if isinstance(judge, Judge):
-        return judge
+    if isinstance(judge, Judge) or callable(getattr(judge, "labels", None)):
+        return judge  # a Judge (or one from another copy of this module: a metric Space's)
     if judge and judge_url:
         raise MeraError("give either judge=<model id or path> or judge_url=<server URL>, not both")
     if not judge and not judge_url:

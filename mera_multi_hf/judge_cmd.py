@@ -5,11 +5,15 @@ the package; these commands find it with bundled_dir().
 """
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 from ._paths import bundled_dir, load_module_from_file
 from .errors import MeraError
+from .limits import DEFAULT_LIMITS
+
+API_KEY_ENV = "MERA_JUDGE_API_KEY"  # judge serve's key: an environment variable is not in `ps`
 
 
 def _judge_model_module(name: str):
@@ -20,15 +24,43 @@ def _judge_model_module(name: str):
 def cmd_serve(args) -> int:
     server_mod = _judge_model_module("server")
     try:
-        server = server_mod.create_server(args.model, args.host, args.port,
-                                          served_model_name=args.served_model_name,
-                                          device=args.device, batch_size=args.batch_size,
-                                          quiet=not args.verbose, api_key=args.api_key,
-                                          read_timeout=args.read_timeout, workers=args.workers)
+        server = server_mod.from_arguments(args)
     except OSError as err:
         raise MeraError(f"cannot listen on {args.host}:{args.port}: {err}. Pick another --port "
                         "or stop what is using it") from None
+    except ValueError as err:
+        raise MeraError(f"judge serve: {err}") from None
     return server_mod.run_foreground(server)
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `judge serve` and of judge_model/server.py (one list for both)."""
+    parser.add_argument("--model", required=True, help="local folder or Hub id of the judge classifier")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free one)")
+    parser.add_argument("--served-model-name", help="the name clients send as `model` (default: --model)")
+    parser.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: cuda when available)")
+    parser.add_argument("--batch-size", type=int, default=16, help="texts per forward pass")
+    parser.add_argument("--verbose", action="store_true", help="log every request")
+    parser.add_argument("--api-key",
+                        help=f"require `Authorization: Bearer <key>` on every route but /health "
+                             f"(default: ${API_KEY_ENV}, which `ps` does not show; none: no "
+                             f"authentication)")
+    parser.add_argument("--read-timeout", type=float, default=30.0,
+                        help="seconds a client has to send its whole request (then 408; default 30)")
+    parser.add_argument("--limit-concurrency", type=int, default=1024,
+                        help="connections and requests at once, past which a quick 503 (uvicorn's "
+                             "option; default 1024)")
+    parser.add_argument("--timeout-keep-alive", type=float, default=5.0,
+                        help="seconds an idle keep-alive connection stays open (default 5)")
+    parser.add_argument("--max-queue", type=int, default=64,
+                        help="requests waiting for the model, past which 503 (default 64)")
+    parser.add_argument("--max-judge-items", type=int,
+                        help=f"inputs per /classify request (default {DEFAULT_LIMITS.max_judge_items})")
+    parser.add_argument("--max-judge-chars", type=int,
+                        help=f"characters per input (default {DEFAULT_LIMITS.max_judge_chars})")
+    parser.add_argument("--max-body-bytes", type=int,
+                        help=f"bytes per request body (default {DEFAULT_LIMITS.max_body_bytes})")
 
 
 def cmd_agreement(args) -> int:
@@ -70,18 +102,7 @@ def add_parser(subparsers) -> None:
     judge.set_defaults(func=lambda args: judge.print_help() or 2)
 
     p = sub.add_parser("serve", help="serve a classifier with a vLLM-style /classify route")
-    p.add_argument("--model", required=True, help="local folder or Hub id of the judge classifier")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free one)")
-    p.add_argument("--served-model-name", help="the name clients send as `model` (default: --model)")
-    p.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: cuda when available)")
-    p.add_argument("--batch-size", type=int, default=16, help="texts per forward pass")
-    p.add_argument("--verbose", action="store_true", help="log every request")
-    p.add_argument("--api-key", help="require `Authorization: Bearer <key>` on every route but "
-                                     "/health")
-    p.add_argument("--read-timeout", type=float, default=30.0,
-                   help="seconds a client has to send its whole request (then 408; default 30)")
-    p.add_argument("--workers", type=int, default=4, help="requests answered at once (default 4)")
+    add_serve_arguments(p)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("agreement", help="accuracy, Cohen's kappa and confusion matrix of a judge "

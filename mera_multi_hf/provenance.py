@@ -9,6 +9,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from .masking import mask_secrets  # noqa: F401  (re-exported: the one masking helper)
+
 PACKAGES = ("mera-multi-hf", "torch", "transformers", "datasets", "evaluate", "accelerate",
             "huggingface_hub", "pillow", "numpy")
 
@@ -48,21 +50,6 @@ def folder_fingerprint(root: str | Path, *, read: tuple[str, ...] = (), salt: st
         else:
             digest.update(f"{stat.st_size}:{stat.st_mtime_ns if times else ''}".encode())
     return digest.hexdigest()[:length]
-
-
-# Query parameters whose values are credentials (?token=, &api_key=, &sig=, ...).
-_SECRET_QUERY = re.compile(r"([?&;][^=&#\s]*(?:token|key|sig|pass|secret|auth|credential)"
-                           r"[^=&#\s]*=)[^&#\s'\"]+", re.IGNORECASE)
-
-
-def mask_secrets(text: str) -> str:
-    """``text`` with secrets masked: the values of API key and token options, the user
-    name and password of every URL, and secret-looking query values (token, key,
-    api_key, access_token, sig, password, ...). The one masking helper: whatever is
-    recorded (results, logs, cards) or printed (errors) goes through it."""
-    text = re.sub(r"(--(?:judge-)?api[-_]key[= ]|--token[= ])\S+", r"\1***", text)
-    text = re.sub(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@", r"\1***@", text)
-    return _SECRET_QUERY.sub(r"\1***", text)
 
 
 def command_line(config=None) -> str:

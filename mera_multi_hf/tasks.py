@@ -7,20 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .citation import CITATION  # noqa: F401 - cards, builders and metric modules show it
 from .errors import MeraError
 
 LETTERS = "ABCDEFGHIJ"
-
-# How to cite the benchmark: dataset cards, builders and metric modules all show this.
-CITATION = """\
-@misc{mera_multi_2025,
-  title  = {MERA Multi: Multimodal Evaluation for Russian-language Architectures},
-  author = {{MERA Team}},
-  year   = {2025},
-  url    = {https://mera.a-ai.ru/en/multi}
-}
-"""
-
 
 def _options(n: int) -> tuple[str, ...]:
     return tuple(f"option_{c}" for c in "abcdefghij"[:n])

@@ -13,8 +13,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mera_multi_hf"
 # Stages in data-flow order; a module may import from its own stage or an earlier one.
 STAGES = [
     ("foundation", {"_version", "errors", "tasks", "_paths", "atomic", "http_client",
-                    "http_json", "provenance", "metric_fns", "filters", "media", "prompts", "offline",
-                    "outputs", "limits", "media_checks", "json_doubts"}),
+                    "http_app", "citation", "masking", "provenance", "metric_fns", "filters", "media", "prompts",
+                    "offline", "outputs", "limits", "media_checks", "json_doubts"}),
     ("raw -> dataset", {"raw", "builder", "hub", "sample_data"}),
     ("dataset", {"loading"}),
     ("examples", {"examples"}),

@@ -391,7 +391,7 @@ def test_modules_load_from_the_checkout_and_compute(modules):
     assert em.compute() == {"exact_match": pytest.approx(2 / 3)}
     assert em.compute(predictions=["Ответ: C", "x"], references=["C", "C"], extract=True) == \
         {"exact_match": 0.0, "exact_match_extracted": 0.5}
-    assert em.compute(predictions=["a"], references=["A"], task="commonvideoqa") == {"exact_match": 0.0}
+    assert em.compute(predictions=["a"], references=["A"], mode="strict") == {"exact_match": 0.0}
     assert em.compute(predictions=["да", "нет"], references=[["Да", "верно"], ["нет."]]) == \
         {"exact_match": 1.0}
     with pytest.warns(UserWarning, match="squad"):
@@ -428,8 +428,10 @@ def test_modules_combine(modules):
 
 
 def test_judge_module_refuses_without_a_judge(modules):
-    with pytest.raises(MeraError, match="no judge configured"):
+    # The module's MeraError is its sibling errors.py's (a copy of the package's).
+    with pytest.raises(Exception, match="no judge configured") as err:
         modules["judge_score"].compute(predictions=["A"], references=["A"], prompts=["?"])
+    assert type(err.value).__name__ == "MeraError"
 
 
 @pytest.mark.parametrize("name", METRICS)
@@ -459,8 +461,10 @@ def test_module_folder_is_a_space(name):
                     "Limitations and Bias", "Citation"):
         assert f"## {section}" in card, (name, section)
     app = (folder / "app.py").read_text(encoding="utf-8")
-    assert "launch_gradio_widget(module)" in app and "evaluate.load(" in app
-    assert "mera-multi-hf" in (folder / "requirements.txt").read_text(encoding="utf-8")
+    assert "gr.Interface(" in app and "evaluate.load(" in app and "demo.launch()" in app
+    # Only published packages: the folder runs as a Space without this package.
+    requirements = (folder / "requirements.txt").read_text(encoding="utf-8")
+    assert "mera-multi-hf" not in requirements and "mera_multi_hf" not in requirements
     source = (folder / f"{name}.py").read_text(encoding="utf-8")
     # evaluate's import scanner misreads `import a, b`: one module per import line
     assert not [line for line in source.splitlines() if line.startswith("import ") and "," in line]

@@ -1,7 +1,8 @@
 """Hostile clients against the project's two servers (the OpenAI-compatible chat server
 over the tiny model and the judge's /classify server over the tiny judge), on real
 sockets on 127.0.0.1: every reply is JSON (a clear 4xx/5xx or a valid 200), the server
-lives on, authentication holds, and slow clients neither hold threads nor delay others."""
+lives on, authentication holds, and slow clients neither hold threads nor delay others.
+Both run on FastAPI under uvicorn (mera_multi_hf.http_app)."""
 from __future__ import annotations
 
 import collections
@@ -14,11 +15,13 @@ from pathlib import Path
 
 import pytest
 import requests
+from fastapi import Request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mera_multi_hf._paths import bundled_dir, load_module_from_file
-from mera_multi_hf.http_json import MAX_BODY_BYTES, JsonHandler, JsonServer
+from mera_multi_hf.http_app import Server, json_app, read_json
+from mera_multi_hf.limits import DEFAULT_LIMITS
 from mera_multi_hf.runner.backends.hf import HFBackend
 from mera_multi_hf.runner.serve import make_server
 
@@ -31,13 +34,12 @@ KEY = "s3cret-key"
 HOSTILE = settings(max_examples=80, deadline=None, database=None,
                    suppress_health_check=[HealthCheck.function_scoped_fixture,
                                           HealthCheck.too_slow])
+MAX_BODY_BYTES = DEFAULT_LIMITS.max_body_bytes
 TALLY: collections.Counter = collections.Counter()  # (case class, outcome) -> count
 
 
 def _serve(server):
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    return server
+    return server.start()
 
 
 def _stop(server):
@@ -71,20 +73,28 @@ def chat(tiny_backend):
 @pytest.fixture(scope="module")
 def judge(tmp_path_factory):
     path = build_tiny_judge(tmp_path_factory.mktemp("tiny-judge"))
-    server = server_mod.create_server(str(path), "127.0.0.1", 0, device="cpu", batch_size=4)
-    server.read_timeout = 2.0
+    server = server_mod.create_server(str(path), "127.0.0.1", 0, device="cpu", batch_size=4,
+                                      read_timeout=2.0)
     yield _serve(server)
     _stop(server)
 
 
-class _Echo(JsonHandler):
-    def do_GET(self):
-        self.send_json(200, {"status": "ok"})
+def _echo_server(**options) -> Server:
+    """The shared layer alone: /health, and POST /x answering the keys of its JSON body."""
+    app = json_app(_echo_error, "echo")
 
-    def do_POST(self):
-        body = self.read_json_or_reply()
-        if body is not None:
-            self.send_json(200, {"keys": sorted(body)})
+    @app.get("/health")
+    async def health():
+        return {"status": "ok"}
+
+    @app.post("/x")
+    async def keys(request: Request):
+        return {"keys": sorted(await read_json(request))}
+    return Server(app, _echo_error, **options)
+
+
+def _echo_error(status: int, message: str) -> dict:
+    return {"object": "error", "message": message, "code": status}
 
 
 def _url(server) -> str:
@@ -294,7 +304,7 @@ def test_hostile_request_heads_get_json_replies(which, head, request, capfd):
 # -- body size and JSON errors, each with its own status and message ----------------------
 @pytest.fixture(scope="module")
 def echo():
-    server = _serve(JsonServer(("127.0.0.1", 0), _Echo, read_timeout=2.0, workers=2))
+    server = _serve(_echo_server(read_timeout=2.0))
     yield server
     _stop(server)
 
@@ -302,7 +312,7 @@ def echo():
 BAD_BODIES = [  # (head extra, body, status, words the message must hold)
     (f"Content-Length: {100 * 2**20}\r\n", b"{", 413, ["too large", str(MAX_BODY_BYTES)]),
     ("", b"", 411, ["Content-Length"]),
-    ("Content-Length: ten\r\n", b"", 400, ["invalid Content-Length"]),
+    ("Content-Length: ten\r\n", b"", 400, ["invalid HTTP request", "Content-Length"]),
     ("Content-Length: 3\r\n", b"\xff\xfe{", 400, ["UTF-8"]),
     (f"Content-Length: {200_000}\r\n", b"[" * 200_000, 400, ["nested too deeply"]),
     ("Content-Length: 2\r\n", b"[]", 400, ["JSON object"]),
@@ -315,11 +325,10 @@ BAD_BODIES = [  # (head extra, body, status, words the message must hold)
 def test_bad_bodies_get_their_own_status_and_message(which, extra, body, status, words, request):
     server = request.getfixturevalue(which)
     route = {"echo": "/x", "chat": "/v1/chat/completions", "judge": "/classify"}[which]
-    got, headers, payload = _raw(server, f"POST {route} HTTP/1.1\r\n{extra}\r\n".encode() + body, "POST")
+    got, headers, payload = _raw(server, f"POST {route} HTTP/1.1\r\nHost: t\r\n{extra}\r\n".encode() + body, "POST")
     message = _error_message(server, payload)
     assert all(word in message for word in words), message
-    # The judge's handler still answers every ValueError of read_json with a 400.
-    assert got == status or (which == "judge" and got == 400), (got, message)
+    assert got == status, (got, message)
     _check_reply(server, got, headers, payload, f"{which}: bad bodies")
 
 
@@ -344,7 +353,7 @@ def test_api_key_required_except_on_health(which, request):
         assert ok.status_code == 200, ok.text
         # a half-sent body without the key is refused at once, not buffered until the timeout
         start = time.monotonic()
-        status, _, payload = _raw(server, f"POST {route} HTTP/1.1\r\nContent-Length: 5000\r\n\r\n{{".encode())
+        status, _, payload = _raw(server, f"POST {route} HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n{{".encode())
         assert status == 401 and time.monotonic() - start < 1.0
     finally:
         server.api_key = None
@@ -355,7 +364,7 @@ def _half_sent(server, n: int) -> list[socket.socket]:
     socks = []
     for _ in range(n):
         sock = socket.create_connection(("127.0.0.1", server.server_port), timeout=10)
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 1000\r\n\r\n{\"messages\"")
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n{\"messages\"")
         socks.append(sock)
     return socks
 
@@ -374,7 +383,8 @@ def test_slow_clients_hold_no_threads_and_are_cut_after_the_read_timeout(tiny_ba
         latency = time.monotonic() - t0
         assert reply.status_code == 200 and latency < 1.5, latency
         peak = max(peak, threading.active_count())
-        assert peak <= before + 1 + 4, peak  # the loop's thread and the pool, nothing per client
+        # the loop's thread, the parse pool (4) and the model's thread: nothing per client
+        assert peak <= before + 1 + 4 + 1, peak
         cut = []
         for sock in socks:
             with sock.makefile("rb") as f:
@@ -385,53 +395,215 @@ def test_slow_clients_hold_no_threads_and_are_cut_after_the_read_timeout(tiny_ba
         assert 2.5 < min(cut) and max(cut) < 8, (min(cut), max(cut))
     finally:
         _stop(server)
-    assert threading.active_count() <= before + 1  # the pool joined (the serve thread may linger)
+    assert threading.active_count() <= before  # the loop's thread ended, the pools joined
 
 
-def test_past_max_connections_a_quick_503():
-    server = _serve(JsonServer(("127.0.0.1", 0), _Echo, read_timeout=5.0, workers=1, max_connections=3))
+def test_past_limit_concurrency_a_quick_json_503():
+    server = _serve(_echo_server(read_timeout=5.0, limit_concurrency=3))
     try:
         idle = [socket.create_connection(("127.0.0.1", server.server_port)) for _ in range(3)]
         time.sleep(0.3)
         start = time.monotonic()
-        status, headers, payload = _raw(server, b"GET /health HTTP/1.1\r\n\r\n")
+        status, headers, payload = _raw(server, b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n")
         assert status == 503 and "busy" in payload["message"] and time.monotonic() - start < 2
         for sock in idle:
             sock.close()
         deadline = time.monotonic() + 5
-        while server.open_connections > 0 and time.monotonic() < deadline:
+        while server.uvicorn.server_state.connections and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _raw(server, b"GET /health HTTP/1.1\r\n\r\n")[0] == 200
+        assert _raw(server, b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n")[0] == 200
     finally:
         _stop(server)
 
 
 def test_keep_alive_and_pipelined_requests_on_one_connection(echo):
     body = b'{"a": 1}'
-    one = b"POST /x HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    one = b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
     with socket.create_connection(("127.0.0.1", echo.server_port), timeout=10) as sock:
         sock.sendall(one * 3)  # three requests in one write
         with sock.makefile("rb") as f:
             for _ in range(3):
                 status, _, payload = _read_reply(f)
                 assert status == 200 and payload == {"keys": ["a"]}
-    assert _raw(echo, b"GET /health HTTP/1.1\r\nExpect: 100-continue\r\n\r\n")[0] == 200
+    assert _raw(echo, b"GET /health HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n\r\n")[0] == 200
 
 
 def test_close_ends_idle_and_half_sent_connections_and_joins_the_workers():
     before = set(threading.enumerate())
-    server = _serve(JsonServer(("127.0.0.1", 0), _Echo, read_timeout=30.0, workers=2))
+    server = _serve(_echo_server(read_timeout=30.0))
     idle = socket.create_connection(("127.0.0.1", server.server_port), timeout=10)
-    idle.sendall(b"GET /health HTTP/1.1\r\n\r\n")  # answered, then left open (keep-alive)
+    idle.sendall(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n")  # answered, then left open (keep-alive)
     with idle.makefile("rb") as f:
         assert _read_reply(f)[0] == 200
     half = socket.create_connection(("127.0.0.1", server.server_port), timeout=10)
-    half.sendall(b"POST /x HTTP/1.1\r\nContent-Length: 50\r\n\r\n{")
+    half.sendall(b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 50\r\n\r\n{")
     time.sleep(0.2)
     start = time.monotonic()
     _stop(server)
     assert time.monotonic() - start < 2
-    assert not [t for t in set(threading.enumerate()) - before if t.name.startswith("json-server")]
+    assert not [t for t in set(threading.enumerate()) - before if t.is_alive()]
     for sock in (idle, half):
         assert sock.recv(100) == b""  # closed by the server
         sock.close()
+
+
+# -- per-request limits (mera_multi_hf.limits), checked before any work ------------------
+class _Counting:
+    """The judge's tokenizer, counting its calls (to prove a refusal came before them)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.calls = tokenizer, 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.tokenizer(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.tokenizer, name)
+
+
+@pytest.mark.parametrize("body, words", [
+    ({"input": ["Ответ: да."] * 5000}, ["5000 inputs", "max_judge_items"]),
+    ({"input": ["я" * 300_000]}, ["300000 characters", "max_judge_chars"]),
+    ({"input": ["a", "b" * 300_000]}, ["input 1", "max_judge_chars"]),
+])
+def test_judge_refuses_too_many_or_too_long_inputs_before_tokenising(judge, body, words):
+    local = judge.service.judge
+    counting = local.tokenizer = _Counting(local.tokenizer)
+    try:
+        start = time.monotonic()
+        reply = requests.post(_url(judge) + "/classify", json=body, timeout=30)
+        assert reply.status_code == 413 and time.monotonic() - start < 5
+        message = _error_message(judge, reply.json())
+        assert all(w in message for w in words), message
+        assert counting.calls == 0
+        assert requests.post(_url(judge) + "/classify", json={"input": "Ответ: да."},
+                             timeout=30).status_code == 200 and counting.calls > 0
+    finally:
+        local.tokenizer = counting.tokenizer
+
+
+def _png(width: int, height: int) -> str:
+    import base64
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("L", (width, height)).save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def test_chat_refuses_an_image_over_the_pixel_bound_from_its_header(tiny_backend):
+    from mera_multi_hf.limits import Limits
+
+    server = _serve(make_server(tiny_backend, port=0, limits=Limits(max_image_pixels=100 * 100),
+                                max_tokens_limit=2))
+    try:
+        url = _url(server) + "/v1/chat/completions"
+        big = requests.post(url, json=_image_part({"url": _png(101, 100)}), timeout=30)
+        assert big.status_code == 413, big.text
+        assert "101x100 pixels" in _error_message(server, big.json())
+        small = requests.post(url, json={**_image_part({"url": _png(100, 100)}), "max_tokens": 2},
+                              timeout=30)
+        assert small.status_code == 200, small.text
+    finally:
+        _stop(server)
+
+
+# -- vLLM's /classify shapes -------------------------------------------------------------
+VLLM_REPLY_KEYS = {"id", "object", "created", "model", "data", "usage"}
+VLLM_ITEM_KEYS = {"index", "label", "probs", "num_classes"}
+VLLM_USAGE_KEYS = {"prompt_tokens", "total_tokens", "completion_tokens", "prompt_tokens_details"}
+
+
+def test_judge_classify_speaks_vllms_request_and_reply_shapes(judge):
+    name = requests.get(_url(judge) + "/v1/models", timeout=10).json()["data"][0]["id"]
+    for route in ("/classify", "/v1/classify"):
+        reply = requests.post(_url(judge) + route, timeout=30, json={
+            "model": name, "input": ["Ответ: синий.", "Ответ: красный."],
+            "truncate_prompt_tokens": 64})
+        assert reply.status_code == 200, reply.text
+        answer = reply.json()
+        assert set(answer) == VLLM_REPLY_KEYS and answer["object"] == "list"
+        assert answer["id"].startswith("classify-") and isinstance(answer["created"], int)
+        assert answer["model"] == name and [d["index"] for d in answer["data"]] == [0, 1]
+        for item in answer["data"]:
+            assert set(item) == VLLM_ITEM_KEYS and item["num_classes"] == len(item["probs"])
+            assert abs(sum(item["probs"]) - 1) < 1e-5 and isinstance(item["label"], str)
+        usage = answer["usage"]
+        assert set(usage) == VLLM_USAGE_KEYS and usage["completion_tokens"] == 0
+        assert 0 < usage["prompt_tokens"] == usage["total_tokens"] <= 2 * 64
+    single = requests.post(_url(judge) + "/classify", json={"model": name, "input": "Ответ: да."},
+                           timeout=30).json()
+    assert len(single["data"]) == 1
+    missing = requests.post(_url(judge) + "/classify", json={"model": "other", "input": "x"},
+                            timeout=30)
+    assert missing.status_code == 404 and set(missing.json()) >= {"object", "message", "type", "code"}
+
+
+def test_judge_serve_takes_its_key_from_the_environment(tmp_path):
+    import os
+    import re
+    import subprocess
+
+    path = build_tiny_judge(tmp_path / "judge")
+    env = {**os.environ, "MERA_JUDGE_API_KEY": KEY}
+    proc = subprocess.Popen([sys.executable, "-m", "mera_multi_hf", "judge", "serve", "--model",
+                             str(path), "--port", "0", "--device", "cpu"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/classify", line)
+        assert match, line
+        assert KEY not in " ".join(proc.args)
+        url = f"http://127.0.0.1:{match.group(1)}"
+        body = {"input": "Ответ: да."}
+        assert requests.post(url + "/classify", json=body, timeout=30).status_code == 401
+        ok = requests.post(url + "/classify", json=body, timeout=30,
+                           headers={"Authorization": f"Bearer {KEY}"})
+        assert ok.status_code == 200 and requests.get(url + "/health", timeout=10).ok
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+class _Gated:
+    """The tiny backend, holding each generate until the test opens the gate."""
+
+    def __init__(self, backend):
+        self.backend, self.model_id = backend, backend.model_id
+        self.gate, self.entered = threading.Event(), threading.Semaphore(0)
+
+    def generate(self, batch):
+        self.entered.release()
+        self.gate.wait(30)
+        return self.backend.generate(batch)
+
+
+def test_generation_runs_one_at_a_time_and_the_queue_is_bounded(tiny_backend):
+    gated = _Gated(tiny_backend)
+    server = _serve(make_server(gated, port=0, model_name="tiny", max_queue=1))
+    url, body = _url(server) + "/v1/chat/completions", _user("Привет", max_tokens=2)
+    replies: list = []
+    post = lambda: replies.append(requests.post(url, json=body, timeout=30))  # noqa: E731
+    try:
+        first = threading.Thread(target=post)
+        first.start()
+        assert gated.entered.acquire(timeout=10)  # generating, behind the lock
+        second = threading.Thread(target=post)
+        second.start()
+        deadline = time.monotonic() + 10
+        while server.service.queue.waiting < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.service.queue.waiting == 1  # queued, not generating alongside
+        third = requests.post(url, json=body, timeout=30)
+        assert third.status_code == 503 and "max_queue 1" in _error_message(server, third.json())
+        assert not gated.entered.acquire(timeout=0.2)  # still one generate at a time
+        gated.gate.set()
+        first.join(30)
+        second.join(30)
+        assert [r.status_code for r in replies] == [200, 200]
+    finally:
+        gated.gate.set()
+        _stop(server)

@@ -1,7 +1,8 @@
-"""A small OpenAI-compatible server over the hf backend (stdlib http.server).
+"""A small OpenAI-compatible server over the hf backend (FastAPI on uvicorn).
 
     python -m mera_multi_hf.runner.serve --model Qwen/Qwen2.5-VL-3B-Instruct --port 8000
     mera-multi evaluate --backend openai --base-url http://127.0.0.1:8000/v1 --model <name>
+    MERA_SERVE_MODEL=<model> uvicorn --factory mera_multi_hf.runner.serve:app_from_env
 
 Routes: ``POST /v1/chat/completions`` (text + base64 data-URI images, greedy only),
 ``GET /v1/models``, ``GET /health``. Generation runs one request at a time; it exists
@@ -13,11 +14,15 @@ malformed message, a media item that is not a base64 data URI of its kind, a
 ``max_tokens`` below 1 or above the server's limit, ``stream`` or ``n`` > 1. ``stop``
 (a string or a list of strings) cuts the answer at the first stop string. With
 ``--api-key`` (or MERA_SERVE_API_KEY) every route but /health needs
-``Authorization: Bearer <key>``.
+``Authorization: Bearer <key>``. An image larger than ``max_image_pixels`` (read from
+its header) gets 413 before it is decoded; a body larger than ``max_body_bytes`` gets
+413 before it is read. Requests are parsed and their images decoded outside the
+generation lock; at most ``--max-queue`` wait for the model (then 503).
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import binascii
 import dataclasses
@@ -26,12 +31,15 @@ import io
 import os
 import re
 import sys
-import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+from fastapi import Request as FastAPIRequest
 
 from ..errors import MeraError
-from ..http_json import JsonHandler, JsonServer
+from ..http_app import BodyError, Guard, ModelQueue, Server, json_app, read_json
+from ..limits import DEFAULT_LIMITS, Limits
 from ..media import Media
 from ..prompts import MEDIA_SLOT
 from .request import Request
@@ -120,13 +128,23 @@ def _base64(text: str, where: str) -> bytes:
     return data
 
 
-def _check_image(data: bytes, where: str) -> None:
-    """A picture Pillow decodes, else ValueError (the backend must not meet it)."""
+class TooLarge(ValueError):
+    status = 413
+
+
+def _check_image(data: bytes, where: str, max_pixels: int) -> None:
+    """A picture Pillow decodes within ``max_pixels``, else ValueError (the backend must
+    not meet it). The size is read from the header, before any pixel is decoded."""
     from PIL import Image
 
     try:
         with Image.open(io.BytesIO(data)) as img:
+            if img.width * img.height > max_pixels:
+                raise TooLarge(f"{where}: {img.width}x{img.height} pixels; the limit is "
+                               f"{max_pixels} (max_image_pixels)")
             img.load()
+    except TooLarge:
+        raise
     except Exception as err:  # noqa: BLE001 - any decoder error means a bad upload
         raise ValueError(f"{where}: not a picture this server can decode ({type(err).__name__}: "
                          f"{_shown(str(err))})") from None
@@ -179,68 +197,65 @@ def _user_content(body: dict):
     return users[0].get("content")
 
 
-class ChatHandler(JsonHandler):
-    server_version = "mera-multi-serve/1"
+def error_payload(status: int, message: str) -> dict:
+    kind = "server_error" if status >= 500 else "invalid_request_error"
+    return {"error": {"message": message, "type": kind, "code": status}}
 
-    @classmethod
-    def error_payload(cls, status: int, message: str) -> dict:
-        kind = "server_error" if status >= 500 else "invalid_request_error"
-        return {"error": {"message": message, "type": kind, "code": status}}
 
-    def _error(self, status: int, message: str) -> None:
-        self.send_json(status, self.error_payload(status, message))
+class ChatService:
+    """The backend behind the route: requests are parsed and their images decoded on a
+    pool of ``workers`` threads; generation runs one request at a time on its own
+    thread, with at most ``max_queue`` requests waiting (then 503)."""
 
-    def do_GET(self):
-        if self.route in ("/v1/models", "/models"):
-            self.send_json(200, {"object": "list", "data": [
-                {"id": self.server.model_name, "object": "model", "owned_by": "mera-multi-hf"}]})
-        elif self.route == "/health":
-            self.send_json(200, {"status": "ok"})
-        else:
-            self._error(404, f"no route {self.path}")
+    def __init__(self, backend, model_name: str, *, max_tokens_limit: int = MAX_TOKENS_LIMIT,
+                 limits: Limits = DEFAULT_LIMITS, workers: int = 8, max_queue: int = 64):
+        if workers < 1 or max_tokens_limit < 1 or max_queue < 1:
+            raise ValueError("workers, max_tokens_limit and max_queue must be positive")
+        self.backend, self.model_name, self.limits = backend, model_name, limits
+        self.max_tokens_limit = max_tokens_limit
+        self.parse_pool = ThreadPoolExecutor(workers, thread_name_prefix="serve-parse")
+        self.queue = ModelQueue(max_queue, "serve-generate")  # one generate at a time
 
-    def do_POST(self):
-        if self.route not in ("/v1/chat/completions", "/chat/completions"):
-            self._error(404, f"no route {self.path}")
-            return
-        body = self.read_json_or_reply()
-        if body is None:
-            return
-        try:
-            request, stops = self._request(body)
+    def close(self) -> None:
+        self.parse_pool.shutdown(wait=True)
+        self.queue.close()
+
+    async def complete(self, body: dict) -> dict:
+        loop = asyncio.get_running_loop()
+        try:  # parsing and image decoding, outside the lock, within the pixel bound
+            request, stops = await loop.run_in_executor(self.parse_pool, self.request, body)
         except ValueError as err:
-            self._error(400, f"bad request: {err}")
-            return
-        try:
-            with self.server.lock:  # one generate at a time: the model is not shared safely
-                text = self.server.backend.generate([request])[0]
-        except MeraError as err:
-            self._error(400, str(err))
-            return
-        except Exception as err:  # noqa: BLE001 - the client gets the cause, the server lives on
-            print(f"serve: generate failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
-            self._error(500, f"generation failed: {type(err).__name__}: {err}")
-            return
-        self.send_json(200, {
+            raise BodyError(getattr(err, "status", 400), f"bad request: {err}") from None
+        text = await self.queue.run(self.generate, request)  # the model is not shared safely
+        return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
-            "created": int(time.time()), "model": self.server.model_name,
+            "created": int(time.time()), "model": self.model_name,
             "choices": [{"index": 0, "message": {"role": "assistant",
                                                  "content": _cut_at_stop(text, stops)},
                          "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}})
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
 
-    def _request(self, body: dict) -> tuple[Request, tuple[str, ...]]:
+    def generate(self, request: Request) -> str:
+        try:
+            return self.backend.generate([request])[0]
+        except MeraError as err:
+            raise BodyError(400, str(err)) from None
+        except Exception as err:  # noqa: BLE001 - the client gets the cause, the server lives on
+            print(f"serve: generate failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+            raise BodyError(500, f"generation failed: {type(err).__name__}: {err}") from None
+
+    def request(self, body: dict) -> tuple[Request, tuple[str, ...]]:
         _check_options(body)
-        if body.get("model") not in (None, self.server.model_name):
+        if body.get("model") not in (None, self.model_name):
             raise ValueError(f"model {_shown(body.get('model'))} is not served here "
-                             f"(this server serves {self.server.model_name!r})")
+                             f"(this server serves {self.model_name!r})")
         prompt, items = prompt_from_openai(_user_content(body))
         for i, (kind, data) in enumerate(items):
             if kind == "image":
-                _check_image(data, f"media item {i}")
+                _check_image(data, f"media item {i}", self.limits.max_image_pixels)
         media = [Media(kind=kind, sha256=hashlib.sha256(data).hexdigest(), data=data)
                  for kind, data in items]
-        max_new = _max_tokens(body, self.server.max_tokens_limit)
+        max_new = _max_tokens(body, self.max_tokens_limit)
         stops = _stop(body)
         # The hf backend may take stop strings on the request (a `stop` field); when it
         # does not, the answer is still cut at them here, after generation.
@@ -249,23 +264,59 @@ class ChatHandler(JsonHandler):
                        max_new_tokens=max_new, **extra), stops
 
 
+def create_app(service: ChatService):
+    """The FastAPI app of the OpenAI-compatible routes over ``service``."""
+    app = json_app(error_payload, "mera-multi serve")
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok"}
+
+    @app.get("/v1/models")
+    @app.get("/models")
+    async def models():
+        return {"object": "list", "data": [
+            {"id": service.model_name, "object": "model", "owned_by": "mera-multi-hf"}]}
+
+    @app.post("/v1/chat/completions")
+    @app.post("/chat/completions")
+    async def chat_completions(request: FastAPIRequest):
+        return await service.complete(await read_json(request))
+    return app
+
+
 def make_server(backend, host: str = "127.0.0.1", port: int = 0,
                 model_name: str | None = None, verbose: bool = False, *,
                 api_key: str | None = None, read_timeout: float = 30.0, workers: int = 8,
-                max_tokens_limit: int = MAX_TOKENS_LIMIT) -> JsonServer:
+                max_tokens_limit: int = MAX_TOKENS_LIMIT, limits: Limits = DEFAULT_LIMITS,
+                max_queue: int = 64, limit_concurrency: int = 1024,
+                timeout_keep_alive: float = 5.0) -> Server:
     """A server bound to (host, port) (port 0: any free port; see ``server.server_port``)."""
-    server = JsonServer((host, port), ChatHandler, api_key=api_key, read_timeout=read_timeout,
-                        workers=workers)
-    server.backend = backend
-    server.model_name = model_name or backend.model_id
-    server.lock = threading.Lock()
-    server.verbose = verbose
-    server.max_tokens_limit = max_tokens_limit
+    service = ChatService(backend, model_name or backend.model_id, limits=limits, workers=workers,
+                          max_tokens_limit=max_tokens_limit, max_queue=max_queue)
+    server = Server(create_app(service), error_payload, host, port, api_key=api_key,
+                    read_timeout=read_timeout, limits=limits, limit_concurrency=limit_concurrency,
+                    timeout_keep_alive=timeout_keep_alive, verbose=verbose)
+    server.service, server.model_name = service, service.model_name
+    server.closers.append(service.close)
     return server
 
 
+def app_from_env():
+    """For ``uvicorn --factory mera_multi_hf.runner.serve:app_from_env``: the hf backend
+    over $MERA_SERVE_MODEL (none: the built-in tiny model), key from $MERA_SERVE_API_KEY,
+    default limits; uvicorn's own options set the rest."""
+    from .backends.hf import HFBackend
+
+    backend = HFBackend(os.environ.get("MERA_SERVE_MODEL") or None)
+    backend.load()
+    service = ChatService(backend, os.environ.get("MERA_SERVE_SERVED_NAME") or backend.model_id)
+    return Guard(create_app(service), error_payload,
+                 api_key=os.environ.get("MERA_SERVE_API_KEY") or None)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m mera_multi_hf.runner.serve",
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m mera_multi_hf.runner.serve",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", help="Hub id or folder (default: the built-in tiny model)")
     parser.add_argument("--served-name", help="the model name clients use (default: --model)")
@@ -278,13 +329,25 @@ def _parser() -> argparse.ArgumentParser:
                         "at most this many pixels (default: none, images as sent)")
     parser.add_argument("--trust-remote-code", action="store_true", help="allow model code from "
                         "the Hub repository, only for models you trust (default: off)")
-    parser.add_argument("--api-key", default=os.environ.get("MERA_SERVE_API_KEY"),
+    parser.add_argument("--api-key",
                         help="require 'Authorization: Bearer KEY' on every route but /health "
-                             "(default: $MERA_SERVE_API_KEY; none: no authentication)")
+                             "(default: $MERA_SERVE_API_KEY, which `ps` does not show; none: no "
+                             "authentication)")
     parser.add_argument("--read-timeout", type=float, default=30.0,
                         help="seconds a client has to send a whole request (default 30)")
     parser.add_argument("--workers", type=int, default=8,
-                        help="threads answering requests, whatever the number of clients (default 8)")
+                        help="threads parsing requests and decoding their images (default 8)")
+    parser.add_argument("--max-queue", type=int, default=64,
+                        help="requests waiting for the model, past which 503 (default 64)")
+    parser.add_argument("--limit-concurrency", type=int, default=1024,
+                        help="connections and requests at once, past which a quick 503 (uvicorn's "
+                             "option; default 1024)")
+    parser.add_argument("--timeout-keep-alive", type=float, default=5.0,
+                        help="seconds an idle keep-alive connection stays open (default 5)")
+    parser.add_argument("--max-image-pixels", type=int,
+                        help=f"pixels per image (default {DEFAULT_LIMITS.max_image_pixels})")
+    parser.add_argument("--max-body-bytes", type=int,
+                        help=f"bytes per request body (default {DEFAULT_LIMITS.max_body_bytes})")
     parser.add_argument("--max-tokens-limit", type=int, default=MAX_TOKENS_LIMIT,
                         help=f"largest max_tokens a request may ask (default {MAX_TOKENS_LIMIT})")
     parser.add_argument("--verbose", action="store_true", help="log every request (default: off)")
@@ -295,20 +358,22 @@ def main(argv: list[str] | None = None) -> int:
     from .backends import make_backend
 
     args = _parser().parse_args(argv)
-    if args.read_timeout <= 0 or args.workers < 1 or args.max_tokens_limit < 1:
-        print("serve: error: --read-timeout, --workers and --max-tokens-limit must be positive")
-        return 2
+    limits = DEFAULT_LIMITS.with_overrides(max_image_pixels=args.max_image_pixels,
+                                           max_body_bytes=args.max_body_bytes)
     try:
         backend = make_backend("hf", args.model, dtype=args.dtype, device=args.device,
                                max_pixels=args.max_pixels,
                                trust_remote_code=args.trust_remote_code)
         backend.load()
-    except MeraError as err:
+        server = make_server(backend, args.host, args.port, args.served_name, args.verbose,
+                             api_key=args.api_key or os.environ.get("MERA_SERVE_API_KEY"),
+                             read_timeout=args.read_timeout, workers=args.workers,
+                             max_tokens_limit=args.max_tokens_limit, limits=limits,
+                             max_queue=args.max_queue, limit_concurrency=args.limit_concurrency,
+                             timeout_keep_alive=args.timeout_keep_alive)
+    except (MeraError, ValueError, OSError) as err:
         print(f"serve: error: {err}")
         return 2
-    server = make_server(backend, args.host, args.port, args.served_name, args.verbose,
-                         api_key=args.api_key, read_timeout=args.read_timeout,
-                         workers=args.workers, max_tokens_limit=args.max_tokens_limit)
     return server.serve_until_interrupted(
         f"serving {server.model_name} on http://{args.host}:{server.server_port}/v1 (Ctrl+C to stop)")
 

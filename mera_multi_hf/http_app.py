@@ -1,0 +1,358 @@
+"""What the project's two servers (the judge's /classify server and the OpenAI-compatible
+chat server) share, on FastAPI under uvicorn.
+
+uvicorn's own options carry the limits: ``limit_concurrency`` (past it a quick 503),
+``timeout_keep_alive`` and h11's ``max_incomplete_event_size`` (the largest request
+head). :class:`Guard`, a small ASGI middleware in front of the app, adds what uvicorn
+leaves to the app: bearer authentication on every route but ``/health`` (checked before
+the body is read), the body-size bound of :mod:`mera_multi_hf.limits` (413 from the
+Content-Length, before reading), and a read timeout (408: a slow or half-sent client
+holds a connection, never a thread). :func:`json_protocol` makes uvicorn's own replies
+(a malformed request head, the concurrency limit) JSON too, in the app's error format.
+:class:`Server` runs it all on a socket bound at construction, in the foreground or in
+a thread (tests and notebooks).
+"""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from http import HTTPStatus
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from .limits import DEFAULT_LIMITS, Limits
+
+OPEN_ROUTES = frozenset({"/health"})  # answered without the api key (probes)
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+class BodyError(ValueError):
+    """A request that cannot be read; ``status`` is the HTTP status that says why."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def parse_json_object(raw: bytes) -> dict:
+    """The body as a JSON object, else BodyError (400) saying what is wrong with it."""
+    if not raw:
+        raise BodyError(400, "the body is empty: a JSON object is required")
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise BodyError(400, f"the body is not UTF-8 (byte {err.start})") from None
+    except RecursionError:
+        raise BodyError(400, "the body is not JSON this server reads: nested too deeply") from None
+    except ValueError as err:
+        raise BodyError(400, f"the body is not JSON: {err}") from None
+    if not isinstance(body, dict):
+        raise BodyError(400, f"the body must be a JSON object, not {type(body).__name__}")
+    return body
+
+
+def json_bytes(payload: dict) -> bytes:
+    return json.dumps(payload, ensure_ascii=False).encode("utf-8")
+
+
+async def send_json(send, status: int, payload: dict, close: bool = False) -> None:
+    """A whole JSON reply through ASGI ``send`` (``close``: the body may be unread)."""
+    body = json_bytes(payload)
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _declared_length(headers: dict, limit: int) -> int:
+    """The Content-Length of a request with a body (h11 has checked its syntax)."""
+    if b"chunked" in headers.get(b"transfer-encoding", b"").lower():
+        raise BodyError(411, "chunked bodies are not accepted: send the JSON body with a Content-Length")
+    if b"content-length" not in headers:
+        raise BodyError(411, "a Content-Length header is required with the JSON body")
+    length = int(headers[b"content-length"])
+    if length > limit:
+        raise BodyError(413, f"the body is too large: {length} bytes, the limit is {limit} "
+                             f"bytes (max_body_bytes)")
+    return length
+
+
+def json_app(error_payload, title: str) -> FastAPI:
+    """A FastAPI app whose every error reply is JSON in ``error_payload``'s format."""
+    app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None)
+
+    async def http_error(request: Request, exc: HTTPException):
+        message = {404: f"no route {request.method} {request.url.path}",
+                   405: f"{request.method} is not allowed on {request.url.path}"}
+        text = message.get(exc.status_code, str(exc.detail))
+        return JSONResponse(error_payload(exc.status_code, text), exc.status_code)
+
+    async def body_error(request: Request, exc: BodyError):
+        return JSONResponse(error_payload(exc.status, str(exc)), exc.status)
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(BodyError, body_error)
+    return app
+
+
+async def read_json(request: Request) -> dict:
+    """The request's body as a JSON object (BodyError, a 400, otherwise)."""
+    return parse_json_object(await request.body())
+
+
+class Guard:
+    """ASGI middleware: authentication, body size and read timeout; see the module doc.
+    ``api_key`` may change while serving (None: no authentication)."""
+
+    def __init__(self, app, error_payload, *, api_key: str | None = None,
+                 read_timeout: float = 30.0, limits: Limits = DEFAULT_LIMITS):
+        if read_timeout <= 0:
+            raise ValueError("read_timeout must be positive")
+        self.app, self.error_payload = app, error_payload
+        self.api_key, self.read_timeout, self.limits = api_key, read_timeout, limits
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope["headers"])  # lower-case names (h11's); the last one wins
+        try:
+            self._authorise(scope["path"], headers)
+            if scope["method"] not in BODY_METHODS:
+                return await self.app(scope, receive, send)
+            length = _declared_length(headers, self.limits.max_body_bytes)
+            body = await self._read_body(receive, length)
+        except BodyError as err:
+            return await send_json(send, err.status, self.error_payload(err.status, str(err)), True)
+        if body is None:  # the client went away
+            return None
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await self.app(scope, replay, send)
+
+    def _authorise(self, path: str, headers: dict) -> None:
+        if self.api_key is None or path in OPEN_ROUTES:
+            return
+        given = headers.get(b"authorization", b"")
+        if not hmac.compare_digest(given, b"Bearer " + self.api_key.encode("utf-8")):
+            raise BodyError(401, "a valid API key is required: send 'Authorization: Bearer <key>'")
+
+    async def _read_body(self, receive, length: int) -> bytes | None:
+        chunks, size = [], 0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.read_timeout
+        while True:
+            try:
+                message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0))
+            except asyncio.TimeoutError:
+                raise BodyError(408, f"the request was not complete within {self.read_timeout:g} s "
+                                     f"(the server's read timeout)") from None
+            if message["type"] == "http.disconnect":
+                return None
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > length:  # h11 stops at Content-Length; this is a second guard
+                raise BodyError(413, f"the body is longer than its Content-Length {length}")
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+def json_protocol(error_payload, read_timeout: float):
+    """uvicorn's h11 protocol, with JSON in place of its plain-text replies (a malformed
+    request: 400, with h11's reason; past ``limit_concurrency``: 503) and a read timeout
+    on a new connection's first request head."""
+
+    class JsonH11Protocol(H11Protocol):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.busy_limit, self.limit_concurrency = self.limit_concurrency, None
+            self.app, self.reason = self._bounded(self.app), "Invalid HTTP request received."
+            next_event = self.conn.next_event
+
+            def remembering():  # keeps h11's reason for the 400 reply
+                try:
+                    return next_event()
+                except h11.RemoteProtocolError as err:
+                    self.reason = f"invalid HTTP request: {err}"
+                    raise
+            self.conn.next_event = remembering
+
+        def _bounded(self, app):
+            async def bounded(scope, receive, send):
+                limit = self.busy_limit  # uvicorn's own test, made with this task counted
+                if limit is not None and (len(self.connections) >= limit or len(self.tasks) > limit):
+                    message = f"the server is busy (limit_concurrency {limit}); retry shortly"
+                    return await send_json(send, 503, error_payload(503, message), close=True)
+                return await app(scope, receive, send)
+            return bounded
+
+        def connection_made(self, transport):
+            super().connection_made(transport)
+            self.loop.call_later(read_timeout, self._first_head_timeout)
+
+        def _first_head_timeout(self):
+            if self.cycle is None and not self.transport.is_closing():
+                self._send_error(408, f"no complete request head within {read_timeout:g} s")
+
+        def send_400_response(self, msg: str) -> None:
+            self._send_error(400, self.reason)
+
+        def _send_error(self, status: int, message: str) -> None:
+            body = json_bytes(error_payload(status, message))
+            head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
+                    f"content-type: application/json\r\ncontent-length: {len(body)}\r\n"
+                    f"connection: close\r\n\r\n").encode()
+            self.transport.write(head + body)
+            self.transport.close()
+
+        def shutdown(self) -> None:
+            if self.cycle is not None and not self.cycle.response_started and self.cycle.more_body:
+                self.transport.close()  # a half-sent request: nothing to finish
+            else:
+                super().shutdown()
+
+    return JsonH11Protocol
+
+
+class ModelQueue:
+    """One model call at a time, on one thread of its own, with at most ``max_queue``
+    requests waiting their turn (past it BodyError 503, at once)."""
+
+    def __init__(self, max_queue: int = 64, name: str = "model"):
+        if max_queue < 1:
+            raise ValueError("max_queue must be positive")
+        self.max_queue, self.waiting = max_queue, 0
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix=name)
+        self.lock = asyncio.Lock()
+
+    async def run(self, fn, *args):
+        if self.waiting >= self.max_queue:
+            raise BodyError(503, f"the server is busy: {self.waiting} requests wait for the "
+                                 f"model (max_queue {self.max_queue}); retry shortly")
+        self.waiting += 1
+        try:
+            await self.lock.acquire()
+        finally:
+            self.waiting -= 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+        finally:
+            self.lock.release()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket. Its protocol is named (IPPROTO_TCP) so that asyncio sets
+    TCP_NODELAY on the connections (with 0 it does not, and each reply waits ~40 ms
+    for a delayed ACK)."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)  # a burst of clients waits in the backlog, not refused
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class Server:
+    """A FastAPI app under uvicorn on a socket bound now (port 0: any free port, see
+    ``server_port``). ``serve_forever()`` serves until ``shutdown()`` (from another
+    thread) or Ctrl+C; ``start()`` serves in a daemon thread. Connections past
+    ``limit_concurrency`` get a quick 503; the socket's backlog absorbs a burst."""
+
+    def __init__(self, app, error_payload, host: str = "127.0.0.1", port: int = 0, *,
+                 api_key: str | None = None, read_timeout: float = 30.0,
+                 limits: Limits = DEFAULT_LIMITS, limit_concurrency: int = 1024,
+                 timeout_keep_alive: float = 5.0, max_head_bytes: int = 64 * 1024,
+                 verbose: bool = False):
+        if limit_concurrency < 1:
+            raise ValueError("limit_concurrency must be positive")
+        self.guard = Guard(app, error_payload, api_key=api_key, read_timeout=read_timeout,
+                           limits=limits)
+        self.socket = _listen(host, port)
+        self.server_address = self.socket.getsockname()[:2]
+        self.server_port = self.server_address[1]
+        config = uvicorn.Config(
+            self.guard, http=json_protocol(error_payload, read_timeout), lifespan="off",
+            limit_concurrency=limit_concurrency, timeout_keep_alive=timeout_keep_alive,
+            h11_max_incomplete_event_size=max_head_bytes, timeout_graceful_shutdown=5,
+            log_level="info" if verbose else "warning", access_log=verbose,
+            # Quiet: no handlers of uvicorn's own (they would keep the stderr of the moment
+            # they were made); warnings still reach the current stderr through logging.
+            log_config=uvicorn.config.LOGGING_CONFIG if verbose else None,
+            proxy_headers=False, server_header=False)
+        self.uvicorn = uvicorn.Server(config)
+        self.thread: threading.Thread | None = None
+        self.closers: list = []  # called after serving stops (the app's thread pools)
+        self._stopped = threading.Event()
+
+    @property
+    def api_key(self) -> str | None:
+        return self.guard.api_key
+
+    @api_key.setter
+    def api_key(self, value: str | None) -> None:
+        self.guard.api_key = value
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address
+        return f"http://{host}:{port}"
+
+    def serve_forever(self, poll_interval: float | None = None) -> None:
+        try:
+            self.uvicorn.run(sockets=[self.socket])
+        finally:
+            self._stopped.set()
+
+    def start(self) -> "Server":
+        self.thread = threading.Thread(target=self.serve_forever, name="http-server", daemon=True)
+        self.thread.start()
+        while not self.uvicorn.started and self.thread.is_alive():
+            self._stopped.wait(0.01)
+        return self
+
+    def shutdown(self) -> None:
+        """Stop serving (idle and half-sent connections are closed) and wait for it."""
+        self.uvicorn.should_exit = True
+        if self.thread is not None or self.uvicorn.started:
+            self._stopped.wait()
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+        self.server_close()
+
+    def server_close(self) -> None:
+        self.socket.close()
+        while self.closers:
+            self.closers.pop()()
+
+    def serve_until_interrupted(self, banner: str) -> int:
+        """Serve in the foreground (a command-line server) until Ctrl+C."""
+        print(banner, flush=True)
+        try:
+            self.serve_forever()
+        finally:
+            self.server_close()
+        return 0

@@ -1,0 +1,41 @@
+"""One HTTP client policy for every client of the project (the openai backend, the
+served judge): a ``requests.Session`` whose retries urllib3 makes.
+
+A failed request (connection error, read timeout, HTTP 408/409/425/429/5xx) is
+retried with exponential backoff, ``Retry-After`` respected; POST is retried too
+(generation and classification are idempotent). After the last retry the caller gets
+the last response (``raise_on_status=False``) or the connection error, and turns it
+into one clear line.
+"""
+from __future__ import annotations
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util import Retry
+
+RETRY_STATUS = (408, 409, 425, 429, 500, 502, 503, 504)
+
+
+def make_session(retries: int = 4, backoff: float = 1.0, api_key: str | None = None,
+                 pool_size: int = 16) -> requests.Session:
+    """A session that retries ``retries`` times, sleeping ``backoff * 2**attempt`` seconds
+    in between; with ``api_key`` every request carries ``Authorization: Bearer <key>``."""
+    policy = Retry(total=max(0, retries), connect=max(0, retries), read=max(0, retries),
+                   status=max(0, retries), other=0, backoff_factor=max(0.0, backoff),
+                   status_forcelist=RETRY_STATUS, allowed_methods=None,
+                   raise_on_status=False, respect_retry_after_header=True)
+    adapter = HTTPAdapter(max_retries=policy, pool_connections=pool_size, pool_maxsize=pool_size)
+    session = requests.Session()
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    if api_key:
+        session.headers["Authorization"] = f"Bearer {api_key}"
+    return session
+
+
+def short_error(err: BaseException) -> str:
+    """A connection error in one line, without urllib3's nested reprs."""
+    reason = getattr(err, "args", None) and err.args[0]
+    reason = getattr(reason, "reason", reason)
+    text = str(reason or err).strip().splitlines()
+    return text[0][:300] if text else type(err).__name__

@@ -1,0 +1,170 @@
+"""The committed metric folders are real Spaces: in a fresh virtual environment with only
+`evaluate` and each folder's requirements.txt (no mera_multi_hf, no system site-packages),
+`evaluate.load(<folder>)` from another directory computes what the package computes;
+`evaluate.load("mera_multi/judge_score")`, the promised name, works offline from a folder
+holding `mera-multi metrics export --out mera_multi`; and each folder's `app.py` builds its
+Gradio interface (the `gradio` of the cards' `sdk_version`, which a Space installs itself,
+is in the environment too) and answers through it.
+
+The environment is built once (pip from the machine's configured index, offline where the
+index is local) and kept in the temporary folder, keyed by the requirements, so later
+sessions reuse it: the first build takes about a minute on an idle machine, three on a
+busy one.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import venv
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+from mera_multi_hf import load_metric
+from mera_multi_hf._paths import bundled_dir, load_module_from_file
+from mera_multi_hf.metrics_export import export_metrics
+from mera_multi_hf.metrics_loading import METRICS
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_metrics_export import CASES, JUDGE_CASE  # noqa: E402
+from tiny_judge import build_tiny_judge  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+RUN = r"""
+import json, sys
+import evaluate
+job = json.load(sys.stdin)
+try:
+    import mera_multi_hf
+    visible = True
+except ImportError:
+    visible = False
+out = {"visible": visible, "results": []}
+for name, kwargs in job["cases"]:
+    out["results"].append(evaluate.load(job["root"] + name).compute(**kwargs))
+judge = evaluate.load(job["root"] + "judge_score")
+out["judge"] = judge.compute(judge_url=job["judge_url"], **job["judge_case"])
+print(json.dumps(out))
+"""
+
+
+def _sdk_version() -> str:
+    import yaml
+
+    versions = {yaml.safe_load((REPO / "metrics" / name / "README.md").read_text(
+        encoding="utf-8").split("---\n")[1])["sdk_version"] for name in METRICS}
+    assert len(versions) == 1, versions
+    return versions.pop()
+
+
+def _requirements() -> list[str]:
+    lines = {f"gradio=={_sdk_version()}"}
+    for name in METRICS:
+        text = (REPO / "metrics" / name / "requirements.txt").read_text(encoding="utf-8")
+        lines.update(ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#"))
+    return sorted(lines)
+
+
+@pytest.fixture(scope="session")
+def space_python() -> str:
+    """The Python of a plain venv holding evaluate and the four folders' requirements."""
+    wanted = ["evaluate", *_requirements()]
+    key = hashlib.sha256("\n".join([sys.version, *wanted]).encode()).hexdigest()[:12]
+    root = Path(tempfile.gettempdir()) / f"mera-multi-space-venv-{key}"
+    python = root / "bin" / "python"
+    with FileLock(str(root) + ".lock"):
+        if not (root / "ready").exists():
+            venv.EnvBuilder(clear=True, with_pip=True).create(root)
+            proc = subprocess.run([str(python), "-m", "pip", "install", "-q", *wanted],
+                                  capture_output=True, text=True, timeout=900)
+            if proc.returncode != 0:
+                pytest.skip(f"cannot install {wanted} into a fresh venv: {proc.stderr[-500:]}")
+            (root / "ready").write_text("ok")
+    return str(python)
+
+
+@pytest.fixture(scope="module")
+def served_judge(tmp_path_factory):
+    judge_dir = build_tiny_judge(tmp_path_factory.mktemp("tiny-judge"))
+    server_mod = load_module_from_file(bundled_dir("judge_model") / "server.py",
+                                       "mera_multi_hf._judge_model.server")
+    server = server_mod.serve(str(judge_dir), "127.0.0.1", 0, device="cpu", batch_size=8)
+    yield server
+    server.shutdown()
+
+
+def _run(python: str, root: str, cwd: Path, url: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(cwd / "modules"),
+               HF_HOME=str(cwd / "hf-home"))
+    job = {"root": root, "cases": CASES, "judge_url": url, "judge_case": JUDGE_CASE}
+    proc = subprocess.run([python, "-c", RUN], input=json.dumps(job), capture_output=True,
+                          text=True, cwd=cwd, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _expected(url: str) -> tuple[list[dict], dict]:
+    judge = load_metric("judge_score").compute(judge_url=url, **JUDGE_CASE)
+    return [load_metric(name).compute(**kwargs) for name, kwargs in CASES], judge
+
+
+def test_committed_folders_load_in_a_clean_venv_from_another_directory(space_python, served_judge,
+                                                                         tmp_path):
+    url = served_judge.url + "/classify"
+    out = _run(space_python, str(REPO / "metrics") + "/", tmp_path, url)
+    assert out["visible"] is False
+    results, judge = _expected(url)
+    assert out["results"] == results and out["judge"] == judge
+    assert results[0] == {"exact_match": 0.5} and 0 <= judge["judge_score"] <= 1
+
+
+def test_promised_hub_names_load_offline_from_an_export(space_python, served_judge, tmp_path):
+    """`evaluate.load("mera_multi/<metric>")` reads ./mera_multi/<metric>/ when it exists,
+    before asking the Hub: an export into a folder named mera_multi serves the names."""
+    export_metrics(tmp_path / "mera_multi", namespace="mera_multi")
+    url = served_judge.url + "/classify"
+    out = _run(space_python, "mera_multi/", tmp_path, url)
+    results, judge = _expected(url)
+    assert out["results"] == results and out["judge"] == judge
+
+
+APP = r"""
+import json, runpy, sys
+import gradio as gr
+import pandas as pd
+out = {}
+for folder in sys.argv[1:]:
+    ns = runpy.run_path(folder + "/app.py")  # not __main__: builds, does not launch
+    assert isinstance(ns["demo"], gr.Blocks), type(ns["demo"])
+    out[folder.rsplit("/", 1)[-1]] = ns["columns"]
+    if folder.endswith("/exact_match"):
+        table = pd.DataFrame({"predictions": ["a", "B"], "references": ["A", "B"]})
+        out["computed"] = ns["compute"](table, json.dumps({"mode": "strict"}))
+    if folder.endswith("/group_exact_match"):
+        table = pd.DataFrame({"predictions": ["A", "B", "a"], "references": ["A", "B", "B"],
+                              "group_ids": ["1", "1", "2"]})
+        out["grouped"] = ns["compute"](table)
+print(json.dumps(out))
+"""
+
+
+def test_space_apps_build_their_interface(space_python, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(HF_HUB_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False",
+               HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HOME=str(tmp_path / "hf-home"))
+    folders = [str(REPO / "metrics" / name) for name in METRICS]
+    proc = subprocess.run([space_python, "-c", APP, *folders], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["exact_match"] == ["predictions", "references"]
+    assert out["group_exact_match"] == ["predictions", "references", "group_ids"]
+    assert out["judge_score"] == ["predictions", "references", "prompts"]
+    assert out["computed"] == {"exact_match": 0.5}
+    assert out["grouped"] == {"group_exact_match": 0.5, "exact_match": 2 / 3}
