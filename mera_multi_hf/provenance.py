@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import hashlib
 import platform
-import re
 import shlex
 import sys
 from importlib import metadata
