@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import io
 
-from .reports import METRIC_NAMES
+from .metric_registry import display_name
 from .tasks import TASKS
 
 HUMAN_COLOR = "#d62728"  # the human baseline, and nothing else, is drawn in this red
@@ -94,7 +94,7 @@ def _bars(ax, panel: dict, j: int, metric: str, values: list, width: float) -> N
     color = BAR_COLORS[j % len(BAR_COLORS)]
     heights = [0.0 if v is None else v for v in values]
     bars = ax.bar(xs, heights, width * 0.95, color=color, edgecolor="white",
-                  label=METRIC_NAMES.get(metric, metric))
+                  label=display_name(metric))
     for bar, f, v in zip(bars.patches, few, values):
         if f:  # too few examples: the metric's colour, faded and hatched grey
             bar.set(alpha=0.45, hatch="///", edgecolor="#666666")

@@ -6,48 +6,7 @@ import errno
 import sys
 
 from .errors import MeraError
-
-
-class HelpFormatter(argparse.HelpFormatter):
-    """Every option's help ends with its default, or says that it is required, unless
-    the help text already tells it. A description or epilog laid out in lines (examples,
-    a column legend) is shown as written; a one-line one is wrapped."""
-
-    def _fill_text(self, text, width, indent):
-        if "\n" in text.strip():
-            return "".join(indent + line for line in text.splitlines(keepends=True))
-        return super()._fill_text(text, width, indent)
-
-    def _get_help_string(self, action):
-        text = action.help or ""
-        if not action.option_strings or action.default is argparse.SUPPRESS \
-                or "default" in text.lower() or "required" in text.lower():
-            return text
-        if action.required:
-            return f"{text} (required)"
-        if action.nargs == 0:  # a flag
-            return f"{text} (default: off)"
-        shown = "none" if action.default is None else action.default
-        return f"{text} (default: {shown})".replace("%", "%%")
-
-
-class Parser(argparse.ArgumentParser):
-    """The parser of every command: its sub-commands' parsers are of this class too
-    (argparse makes them with the class of the parser they belong to), so they all
-    show their defaults the same way."""
-
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("formatter_class", HelpFormatter)
-        kwargs.setdefault("allow_abbrev", False)  # an abbreviated secret option is never taken
-        super().__init__(*args, **kwargs)
-
-
-def text_table(rows: list[tuple[str, ...]]) -> str:
-    """Rows of strings as aligned columns, the first row a header underlined with dashes."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+from .parsing import HelpFormatter, Parser, no_abbreviations, text_table  # noqa: F401
 
 
 def cmd_tasks(args) -> int:
@@ -153,17 +112,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def no_abbreviations(parser: argparse.ArgumentParser) -> None:
-    """Only whole option names, in the parser and all its subcommands: an abbreviation
-    (``--judge-api KEY``) would slip past the masking of secret options."""
-    parser.allow_abbrev = False
-    parser.error = _masked_error(parser.error)
-    for action in parser._actions:
-        for sub in getattr(action, "choices", None) or ():
-            if isinstance(action.choices, dict):
-                no_abbreviations(action.choices[sub])
-
-
 # Further commands register themselves: each module has add_parser(subparsers).
 COMMAND_MODULES: list[str] = ["score_cmd", "judge_cmd", "evaluate_cmd", "metrics_export",
                                "compare", "leaderboard", "view_cmd", "tiny_models"]
@@ -171,20 +119,6 @@ COMMAND_MODULES: list[str] = ["score_cmd", "judge_cmd", "evaluate_cmd", "metrics
 
 # OSErrors of a write that the user can act on (space, permissions, read-only folders).
 WRITE_ERRNOS = (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT)
-
-
-def _masked_error(error):
-    """argparse's error, with the values of unknown arguments left out (a mistyped secret
-    option's value is never echoed) and URL secrets masked."""
-    def masked(message: str):
-        from .provenance import mask_secrets
-
-        head, sep, rest = message.partition("unrecognized arguments: ")
-        if sep:
-            flags = [a.split("=")[0] for a in rest.split() if a.startswith("-")]
-            message = f"{head}{sep}{' '.join(flags)} (values not shown)"
-        return error(mask_secrets(message))
-    return masked
 
 
 def evaluate_options(args) -> int:

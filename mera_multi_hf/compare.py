@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import MeraError
+from .metric_registry import GROUP_OF, display_name
 from .uncertainty import (Units, describe, mean_of, mean_over_tasks, replicates, rng_for,
                           settings, stderr, table_units)
 
@@ -78,19 +79,10 @@ def _pair_tables(key: str, ta: dict, tb: dict) -> tuple[dict, list, list, list]:
     return table, rows_a, rows_b, differ
 
 
-def _group_of() -> dict:
-    """Group metric -> its per-example metric (scoring is imported when a comparison runs,
-    so building the CLI never loads datasets)."""
-    from .scoring import GROUP_OF
-
-    return GROUP_OF
-
-
 def _outcomes(table: dict, scores: dict, name: str, idx) -> np.ndarray:
     """The per-unit values of a metric (examples, or groups for a group metric)."""
-    group_of = _group_of()
-    if name in group_of:
-        values = scores[group_of[name]][idx]
+    if name in GROUP_OF:
+        values = scores[GROUP_OF[name]][idx]
         _, g_inv = np.unique(np.asarray(table["group"])[idx], return_inverse=True)
         wrong = np.bincount(g_inv, weights=values < 1)
         return (wrong == 0).astype(float)
@@ -99,9 +91,8 @@ def _outcomes(table: dict, scores: dict, name: str, idx) -> np.ndarray:
 
 def _metric_records(table, sa, sb, names, idx, key) -> tuple[dict, dict, dict]:
     """Per metric: A, B, the difference with its paired interval, McNemar for 0/1."""
-    group_of = _group_of()
-    ua = table_units(table, names, group_of, idx, sa)
-    ub = table_units(table, names, group_of, idx, sb)
+    ua = table_units(table, names, idx, sa)
+    ub = table_units(table, names, idx, sb)
     diff = {m: Units(ua[m].num - ub[m].num, ua[m].den, ua[m].n) for m in ua if m in ub}
     reps = replicates(diff, rng_for("compare", *key))
     out = {}
@@ -259,8 +250,6 @@ HEADER = ["| metric | A | B | A − B | 95% interval | McNemar p | only A / only
 
 
 def _task_md(key: str, t: dict) -> list[str]:
-    from .reports import METRIC_NAMES
-
     lines = ["", f"## {key}", "",
              f"{t['paired']} examples paired" + (
                  f" in {t['task_score']['n_clusters']} clusters ({t['task_score']['cluster']})"
@@ -269,7 +258,7 @@ def _task_md(key: str, t: dict) -> list[str]:
                                      "examples (--force)" if t["examples_differ"] else ""), ""]
     if not t.get("metrics"):
         return lines
-    lines += HEADER + [_row(METRIC_NAMES.get(m, m), r) for m, r in t["metrics"].items()]
+    lines += HEADER + [_row(display_name(m), r) for m, r in t["metrics"].items()]
     s = t["task_score"]
     lines.append(f"| task score | | | {s['difference']:+.4f} | "
                  + ("—" if s["low"] is None else f"[{s['low']:+.4f}, {s['high']:+.4f}]")
@@ -277,7 +266,7 @@ def _task_md(key: str, t: dict) -> list[str]:
     for bname, rows in t["breakdown"].items():
         lines += ["", f"By {bname}:", "", HEADER[0].replace("| metric", f"| {bname}: metric"),
                   HEADER[1]]
-        lines += [_row(f"{k}: {METRIC_NAMES.get(m, m)}", r)
+        lines += [_row(f"{k}: {display_name(m)}", r)
                   for k, row in rows.items() for m, r in row.items()]
     return lines
 

@@ -6,10 +6,6 @@ mera_multi_hf evaluate ...`` every process runs this command on its own shard.
 """
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import sys
-
 EXAMPLES = """examples:
   mera-multi evaluate
       the demo: bundled ruHHH-Image sample, built-in tiny random model (answers are noise)
@@ -31,47 +27,15 @@ DESCRIPTION = ("Run a model on MERA Multi tasks. Writes into --output-dir: the s
 
 
 def options_parser():
-    """The options of `evaluate`, one per RunConfig field.
-
-    Built from ``dataclasses.fields`` here rather than by ``transformers.HfArgumentParser``:
-    importing transformers takes seconds, which `--help` and the openai backend should not
-    pay. The flags are HfArgumentParser's (``--max-new-tokens``; ``--max_new_tokens`` is
-    still accepted, unlisted); flags are plain switches and list options repeat.
-    """
-    import typing
-
-    from .cli import Parser, no_abbreviations
+    """The options of `evaluate`, one per RunConfig field (its scoring options, shared
+    with `score`, in their own group)."""
+    from .parsing import Parser, add_dataclass_options, no_abbreviations
     from .runner.config import RunConfig
 
     parser = Parser(prog="mera-multi evaluate", description=DESCRIPTION, epilog=EXAMPLES)
-    hints = typing.get_type_hints(RunConfig)
-    for f in dataclasses.fields(RunConfig):
-        options = _argument(f, hints[f.name])
-        parser.add_argument("--" + f.name.replace("_", "-"), **options)
-        if "_" in f.name:  # the spelling HfArgumentParser and Python callers use
-            parser.add_argument("--" + f.name, **dict(options, help=argparse.SUPPRESS,
-                                                       default=argparse.SUPPRESS))
+    add_dataclass_options(parser, RunConfig)
     no_abbreviations(parser)  # an abbreviated secret option is refused, never recorded
     return parser
-
-
-def _argument(f: dataclasses.Field, hint) -> dict:
-    """add_argument's keywords for one RunConfig field (its metadata: help, choices...)."""
-    options = dict(f.metadata, dest=f.name, default=f.default)
-    kinds = [t for t in typing_args(hint) if t is not type(None)]
-    kind = kinds[0]
-    if kind is bool:  # every flag is off by default
-        return dict(options, action="store_true")
-    if getattr(kind, "__origin__", None) is list:
-        kind = kind.__args__[0]
-        options.setdefault("action", "append")
-    return dict(options, type=kind)
-
-
-def typing_args(hint) -> tuple:
-    import typing
-
-    return typing.get_args(hint) or (hint,)
 
 
 def cmd_evaluate(options: list[str]) -> int:
@@ -88,7 +52,7 @@ def cmd_evaluate(options: list[str]) -> int:
 
 def format_results(result: dict) -> str:
     """The run as a short text table (what the CLI prints)."""
-    from .cli import text_table
+    from .parsing import text_table
     from .reports import footnotes, metric_rows
 
     run = result["run"]
@@ -113,8 +77,3 @@ def add_parser(sub) -> None:
                    help="run a model on MERA Multi tasks: sample log, scores, submission "
                         "(options: `mera-multi evaluate --help`)")
 
-
-if __name__ == "__main__":
-    from .cli import main
-
-    sys.exit(main(["evaluate"] + sys.argv[1:]))

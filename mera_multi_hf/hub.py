@@ -26,6 +26,7 @@ from ._version import __version__
 from ._paths import bundled_dir, load_module_from_file
 from .errors import DataValidationError, MeraError
 from .limits import Limits
+from .metric_registry import CARD_TEXT
 from .outputs import LOCK, MARKER, read_marker
 from .raw import fill_readme
 from .tasks import CITATION, TaskSpec
@@ -247,17 +248,6 @@ FIELD_DEFAULTS = {
     "meta.image.synt_source": ("Generators used to make the material, if any.",
                                "Генераторы, которыми сделан материал, если были."),
 }
-METRIC_DEFAULTS = {
-    "Exact match": ("The share of examples whose answer equals the gold answer (after the "
-                    "task's normalisation).",
-                    "Доля примеров, где ответ совпал с правильным (после нормализации задачи)."),
-    "Group Exact match": ("Examples are grouped (same media and question); a group counts "
-                          "only when all its examples are right; the mean over groups.",
-                          "Примеры группируются (одни медиа и вопрос); группа засчитывается, "
-                          "только если верны все её примеры; среднее по группам."),
-    "Judge score": ("The share of answers a judge model labels correct.",
-                    "Доля ответов, которые модель-судья признала верными."),
-}
 LANGS = ("en", "ru")
 HF_LICENSES = {"mit", "apache-2.0", "cc-by-4.0", "cc-by-sa-4.0", "cc-by-nc-4.0",
                "cc-by-nc-sa-4.0", "cc0-1.0", "openrail", "other"}
@@ -297,7 +287,7 @@ def _metric_lines(meta: dict, lang: str) -> list[str]:
     metrics = meta.get("metrics") if isinstance(meta.get("metrics"), dict) else {}
     lines = []
     for name, value in metrics.items():
-        pair = METRIC_DEFAULTS.get(name, ("", ""))
+        pair = CARD_TEXT.get(name, ("", ""))
         lines.append(f"- `{name}`: {_text(value, lang, pair[LANGS.index(lang)])}".rstrip(": "))
     human = meta.get("human_benchmark") if isinstance(meta.get("human_benchmark"), dict) else {}
     if human:

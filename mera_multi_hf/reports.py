@@ -11,18 +11,9 @@ import json
 from pathlib import Path
 
 from .atomic import sha256_bytes
+from .metric_registry import display_name
 from .tasks import TASKS
 
-METRIC_NAMES = {
-    "exact_match": "Exact match",
-    "group_exact_match": "Group exact match",
-    "judge_score": "Judge score",
-    "group_judge_score": "Group judge score",
-    "intent_exact_match": "Intent exact match",
-    "slot_f1": "Slot F1",
-    "exact_match_extracted": "Exact match after answer extraction (not official)",
-    "task_score": "Task score (mean of the leaderboard metrics computed)",
-}
 RESULTS = "results.json"
 
 
@@ -50,7 +41,7 @@ def _human(result: dict, metric: str) -> str:
 def _label(result: dict, metric: str) -> str:
     """A metric's name, marked "supplementary" when the leaderboard does not rank the
     task by it, and "local estimate" where the site computes the official number."""
-    label = METRIC_NAMES.get(metric, metric)
+    label = display_name(metric)
     if metric not in result.get("leaderboard_metrics", [metric]):
         label += " (supplementary)"
     elif result.get("local_estimate"):
@@ -68,7 +59,7 @@ def metric_rows(result: dict) -> list[tuple[str, str, str]]:
             for m, v in result["metrics"].items()]
     rows += [(_label(result, m) + " (judge)", fmt_interval(v, unc.get(m)), "")
              for m, v in result.get("judge", {}).items()]
-    rows += [(METRIC_NAMES.get(m, m), fmt_interval(v, unc.get(m)), "")
+    rows += [(display_name(m), fmt_interval(v, unc.get(m)), "")
              for m, v in result.get("unofficial", {}).items()]
     return rows
 
@@ -86,7 +77,7 @@ def footnotes(task_results: list[dict]) -> list[str]:
     missing = sorted({m for r in task_results if r.get("scorable")
                       for m in r.get("judge_not_computed", [])})
     if missing:
-        notes.append(f"Judge metrics ({', '.join(METRIC_NAMES.get(m, m) for m in missing)}) "
+        notes.append(f"Judge metrics ({', '.join(display_name(m) for m in missing)}) "
                      "need a judge: pass --judge-url (a served judge) or --judge (a model).")
     return notes
 
@@ -110,9 +101,9 @@ def task_score_lines(task_results: list[dict]) -> list[str]:
     """One line per scored task: its task score and which leaderboard metrics it covers."""
     lines = []
     for r in (r for r in task_results if r.get("scorable") and "task_score_metrics" in r):
-        used = ", ".join(METRIC_NAMES.get(m, m) for m in r["task_score_metrics"])
+        used = ", ".join(display_name(m) for m in r["task_score_metrics"])
         line = f"- {r['task']}: task score {_fmt(r['task_score'])} = mean of {used}"
-        missing = [METRIC_NAMES.get(m, m) for m in r["leaderboard_metrics"]
+        missing = [display_name(m) for m in r["leaderboard_metrics"]
                    if m not in r["task_score_metrics"]]
         if missing:
             line += (f"; covers only part of the leaderboard metrics (without "
@@ -129,7 +120,7 @@ def _breakdown_tables(result: dict) -> list[str]:
     names = list(result.get("metrics", {})) + list(result.get("judge", {}))
     for name, rows in result.get("breakdown", {}).items():
         lines += ["", f"## {result['task']} by {name}", "",
-                  "| " + " | ".join([name, "n"] + [METRIC_NAMES.get(m, m) for m in names]) + " |",
+                  "| " + " | ".join([name, "n"] + [display_name(m) for m in names]) + " |",
                   "|" + "---|" * (len(names) + 2)]
         for key, agg in rows.items():
             unc = agg.get("uncertainty", {})
@@ -186,7 +177,7 @@ def model_index(task_results: list[dict], model_name: str, official: dict[str, b
             results.append(EvalResult(
                 task_type=task.hf_task_categories[0], task_name=f"MERA Multi {task.class_name}",
                 dataset_type=task.hub_id, dataset_name=task.hub_id.split("/")[-1],
-                dataset_split=r["split"], metric_type=name, metric_name=METRIC_NAMES.get(name, name),
+                dataset_split=r["split"], metric_type=name, metric_name=display_name(name),
                 metric_value=round(value, 4), source_name="mera-multi-hf",
                 source_url="https://mera.a-ai.ru/"))
             results += _stderr_entries(results[-1], r.get("uncertainty", {}).get(name))

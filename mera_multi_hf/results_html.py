@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .media import _av_mime, media_bytes
-from .reports import METRIC_NAMES
+from .metric_registry import display_name
 from .tasks import TASKS
 
 PAGE_NAME = "results.html"
@@ -134,7 +134,7 @@ def task_rows(task_key: str, split: str, records: list[dict], examples=None, dat
             "prompt": record.get("prompt", ""), "history": history.get(record["id"], []),
             "generation": record.get("generation", ""), "filtered": record.get("filtered", ""),
             "gold": ("" if gold is None else gold) if show_gold else "hidden (private split)",
-            "metrics": [(METRIC_NAMES.get(m, m), f"{v:g}") for m, v in metrics.items()],
+            "metrics": [(display_name(m), f"{v:g}") for m, v in metrics.items()],
             "verdict": _verdict(task, metrics) if gold is not None or metrics else "unknown",
             "media": media.get(record["id"], []),
         })
@@ -188,7 +188,7 @@ def render(task_results: list[dict], run_info: dict, rows: list[dict],
     return template.render(
         title=f"MERA Multi results: {run_info.get('model', 'unnamed model')}",
         run_id=run_info.get("run_id", ""), notes=list(notes), summary=summary,
-        metric_keys=keys, metric_names=[METRIC_NAMES.get(m, m) for m in keys],
+        metric_keys=keys, metric_names=[display_name(m) for m in keys],
         tasks=[{"key": t, "name": TASKS[t].class_name} for t in tasks],
         categories=sorted({r["category"] for r in rows if r["category"]}),
         domains=sorted({r["domain"] for r in rows if r["domain"]}), rows=rows)

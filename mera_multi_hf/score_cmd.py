@@ -2,9 +2,27 @@
 from __future__ import annotations
 
 import json
+import time
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from .errors import MeraError
+from .finalize import TaskPart, finalize
+from .options import ScoringOptions, opt
+
+
+@dataclass
+class ScoreConfig(ScoringOptions):
+    """The options of `mera-multi score`; its scoring options are evaluate's."""
+    task: str | None = opt(None, "task key, e.g. ruhhh_image", required=True)
+    predictions: str | None = opt(None, "JSONL file or folder of them", required=True)
+    data: str | None = opt(None, "dataset source: raw folder, exported folder, Hub id or "
+                           "`sample` (default: the official Hub id)")
+    split: str = opt("test", "split to score (default test)")
+    out: str | None = opt(None, "output folder for the reports", required=True)
+    overwrite: bool = opt(False, "replace files of this tool's output names in --out "
+                          "(results.*, model-index.yaml, submission.zip) that it did not "
+                          "write; other files and the folder itself stay")
 
 
 def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str | Path, *,
@@ -18,26 +36,26 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     from .preflight import preflight_score
     from .tasks import get_task
 
+    started = time.time()
     task = get_task(task_key)
     checked = preflight_score(task, data, out_dir, judge, judge_url, judge_tokenizer,
                               judge_api_key)
+    options = ScoringOptions(em_mode, judge, judge_url, judge_tokenizer, judge_api_key,
+                             no_submission=not submission)
     with OutputFolder(out_dir, inputs=[data]).claim(overwrite) as folder:  # before any work
-        return _score_into(folder, task, predictions_path, data=data, split=split,
-                           em_mode=em_mode, judge=judge, judge_url=judge_url,
-                           judge_tokenizer=judge_tokenizer, judge_api_key=judge_api_key,
-                           submission=submission, checked=checked)
+        part = _task_part(task, predictions_path, data, split)
+        out = finalize(folder, [part], options, split=split, started=started,
+                       run_info=_score_record(predictions_path, checked))
+    result = out["tasks"][0]
+    result["written"] = sorted(out["files"])
+    return result
 
 
-def _score_into(folder, task, predictions_path, *, data, split, em_mode, judge, judge_url,
-                judge_tokenizer, judge_api_key, submission, checked) -> dict:
+def _task_part(task, predictions_path, data, split) -> TaskPart:
+    """The task's examples and the predictions file read against them."""
     from .examples import make_examples
-    from .judge import get_judge
     from .loading import load_task
     from .predictions import read_predictions
-    from .reports import report_files, results_doc, write_outputs
-    from .results_html import PAGE_NAME, render
-    from .scoring import score_task, summarize
-    from .submission import packed, submission_answers, submission_bytes
 
     predictions = read_predictions(predictions_path, task.key, split)  # a bad file: no loading
     dataset = load_task(task, source=data, split=split)
@@ -46,72 +64,24 @@ def _score_into(folder, task, predictions_path, *, data, split, em_mode, judge, 
         from .runner.dialogue import positions
         places = {p: i for i, p in positions(task, examples).items()}
         predictions = read_predictions(predictions_path, task.key, split, places)
-    known = {e.id for e in examples}
-    extra = sorted(set(predictions) - known)
+    extra = sorted(set(predictions) - {e.id for e in examples})
     if extra:
         raise MeraError(f"{predictions_path}: ids not in {task.key}/{split}: "
                         f"{', '.join(map(str, extra[:20]))}")
-    options = {"api_key": judge_api_key} if judge_api_key else {}
-    scorer = get_judge(judge, judge_url, judge_tokenizer=judge_tokenizer, **options) \
-        if judge or judge_url else None
-    result = score_task(task, examples, predictions, em_mode=em_mode, judge=scorer, split=split)
-    run_info = _score_record(task, predictions_path, data, split, result, scorer)
-    run_info["preflight"] = checked
-    summary = summarize([result])
-    files = report_files([result], summary, run_info, official={})
-    files[PAGE_NAME] = render([result], run_info, score_rows(task, examples, predictions,
-                                                             result, split, dataset))
-    if submission and split == "test":
-        answers, ids = packed(task.key, submission_answers(task.key, predictions), known)
-        files["submission.zip"] = submission_bytes({task.key: answers},
-                                                   expected_ids={task.key: ids})
-    result["written"] = sorted(write_outputs(folder, files, results_doc([result], summary,
-                                                                        run_info)))
-    return result
+    source = str(data or task.hub_id)
+    return TaskPart(task, examples, predictions, source, split == "test" and source == task.hub_id,
+                    dataset, getattr(dataset, "_fingerprint", None))
 
 
-def _score_record(task, predictions_path, data, split, result, judge) -> dict:
-    import uuid
-
+def _score_record(predictions_path, checked) -> dict:
+    """The fields of the run record that belong to a scoring: the predictions files."""
     from .predictions import prediction_files
-    from .provenance import command_line, file_sha256, package_versions
-    from .uncertainty import settings as bootstrap_settings
-    from .submission import hides_answers
+    from .provenance import command_line, file_sha256
 
     files = [str(f) for f in prediction_files(predictions_path)]
-    return {
-        "run_id": uuid.uuid4().hex[:12], "mode": "score",
-        "model": model_name(files), "predictions": files,
-        "official_test_split": {task.key: split == "test" and str(data or task.hub_id)
-                                == task.hub_id},
-        "predictions_sha256": {f: file_sha256(f) for f in files},
-        "dataset_source": str(data or task.hub_id), "split": split,
-        "metric_modes": result["metric_modes"],
-        "judge": judge.describe() if judge is not None else None,
-        "bootstrap": bootstrap_settings(),
-        "versions": package_versions(), "command": command_line(),
-        "gold_private": ({"files": ["results.json"], "note": "scores derived from a private "
-                          "split's gold answers, for local use only: never upload this file"}
-                         if hides_answers(task, split) and result.get("scorable") else None),
-    }
-
-
-def prediction_records(task, examples, predictions: dict, result: dict) -> list[dict]:
-    """Sample-file-like records of scored predictions (what results.html shows)."""
-    from .scoring import filtered
-
-    per_example = result.get("per_example") or {}
-    return [{"id": e.id, "prompt": e.prompt, "generation": predictions[e.id],
-             "filtered": filtered(task, [predictions[e.id]])[0], "target": e.gold,
-             "metrics": {m: s[e.id] for m, s in per_example.items() if e.id in s}}
-            for e in examples if e.id in predictions]
-
-
-def score_rows(task, examples, predictions, result, split, dataset=None) -> list[dict]:
-    from .results_html import task_rows
-
-    return task_rows(task.key, split, prediction_records(task, examples, predictions, result),
-                     examples, dataset)
+    return {"mode": "score", "model": model_name(files), "predictions": files,
+            "predictions_sha256": {f: file_sha256(f) for f in files},
+            "command": command_line(), "preflight": checked}
 
 
 def model_name(files: list[str]) -> str:
@@ -134,47 +104,26 @@ def model_name(files: list[str]) -> str:
 
 
 def cmd_score(args) -> int:
-    out = Path(args.out)
-    result = score_predictions(args.task, args.predictions, out, data=args.data, split=args.split,
-                               em_mode=args.em_mode, judge=args.judge, judge_url=args.judge_url,
-                               judge_tokenizer=args.judge_tokenizer,
-                               judge_api_key=args.judge_api_key, overwrite=args.overwrite,
-                               submission=not args.no_submission)
+    config = ScoreConfig(**{f.name: getattr(args, f.name) for f in fields(ScoreConfig)})
+    out = Path(config.out)
+    result = score_predictions(config.task, config.predictions, out, data=config.data,
+                               split=config.split, em_mode=config.em_mode, judge=config.judge,
+                               judge_url=config.judge_url, judge_tokenizer=config.judge_tokenizer,
+                               judge_api_key=config.judge_api_key, overwrite=config.overwrite,
+                               submission=not config.no_submission)
     print((out / "results.md").read_text(encoding="utf-8"))
     if not result["scorable"]:
-        print(f"{args.task}/{args.split}: {result['note']}")
+        print(f"{config.task}/{config.split}: {result['note']}")
     print(f"wrote {', '.join(result['written'])} to {out}")
     return 0
 
 
-def add_scoring_options(parser) -> None:
-    """The scoring options that `score` and `evaluate` share."""
-    from .metric_fns import EM_MODES
-
-    parser.add_argument("--em-mode", choices=EM_MODES,
-                        help="exact-match normalisation (default: each task's official mode)")
-    parser.add_argument("--judge", help="judge model id or folder: also compute judge scores")
-    parser.add_argument("--judge-url", help="vLLM-style /classify endpoint of a served judge")
-    parser.add_argument("--judge-tokenizer", help="tokenizer (id or folder) of a served judge, "
-                                                  "when the server does not report its separator")
-    parser.add_argument("--judge-api-key", help="API key of a served judge; never recorded")
-
-
 def add_parser(sub) -> None:
+    from .parsing import add_dataclass_options
+
     p = sub.add_parser("score", help="score a predictions file and write results + submission",
                        description="Score predictions made elsewhere: this project's sample "
                                    "log, a JSONL of {id, prediction}, or lm-evaluation-harness "
                                    "samples_<task>_*.jsonl logs (a file or their folder).")
-    p.add_argument("--task", required=True, help="task key, e.g. ruhhh_image")
-    p.add_argument("--predictions", required=True, help="JSONL file or folder of them")
-    p.add_argument("--data", help="dataset source: raw folder, exported folder, Hub id or "
-                                  "`sample` (default: the official Hub id)")
-    p.add_argument("--split", default="test", help="split to score (default test)")
-    p.add_argument("--out", required=True, help="output folder for the reports")
-    add_scoring_options(p)
-    p.add_argument("--no-submission", action="store_true", help="do not write submission.zip")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace files of this tool's output names in --out (results.*, "
-                        "model-index.yaml, submission.zip) that it did not write; other files "
-                        "and the folder itself stay")
+    add_dataclass_options(p, ScoreConfig)
     p.set_defaults(func=cmd_score)

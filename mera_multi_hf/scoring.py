@@ -15,26 +15,8 @@ from . import metric_fns
 from .errors import MeraError
 from .examples import Example
 from .filters import apply_filters
+from .metric_registry import UNOFFICIAL, aggregate, per_example_functions
 from .tasks import TASKS, TaskSpec
-
-# Group metrics: the mean over groups of "every example of the group scored 1".
-GROUP_OF = {"group_exact_match": "exact_match", "group_judge_score": "judge_score"}
-# The project's extra, never an official number: EM after answer extraction.
-UNOFFICIAL = ("exact_match_extracted",)
-
-
-def _exact_match(task, golds, preds, em_mode):
-    return {"exact_match": metric_fns.exact_match_scores(preds, golds, mode=em_mode)}
-
-
-def _slots(task, golds, preds, em_mode):
-    intent, slots = metric_fns.slot_f1_scores(preds, golds, filtered=True)  # filters applied
-    return {"intent_exact_match": intent, "slot_f1": slots}
-
-
-# Official per-example metric -> the function that makes it (one call may make several).
-PER_EXAMPLE = {"exact_match": _exact_match, "intent_exact_match": _slots, "slot_f1": _slots}
-
 
 def filtered(task: TaskSpec, predictions: list[str]) -> list[str]:
     """The predictions as the official scoring sees them (the task's filters)."""
@@ -48,24 +30,13 @@ def per_example_scores(task: TaskSpec, golds: list, predictions: list[str],
     em_mode = em_mode or task.em_mode
     preds = filtered(task, predictions)
     scores: dict[str, np.ndarray] = {}
-    for name in task.metrics:
-        if name in PER_EXAMPLE and name not in scores:
-            scores.update(PER_EXAMPLE[name](task, golds, preds, em_mode))
+    for make in per_example_functions(task.metrics):
+        scores.update(make(golds, preds, em_mode))
     if "exact_match" in scores:
         extracted = [metric_fns.extract_answer(p, task.choices or None) for p in preds]
         scores["exact_match_extracted"] = metric_fns.exact_match_scores(extracted, golds,
                                                                          mode=em_mode)
     return scores
-
-
-def _aggregate(scores: dict[str, np.ndarray], groups: list[int], names) -> dict[str, float]:
-    out = {}
-    for name in names:
-        if name in GROUP_OF and GROUP_OF[name] in scores:
-            out[name] = metric_fns.group_mean(scores[GROUP_OF[name]], groups)
-        elif name in scores:
-            out[name] = float(np.mean(scores[name])) if len(scores[name]) else 0.0
-    return out
 
 
 def _check_complete(task: TaskSpec, examples: list[Example], predictions: dict, split: str):
@@ -108,10 +79,10 @@ def score_task(task: TaskSpec, examples: list[Example], predictions: dict[int, s
             judge_scores(judge, filtered(task, preds), golds, [e.prompt for e in examples]),
             dtype=float)
         result["metric_modes"]["judge"] = judge.describe()
-    result["metrics"] = _aggregate(scores, groups, task.metrics)
-    result["judge"] = _aggregate(scores, groups, task.judge_metrics)
+    result["metrics"] = aggregate(scores, groups, task.metrics)
+    result["judge"] = aggregate(scores, groups, task.judge_metrics)
     result["judge_not_computed"] = [m for m in task.judge_metrics if m not in result["judge"]]
-    result["unofficial"] = _aggregate(scores, groups, UNOFFICIAL)
+    result["unofficial"] = aggregate(scores, groups, UNOFFICIAL)
     result.update(task_score(task, result))
     result["scorable"] = True
     result["breakdown"] = _breakdowns(task, examples, scores, groups)
@@ -140,7 +111,7 @@ def _add_uncertainty(task, examples, scores, result, preds) -> None:
     from .uncertainty import add_task_uncertainty, example_table
 
     result["examples"] = example_table(task, examples, scores)
-    add_task_uncertainty(result, GROUP_OF)
+    add_task_uncertainty(result)
     result["diagnostics"] = diagnostics(task, examples, filtered(task, preds),
                                         result["metric_modes"]["exact_match"])
 
@@ -157,7 +128,7 @@ def _breakdowns(task: TaskSpec, examples: list[Example], scores, groups) -> dict
         for key in sorted(rows):
             idx = np.asarray(rows[key])
             sub = {m: s[idx] for m, s in scores.items()}
-            table[key] = {**_aggregate(sub, [groups[i] for i in idx], names),
+            table[key] = {**aggregate(sub, [groups[i] for i in idx], names),
                           "n_examples": len(idx)}
         if table:
             out[name] = table
@@ -190,5 +161,5 @@ def summarize(task_results: list[dict]) -> dict:
     }
     from .uncertainty import add_summary_uncertainty
 
-    add_summary_uncertainty(summary, scored, GROUP_OF)
+    add_summary_uncertainty(summary, scored)
     return summary

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .metric_registry import GROUP_OF
+
 SEED = 20250601          # the bootstrap's seed, recorded in results.json
 RESAMPLES = 2000         # resamples per interval
 LEVEL = 0.95
@@ -164,7 +166,7 @@ def example_table(task, examples, scores: dict) -> dict:
             "scores": {m: np.asarray(s).tolist() for m, s in scores.items()}}
 
 
-def table_units(table: dict, names, group_of: dict, idx=None, scores=None) -> dict[str, Units]:
+def table_units(table: dict, names, idx=None, scores=None) -> dict[str, Units]:
     """Each named score of the rows ``idx`` (all rows by default) as per-cluster sums.
     ``scores``: per-example arrays to use instead of the table's (another run's, paired)."""
     cluster = np.asarray(table["cluster"])
@@ -175,8 +177,9 @@ def table_units(table: dict, names, group_of: dict, idx=None, scores=None) -> di
                                                 for m, v in table["scores"].items()}
     out = {}
     for name in names:
-        if name in group_of and group_of[name] in scores:
-            out[name] = _group_units(scores[group_of[name]][idx],
+        of = GROUP_OF.get(name)
+        if of and of in scores:
+            out[name] = _group_units(scores[of][idx],
                                      np.asarray(table["group"])[idx], inv, n_clusters)
         elif name in scores:
             out[name] = Units(np.bincount(inv, weights=scores[name][idx], minlength=n_clusters),
@@ -232,22 +235,22 @@ def _digest(task: str, table: dict, names) -> tuple:
     return (task, tuple(names), h.hexdigest())
 
 
-def _task_reps(result: dict, group_of: dict, names) -> tuple[dict, dict]:
+def _task_reps(result: dict, names) -> tuple[dict, dict]:
     key = _digest(result["task"], result["examples"], names)
     if key not in _MADE:
-        units = table_units(result["examples"], names, group_of)
+        units = table_units(result["examples"], names)
         if len(_MADE) > 64:
             _MADE.clear()
         _MADE[key] = (units, replicates(units, rng_for(result["task"])))
     return _MADE[key]
 
 
-def task_score_replicates(result: dict, group_of: dict) -> tuple[float, np.ndarray, dict]:
+def task_score_replicates(result: dict) -> tuple[float, np.ndarray, dict]:
     """The task score's resamples (the same ones every time for the same scores), and
     its uncertainty record."""
     table, names = result["examples"], score_names(result)
     every = [m for part in ("metrics", "judge", "unofficial") for m in result.get(part, {})]
-    units, reps = _task_reps(result, group_of, every or names)
+    units, reps = _task_reps(result, every or names)
     parts = [m for m in names if m in units]
     value = float(np.mean([units[m].value for m in parts]))
     mean_reps, se = mean_of([units[m] for m in parts], [reps[m] for m in parts])
@@ -257,18 +260,18 @@ def task_score_replicates(result: dict, group_of: dict) -> tuple[float, np.ndarr
     return value, mean_reps, record
 
 
-def add_task_uncertainty(result: dict, group_of: dict) -> None:
+def add_task_uncertainty(result: dict) -> None:
     """Give a scored task result (with its ``examples`` table) the ``uncertainty`` of
     every metric, the ``task_score_uncertainty`` and each breakdown row's."""
     table, cluster = result["examples"], result["examples"]["cluster_by"]
     names = [m for part in ("metrics", "judge", "unofficial") for m in result.get(part, {})]
-    units, reps = _task_reps(result, group_of, names)
+    units, reps = _task_reps(result, names)
     result["uncertainty"] = {m: _record(units[m], reps[m], cluster) for m in names if m in units}
-    result["task_score_uncertainty"] = task_score_replicates(result, group_of)[2]
+    result["task_score_uncertainty"] = task_score_replicates(result)[2]
     for bname, rows in result.get("breakdown", {}).items():
         keys = np.asarray(table["breakdown"][bname], dtype=object)
         for key, agg in rows.items():
-            u = table_units(table, names, group_of, np.flatnonzero(keys == key))
+            u = table_units(table, names, np.flatnonzero(keys == key))
             r = replicates(u, rng_for(result["task"], bname, key))
             agg["uncertainty"] = {m: _record(u[m], r[m], cluster) for m in names
                                   if m in u and m in agg}
@@ -287,9 +290,9 @@ def mean_over_tasks(parts: list[tuple[np.ndarray, dict]]) -> dict | None:
                     n=sum(r["n"] for r in records))
 
 
-def add_summary_uncertainty(summary: dict, scored: list[dict], group_of: dict) -> None:
+def add_summary_uncertainty(summary: dict, scored: list[dict]) -> None:
     """``uncertainty`` on the summary's modality, overall and official_total entries."""
-    parts = {r["task"]: task_score_replicates(r, group_of)[1:] for r in scored
+    parts = {r["task"]: task_score_replicates(r)[1:] for r in scored
              if r.get("examples")}
     by = {"overall": [r for r in scored],
           "official_total": [r for r in scored if not r["public"]]}

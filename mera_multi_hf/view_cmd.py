@@ -32,7 +32,7 @@ def _records(run_dir: Path, run: dict, task, split, examples, result) -> list[di
         return [json.loads(line) for line in lines if line.strip()]
     if run.get("mode") == "score" and examples is not None:
         from .predictions import read_predictions
-        from .score_cmd import prediction_records
+        from .finalize import prediction_records
         from .scoring import score_task
 
         predictions = {}

@@ -14,7 +14,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mera_multi_hf"
 STAGES = [
     ("foundation", {"_version", "errors", "tasks", "_paths", "atomic", "http_client",
                     "http_app", "citation", "masking", "provenance", "metric_fns", "filters", "media", "prompts",
-                    "offline", "outputs", "limits", "media_checks", "json_doubts"}),
+                    "offline", "outputs", "limits", "media_checks", "json_doubts",
+                    "metric_registry"}),
     ("raw -> dataset", {"raw", "builder", "hub", "sample_data"}),
     ("dataset", {"loading"}),
     ("examples", {"examples"}),
@@ -26,7 +27,8 @@ STAGES = [
     ("reports and submission", {"reports", "charts", "submission", "results_html"}),
     ("commands", {"mera_multi_hf", "runner", "runner.config", "runner.run", "runner.finish", "cli", "__main__",
                   "evaluate_cmd", "score_cmd", "judge_cmd", "metrics_export", "metrics_loading",
-                  "compare", "leaderboard", "preflight", "view_cmd"}),
+                  "compare", "leaderboard", "preflight", "view_cmd", "finalize", "options",
+                  "parsing"}),
 ]
 RANK = {name: i for i, (_, names) in enumerate(STAGES) for name in names}
 
@@ -90,3 +92,77 @@ def test_no_library_function_is_longer_than_a_screen():
                 if length > 60:
                     long.append(f"{_module_name(path)}.{node.name}: {length} lines")
     assert not long, long
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports: every import statement, at module level
+    or inside a function (both run some time), except a package's imports of its own
+    submodules inside a function (a factory that picks one, as make_backend does)."""
+    files = {_module_name(p): p for p in _library_files()}
+
+    def resolve(dep):  # from .x import name: the module x (or the name, if a module)
+        while dep not in files and "." in dep:
+            dep = dep.rsplit(".", 1)[0]
+        return dep if dep in files else None
+
+    graph = {}
+    for name, path in files.items():
+        lazy_own = set()
+        if path.name == "__init__.py":
+            for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    lazy_own |= _imports_in(fn, name)
+        deps = {resolve(d) for d in _imports(path, name)}
+        graph[name] = {d for d in deps if d and d != name and not (
+            d in lazy_own and d.startswith(name + ".")
+            and not _imported_at_top(path, name, d))}
+    return graph
+
+
+def _imports_in(node, name: str) -> set[str]:
+    out = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.ImportFrom) and child.level:
+            base = name.split(".")[:len(name.split(".")) - child.level + 1]
+            if child.module:
+                out.add(".".join(base + [child.module]))
+            else:
+                out |= {".".join(base + [a.name]) for a in child.names}
+    return out
+
+
+def _imported_at_top(path: Path, name: str, dep: str) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(dep in _imports_in(node, name) for node in tree.body
+               if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of the graph, or None (depth-first search, colours)."""
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == "open":
+                return stack[stack.index(dep):] + [dep]
+            if dep not in state and (found := visit(dep)):
+                return found
+        state[node] = "done"
+        stack.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_cycle():
+    assert _cycle(_graph()) is None, " -> ".join(_cycle(_graph()))
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None

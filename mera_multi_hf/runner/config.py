@@ -1,22 +1,21 @@
 """Every option of a run, once: the dataclass that Python callers fill and from which
-the CLI is generated (`mera-multi evaluate`: one flag per field, as ``--max-new-tokens``)."""
+the CLI is generated (`mera-multi evaluate`: one flag per field, as ``--max-new-tokens``).
+The scoring options are inherited from :class:`~mera_multi_hf.options.ScoringOptions`,
+which `score` shares."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..errors import MeraError
 from ..limits import DEFAULT_LIMITS
 from ..media_checks import MEDIA_LIMIT_HELP, media_limits
+from ..options import ScoringOptions, opt as _opt
 
 from .backends import DEFAULT_CONCURRENCY, MAX_CONCURRENCY
 
 BACKENDS = ("hf", "openai")
-
-
-def _opt(default, help: str, **extra):
-    return field(default=default, metadata={"help": help, **extra})
 
 
 def _limit(name: str):
@@ -53,7 +52,8 @@ def check_types(config) -> None:
 
 
 @dataclass
-class RunConfig:
+class RunConfig(ScoringOptions):
+    # the scoring options (em_mode, judge, ..., no_submission) come from ScoringOptions
     # what to run
     model: str | None = _opt(None, "Hub id or local folder; for --backend openai the served "
                              "model name (default: the built-in tiny random model, a plumbing check)")
@@ -114,14 +114,6 @@ class RunConfig:
                             "each answer is logged as it arrives")
     timeout: float = _opt(300.0, "seconds per request (openai)")
     max_retries: int = _opt(4, "retries of a failed request, with exponential backoff (openai)")
-    # scoring
-    em_mode: str | None = _opt(None, "exact-match normalisation (default: each task's official "
-                               "mode)", choices=("mera", "strict", "squad"))
-    judge: str | None = _opt(None, "judge model id or folder: also compute judge scores")
-    judge_url: str | None = _opt(None, "vLLM-style /classify endpoint of a served judge")
-    judge_tokenizer: str | None = _opt(None, "tokenizer (id or folder) of a served judge, when "
-                                       "the server does not report its separator")
-    judge_api_key: str | None = _opt(None, "API key of a served judge; never recorded")
     no_progress: bool = _opt(False, "no progress bar")
 
     def __post_init__(self):

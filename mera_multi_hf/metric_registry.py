@@ -1,0 +1,106 @@
+"""Every metric the project reports, once: how it is made per example, how it is
+aggregated, its display name, its direction, and whether the leaderboard ranks by it or
+a judge makes it. Scoring, the reports, the chart, the comparisons and the dataset
+cards read it; the formulas themselves are in :mod:`mera_multi_hf.metric_fns`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import metric_fns
+
+
+def _exact_match(golds, preds, em_mode):
+    return {"exact_match": metric_fns.exact_match_scores(preds, golds, mode=em_mode)}
+
+
+def _slots(golds, preds, em_mode):
+    intent, slots = metric_fns.slot_f1_scores(preds, golds, filtered=True)  # filters applied
+    return {"intent_exact_match": intent, "slot_f1": slots}
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    display: str                     # how reports, the chart and the HTML page name it
+    # (golds, filtered predictions, em_mode) -> {name: per-example array}; one call may
+    # make several metrics (ruSLUn's two). None: made from another metric or by the judge.
+    per_example: Callable | None = None
+    of: str | None = None            # a group metric: the per-example metric it groups
+    higher_is_better: bool = True
+    leaderboard: bool = True         # may be a task's leaderboard metric (which
+    # ones a task is ranked by is its declaration's `leaderboard`)
+    judge: bool = False              # computed only when a judge model is given
+    official: bool = True            # False: the project's extra, never an official number
+    card_name: str | None = None     # the name the official dataset cards use
+    card_text: tuple[str, str] = ("", "")  # (en, ru) default description on a dataset card
+
+    @property
+    def aggregation(self) -> str:
+        """mean: the mean over examples; group_mean: the mean over groups of "every
+        example of the group scored 1" (the groups of ``of``'s scores)."""
+        return "group_mean" if self.of else "mean"
+
+
+METRICS = {m.name: m for m in (
+    Metric("exact_match", "Exact match", _exact_match,
+           card_name="Exact match",
+           card_text=("The share of examples whose answer equals the gold answer (after the "
+                      "task's normalisation).",
+                      "Доля примеров, где ответ совпал с правильным (после нормализации "
+                      "задачи).")),
+    Metric("group_exact_match", "Group exact match", of="exact_match",
+           card_name="Group Exact match",
+           card_text=("Examples are grouped (same media and question); a group counts only "
+                      "when all its examples are right; the mean over groups.",
+                      "Примеры группируются (одни медиа и вопрос); группа засчитывается, "
+                      "только если верны все её примеры; среднее по группам.")),
+    Metric("judge_score", "Judge score", judge=True, card_name="Judge score",
+           card_text=("The share of answers a judge model labels correct.",
+                      "Доля ответов, которые модель-судья признала верными.")),
+    Metric("group_judge_score", "Group judge score", of="judge_score", judge=True),
+    Metric("intent_exact_match", "Intent exact match", _slots),
+    Metric("slot_f1", "Slot F1", _slots),
+    Metric("exact_match_extracted", "Exact match after answer extraction (not official)",
+           official=False, leaderboard=False),
+)}
+
+# Group metric -> the per-example metric whose groups it averages.
+GROUP_OF = {m.name: m.of for m in METRICS.values() if m.of}
+# The project's extra metrics (EM after answer extraction), never official numbers.
+UNOFFICIAL = tuple(m.name for m in METRICS.values() if not m.official)
+# Names shown for what is not a metric but sits in the same tables.
+_OTHER_NAMES = {"task_score": "Task score (mean of the leaderboard metrics computed)"}
+CARD_TEXT = {m.card_name: m.card_text for m in METRICS.values() if m.card_name}
+
+
+def display_name(name: str) -> str:
+    """A metric's display name; an unknown name is shown as it is."""
+    metric = METRICS.get(name)
+    return metric.display if metric else _OTHER_NAMES.get(name, name)
+
+
+def per_example_functions(names) -> list[Callable]:
+    """The functions that make the per-example scores of ``names``, each once."""
+    out = []
+    for name in names:
+        fn = METRICS[name].per_example if name in METRICS else None
+        if fn is not None and fn not in out:
+            out.append(fn)
+    return out
+
+
+def aggregate(scores: dict, groups: list, names) -> dict[str, float]:
+    """Each of ``names`` that ``scores`` (name -> per-example array) can make: the mean,
+    or for a group metric the group mean of its per-example metric."""
+    out = {}
+    for name in names:
+        of = GROUP_OF.get(name)
+        if of and of in scores:
+            out[name] = metric_fns.group_mean(scores[of], groups)
+        elif name in scores:
+            out[name] = float(np.mean(scores[name])) if len(scores[name]) else 0.0
+    return out

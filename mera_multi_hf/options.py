@@ -1,0 +1,32 @@
+"""Option sets that several commands share, as dataclasses: each field is one flag
+(`mera_multi_hf.parsing.add_dataclass_options`) and one keyword of the Python API."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .metric_fns import EM_MODES
+
+
+def opt(default, help: str, **extra):
+    """A field that is also an option: its default, its help, and argparse extras
+    (choices, metavar, action, required)."""
+    return field(default=default, metadata={"help": help, **extra})
+
+
+@dataclass
+class ScoringOptions:
+    """scoring options (the same for `evaluate` and `score`)"""
+    em_mode: str | None = opt(None, "exact-match normalisation (default: each task's official "
+                              "mode)", choices=EM_MODES)
+    judge: str | None = opt(None, "judge model id or folder: also compute judge scores")
+    judge_url: str | None = opt(None, "vLLM-style /classify endpoint of a served judge")
+    judge_tokenizer: str | None = opt(None, "tokenizer (id or folder) of a served judge, when "
+                                      "the server does not report its separator")
+    judge_api_key: str | None = opt(None, "API key of a served judge; never recorded")
+    no_submission: bool = opt(False, "do not write submission.zip")
+
+    def scoring(self) -> ScoringOptions:
+        """These options alone (what :func:`mera_multi_hf.finalize.finalize` takes)."""
+        from dataclasses import fields
+
+        return ScoringOptions(**{f.name: getattr(self, f.name) for f in fields(ScoringOptions)})
