@@ -182,6 +182,19 @@ def test_scoring_a_runner_sample_log_reproduces_the_run(tmp_path):
     assert run["summary"]["overall"] == rescored["summary"]["overall"]
     assert read_submission(tmp_path / "rescored" / "submission.zip") == \
         read_submission(tmp_path / "run" / "submission.zip")
+    # one record schema: what both commands record reads the same; each adds its own
+    same = ("tasks", "split", "n_examples", "dataset_source", "official_test_split",
+            "dataset_fingerprint", "metric_modes", "judge", "bootstrap")
+    assert {k: rescored["run"][k] for k in same} == {k: ran["run"][k] for k in same}
+    assert (ran["run"]["mode"], rescored["run"]["mode"]) == ("evaluate", "score")
+    common = set(ran["run"]) & set(rescored["run"])
+    assert common >= {"run_id", "model", "versions", "command", "preflight", "started_at",
+                      "duration_s", *same}
+    assert set(rescored["run"]) - common == {"predictions", "predictions_sha256"}
+    # the private split's gold: in the run's sample file and results.json, the score's results
+    assert rescored["run"]["gold_private"]["files"] == ["results.json"]
+    assert ran["run"]["gold_private"]["files"] == ["samples_ruhhh_image_test.jsonl",
+                                                   "results.json"]
 
 
 # An official rutie_vision_gen log of the bundled ruTiE-Image sample: process_docs left
@@ -215,3 +228,19 @@ def test_score_reads_official_rutie_logs_with_null_ids(tmp_path):
     hits = sum(a == golds[i] for i, (_, _, a) in
                zip([1, 2, 3, 501, 502, 503, 1001, 1002, 1003], RUTIE_LOG))
     assert result["metrics"]["exact_match"] == pytest.approx(hits / 9)
+
+
+def test_evaluate_takes_the_scoring_options_of_score(tmp_path):
+    """`evaluate` and `score` share ScoringOptions: --no-submission works for both."""
+    from mera_multi_hf.evaluate_cmd import options_parser
+    from mera_multi_hf.options import ScoringOptions
+    from mera_multi_hf.runner import RunConfig, run_evaluation
+    from mera_multi_hf.score_cmd import ScoreConfig
+
+    assert issubclass(RunConfig, ScoringOptions) and issubclass(ScoreConfig, ScoringOptions)
+    args = options_parser().parse_args(["--no-submission", "--em-mode", "strict"])
+    assert args.no_submission is True and args.em_mode == "strict"
+    run = run_evaluation(tasks="ruhhh_image", data="sample", output_dir=tmp_path / "run",
+                         limit=3, no_progress=True, no_submission=True, em_mode="strict")
+    assert not (tmp_path / "run" / "submission.zip").exists()
+    assert run["tasks"][0]["metric_modes"]["exact_match"] == "strict"

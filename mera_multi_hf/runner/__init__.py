@@ -7,7 +7,8 @@
 - :mod:`.config`          :class:`RunConfig`, every option of a run (the CLI is generated from it)
 - :mod:`.run`             :func:`run_evaluation`: plan, load, requests, resume (data parallel)
 - :mod:`.generate`        this process's share through the backend into the sample log
-- :mod:`.finish`          merge, score, and write the outputs as one consistent set
+- :mod:`.finish`          the sample files and the run's record, then finalize (shared with `score`)
+- :mod:`.dialogue`        dialogue tasks (ruTiE): turns, context, official positions
 - :mod:`.serve`           a small OpenAI-compatible server over the hf backend
 """
 from .config import RunConfig

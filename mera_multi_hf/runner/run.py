@@ -282,14 +282,14 @@ def load_task_data(task: TaskSpec, source, config: RunConfig, state) -> TaskData
 
     with state.main_process_first():  # one process converts a raw folder, the rest read it
         ds = load_task(task, source=source, split=config.split, limits=config.limits())
-    full_size = len(ds)
+    full_size, fingerprint = len(ds), ds._fingerprint  # the split as loaded (as `score` records)
     if config.limit is not None:
         ds = ds.select(range(min(config.limit, len(ds))))
     ds = arrow_view(ds)
     examples = make_examples(task, ds)
     if task.dialogue and state.is_main_process:
         dialogue.warn_meta(task, examples)
-    return TaskData(task, source, ds, examples, ds._fingerprint, full_size)
+    return TaskData(task, source, ds, examples, fingerprint, full_size)
 
 
 def make_requests(data: TaskData, config: RunConfig, examples=None) -> list[Request]:

@@ -1,0 +1,52 @@
+"""The metric registry: every metric a task declares is in it, once, and what reads it
+(scoring, the reports, the cards) gets the same facts."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mera_multi_hf.metric_registry import (CARD_TEXT, GROUP_OF, METRICS, UNOFFICIAL, aggregate,
+                                           display_name, per_example_functions)
+from mera_multi_hf.tasks import TASKS
+
+
+def test_every_declared_metric_is_registered_with_its_kind():
+    for task in TASKS.values():
+        for name in task.metrics:
+            assert name in METRICS and not METRICS[name].judge, (task.key, name)
+        for name in task.judge_metrics:
+            assert METRICS[name].judge, (task.key, name)
+        for name in task.leaderboard:
+            assert METRICS[name].leaderboard and METRICS[name].official, (task.key, name)
+    assert UNOFFICIAL == ("exact_match_extracted",)
+    assert not METRICS["exact_match_extracted"].leaderboard
+
+
+def test_group_metrics_group_a_registered_per_example_metric():
+    assert GROUP_OF == {"group_exact_match": "exact_match", "group_judge_score": "judge_score"}
+    assert {m.aggregation for m in METRICS.values()} == {"mean", "group_mean"}
+    # groups 1: [1, 1] all right; 2: [1, 0] not: group mean 1/2, plain mean 3/4
+    scores = {"exact_match": np.array([1.0, 1.0, 1.0, 0.0])}
+    got = aggregate(scores, [1, 1, 2, 2], ["exact_match", "group_exact_match", "judge_score"])
+    assert got == {"exact_match": pytest.approx(0.75), "group_exact_match": pytest.approx(0.5)}
+
+
+def test_per_example_functions_make_each_metric_once():
+    slots = per_example_functions(["intent_exact_match", "slot_f1"])
+    assert len(slots) == 1
+    made = slots[0](['{"intent": "a", "slots": []}'], ['{"intent": "a", "slots": []}'], "mera")
+    assert set(made) == {"intent_exact_match", "slot_f1"}
+    assert per_example_functions(["group_exact_match", "judge_score"]) == []
+    em = per_example_functions(["exact_match"])[0](["A.", "B"], ["a", "a"], "mera")["exact_match"]
+    assert em.tolist() == [1, 0]  # "A." -> "a" (lowercase, no punctuation)
+
+
+def test_display_names_are_read_by_the_reports_and_the_cards():
+    from mera_multi_hf.hub import _metric_lines
+    from mera_multi_hf.reports import metric_rows
+
+    assert display_name("slot_f1") == "Slot F1" and display_name("made_up") == "made_up"
+    result = {"scorable": True, "metrics": {"slot_f1": 0.5}, "leaderboard_metrics": ["slot_f1"]}
+    assert metric_rows(result)[0][0] == "Slot F1"
+    lines = _metric_lines({"metrics": {"Judge score": "default"}}, "en")
+    assert lines == [f"- `Judge score`: {CARD_TEXT['Judge score'][0]}"]
