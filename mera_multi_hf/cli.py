@@ -6,7 +6,7 @@ import errno
 import sys
 
 from .errors import MeraError
-from .parsing import HelpFormatter, Parser, no_abbreviations, text_table  # noqa: F401
+from .parsing import Parser, no_abbreviations, text_table
 
 
 def cmd_tasks(args) -> int:
