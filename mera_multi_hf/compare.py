@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import MeraError
-from .metric_registry import GROUP_OF, display_name
+from .metric_registry import GROUP_OF, METRICS, display_name
 from .uncertainty import (Units, describe, mean_of, mean_over_tasks, replicates, rng_for,
                           settings, stderr, table_units)
 
@@ -56,13 +56,16 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
 MIN_CLUSTERS = 20
 
 
-def verdict(record: dict) -> str:
+def verdict(record: dict, metric: str | None = None) -> str:
+    """Which run is better by the interval of A - B (the metric's direction from the
+    registry; a task score is higher-is-better)."""
     if record["low"] is None or record["n_clusters"] < MIN_CLUSTERS:
         return f"too few clusters to tell ({record['n_clusters']} < {MIN_CLUSTERS})"
+    up = METRICS[metric].higher_is_better if metric in METRICS else True
     if record["low"] > 0:
-        return "A better"
+        return "A better" if up else "B better"
     if record["high"] < 0:
-        return "B better"
+        return "B better" if up else "A better"
     return "no difference"
 
 
@@ -104,7 +107,7 @@ def _metric_records(table, sa, sb, names, idx, key) -> tuple[dict, dict, dict]:
         if np.isin(a, (0, 1)).all() and np.isin(b, (0, 1)).all():
             only_a, only_b = int(np.sum((a == 1) & (b == 0))), int(np.sum((a == 0) & (b == 1)))
             rec.update(only_a=only_a, only_b=only_b, mcnemar_p=mcnemar_exact(only_a, only_b))
-        rec["verdict"] = verdict(rec)
+        rec["verdict"] = verdict(rec, m)
         out[m] = rec
     return out, diff, reps
 

@@ -50,3 +50,15 @@ def test_display_names_are_read_by_the_reports_and_the_cards():
     assert metric_rows(result)[0][0] == "Slot F1"
     lines = _metric_lines({"metrics": {"Judge score": "default"}}, "en")
     assert lines == [f"- `Judge score`: {CARD_TEXT['Judge score'][0]}"]
+
+
+def test_compare_reads_the_direction_of_a_metric(monkeypatch):
+    from dataclasses import replace
+
+    from mera_multi_hf import compare
+
+    record = {"low": 0.1, "high": 0.3, "n_clusters": 50}
+    assert compare.verdict(record, "exact_match") == "A better"
+    lower = replace(METRICS["exact_match"], name="errors", higher_is_better=False)
+    monkeypatch.setitem(compare.METRICS, "errors", lower)  # a lower-is-better metric
+    assert compare.verdict(record, "errors") == "B better"
