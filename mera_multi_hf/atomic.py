@@ -8,7 +8,9 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: str | Path, data: bytes | str) -> Path:
+def write_temp(path: str | Path, data: bytes | str) -> Path:
+    """``data`` in a flushed temporary beside ``path`` (removed again if it fails; a
+    write error names ``path``)."""
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -18,11 +20,23 @@ def write_atomic(path: str | Path, data: bytes | str) -> Path:
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+    except OSError as err:  # name the file a full disk stopped
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(err.errno, err.strerror, str(path)) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return path
+    return Path(tmp)
+
+
+def write_atomic(path: str | Path, data: bytes | str) -> Path:
+    tmp = write_temp(path, data)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return Path(path)
 
 
 def sha256_bytes(data: bytes | str) -> str:
