@@ -1,6 +1,6 @@
 """The generic MERA builder: raw MERA folder -> typed `datasets` splits.
 
-Each task's module in dataset_scripts/ subclasses :class:`MeraBuilder` and declares its
+Each task's module in mera_multi_hf/builders/ subclasses :class:`MeraBuilder` and declares its
 ``meta`` features and how to normalise a record's meta; everything else comes from the
 task's declaration in :mod:`mera_multi_hf.tasks`. Every normalised meta is checked
 against the declared features (types, integer ranges) before Arrow sees it, so a bad

@@ -8,14 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from mera_multi_hf._paths import bundled_dir, load_module_from_file
+from mera_multi_hf import judge_server as server_mod
 from mera_multi_hf.cli import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_judge import build_tiny_judge  # noqa: E402
-
-server_mod = load_module_from_file(bundled_dir("judge_model") / "server.py",
-                                   "mera_multi_hf._judge_model.server")
 
 
 @pytest.fixture(scope="module")
