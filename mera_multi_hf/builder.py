@@ -20,7 +20,7 @@ from .tasks import CITATION, TaskSpec, get_task
 # datasets patches a builder's modules for streaming (open, os.path and pathlib swapped for
 # fsspec versions) each time a builder is made, importing scipy.io and pandas on the way:
 # 0.4 s of every build. These builders read a local folder through raw.read_inside, never
-# through the patched names, so their modules say they are done (dataset_module too).
+# through the patched names, so their modules say they are done (builders.builder_class too).
 _patched_for_streaming = True
 
 # What exports write: the media features of every official upload notebook

@@ -6,7 +6,6 @@ as it is with huggingface_hub; no loading script is involved (datasets 4+ has no
 from __future__ import annotations
 
 import copy
-import importlib
 import json
 import os
 import shutil
@@ -24,39 +23,12 @@ from datasets.utils.py_utils import convert_file_size_to_int
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from ._version import __version__
-from ._paths import load_module_from_file
+from .builders import builder_class
 from .errors import DataValidationError, MeraError
 from .limits import Limits
 from .outputs import LOCK, MARKER, read_marker
 from .raw import fill_readme
 from .tasks import CITATION, TaskSpec
-
-
-def dataset_module(task: TaskSpec):
-    """The task's builder module (its builder, meta features, normalisation):
-    ``mera_multi_hf.builders.<key>``, or the file a task added outside the package names."""
-    if not task.builder:
-        try:
-            return importlib.import_module(f"{__package__}.builders.{task.key}")
-        except ModuleNotFoundError as err:
-            if err.name != f"{__package__}.builders.{task.key}":
-                raise
-            raise MeraError(f"task {task.key} has no dataset builder yet (expected "
-                            f"mera_multi_hf/builders/{task.key}.py)") from None
-    path = Path(task.builder)
-    if not path.is_file():
-        raise MeraError(f"task {task.key}: its builder file {path} does not exist")
-    return load_module_from_file(path, f"mera_multi_hf._task_builders.{task.key}")
-
-
-def builder_class(task: TaskSpec) -> type:
-    module = dataset_module(task)
-    module._patched_for_streaming = True  # see builder.py: builds read local files only
-    for value in vars(module).values():
-        if isinstance(value, type) and getattr(value, "TASK_KEY", None) == task.key:
-            return value
-    raise MeraError(f"the builder module of {task.key} ({module.__name__}) declares no "
-                    f"class with TASK_KEY = {task.key!r}")
 
 
 INTERNAL_TAG = "mera-internal-with-answers"

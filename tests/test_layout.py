@@ -114,6 +114,23 @@ def test_every_task_has_a_builder_module_and_a_build_script():
         assert f'main(["build", "{key}", *sys.argv[1:]])' in text
 
 
+def test_a_missing_builder_is_one_clear_line(tmp_path):
+    import dataclasses
+
+    from mera_multi_hf.builders import builder_class
+    from mera_multi_hf.errors import MeraError
+
+    task = TASKS["ruhhh_image"]
+    assert builder_class(task).__module__ == "mera_multi_hf.builders.ruhhh_image"
+    with pytest.raises(MeraError, match=r"no dataset builder yet \(expected mera_multi_hf/builders/nope.py\)"):
+        builder_class(dataclasses.replace(task, key="nope"))
+    with pytest.raises(MeraError, match="its builder file .*gone.py does not exist"):
+        builder_class(dataclasses.replace(task, key="nope", builder=str(tmp_path / "gone.py")))
+    (tmp_path / "empty.py").write_text("X = 1\n")
+    with pytest.raises(MeraError, match="declares no class with TASK_KEY = 'nope2'"):
+        builder_class(dataclasses.replace(task, key="nope2", builder=str(tmp_path / "empty.py")))
+
+
 def test_a_build_script_builds_what_the_command_builds(tmp_path):
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, str(REPO / "dataset_scripts" / "ruhhh_image.py"),

@@ -492,7 +492,7 @@ def test_installed_wheel_finds_the_metric_modules_and_builders(tmp_path):
         "m = load_metric('group_exact_match')\n"
         "r = m.compute(predictions=['A', 'B', 'B'], references=['A', 'B', 'A'], group_ids=[1, 1, 2])\n"
         "from mera_multi_hf import load_task\n"
-        "from mera_multi_hf.hub import dataset_module\n"
+        "from mera_multi_hf.builders import dataset_module\n"
         "from mera_multi_hf.tasks import get_task\n"
         "n = len(load_task('ruhhh_image', source='sample', split='test'))\n"
         "print(json.dumps({'result': r, 'package': mera_multi_hf.__file__, 'n_sample': n,\n"
