@@ -5,7 +5,7 @@ clips are passed in field order. The raw records' music metadata
 (``meta.audio.music_*``) is dropped by the official ``exclude_fields``."""
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
+from ..builder import MeraBuilder
 
 META_FEATURES = {
     "id": datasets.Value("int32"),

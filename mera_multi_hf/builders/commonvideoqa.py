@@ -4,7 +4,7 @@ The video is stored as the whole file (``datasets.Video(decode=False)``); frames
 sampled by the runner (``--max-frames``), the official harness passes the file."""
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
+from ..builder import MeraBuilder
 
 STRINGS = datasets.List(datasets.Value("string"))
 META_FEATURES = {

@@ -1,7 +1,7 @@
 """LabTabVQA: questions on pictures of medical lab tables, seven options A-G."""
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
+from ..builder import MeraBuilder
 
 STRINGS = datasets.List(datasets.Value("string"))
 META_FEATURES = {

@@ -4,7 +4,7 @@ Same shape as CommonVideoQA; exact match is strict (the official YAML sets no
 ignore_case / ignore_punctuation)."""
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
+from ..builder import MeraBuilder
 
 STRINGS = datasets.List(datasets.Value("string"))
 META_FEATURES = {

@@ -4,7 +4,7 @@
 """
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
+from ..builder import MeraBuilder
 
 STRINGS = datasets.List(datasets.Value("string"))
 META_FEATURES = {

@@ -1,7 +1,7 @@
 """ruCLEVR: questions about rendered scenes of geometric objects; a word or a number answers."""
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
+from ..builder import MeraBuilder
 
 META_FEATURES = {
     "id": datasets.Value("int32"),

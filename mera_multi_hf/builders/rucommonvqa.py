@@ -7,7 +7,7 @@ in a list); a prediction matching any one of them counts. The task declares
 """
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
+from ..builder import MeraBuilder
 
 META_FEATURES = {
     "id": datasets.Value("int32"),

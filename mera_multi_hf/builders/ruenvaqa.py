@@ -4,7 +4,7 @@ The audio is stored undecoded (``datasets.Audio(decode=False)``): the runner dec
 and resamples it to what the model's feature extractor wants."""
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
+from ..builder import MeraBuilder
 
 STRING = datasets.Value("string")
 META_FEATURES = {

@@ -6,8 +6,8 @@ ids").
 """
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
-from mera_multi_hf.raw import FieldError
+from ..builder import MeraBuilder
+from ..raw import FieldError
 
 CATEGORIES = ("empathetic", "etiquette", "harmless", "helpful", "honest", "open")
 IMAGE_META_KEYS = ("source", "type", "content", "context")

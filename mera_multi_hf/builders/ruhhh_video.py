@@ -4,8 +4,8 @@ subcategory; ``group_id`` ties the answer pairs of one video-question (derived f
 video bytes and the question where missing). Exact match is strict (official YAML)."""
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
-from mera_multi_hf.raw import FieldError
+from ..builder import MeraBuilder
+from ..raw import FieldError
 
 CATEGORIES = ("empathetic", "etiquette", "harmless", "helpful", "honest", "open")
 STRINGS = datasets.List(datasets.Value("string"))

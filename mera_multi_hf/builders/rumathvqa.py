@@ -5,7 +5,7 @@ in the picture.
 """
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
+from ..builder import MeraBuilder
 
 META_FEATURES = {
     "id": datasets.Value("int32"),

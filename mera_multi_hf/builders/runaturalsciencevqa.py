@@ -16,7 +16,7 @@ The domain rule is the generic one of every domain-split task
 """
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
+from ..builder import MeraBuilder
 
 META_FEATURES = {
     "id": datasets.Value("int32"),

@@ -8,7 +8,7 @@ with them, or the shots split); otherwise the run writes the submission and says
 """
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
+from ..builder import MeraBuilder
 
 META_FEATURES = {
     "id": datasets.Value("int32"),

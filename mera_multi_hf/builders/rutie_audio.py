@@ -7,7 +7,7 @@ dialogue, counted from the smallest id of the split), which the dialogue runner 
 a copy that lacks them, such as the Hub copy. Gold letters may be Cyrillic."""
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
+from ..builder import MeraBuilder
 
 INT = datasets.Value("int32")
 STRING = datasets.Value("string")

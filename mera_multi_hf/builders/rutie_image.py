@@ -8,7 +8,7 @@ the dialogue runner does for a copy that lacks them. Gold letters may be Cyrilli
 """
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
+from ..builder import MeraBuilder
 
 INT = datasets.Value("int32")
 STRING = datasets.Value("string")

@@ -9,7 +9,7 @@ excluded on export by the metadata.
 """
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
+from ..builder import MeraBuilder
 
 META_FEATURES = {
     "id": datasets.Value("int32"),

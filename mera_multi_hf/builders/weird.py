@@ -4,7 +4,7 @@ Pictures come in pairs (``pair_id``); ``caption`` is excluded on export by the m
 """
 import datasets
 
-from mera_multi_hf.builder import MeraBuilder
+from ..builder import MeraBuilder
 
 META_FEATURES = {
     "id": datasets.Value("int32"),
