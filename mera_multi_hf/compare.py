@@ -21,8 +21,6 @@ from .errors import MeraError
 from .uncertainty import (Units, describe, mean_of, mean_over_tasks, replicates, rng_for,
                           settings, stderr, table_units)
 
-FILES = ("compare.md", "compare.json", "compare.png")
-
 
 def read_run(path: str | Path) -> dict:
     """A run's results.json (the folder or the file itself), with its path."""

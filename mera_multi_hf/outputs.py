@@ -21,7 +21,6 @@ import json
 import os
 from pathlib import Path
 
-from .atomic import write_temp
 from .errors import MeraError
 
 MARKER = ".mera-multi-outputs.json"
@@ -316,8 +315,25 @@ def _remove(path: Path) -> None:
 
 
 def _temp(path: Path, data) -> Path:
-    """``data`` in a flushed temporary beside ``path`` (atomic.write_temp)."""
-    return write_temp(path, data)
+    """``data`` in a flushed temporary beside ``path`` (removed again if it fails; a
+    write error names ``path``)."""
+    import tempfile
+
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as err:  # name the file a full disk stopped
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(err.errno, err.strerror, str(path)) from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
 
 
 def _put(path: Path, staged: Path) -> None:

@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from mera_multi_hf import load_metric
-from mera_multi_hf._paths import bundled_dir, load_module_from_file
 from mera_multi_hf.metrics_export import export_metrics
 from mera_multi_hf.metrics_loading import METRICS
 
@@ -66,8 +65,7 @@ def space_python() -> str:
 @pytest.fixture(scope="module")
 def served_judge(tmp_path_factory):
     judge_dir = build_tiny_judge(tmp_path_factory.mktemp("tiny-judge"))
-    server_mod = load_module_from_file(bundled_dir("judge_model") / "server.py",
-                                       "mera_multi_hf._judge_model.server")
+    from mera_multi_hf import judge_server as server_mod
     server = server_mod.serve(str(judge_dir), "127.0.0.1", 0, device="cpu", batch_size=8)
     yield server
     server.shutdown()
