@@ -98,9 +98,10 @@ def aggregate(scores: dict, groups: list, names) -> dict[str, float]:
     or for a group metric the group mean of its per-example metric."""
     out = {}
     for name in names:
-        of = GROUP_OF.get(name)
-        if of and of in scores:
-            out[name] = metric_fns.group_mean(scores[of], groups)
+        metric = METRICS.get(name)
+        if metric is not None and metric.aggregation == "group_mean":
+            if metric.of in scores:
+                out[name] = metric_fns.group_mean(scores[metric.of], groups)
         elif name in scores:
             out[name] = float(np.mean(scores[name])) if len(scores[name]) else 0.0
     return out

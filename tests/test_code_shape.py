@@ -16,14 +16,15 @@ STAGES = [
                     "http_app", "citation", "masking", "provenance", "metric_fns", "filters", "media", "prompts",
                     "offline", "outputs", "limits", "media_checks", "json_doubts",
                     "metric_registry"}),
-    ("raw -> dataset", {"raw", "builder", "hub", "sample_data"}),
+    ("raw -> dataset", {"raw", "builder", "builders", "hub", "sample_data"}),
     ("dataset", {"loading"}),
     ("examples", {"examples"}),
     ("requests", {"runner.request", "runner.chat", "runner.dialogue"}),
     ("generations", {"runner.backends", "runner.backends.hf", "runner.backends.openai",
                      "tiny_model", "tiny_models", "runner.serve", "predictions"}),
     ("log", {"runner.samplelog", "runner.generate"}),
-    ("scores", {"scoring", "judge", "uncertainty", "diagnostics"}),
+    ("scores", {"scoring", "judge", "judge_agreement", "judge_train", "judge_server",
+                "uncertainty", "diagnostics"}),
     ("reports and submission", {"reports", "charts", "submission", "results_html"}),
     ("commands", {"mera_multi_hf", "runner", "runner.config", "runner.run", "runner.finish", "cli", "__main__",
                   "evaluate_cmd", "score_cmd", "judge_cmd", "metrics_export", "metrics_loading",
@@ -41,7 +42,7 @@ def _module_name(path: Path) -> str:
 
 
 def _stage_of(name: str) -> str:
-    """sample_data.<task> belongs to sample_data."""
+    """sample_data.<task> belongs to sample_data, builders.<task> to builders."""
     while name not in RANK and "." in name:
         name = name.rsplit(".", 1)[0]
     return name
