@@ -23,8 +23,7 @@ class TaskPart:
     official: bool = False           # the whole official test split from the Hub copy
     dataset: object = None           # the split, for the page's media
     fingerprint: str | None = None
-    sample_file: bytes | None = None  # evaluate: samples_<task>_<split>.jsonl
-    upload_log: bytes | None = None   # ...and its copy for logs_public.zip
+    log: list[dict] | None = None     # evaluate: the sample log's records, example order
     context: int | None = None        # dialogue turns shown with each question
 
 
@@ -54,12 +53,14 @@ def finalize(folder, parts: list[TaskPart], options: ScoringOptions, *, split: s
     official = run["official_test_split"]
     notes = list(notes) + result_notes(results, split, official)
     summary = summarize(results)
-    files = {f"samples_{p.task.key}_{split}.jsonl": p.sample_file for p in parts
-             if p.sample_file is not None}
+    files = {f"samples_{p.task.key}_{split}.jsonl": sample_lines(p, r, split)
+             for p, r in zip(parts, results) if p.log is not None}
     files.update(report_files(results, summary, run, official))
-    files[PAGE_NAME] = render(results, run, page_rows(parts, results, split), notes)
+    files[PAGE_NAME] = render(results, run, page_rows(parts, results, files, split), notes)
     if split == "test" and not options.no_submission:
-        files["submission.zip"] = submission(parts, split)
+        logs = {f"samples_{p.task.key}_{split}.jsonl": sample_lines(p, r, split, upload=True)
+                for p, r in zip(parts, results) if p.log is not None}
+        files["submission.zip"] = submission(parts, logs)
     written = write_outputs(folder, files, results_doc(results, summary, run))
     return {"output_dir": str(folder.path), "run": run, "tasks": results, "summary": summary,
             "files": written, "notes": notes}
@@ -94,7 +95,7 @@ def gold_private(parts, results, split: str) -> dict | None:
     from .submission import hides_answers
 
     hidden = [(p, r) for p, r in zip(parts, results) if hides_answers(p.task, split)]
-    names = [f"samples_{p.task.key}_{split}.jsonl" for p, _ in hidden if p.sample_file is not None]
+    names = [f"samples_{p.task.key}_{split}.jsonl" for p, _ in hidden if p.log is not None]
     if not names and not any(r.get("scorable") for _, r in hidden):
         return None
     return {"files": names + ["results.json"], "note": "these files keep a private split's gold "
@@ -117,7 +118,36 @@ def result_notes(results, split: str, official: dict) -> list[str]:
     return notes
 
 
-def page_rows(parts, results, split: str) -> list[dict]:
+def sample_lines(part: TaskPart, result: dict, split: str, upload: bool = False) -> bytes:
+    """samples_<task>_<split>.jsonl, rebuilt from the current references: each logged
+    generation with today's target, filtered answer and per-example scores (the judge's
+    too, when one scored).
+
+    For a private split the local file marks each line (``gold_private``) and the copy
+    made for upload (``upload``: logs_public.zip) carries no target and no metric."""
+    import json
+
+    from .metric_fns import extract_answer
+    from .scoring import filtered
+    from .submission import hides_answers
+
+    task, per_example, lines = part.task, result.get("per_example") or {}, []
+    for example, logged in zip(part.examples, part.log):
+        record, generation = dict(logged), logged["generation"]
+        record.update(target=example.gold, filtered=filtered(task, [generation])[0],
+                      extracted=extract_answer(generation, task.choices or None),
+                      metrics={m: s[example.id] for m, s in per_example.items()
+                               if example.id in s})
+        if hides_answers(task, split):
+            if upload:
+                del record["target"], record["metrics"]
+            else:
+                record["gold_private"] = True
+        lines.append(json.dumps(record, ensure_ascii=False))
+    return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+
+
+def page_rows(parts, results, files: dict, split: str) -> list[dict]:
     """results.html's rows: every example, from the sample file or the scored predictions."""
     import json
 
@@ -125,8 +155,8 @@ def page_rows(parts, results, split: str) -> list[dict]:
 
     rows = []
     for part, result in zip(parts, results):
-        if part.sample_file is not None:
-            lines = part.sample_file.decode("utf-8").splitlines()
+        if part.log is not None:
+            lines = files[f"samples_{part.task.key}_{split}.jsonl"].decode("utf-8").splitlines()
             records = [json.loads(line) for line in lines if line]
         else:
             records = prediction_records(part.task, part.examples, part.predictions, result)
@@ -146,7 +176,7 @@ def prediction_records(task, examples, predictions: dict, result: dict) -> list[
             for e in examples if e.id in predictions]
 
 
-def submission(parts, split: str) -> bytes:
+def submission(parts, logs: dict) -> bytes:
     """submission.zip: every task's answers (checked against its ids) and, from a run,
     the public copies of its sample logs."""
     from .submission import packed, submission_answers, submission_bytes
@@ -155,6 +185,4 @@ def submission(parts, split: str) -> bytes:
     for p in parts:
         answers[p.task.key], ids[p.task.key] = packed(
             p.task.key, submission_answers(p.task.key, p.predictions), [e.id for e in p.examples])
-    logs = {f"samples_{p.task.key}_{split}.jsonl": p.upload_log for p in parts
-            if p.upload_log is not None}
     return submission_bytes(answers, ids, logs or None)

@@ -244,3 +244,7 @@ def test_evaluate_takes_the_scoring_options_of_score(tmp_path):
                          limit=3, no_progress=True, no_submission=True, em_mode="strict")
     assert not (tmp_path / "run" / "submission.zip").exists()
     assert run["tasks"][0]["metric_modes"]["exact_match"] == "strict"
+    # the sample file's per-example scores are the ones scored (with the same EM mode)
+    lines = (tmp_path / "run" / "samples_ruhhh_image_test.jsonl").read_text().splitlines()
+    ems = [json.loads(line)["metrics"]["exact_match"] for line in lines]
+    assert len(ems) == 3 and sum(ems) / 3 == pytest.approx(run["tasks"][0]["metrics"]["exact_match"])

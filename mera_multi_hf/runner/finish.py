@@ -1,44 +1,12 @@
-"""The last stages of a run, on the main process: the merged sample log becomes the
-sample files (rebuilt from the current references) and the run's part of the record;
-scoring and writing every output as one set is :func:`mera_multi_hf.finalize.finalize`,
-shared with `score`."""
+"""The last stages of a run, on the main process: the merged sample log and the run's
+part of the record go to :func:`mera_multi_hf.finalize.finalize` (shared with `score`),
+which scores them and writes every output, the sample files included, as one set."""
 from __future__ import annotations
 
-import json
-
 from ..finalize import TaskPart, finalize
-from ..scoring import filtered, per_example_scores
 from ..tiny_model import TINY_MODEL_ID
 from . import dialogue
 from .config import RunConfig
-
-
-def sample_lines(data, records: dict, split: str, upload: bool = False) -> bytes:
-    """samples_<task>_<split>.jsonl, rebuilt from the current references: the logged
-    generation with today's target, filtered answer and per-example metrics.
-
-    For a private split the local file marks each line (``gold_private``) and the copy
-    made for upload (``upload``: logs_public.zip) carries no target and no metric."""
-    from ..metric_fns import extract_answer
-    from ..submission import hides_answers
-
-    task, examples = data.task, data.examples
-    generations = [records[(task.key, split, e.id)]["generation"] for e in examples]
-    known = all(e.gold is not None for e in examples) and examples
-    scores = per_example_scores(task, [e.gold for e in examples], generations) if known else {}
-    lines = []
-    for i, (example, generation) in enumerate(zip(examples, generations)):
-        record = dict(records[(task.key, split, example.id)])
-        record.update(target=example.gold, filtered=filtered(task, [generation])[0],
-                      extracted=extract_answer(generation, task.choices or None),
-                      metrics={m: float(s[i]) for m, s in scores.items()})
-        if hides_answers(task, split):
-            if upload:
-                del record["target"], record["metrics"]
-            else:
-                record["gold_private"] = True
-        lines.append(json.dumps(record, ensure_ascii=False))
-    return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
 
 
 def _is_official(data, config: RunConfig) -> bool:
@@ -54,8 +22,7 @@ def finish_run(folder, config: RunConfig, engine, loaded: list, records: dict, *
     parts = [TaskPart(d.task, d.examples, {e.id: records[(d.task.key, split, e.id)]["generation"]
                                            for e in d.examples},
                       str(d.source or d.task.hub_id), _is_official(d, config), d.dataset,
-                      d.fingerprint, sample_lines(d, records, split),
-                      sample_lines(d, records, split, upload=True) if split == "test" else None,
+                      d.fingerprint, [records[(d.task.key, split, e.id)] for e in d.examples],
                       config.dialogue_context)
              for d in loaded]
     info = run_record(config, engine, loaded, world=world)
