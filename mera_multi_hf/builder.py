@@ -19,7 +19,7 @@ from .tasks import CITATION, TaskSpec, get_task
 
 # datasets patches a builder's modules for streaming (open, os.path and pathlib swapped for
 # fsspec versions) each time a builder is made, importing scipy.io and pandas on the way:
-# 0.4 s of every build. These builders read a local folder through raw.read_inside, never
+# 0.4 s of every build. These builders read a local folder through raw.files.read_inside, never
 # through the patched names, so their modules say they are done (dataset_module too).
 _patched_for_streaming = True
 

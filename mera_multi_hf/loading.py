@@ -11,7 +11,7 @@ from ._version import __version__
 from .errors import MeraError
 from .limits import Limits
 from .provenance import folder_fingerprint
-from .raw import GroupIds
+from .raw.groups import GroupIds
 from .tasks import TaskSpec, get_task
 
 CACHE_FORMAT = 3  # raise when the exported layout of a raw folder changes
