@@ -111,6 +111,15 @@ class TaskSpec:
     cluster_by: str = "example"
     # the examples of a group are pairs of one item's ranked answers (ranking diagnostics)
     pairwise_ranking: bool = False
+    # the inputs whose values together make a group (same media bytes and same text: one
+    # group, its id the first example's id) when the raw data gives no group_id; empty: no groups
+    group_by: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        unknown = set(self.group_by) - set(self.media_fields) - set(self.text_fields)
+        if unknown or (("group_exact_match" in self.metrics) != bool(self.group_by)):
+            raise MeraError(f"task {self.key}: group_by must name its inputs, and is given "
+                            "exactly when its metrics include group_exact_match")
 
     @property
     def harness_names(self) -> tuple[str, ...]:
@@ -120,7 +129,7 @@ class TaskSpec:
 
     @property
     def has_groups(self) -> bool:
-        return "group_exact_match" in self.metrics
+        return bool(self.group_by)
 
     @property
     def option_fields(self) -> tuple[str, ...]:
@@ -165,11 +174,12 @@ _RUTIE_SCORING = dict(em_mode="strict", local_estimate=True)
 
 TASKS: dict[str, TaskSpec] = {t.key: t for t in [
     _letter("ruhhh_image", "ruHHH-Image", "ruHHH_Image", "image", ("image",), 2,
-            **_GROUPED, breakdowns=_ETHICS, test_size=595, pairwise_ranking=True,
+            **_GROUPED, group_by=("image", "question"), breakdowns=_ETHICS, test_size=595,
+            pairwise_ranking=True,
             human_baseline={"exact_match": 0.9529, "group_exact_match": 0.893}),
     _letter("ruhhh_video", "ruHHH-Video", "ruHHH_Video", "video", ("video",), 2,
-            **_GROUPED, breakdowns=_ETHICS[:1], em_mode="strict", test_size=911,
-            pairwise_ranking=True,
+            **_GROUPED, group_by=("video", "question"), breakdowns=_ETHICS[:1], em_mode="strict",
+            test_size=911, pairwise_ranking=True,
             human_baseline={"exact_match": 0.9385, "group_exact_match": 0.8442}),
     _free("rucommonvqa", "ruCommonVQA", "ruCommonVQA", "image", ("image",), gold_list=True,
           public=True, test_size=3015, human_baseline={"exact_match": 0.818}),

@@ -220,7 +220,7 @@ class RawDataset(RecordChecks):
         """Yield the split's valid examples, normalised, folder by folder; record problems
         as they are found. Ids are unique across the whole split."""
         seen_ids: dict[int, tuple] = {}
-        groups = GroupIds()
+        groups = GroupIds(self.task.group_by)
         self.counts[split] = 0
         self.split_ids[split] = {}
         for part in self.parts:
@@ -254,8 +254,7 @@ class RawDataset(RecordChecks):
             meta = example["meta"]
             self.split_ids[split][meta["id"]] = file
             if self.task.has_groups:
-                media = example["inputs"].get(self.task.media_fields[0]) or {}
-                groups.assign(meta, media.get("bytes"), example["inputs"].get("question"))
+                groups.assign(meta, example["inputs"])
             if blank:
                 example["outputs"] = self.hidden_answer  # private answers never leave the folder
             self.counts[split] += 1

@@ -5,19 +5,23 @@ import hashlib
 
 
 class GroupIds:
-    """Derived group ids (docs/official-protocol.md, "Raw data layout and group
-    ids"): examples with the same media bytes and the same
-    question share a group, whose id is the first such example's id."""
+    """Derived group ids (docs/official-protocol.md, "Raw data layout and group ids"):
+    examples whose ``fields`` (a task's ``group_by``: media bytes, text) are all the same
+    share a group, whose id is the first such example's id."""
 
-    def __init__(self):
+    def __init__(self, fields: tuple[str, ...]):
+        self.fields = fields
         self.first: dict[str, int] = {}
 
-    def assign(self, meta: dict, media_bytes: bytes | None, question: str | None) -> None:
-        """Fill ``meta["group_id"]`` when it is missing."""
+    def assign(self, meta: dict, inputs: dict) -> None:
+        """Fill ``meta["group_id"]`` when it is missing, from the example's inputs."""
         if meta.get("group_id") is not None:
             return
-        digest = hashlib.sha1(media_bytes or b"")
-        digest.update(b"\0" + (question or "").encode("utf-8"))
+        digest = hashlib.sha1()
+        for name in self.fields:
+            value = inputs.get(name)
+            value = value.get("bytes") if isinstance(value, dict) else value
+            digest.update((value or b"") if isinstance(value, bytes)
+                          else (value or "").encode("utf-8"))
+            digest.update(b"\0")
         meta["group_id"] = self.first.setdefault(digest.hexdigest(), meta["id"])
-
-
