@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 from .citation import CITATION  # noqa: F401 - cards, builders and metric modules show it
 from .errors import MeraError
+from .filters import RUSLUN_FILTERS  # the metric modules own ruSLUn's rules: Spaces run alone
+from .metric_fns import RUSLUN_METRICS
 
 LETTERS = "ABCDEFGHIJ"
 
@@ -114,6 +116,9 @@ class TaskSpec:
     # the inputs whose values together make a group (same media bytes and same text: one
     # group, its id the first example's id) when the raw data gives no group_id; empty: no groups
     group_by: tuple[str, ...] = ()
+    # its raw sample folder, for a task declared outside the package (default: the
+    # package's samples/<dataset name>, written by sample_data/<key>.py)
+    sample: str = ""
 
     def __post_init__(self):
         unknown = set(self.group_by) - set(self.media_fields) - set(self.text_fields)
@@ -130,6 +135,11 @@ class TaskSpec:
     @property
     def has_groups(self) -> bool:
         return bool(self.group_by)
+
+    @property
+    def dataset_name(self) -> str:
+        """The official dataset's name (its Hub id without the owner): ruHHH-Image."""
+        return self.hub_id.rsplit("/", 1)[-1]
 
     @property
     def option_fields(self) -> tuple[str, ...]:
@@ -214,10 +224,9 @@ TASKS: dict[str, TaskSpec] = {t.key: t for t in [
     _letter("ruenvaqa", "ruEnvAQA", "ruEnvAQA", "audio", ("audio",), 4,
             public=True, test_size=596, human_baseline={"exact_match": 0.9497}),
     TaskSpec("ruslun", "MERA-evaluation/ruSLUn", "ruSLUn", "audio", ("audio",),
-             ("question", "annotation"), "json", ("intent_exact_match", "slot_f1"),
-             judge_metrics=(), leaderboard=("intent_exact_match", "slot_f1"),
-             score_filters=("lowercase", "slot_clean"),
-             submit_filters=("lowercase", "slot_clean"), public=True, test_size=741,
+             ("question", "annotation"), "json", RUSLUN_METRICS,
+             judge_metrics=(), leaderboard=RUSLUN_METRICS, score_filters=RUSLUN_FILTERS,
+             submit_filters=RUSLUN_FILTERS, public=True, test_size=741,
              human_baseline={"intent_exact_match": 0.9069, "slot_f1": 0.305}),
     _letter("aquaria", "AQUARIA", "AQUARIA", "audio", ("audio_1", "audio_2"), 4,
             optional_media=("audio_2",),
