@@ -222,7 +222,7 @@ def test_per_domain_layout_problems_name_file_id_and_field(tmp_path):
 
 
 def test_domain_shards_roll_over_at_the_shard_size(tmp_path):
-    from mera_multi_hf.hub import _ShardWriter
+    from mera_multi_hf.hub_layout import _ShardWriter
 
     table = pa.table({"meta": [{"id": i, "domain": "physics"} for i in range(3)]})
     writer = _ShardWriter(tmp_path / "physics", "test", table.schema, size=1)
