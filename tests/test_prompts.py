@@ -24,8 +24,9 @@ PROMPT_TABLE = [
     ("rutie_image", "  {контекст} <image>\n{question}\nA) {option_a} B) {option_b} "
      "C) {option_c} D) {option_d}\n{\"ответ\": 1}\n ", {"question": "Кто?", **OPTS4},
      "{контекст} <image>\nКто?\nA) кот B) пёс C) ёж D) сом\n{\"ответ\": 1}"),
-    ("rutie_audio", "\n<audio> {}: {option_a}/{option_b}/{option_c}/{option_d} ", OPTS4,
-     "<audio> {}: кот/пёс/ёж/сом"),
+    # rutie_audio_gen.yaml un-escapes the four options only: {question} stays literal
+    ("rutie_audio", "\n<audio> {question} {}: {option_a}/{option_b}/{option_c}/{option_d} ",
+     OPTS4, "<audio> {question} {}: кот/пёс/ёж/сом"),
     # AQUARIA: both numbered audio placeholders print as <audio>
     ("aquaria", "<audio_1> и <audio_2>\n{question}\nA. {option_a}\nD. {option_d}",
      {"question": "Где шум?", **OPTS4}, "<audio> и <audio>\nГде шум?\nA. кот\nD. сом"),
