@@ -23,6 +23,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from ._version import __version__
 from ._paths import bundled_dir, load_module_from_file
+from .builder import ALL_DOMAINS
 from .errors import DataValidationError, MeraError
 from .hub_layout import stage_data
 from .limits import Limits
@@ -341,7 +342,6 @@ def _config_infos(info: datasets.DatasetInfo, configs: dict) -> DatasetInfosDict
     return DatasetInfosDict(infos)
 
 
-ALL_DOMAINS = "all"  # a domain-split export's default config: every domain at once
 
 
 def _all_domains(configs: dict) -> list[dict]:

@@ -1,14 +1,15 @@
 """The built Parquet shards laid out as the Hub keeps a task: ``data/<split>-*.parquet``
 (one config), or for a domain-split task ``<domain>/<split>-*.parquet`` per domain config.
 
-Why a writer of its own, not BUILDER_CONFIGS (one per domain) and datasets' writer:
-datasets writes a config's shards into its cache as ``<builder>-<split>-NNNNN-of-NNNNN``
-files, one ``download_and_prepare`` per config. A builder config per domain would read
-and decode-check the raw folder once per domain (the single-folder form keeps every
-domain in one test.json) and still leave the shards to be moved and renamed here; one
-build, routed by ``meta.domain`` while streaming, reads every file once. datasets'
-``max_shard_size`` shards the single-config tasks; this writer rolls domain shards over
-at the same size.
+Why the export keeps a writer of its own for domain shards: the builder declares
+BUILDER_CONFIGS (``all`` and one per domain; builder.MeraBuilder), and a domain config
+builds with datasets' own writer and ``max_shard_size``, but datasets writes a config's
+shards into its cache as ``<builder>-<split>-NNNNN-of-NNNNN`` files, one
+``download_and_prepare`` per config. Building each domain config would read and
+decode-check the raw folder once per domain (the single-folder form keeps every domain
+in one test.json) and still leave the shards to be moved and renamed; the export builds
+``all`` once and routes its rows by ``meta.domain`` while streaming, so every file is
+read once. Single-config tasks use datasets' shards as they are.
 """
 from __future__ import annotations
 

@@ -260,3 +260,26 @@ def test_the_readme_sentence_loads_every_domain_export(task, tmp_path, monkeypat
         assert len(whole[split]) == sum(len(p[split]) for p in parts if split in p)
         assert {m["domain"] for m in whole[split]["meta"]} == \
             {m["domain"] for p in parts if split in p for m in p[split]["meta"]}
+
+
+def test_the_builder_declares_one_config_per_domain_and_all(tmp_path):
+    """BUILDER_CONFIGS as the datasets template has them: ``all`` (the default) and one per
+    domain; a domain config builds only its domain's records, with datasets' own writer."""
+    from mera_multi_hf.hub import builder_class
+
+    task = TASKS["runaturalsciencevqa"]
+    cls = builder_class(task)
+    assert [c.name for c in cls.BUILDER_CONFIGS] == ["all", *task.domains]
+    assert cls.DEFAULT_CONFIG_NAME == "all"
+    raw = str(bundled_sample(task.key))
+    counts = {}
+    for name in ("all", "biology"):
+        builder = cls(config_name=name, data_dir=raw, cache_dir=str(tmp_path / "cache"))
+        builder.download_and_prepare(output_dir=str(tmp_path / name), file_format="parquet",
+                                     max_shard_size=10**9)
+        rows = [r for f in sorted((tmp_path / name).glob("*-test*.parquet"))
+                for r in pq.read_table(f, columns=["meta"])["meta"].to_pylist()]
+        counts[name] = [r["domain"] for r in rows]
+    assert counts["biology"] and set(counts["biology"]) == {"biology"}
+    assert counts["biology"] == [d for d in counts["all"] if d == "biology"]
+    assert set(counts["all"]) > {"biology"}
