@@ -34,7 +34,7 @@ BASELINE = r"""
 import json, resource, sys
 from pathlib import Path
 import datasets
-from mera_multi_hf.hub import builder_class
+from mera_multi_hf.builders import builder_class
 from mera_multi_hf.tasks import get_task
 
 raw, out, cache = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]

@@ -39,8 +39,11 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 OLD_COMMIT = "9aed840"
 START = {  # code run in the server's process: prints its port, serves until killed
-    "judge": "import sys; from mera_multi_hf._paths import load_module_from_file as L; "
-             "m = L(sys.argv[1] + '/judge_model/server.py', 'judge_server'); "
+    # the judge server: mera_multi_hf.judge_server now, judge_model/server.py at 9aed840
+    "judge": "import sys, importlib, importlib.util as u; from mera_multi_hf._paths import load_module_from_file as L; "
+             "m = importlib.import_module('mera_multi_hf.judge_server') "
+             "if u.find_spec('mera_multi_hf.judge_server') else "
+             "L(sys.argv[1] + '/judge_model/server.py', 'judge_server'); "
              "s = m.create_server(sys.argv[2], '127.0.0.1', 0, device='cpu', read_timeout=60); "
              "print(s.server_address[1], flush=True); m.run_foreground(s)",
     "chat": "import sys; from mera_multi_hf.runner.backends.hf import HFBackend; "

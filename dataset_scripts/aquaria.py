@@ -1,20 +1,13 @@
-"""AQUARIA: questions about one or two audio clips (``audio_2`` may be absent), four
-options (private). The prompt names the clips ``<audio_1>``/``<audio_2>``; the official
-``doc_to_text`` rewrites both to ``<audio>`` (the task's placeholder_rewrites), and the
-clips are passed in field order. The raw records' music metadata
-(``meta.audio.music_*``) is dropped by the official ``exclude_fields``."""
-import datasets
+"""Build the aquaria task: raw MERA folder -> Hub dataset folder (Parquet + card).
 
-from mera_multi_hf.builder import MeraBuilder
+    python dataset_scripts/aquaria.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
 
-META_FEATURES = {
-    "id": datasets.Value("int32"),
-    "categories": {"task_type": datasets.Value("string")},
-    "audio": {"synt_source": datasets.List(datasets.Value("string"))},
-}
+The same as `mera-multi build aquaria ...` (every option of `mera-multi build --help`); the
+builder is mera_multi_hf/builders/aquaria.py.
+"""
+import sys
 
+from mera_multi_hf.cli import main
 
-class AQUARIA(MeraBuilder):
-    TASK_KEY = "aquaria"
-    META_FEATURES = META_FEATURES
-
+if __name__ == "__main__":
+    sys.exit(main(["build", "aquaria", *sys.argv[1:]]))

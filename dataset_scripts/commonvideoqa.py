@@ -1,19 +1,13 @@
-"""CommonVideoQA: questions about everyday videos, four options (public).
+"""Build the commonvideoqa task: raw MERA folder -> Hub dataset folder (Parquet + card).
 
-The video is stored as the whole file (``datasets.Video(decode=False)``); frames are
-sampled by the runner (``--max-frames``), the official harness passes the file."""
-import datasets
+    python dataset_scripts/commonvideoqa.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
 
-from mera_multi_hf.builder import MeraBuilder
+The same as `mera-multi build commonvideoqa ...` (every option of `mera-multi build --help`); the
+builder is mera_multi_hf/builders/commonvideoqa.py.
+"""
+import sys
 
-STRINGS = datasets.List(datasets.Value("string"))
-META_FEATURES = {
-    "id": datasets.Value("int32"),
-    "categories": {"category": datasets.Value("string")},
-    "video": {key: STRINGS for key in ("type", "context", "domain", "source", "content")},
-}
+from mera_multi_hf.cli import main
 
-
-class CommonVideoQA(MeraBuilder):
-    TASK_KEY = "commonvideoqa"
-    META_FEATURES = META_FEATURES
+if __name__ == "__main__":
+    sys.exit(main(["build", "commonvideoqa", *sys.argv[1:]]))

@@ -1,22 +1,13 @@
-"""LabTabVQA: questions on pictures of medical lab tables, seven options A-G."""
-import datasets
+"""Build the labtabvqa task: raw MERA folder -> Hub dataset folder (Parquet + card).
 
-from mera_multi_hf.builder import MeraBuilder
+    python dataset_scripts/labtabvqa.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
 
-STRINGS = datasets.List(datasets.Value("string"))
-META_FEATURES = {
-    "id": datasets.Value("int32"),
-    "rows": datasets.Value("int32"),
-    "columns": datasets.Value("int32"),
-    "categories": {
-        "question_type": datasets.Value("string"),
-        "question_text": datasets.Value("string"),
-        "question_source": datasets.Value("string"),
-    },
-    "image": {key: STRINGS for key in ("synt_source", "source", "type", "content", "context")},
-}
+The same as `mera-multi build labtabvqa ...` (every option of `mera-multi build --help`); the
+builder is mera_multi_hf/builders/labtabvqa.py.
+"""
+import sys
 
+from mera_multi_hf.cli import main
 
-class LabTabVQA(MeraBuilder):
-    TASK_KEY = "labtabvqa"
-    META_FEATURES = META_FEATURES
+if __name__ == "__main__":
+    sys.exit(main(["build", "labtabvqa", *sys.argv[1:]]))

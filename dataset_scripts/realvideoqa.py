@@ -1,19 +1,13 @@
-"""RealVideoQA: questions about real-life videos, four options (private).
+"""Build the realvideoqa task: raw MERA folder -> Hub dataset folder (Parquet + card).
 
-Same shape as CommonVideoQA; exact match is strict (the official YAML sets no
-ignore_case / ignore_punctuation)."""
-import datasets
+    python dataset_scripts/realvideoqa.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
 
-from mera_multi_hf.builder import MeraBuilder
+The same as `mera-multi build realvideoqa ...` (every option of `mera-multi build --help`); the
+builder is mera_multi_hf/builders/realvideoqa.py.
+"""
+import sys
 
-STRINGS = datasets.List(datasets.Value("string"))
-META_FEATURES = {
-    "id": datasets.Value("int32"),
-    "categories": {"category": datasets.Value("string")},
-    "video": {key: STRINGS for key in ("type", "context", "domain", "source", "content")},
-}
+from mera_multi_hf.cli import main
 
-
-class RealVideoQA(MeraBuilder):
-    TASK_KEY = "realvideoqa"
-    META_FEATURES = META_FEATURES
+if __name__ == "__main__":
+    sys.exit(main(["build", "realvideoqa", *sys.argv[1:]]))

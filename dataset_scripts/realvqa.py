@@ -1,19 +1,13 @@
-"""RealVQA: short answers about real photos, some questions unanswerable from the picture.
+"""Build the realvqa task: raw MERA folder -> Hub dataset folder (Parquet + card).
 
-``meta.categories.class`` is excluded on export by the metadata.
+    python dataset_scripts/realvqa.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
+
+The same as `mera-multi build realvqa ...` (every option of `mera-multi build --help`); the
+builder is mera_multi_hf/builders/realvqa.py.
 """
-import datasets
+import sys
 
-from mera_multi_hf.builder import MeraBuilder
+from mera_multi_hf.cli import main
 
-STRINGS = datasets.List(datasets.Value("string"))
-META_FEATURES = {
-    "id": datasets.Value("int32"),
-    "categories": {"question_topic": STRINGS, "domain": STRINGS},
-    "image": {key: STRINGS for key in ("source", "type", "content", "context")},
-}
-
-
-class RealVQA(MeraBuilder):
-    TASK_KEY = "realvqa"
-    META_FEATURES = META_FEATURES
+if __name__ == "__main__":
+    sys.exit(main(["build", "realvqa", *sys.argv[1:]]))

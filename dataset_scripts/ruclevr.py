@@ -1,18 +1,13 @@
-"""ruCLEVR: questions about rendered scenes of geometric objects; a word or a number answers."""
-import datasets
+"""Build the ruclevr task: raw MERA folder -> Hub dataset folder (Parquet + card).
 
-from mera_multi_hf.builder import MeraBuilder
+    python dataset_scripts/ruclevr.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
 
-META_FEATURES = {
-    "id": datasets.Value("int32"),
-    "question_type": datasets.Value("string"),
-    "image": {
-        "synt_source": datasets.List(datasets.Value("string")),
-        "type": datasets.List(datasets.Value("string")),
-    },
-}
+The same as `mera-multi build ruclevr ...` (every option of `mera-multi build --help`); the
+builder is mera_multi_hf/builders/ruclevr.py.
+"""
+import sys
 
+from mera_multi_hf.cli import main
 
-class RuCLEVR(MeraBuilder):
-    TASK_KEY = "ruclevr"
-    META_FEATURES = META_FEATURES
+if __name__ == "__main__":
+    sys.exit(main(["build", "ruclevr", *sys.argv[1:]]))

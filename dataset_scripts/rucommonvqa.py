@@ -1,22 +1,13 @@
-"""ruCommonVQA: short free answers about everyday photos; the gold is a list of acceptable answers.
+"""Build the rucommonvqa task: raw MERA folder -> Hub dataset folder (Parquet + card).
 
-On the Hub ``outputs`` is a list of strings (the upload notebook wraps a single answer
-in a list); a prediction matching any one of them counts. The task declares
-``gold_list``, so ``outputs`` is typed as a list and a raw record may give one answer
-(a string, read as a list of one) or several (a list).
+    python dataset_scripts/rucommonvqa.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
+
+The same as `mera-multi build rucommonvqa ...` (every option of `mera-multi build --help`); the
+builder is mera_multi_hf/builders/rucommonvqa.py.
 """
-import datasets
+import sys
 
-from mera_multi_hf.builder import MeraBuilder
+from mera_multi_hf.cli import main
 
-META_FEATURES = {
-    "id": datasets.Value("int32"),
-    "categories": {"question_type": datasets.Value("string")},
-    "complexity": datasets.Value("string"),
-    "image": {"source": datasets.List(datasets.Value("string"))},
-}
-
-
-class RuCommonVQA(MeraBuilder):
-    TASK_KEY = "rucommonvqa"
-    META_FEATURES = META_FEATURES
+if __name__ == "__main__":
+    sys.exit(main(["build", "rucommonvqa", *sys.argv[1:]]))

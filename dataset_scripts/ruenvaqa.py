@@ -1,19 +1,13 @@
-"""ruEnvAQA: questions about environmental sounds and music, four options (public).
+"""Build the ruenvaqa task: raw MERA folder -> Hub dataset folder (Parquet + card).
 
-The audio is stored undecoded (``datasets.Audio(decode=False)``): the runner decodes it
-and resamples it to what the model's feature extractor wants."""
-import datasets
+    python dataset_scripts/ruenvaqa.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
 
-from mera_multi_hf.builder import MeraBuilder
+The same as `mera-multi build ruenvaqa ...` (every option of `mera-multi build --help`); the
+builder is mera_multi_hf/builders/ruenvaqa.py.
+"""
+import sys
 
-STRING = datasets.Value("string")
-META_FEATURES = {
-    "id": datasets.Value("int32"),
-    "categories": {"task_type": STRING, "source_dataset": STRING, "knowledge": STRING},
-}
+from mera_multi_hf.cli import main
 
-
-class RuEnvAQA(MeraBuilder):
-    TASK_KEY = "ruenvaqa"
-    META_FEATURES = META_FEATURES
-
+if __name__ == "__main__":
+    sys.exit(main(["build", "ruenvaqa", *sys.argv[1:]]))

@@ -1,19 +1,13 @@
-"""ruMathVQA: a school maths problem drawn in the picture; ``annotation`` says the answer format.
+"""Build the rumathvqa task: raw MERA folder -> Hub dataset folder (Parquet + card).
 
-The inputs are the image and the annotation only (no question text): the problem is
-in the picture.
+    python dataset_scripts/rumathvqa.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
+
+The same as `mera-multi build rumathvqa ...` (every option of `mera-multi build --help`); the
+builder is mera_multi_hf/builders/rumathvqa.py.
 """
-import datasets
+import sys
 
-from mera_multi_hf.builder import MeraBuilder
+from mera_multi_hf.cli import main
 
-META_FEATURES = {
-    "id": datasets.Value("int32"),
-    "categories": {"topic": datasets.Value("string")},
-    "image": {key: datasets.Value("string") for key in ("source", "type", "content")},
-}
-
-
-class RuMathVQA(MeraBuilder):
-    TASK_KEY = "rumathvqa"
-    META_FEATURES = META_FEATURES
+if __name__ == "__main__":
+    sys.exit(main(["build", "rumathvqa", *sys.argv[1:]]))

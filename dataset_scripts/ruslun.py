@@ -1,22 +1,13 @@
-"""ruSLUn: spoken language understanding. The gold ``outputs`` is a JSON object
-{"intent": str, "slots": [{slot_type: value}, ...]} stored as a string, often with single
-quotes (the official metric reads it as ``json.loads(outputs.replace("'", '"'))``).
+"""Build the ruslun task: raw MERA folder -> Hub dataset folder (Parquet + card).
 
-The task card calls the test public, but the Hub copy's test answers are blanked: intent
-EM and slot F1 can be computed locally only on a copy that has the answers (a raw folder
-with them, or the shots split); otherwise the run writes the submission and says so.
+    python dataset_scripts/ruslun.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
+
+The same as `mera-multi build ruslun ...` (every option of `mera-multi build --help`); the
+builder is mera_multi_hf/builders/ruslun.py.
 """
-import datasets
+import sys
 
-from mera_multi_hf.builder import MeraBuilder
+from mera_multi_hf.cli import main
 
-META_FEATURES = {
-    "id": datasets.Value("int32"),
-    "speaker": datasets.Value("string"),
-}
-
-
-class RuSLUn(MeraBuilder):
-    TASK_KEY = "ruslun"
-    META_FEATURES = META_FEATURES
-
+if __name__ == "__main__":
+    sys.exit(main(["build", "ruslun", *sys.argv[1:]]))

@@ -1,31 +1,13 @@
-"""ruTiE-Audio: three dialogues of audio messages, options A-D and no question field,
-asked in order (the dialogue machinery of ruTiE-Image).
+"""Build the rutie_audio task: raw MERA folder -> Hub dataset folder (Parquet + card).
 
-``meta.question_id`` / ``meta.dialog_id`` place a turn when given (the project's raw
-folders carry them); the official harness derives both from ``id`` (500 questions per
-dialogue, counted from the smallest id of the split), which the dialogue runner does for
-a copy that lacks them, such as the Hub copy. Gold letters may be Cyrillic."""
-import datasets
+    python dataset_scripts/rutie_audio.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
 
-from mera_multi_hf.builder import MeraBuilder
+The same as `mera-multi build rutie_audio ...` (every option of `mera-multi build --help`); the
+builder is mera_multi_hf/builders/rutie_audio.py.
+"""
+import sys
 
-INT = datasets.Value("int32")
-STRING = datasets.Value("string")
-META_FEATURES = {
-    "id": INT,
-    "question_id": INT,
-    "dialog_id": INT,
-    "type": STRING,
-    "turing_imitation": STRING,
-    "unified_category": STRING,
-    "nonunified_category": STRING,
-    "short_context": INT,
-    "long_context": INT,
-    "audio": {"type": STRING},
-}
+from mera_multi_hf.cli import main
 
-
-class RuTiEAudio(MeraBuilder):
-    TASK_KEY = "rutie_audio"
-    META_FEATURES = META_FEATURES
-
+if __name__ == "__main__":
+    sys.exit(main(["build", "rutie_audio", *sys.argv[1:]]))

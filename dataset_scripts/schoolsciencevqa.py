@@ -1,31 +1,13 @@
-"""SchoolScienceVQA: school questions (natural sciences, history, economics) with a picture,
-a ``context`` text and options A-D; seven domain configs on the Hub.
+"""Build the schoolsciencevqa task: raw MERA folder -> Hub dataset folder (Parquet + card).
 
-Domains as in ruNaturalScienceVQA
-(``mera_multi_hf.builder.with_domain``): the official raw
-layout has one folder per domain (``<domain>/test.json``), and the records name theirs in
-``meta.categories.domain`` too. ``meta.hint`` and ``meta.explanation`` are
-excluded on export by the metadata.
+    python dataset_scripts/schoolsciencevqa.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
+
+The same as `mera-multi build schoolsciencevqa ...` (every option of `mera-multi build --help`); the
+builder is mera_multi_hf/builders/schoolsciencevqa.py.
 """
-import datasets
+import sys
 
-from mera_multi_hf.builder import MeraBuilder
+from mera_multi_hf.cli import main
 
-META_FEATURES = {
-    "id": datasets.Value("int32"),
-    "domain": datasets.Value("string"),
-    "categories": {
-        "question_difficulty": datasets.Value("int32"),
-        "domain": datasets.Value("string"),
-    },
-    "image": {
-        "source": datasets.List(datasets.Value("string")),
-        "type": datasets.List(datasets.Value("string")),
-    },
-}
-
-
-
-class SchoolScienceVQA(MeraBuilder):
-    TASK_KEY = "schoolsciencevqa"
-    META_FEATURES = META_FEATURES
+if __name__ == "__main__":
+    sys.exit(main(["build", "schoolsciencevqa", *sys.argv[1:]]))

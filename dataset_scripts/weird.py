@@ -1,25 +1,13 @@
-"""WEIRD: is the picture normal or weird (against common sense)? Two options, A or B.
+"""Build the weird task: raw MERA folder -> Hub dataset folder (Parquet + card).
 
-Pictures come in pairs (``pair_id``); ``caption`` is excluded on export by the metadata.
+    python dataset_scripts/weird.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
+
+The same as `mera-multi build weird ...` (every option of `mera-multi build --help`); the
+builder is mera_multi_hf/builders/weird.py.
 """
-import datasets
+import sys
 
-from mera_multi_hf.builder import MeraBuilder
+from mera_multi_hf.cli import main
 
-META_FEATURES = {
-    "id": datasets.Value("int32"),
-    "categories": {
-        "commonsense_violation_group": datasets.Value("string"),
-        "commonsense_violation_subgroup": datasets.Value("string"),
-    },
-    "pair_id": datasets.Value("string"),
-    "image": {
-        "synt_source": datasets.List(datasets.Value("string")),
-        "source": datasets.Value("string"),
-    },
-}
-
-
-class WEIRD(MeraBuilder):
-    TASK_KEY = "weird"
-    META_FEATURES = META_FEATURES
+if __name__ == "__main__":
+    sys.exit(main(["build", "weird", *sys.argv[1:]]))

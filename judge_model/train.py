@@ -1,105 +1,13 @@
-"""Train or fine-tune a judge on human-labelled answers (transformers Trainer).
+"""Train or fine-tune a judge on human-labelled answers (the recipe: transformers Trainer).
 
-Data: the JSONL format of agreement.py, one {"prompt", "gold", "prediction", "label"} per
-line. Each record becomes the judge input of the scoring protocol,
-prompt + SEP + str(gold) + SEP + prediction (a list of acceptable answers as its repr),
-truncated on the left like the served judge. The result is a folder that `LocalJudge`,
-`mera-multi judge serve` and vLLM load like any sequence classifier.
+    python judge_model/train.py --data train.jsonl --base MERA-evaluation/MERA_Answer_judge --out DIR
 
-Run:  mera-multi judge train --data train.jsonl --base MERA-evaluation/MERA_Answer_judge --out DIR
+The same as `mera-multi judge train ...` (every option of its --help); the recipe is
+mera_multi_hf/judge_train.py.
 """
-from __future__ import annotations
-
 import sys
-from pathlib import Path
 
-from mera_multi_hf._paths import load_module_from_file
-from mera_multi_hf.errors import MeraError
-
-agreement = load_module_from_file(Path(__file__).with_name("agreement.py"),
-                                  "mera_multi_hf._judge_model.agreement")
-
-
-def judge_text(record: dict, sep: str) -> str:
-    """The first judge input of the scoring protocol (str(gold): a list gives its repr)."""
-    from mera_multi_hf.judge import raw_inputs
-
-    return raw_inputs(record["prompt"], record["gold"], record["prediction"], sep)[0]
-
-
-def train(data: str | Path, base: str, out: str | Path, *, epochs: float = 1.0,
-          learning_rate: float = 2e-5, batch_size: int = 8, max_length: int = 8192,
-          seed: int = 0, device: str | None = None, overwrite: bool = False) -> Path:
-    """Fine-tune `base` (a classifier or any encoder; a 2-class head is added) and save to
-    `out` (under the tool's ownership rule: see mera_multi_hf.outputs)."""
-    import shutil
-    import tempfile
-
-    from mera_multi_hf.outputs import OutputFolder
-
-    with OutputFolder(out, inputs=[base, data]).claim(overwrite) as folder:  # before training
-        stage = Path(tempfile.mkdtemp(prefix=f".{folder.path.name}.", suffix=".tmp",
-                                      dir=folder.path.absolute().parent))
-        try:
-            _train_into(stage, data, base, epochs=epochs, learning_rate=learning_rate,
-                        batch_size=batch_size, max_length=max_length, seed=seed, device=device)
-            saved = {str(f.relative_to(stage / "model")): f
-                     for f in sorted((stage / "model").rglob("*")) if f.is_file()}
-            folder.write_set(saved, index="config.json")
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
-    return Path(out)
-
-
-def _train_into(stage: Path, data, base: str, *, epochs, learning_rate, batch_size,
-                max_length, seed, device) -> None:
-    import datasets
-    from transformers import (AutoModelForSequenceClassification, AutoTokenizer,
-                              DataCollatorWithPadding, Trainer, TrainingArguments)
-
-    records = agreement.read_labelled(data)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(base)
-        model = AutoModelForSequenceClassification.from_pretrained(
-            base, num_labels=2, id2label={0: "incorrect", 1: "correct"},
-            label2id={"incorrect": 0, "correct": 1})
-    except (OSError, ValueError) as err:
-        raise MeraError(f"could not load the base model {base!r}: {err}") from None
-    if tokenizer.sep_token is None:
-        raise MeraError(f"the tokenizer of {base!r} has no sep_token; the judge input needs one")
-    tokenizer.truncation_side = "left"
-    limit = min(max_length, getattr(model.config, "max_position_embeddings", max_length))
-    rows = datasets.Dataset.from_dict({"text": [judge_text(r, tokenizer.sep_token) for r in records],
-                                       "labels": [r["label"] for r in records]})
-    rows = rows.map(lambda b: tokenizer(b["text"], truncation=True, max_length=limit),
-                    batched=True, remove_columns=["text"])
-    args = TrainingArguments(
-        output_dir=str(stage / "checkpoints"), num_train_epochs=epochs, learning_rate=learning_rate,
-        per_device_train_batch_size=batch_size, seed=seed, save_strategy="no", report_to=[],
-        logging_steps=10, use_cpu=(device == "cpu"), disable_tqdm=True)
-    trainer = Trainer(model=model, args=args, train_dataset=rows,
-                      data_collator=DataCollatorWithPadding(tokenizer))
-    trainer.train()
-    trainer.save_model(str(stage / "model"))
-    tokenizer.truncation_side = "right"  # saved as the usual default; judges set their own
-    tokenizer.save_pretrained(str(stage / "model"))
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(description="Fine-tune a judge on labelled answers.",
-                                     allow_abbrev=False)
-    parser.add_argument("--data", required=True)
-    parser.add_argument("--base", required=True)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--epochs", type=float, default=1.0)
-    parser.add_argument("--lr", type=float, default=2e-5)
-    parser.add_argument("--batch-size", type=int, default=8)
-    args = parser.parse_args(argv)
-    print(f"saved the judge to {train(args.data, args.base, args.out, epochs=args.epochs, learning_rate=args.lr, batch_size=args.batch_size)}")
-    return 0
-
+from mera_multi_hf.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(["judge", "train", *sys.argv[1:]]))

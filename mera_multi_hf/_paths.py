@@ -1,7 +1,8 @@
-"""Where the top-level folders of the project are, in a checkout and in an installed wheel.
+"""Where the project's files are, in a checkout and in an installed wheel.
 
-A wheel carries dataset_scripts/, metrics/ and judge_model/ inside the package (under
-_bundled/); a checkout or editable install has them beside the package.
+A wheel carries the metric Space folders (metrics/) inside the package (under _bundled/);
+a checkout or editable install has them beside the package. No package code lives
+outside the package: the top-level folders only hold what a user opens and runs.
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def bundled_dir(name: str) -> Path:
 
 
 def load_module_from_file(path: Path, name: str) -> ModuleType:
-    """Import one file as a module under a private name (once per process)."""
+    """Import one file as a module under a private name (once per process): the builder
+    file of a task declared outside the package."""
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)

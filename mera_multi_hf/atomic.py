@@ -1,28 +1,8 @@
-"""Files written whole or not at all: a temporary sibling, flushed to disk, then renamed
-over the target (a rename within one folder is atomic on POSIX and Windows)."""
+"""The content hash of what a run writes (results.json's ``files``). The files themselves
+are written whole or not at all by :mod:`mera_multi_hf.outputs`."""
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
-from pathlib import Path
-
-
-def write_atomic(path: str | Path, data: bytes | str) -> Path:
-    path = Path(path)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def sha256_bytes(data: bytes | str) -> str:

@@ -1,6 +1,6 @@
 """The generic MERA builder: raw MERA folder -> typed `datasets` splits.
 
-Each task's module in dataset_scripts/ subclasses :class:`MeraBuilder` and declares its
+Each task's module in mera_multi_hf/builders/ subclasses :class:`MeraBuilder` and declares its
 ``meta`` features and how to normalise a record's meta; everything else comes from the
 task's declaration in :mod:`mera_multi_hf.tasks`. Every normalised meta is checked
 against the declared features (types, integer ranges) before Arrow sees it, so a bad
@@ -22,7 +22,7 @@ ALL_DOMAINS = "all"  # a domain-split task's default config: every domain at onc
 # datasets patches a builder's modules for streaming (open, os.path and pathlib swapped for
 # fsspec versions) each time a builder is made, importing scipy.io and pandas on the way:
 # 0.4 s of every build. These builders read a local folder through raw.files.read_inside, never
-# through the patched names, so their modules say they are done (dataset_module too).
+# through the patched names, so their modules say they are done (builders.builder_class too).
 _patched_for_streaming = True
 
 # What exports write: the media features of every official upload notebook

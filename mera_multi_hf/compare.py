@@ -21,8 +21,6 @@ from .errors import MeraError
 from .uncertainty import (Units, describe, mean_of, mean_over_tasks, replicates, rng_for,
                           settings, stderr, table_units)
 
-FILES = ("compare.md", "compare.json", "compare.png")
-
 
 def read_run(path: str | Path) -> dict:
     """A run's results.json (the folder or the file itself), with its path."""
@@ -343,23 +341,24 @@ def chart_png(result: dict) -> bytes:
     return buffer.getvalue()
 
 
-def write_report(out: str | Path, files: dict, overwrite: bool = False) -> list[Path]:
-    """Write report files into ``out`` under the ownership rule (outputs.add_files): a
-    same-named file this tool did not write stops it unless ``overwrite``; nothing else
-    in the folder is touched."""
+def write_report(out, stem: str, text: str, png: bytes, doc: dict,
+                 overwrite: bool = False) -> None:
+    """Write ``<stem>.md/.png/.json`` into ``out`` under the ownership rule
+    (outputs.add_files: a same-named file this tool did not write stops it unless
+    ``overwrite``; nothing else in the folder is touched), and print the text."""
     from .outputs import add_files
 
-    return list(add_files(out, files, overwrite=overwrite).values())
+    files = {f"{stem}.md": text, f"{stem}.png": png,
+             f"{stem}.json": json.dumps(doc, ensure_ascii=False, indent=2) + "\n"}
+    written = add_files(out, files, overwrite=overwrite)
+    print(text)
+    print(f"wrote {', '.join(written)} to {out}")
 
 
 def cmd_compare(args) -> int:
     result = compare_runs(args.run_a, args.run_b, force=args.force)
-    text = markdown(result)
-    files = {"compare.md": text, "compare.png": chart_png(result),
-             "compare.json": json.dumps(result, ensure_ascii=False, indent=2) + "\n"}
-    written = write_report(args.out, files, overwrite=args.overwrite)
-    print(text)
-    print(f"wrote {', '.join(p.name for p in written)} to {args.out}")
+    write_report(args.out, "compare", markdown(result), chart_png(result), result,
+                 overwrite=args.overwrite)
     return 0
 
 

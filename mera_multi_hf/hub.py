@@ -22,32 +22,14 @@ from datasets.utils.py_utils import convert_file_size_to_int
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from ._version import __version__
-from ._paths import bundled_dir, load_module_from_file
 from .builder import ALL_DOMAINS
+from .builders import builder_class
 from .errors import DataValidationError, MeraError
 from .hub_layout import stage_data
 from .limits import Limits
 from .outputs import LOCK, MARKER, read_marker
 from .raw import fill_readme
 from .tasks import CITATION, TaskSpec
-
-
-def dataset_module(task: TaskSpec):
-    """The task's module in dataset_scripts/ (its builder, meta features, normalisation)."""
-    path = Path(task.builder) if task.builder else bundled_dir("dataset_scripts") / f"{task.key}.py"
-    if not path.is_file():
-        raise MeraError(f"task {task.key} has no dataset builder yet "
-                        f"(expected dataset_scripts/{task.key}.py)")
-    return load_module_from_file(path, f"mera_multi_hf._dataset_scripts.{task.key}")
-
-
-def builder_class(task: TaskSpec) -> type:
-    module = dataset_module(task)
-    module._patched_for_streaming = True  # see builder.py: builds read local files only
-    for value in vars(module).values():
-        if isinstance(value, type) and getattr(value, "TASK_KEY", None) == task.key:
-            return value
-    raise MeraError(f"dataset_scripts/{task.key}.py declares no builder for {task.key}")
 
 
 INTERNAL_TAG = "mera-internal-with-answers"

@@ -1,7 +1,8 @@
 """`mera-multi judge ...`: serve a judge, measure its agreement with human labels, train one.
 
-The code lives in judge_model/ (server.py, agreement.py, train.py), which a wheel carries inside
-the package; these commands find it with bundled_dir().
+The code lives in judge_server.py, judge_agreement.py and judge_train.py (imported when a
+command runs, so that `--help` stays light); the scripts in the checkout's judge_model/
+run these same commands.
 """
 from __future__ import annotations
 
@@ -9,20 +10,14 @@ import argparse
 import json
 from pathlib import Path
 
-from ._paths import bundled_dir, load_module_from_file
 from .errors import MeraError
+from .judge import API_KEY_ENV
 from .limits import DEFAULT_LIMITS
-
-API_KEY_ENV = "MERA_JUDGE_API_KEY"  # judge serve's key: an environment variable is not in `ps`
-
-
-def _judge_model_module(name: str):
-    return load_module_from_file(bundled_dir("judge_model") / f"{name}.py",
-                                 f"mera_multi_hf._judge_model.{name}")
 
 
 def cmd_serve(args) -> int:
-    server_mod = _judge_model_module("server")
+    from . import judge_server as server_mod
+
     try:
         server = server_mod.from_arguments(args)
     except OSError as err:
@@ -34,7 +29,7 @@ def cmd_serve(args) -> int:
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `judge serve` and of judge_model/server.py (one list for both)."""
+    """The options of `judge serve` (judge_model/server.py runs this same command)."""
     parser.add_argument("--model", required=True, help="local folder or Hub id of the judge classifier")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free one)")
@@ -64,12 +59,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_agreement(args) -> int:
+    from . import judge_agreement as agreement
     from .judge import HttpJudge, LocalJudge, WINDOW_TOKENS
 
     if bool(args.model) == bool(args.url):
         raise MeraError("give exactly one of --model PATH (a judge run here) and --url URL "
                         "(a served judge)")
-    agreement = _judge_model_module("agreement")
     records = agreement.read_labelled(args.data)
     window = args.window or WINDOW_TOKENS
     if args.model:
@@ -88,7 +83,8 @@ def cmd_agreement(args) -> int:
 
 
 def cmd_train(args) -> int:
-    train = _judge_model_module("train")
+    from . import judge_train as train
+
     out = train.train(args.data, args.base, args.out, epochs=args.epochs, learning_rate=args.lr,
                       batch_size=args.batch_size, max_length=args.max_length, seed=args.seed,
                       device=args.device, overwrite=args.overwrite)

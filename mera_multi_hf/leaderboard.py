@@ -9,7 +9,6 @@ Writes leaderboard.md, leaderboard.json and leaderboard.png.
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 from .compare import read_run, write_report
@@ -126,12 +125,8 @@ def chart_png(board: dict) -> bytes:
 
 def cmd_leaderboard(args) -> int:
     board = leaderboard(args.runs)
-    text = markdown(board)
-    files = {"leaderboard.md": text, "leaderboard.png": chart_png(board),
-             "leaderboard.json": json.dumps(board, ensure_ascii=False, indent=2) + "\n"}
-    written = write_report(args.out, files, overwrite=args.overwrite)
-    print(text)
-    print(f"wrote {', '.join(p.name for p in written)} to {args.out}")
+    write_report(args.out, "leaderboard", markdown(board), chart_png(board), board,
+                 overwrite=args.overwrite)
     return 0
 
 

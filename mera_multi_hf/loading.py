@@ -218,7 +218,7 @@ def _load_domains(source: str, domains: list[str], cache_dir: str | None) -> dat
 def normalize(task: TaskSpec, dsd: datasets.DatasetDict) -> datasets.DatasetDict:
     """Bring a loaded task to the project's schema (a no-op on the project's own exports)."""
     try:
-        from .hub import builder_class
+        from .builders import builder_class
         builder = builder_class(task)
     except MeraError:
         return dsd  # no declared schema yet for this task: leave it as published

@@ -294,7 +294,3 @@ def media_bytes(value) -> bytes:
     if path and Path(path).is_file():
         return Path(path).read_bytes()
     raise MeraError(f"a media item has neither bytes nor a readable file ({path!r})")
-
-
-def media_kind(placeholder: str) -> str:
-    return placeholder.split("_")[0]

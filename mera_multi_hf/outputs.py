@@ -315,7 +315,8 @@ def _remove(path: Path) -> None:
 
 
 def _temp(path: Path, data) -> Path:
-    """``data`` in a flushed temporary beside ``path`` (removed again if it fails)."""
+    """``data`` in a flushed temporary beside ``path`` (removed again if it fails; a
+    write error names ``path``)."""
     import tempfile
 
     payload = data.encode("utf-8") if isinstance(data, str) else data

@@ -9,7 +9,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from .atomic import write_atomic
 from .errors import MeraError
 from .tasks import get_task
 
@@ -117,13 +116,6 @@ def submission_answers(task_key: str, predictions: Mapping[int, str]) -> dict[in
 
     task = get_task(task_key)
     return {i: apply_filters(task.submit_filters, text) for i, text in predictions.items()}
-
-
-def write_submission(path: str | Path, answers: Mapping[str, PairsOrMap],
-                     expected_ids: Mapping[str, Iterable[int]] | None = None,
-                     logs: Mapping[str, bytes] | None = None) -> Path:
-    """:func:`submission_bytes`, written atomically to ``path``."""
-    return write_atomic(path, submission_bytes(answers, expected_ids, logs))
 
 
 def read_submission(path: str | Path) -> dict[str, dict[int, str]]:

@@ -108,7 +108,7 @@ class TaskSpec:
     leaderboard: tuple[str, ...] = LEADERBOARD_METRICS  # what the leaderboard ranks it by
     # the local number only estimates the official one (ruTiE: the site scores it)
     local_estimate: bool = False
-    builder: str = ""               # its builder module file (default: dataset_scripts/<key>.py)
+    builder: str = ""               # its builder module file (default: mera_multi_hf/builders/<key>.py)
     # the unit resampled together for intervals: example | group | dialogue (dependent examples)
     cluster_by: str = "example"
     # the examples of a group are pairs of one item's ranked answers (ranking diagnostics)

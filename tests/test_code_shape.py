@@ -17,14 +17,15 @@ STAGES = [
                     "offline", "outputs", "limits", "media_checks", "json_doubts"}),
     ("raw -> dataset", {"raw", "raw.files", "raw.json_files", "raw.layout", "raw.metadata",
                         "raw.card", "raw.groups", "raw.records", "raw.dataset",
-                        "builder", "hub", "hub_layout", "sample_data"}),
+                        "builder", "builders", "hub", "hub_layout", "sample_data"}),
     ("dataset", {"loading"}),
     ("examples", {"examples"}),
     ("requests", {"runner.request", "runner.chat", "runner.dialogue"}),
     ("generations", {"runner.backends", "runner.backends.hf", "runner.backends.openai",
                      "tiny_model", "tiny_models", "runner.serve", "predictions"}),
     ("log", {"runner.samplelog", "runner.generate"}),
-    ("scores", {"scoring", "judge", "uncertainty", "diagnostics"}),
+    ("scores", {"scoring", "judge", "judge_agreement", "judge_train", "judge_server",
+                "uncertainty", "diagnostics"}),
     ("reports and submission", {"reports", "charts", "submission", "results_html"}),
     ("commands", {"mera_multi_hf", "runner", "runner.config", "runner.run", "runner.finish", "cli", "__main__",
                   "evaluate_cmd", "score_cmd", "judge_cmd", "metrics_export", "metrics_loading",
@@ -41,7 +42,7 @@ def _module_name(path: Path) -> str:
 
 
 def _stage_of(name: str) -> str:
-    """sample_data.<task> belongs to sample_data."""
+    """sample_data.<task> belongs to sample_data, builders.<task> to builders."""
     while name not in RANK and "." in name:
         name = name.rsplit(".", 1)[0]
     return name

@@ -265,7 +265,7 @@ def test_the_readme_sentence_loads_every_domain_export(task, tmp_path, monkeypat
 def test_the_builder_declares_one_config_per_domain_and_all(tmp_path):
     """BUILDER_CONFIGS as the datasets template has them: ``all`` (the default) and one per
     domain; a domain config builds only its domain's records, with datasets' own writer."""
-    from mera_multi_hf.hub import builder_class
+    from mera_multi_hf.builders import builder_class
 
     task = TASKS["runaturalsciencevqa"]
     cls = builder_class(task)

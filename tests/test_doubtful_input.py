@@ -183,14 +183,16 @@ def test_api_misuses_raise_a_sentence():
         (lambda: RunConfig(limit="5"), TypeError, "limit must be an integer, got str '5'"),
         (lambda: RunConfig(timeout="soon"), TypeError, "timeout must be a number of seconds"),
         (lambda: run_evaluation(tasks=None), TypeError, "tasks must name tasks"),
-        (lambda: load_metric("exact_match").compute(predictions=[], references=[]), MeraError,
+        # a metric module raises its own copy's MeraError (a Space has no package)
+        (lambda: load_metric("exact_match").compute(predictions=[], references=[]), Exception,
          "the predictions are empty"),
         (lambda: load_metric("judge_score").compute(predictions=[], references=[], prompts=[]),
-         MeraError, "the predictions are empty"),
+         Exception, "the predictions are empty"),
     ]
     for call, kind, text in cases:
-        with pytest.raises(kind, match=text):
+        with pytest.raises(kind, match=text) as raised:
             call()
+        assert type(raised.value).__name__ in {"MeraError", "TypeError"}
 
 
 # ---- blank option values: one line ----

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from mera_multi_hf._paths import bundled_dir, load_module_from_file
+from mera_multi_hf import judge_server as server_mod
+from mera_multi_hf import judge_agreement as agreement_mod
 from mera_multi_hf.errors import MeraError
 from mera_multi_hf.judge import (HttpJudge, Judge, LocalJudge, get_judge, judge_example_scores,
                                  judge_scores, raw_inputs, token_windows)
@@ -29,10 +30,6 @@ from tiny_judge import build_tiny_judge  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 WINDOW = 24  # small, so that ordinary test texts get windowed
 
-server_mod = load_module_from_file(bundled_dir("judge_model") / "server.py",
-                                   "mera_multi_hf._judge_model.server")
-agreement_mod = load_module_from_file(bundled_dir("judge_model") / "agreement.py",
-                                      "mera_multi_hf._judge_model.agreement")
 
 PROMPTS = ["Какого цвета небо на картинке?", "Выберите лучший ответ: A или B.",
            "Сколько предметов изображено?", "Звук похож на шум дождя за окном?"]

@@ -8,14 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from mera_multi_hf._paths import bundled_dir, load_module_from_file
+from mera_multi_hf import judge_server as server_mod
 from mera_multi_hf.cli import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_judge import build_tiny_judge  # noqa: E402
-
-server_mod = load_module_from_file(bundled_dir("judge_model") / "server.py",
-                                   "mera_multi_hf._judge_model.server")
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +61,44 @@ def test_evaluate_and_score_with_a_served_judge(judge_dir, judge_url, tmp_path, 
                  "--predictions", str(served / "samples_ruhhh_image_test.jsonl"),
                  "--out", str(rescored), "--judge-url", judge_url]) == 2  # 6 of 26 answered
     assert "no prediction for" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("factory", ["mera_multi_hf.judge_server:app_from_env",
+                                     "judge_model.server:app_from_env"])
+def test_the_uvicorn_factories_serve_the_judge(judge_dir, judge_url, factory):
+    """The README's `uvicorn --factory` forms (the second from the checkout root) serve the
+    labels `judge serve` serves."""
+    import os
+    import socket
+    import subprocess
+    import time
+
+    import requests
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = dict(os.environ, MERA_JUDGE_MODEL=judge_dir, MERA_JUDGE_SERVED_NAME="j",
+               MERA_JUDGE_DEVICE="cpu", MERA_JUDGE_API_KEY="")
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", factory,
+                             "--host", "127.0.0.1", "--port", str(port)],
+                            cwd=Path(__file__).resolve().parent.parent, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        base, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
+        while True:
+            try:
+                requests.get(f"{base}/health", timeout=2).raise_for_status()
+                break
+            except requests.ConnectionError:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+                time.sleep(0.2)
+        body = {"input": ["небо [SEP] синее [SEP] синее", "x [SEP] y [SEP] z"]}
+        got = requests.post(f"{base}/classify", json={**body, "model": "j"}, timeout=60).json()
+        want = requests.post(judge_url, json={**body, "model": judge_dir}, timeout=60).json()
+        assert [d["label"] for d in got["data"]] == [d["label"] for d in want["data"]]
+        assert [p for d in got["data"] for p in d["probs"]] == pytest.approx(
+            [p for d in want["data"] for p in d["probs"]], abs=1e-6)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

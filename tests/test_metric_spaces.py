@@ -6,31 +6,27 @@ holding `mera-multi metrics export --out mera_multi`; and each folder's `app.py`
 Gradio interface (the `gradio` of the cards' `sdk_version`, which a Space installs itself,
 is in the environment too) and answers through it.
 
-The environment is built once (pip from the machine's configured index, offline where the
-index is local) and kept in the temporary folder, keyed by the requirements, so later
-sessions reuse it: the first build takes about a minute on an idle machine, three on a
-busy one.
+The environment is built beforehand by `python tests/space_venv.py` (`.ci/run` does it
+as an install step: pip from the machine's configured index) and kept in the temporary
+folder, keyed by the requirements; without it these tests are skipped, since a test never
+downloads. The first build takes about a minute on an idle machine, three on a busy one.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
 import sys
-import tempfile
-import venv
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
 
 from mera_multi_hf import load_metric
-from mera_multi_hf._paths import bundled_dir, load_module_from_file
 from mera_multi_hf.metrics_export import export_metrics
 from mera_multi_hf.metrics_loading import METRICS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import space_venv  # noqa: E402
 from test_metrics_export import CASES, JUDGE_CASE  # noqa: E402
 from tiny_judge import build_tiny_judge  # noqa: E402
 
@@ -53,46 +49,23 @@ print(json.dumps(out))
 """
 
 
-def _sdk_version() -> str:
-    import yaml
-
-    versions = {yaml.safe_load((REPO / "metrics" / name / "README.md").read_text(
-        encoding="utf-8").split("---\n")[1])["sdk_version"] for name in METRICS}
-    assert len(versions) == 1, versions
-    return versions.pop()
-
-
-def _requirements() -> list[str]:
-    lines = {f"gradio=={_sdk_version()}"}
-    for name in METRICS:
-        text = (REPO / "metrics" / name / "requirements.txt").read_text(encoding="utf-8")
-        lines.update(ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#"))
-    return sorted(lines)
-
-
 @pytest.fixture(scope="session")
 def space_python() -> str:
-    """The Python of a plain venv holding evaluate and the four folders' requirements."""
-    wanted = ["evaluate", *_requirements()]
-    key = hashlib.sha256("\n".join([sys.version, *wanted]).encode()).hexdigest()[:12]
-    root = Path(tempfile.gettempdir()) / f"mera-multi-space-venv-{key}"
-    python = root / "bin" / "python"
-    with FileLock(str(root) + ".lock"):
-        if not (root / "ready").exists():
-            venv.EnvBuilder(clear=True, with_pip=True).create(root)
-            proc = subprocess.run([str(python), "-m", "pip", "install", "-q", *wanted],
-                                  capture_output=True, text=True, timeout=900)
-            if proc.returncode != 0:
-                pytest.skip(f"cannot install {wanted} into a fresh venv: {proc.stderr[-500:]}")
-            (root / "ready").write_text("ok")
-    return str(python)
+    """The Python of a plain venv holding evaluate and the four folders' requirements,
+    made beforehand by `python tests/space_venv.py` (.ci/run does): a test never
+    downloads."""
+    python = space_venv.ready_python()
+    if python is None:
+        pytest.skip(f"no Space venv at {space_venv.venv_root()}: make it first with "
+                    "`python tests/space_venv.py` (it installs evaluate, gradio and the "
+                    "folders' requirements from the package index)")
+    return python
 
 
 @pytest.fixture(scope="module")
 def served_judge(tmp_path_factory):
     judge_dir = build_tiny_judge(tmp_path_factory.mktemp("tiny-judge"))
-    server_mod = load_module_from_file(bundled_dir("judge_model") / "server.py",
-                                       "mera_multi_hf._judge_model.server")
+    from mera_multi_hf import judge_server as server_mod
     server = server_mod.serve(str(judge_dir), "127.0.0.1", 0, device="cpu", batch_size=8)
     yield server
     server.shutdown()

@@ -447,10 +447,11 @@ def test_installed_wheel_finds_the_metric_modules_and_builders(tmp_path):
         "m = load_metric('group_exact_match')\n"
         "r = m.compute(predictions=['A', 'B', 'B'], references=['A', 'B', 'A'], group_ids=[1, 1, 2])\n"
         "from mera_multi_hf import load_task\n"
-        "from mera_multi_hf._paths import bundled_dir\n"
+        "from mera_multi_hf.builders import dataset_module\n"
+        "from mera_multi_hf.tasks import get_task\n"
         "n = len(load_task('ruhhh_image', source='sample', split='test'))\n"
         "print(json.dumps({'result': r, 'package': mera_multi_hf.__file__, 'n_sample': n,\n"
-        "                  'scripts': str(bundled_dir('dataset_scripts')),\n"
+        "                  'builder': dataset_module(get_task('ruhhh_image')).__file__,\n"
         "                  'module': metric_path('group_exact_match')}))\n")
     env = dict(os.environ, PYTHONPATH=str(target), HF_MODULES_CACHE=str(tmp_path / "modules"),
                MERA_MULTI_CACHE=str(tmp_path / "cache"))
@@ -463,7 +464,7 @@ def test_installed_wheel_finds_the_metric_modules_and_builders(tmp_path):
     assert (Path(report["module"]) / "README.md").is_file()
     # the dataset builders and the bundled sample travel in the wheel too
     assert report["n_sample"] == 26
-    assert Path(report["scripts"]) == target / "mera_multi_hf" / "_bundled" / "dataset_scripts"
+    assert Path(report["builder"]) == target / "mera_multi_hf" / "builders" / "ruhhh_image.py"
 
 
 def test_one_pass_mera_normalisation_equals_per_string_rule():

@@ -15,7 +15,6 @@ import pytest
 import yaml
 
 from mera_multi_hf import load_metric
-from mera_multi_hf._paths import bundled_dir, load_module_from_file
 from mera_multi_hf.judge import judge_example_scores
 from mera_multi_hf.metric_fns import exact_match_scores, group_mean
 from mera_multi_hf.metrics_export import export_metrics
@@ -91,8 +90,7 @@ def exported(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def served_judge(tmp_path_factory):
     judge_dir = build_tiny_judge(tmp_path_factory.mktemp("tiny-judge"))
-    server_mod = load_module_from_file(bundled_dir("judge_model") / "server.py",
-                                       "mera_multi_hf._judge_model.server")
+    from mera_multi_hf import judge_server as server_mod
     server = server_mod.serve(str(judge_dir), "127.0.0.1", 0, device="cpu", batch_size=8)
     yield server
     server.shutdown()

@@ -10,7 +10,7 @@ import pytest
 from mera_multi_hf import load_task
 from mera_multi_hf.cli import main
 from mera_multi_hf.errors import MeraError
-from mera_multi_hf.submission import read_submission, write_submission
+from mera_multi_hf.submission import read_submission, submission_bytes
 
 
 @pytest.fixture
@@ -155,15 +155,15 @@ def test_score_user_mistakes_are_one_line(raw_sample, sample_test, tmp_path, cap
 
 def test_submission_checks_ids(tmp_path):
     with pytest.raises(MeraError) as info:
-        write_submission(tmp_path / "s.zip", {"ruhhh_image": [(1, "A"), (1, "B"), (5, "A")]},
+        submission_bytes({"ruhhh_image": [(1, "A"), (1, "B"), (5, "A")]},
                          expected_ids={"ruhhh_image": [1, 2, 3]})
     message = str(info.value)
     assert "duplicate answers for ids 1" in message
     assert "no answer for test ids 2, 3" in message
     assert "answers for ids not in the test split 5" in message
-    assert not (tmp_path / "s.zip").exists()
-    path = write_submission(tmp_path / "s.zip", {"ruhhh_image": {2: "B", 1: "A"},
-                                                  "ruslun": {7: '{"intent": "x"}'}})
+    path = tmp_path / "s.zip"
+    path.write_bytes(submission_bytes({"ruhhh_image": {2: "B", 1: "A"},
+                                       "ruslun": {7: '{"intent": "x"}'}}))
     assert read_submission(path) == {"ruHHH_Image": {1: "A", 2: "B"},
                                      "ruSLUn": {7: '{"intent": "x"}'}}
 

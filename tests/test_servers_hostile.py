@@ -19,7 +19,7 @@ from fastapi import Request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mera_multi_hf._paths import bundled_dir, load_module_from_file
+from mera_multi_hf import judge_server as server_mod
 from mera_multi_hf.http_app import Server, json_app, read_json
 from mera_multi_hf.limits import DEFAULT_LIMITS
 from mera_multi_hf.runner.backends.hf import HFBackend
@@ -28,8 +28,6 @@ from mera_multi_hf.runner.serve import make_server
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_judge import build_tiny_judge  # noqa: E402
 
-server_mod = load_module_from_file(bundled_dir("judge_model") / "server.py",
-                                   "mera_multi_hf._judge_model.server")
 KEY = "s3cret-key"
 HOSTILE = settings(max_examples=80, deadline=None, database=None,
                    suppress_health_check=[HealthCheck.function_scoped_fixture,

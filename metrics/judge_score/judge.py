@@ -45,6 +45,8 @@ from .masking import mask_secrets
 DEFAULT_JUDGE = "MERA-evaluation/MERA_Answer_judge"
 WINDOW_TOKENS = 7995
 TRUNCATE_PROMPT_TOKENS = 8192
+# a served judge's API key is read from here: an environment variable is not in `ps`
+API_KEY_ENV = "MERA_JUDGE_API_KEY"
 
 
 def raw_inputs(prompt: str, gold, prediction: str, sep: str) -> list[str]:
@@ -198,10 +200,6 @@ class LocalJudge(Judge):
             limit -= 2  # their position ids start after the padding index
         tok_limit = self.tokenizer.model_max_length
         return min(limit, tok_limit) if tok_limit and tok_limit < 10**7 else limit
-
-    @property
-    def num_classes(self) -> int:
-        return int(self.model.config.num_labels)
 
     def id2label(self, index: int) -> str:
         return str(self.model.config.id2label.get(index, index))
