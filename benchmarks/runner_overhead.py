@@ -53,7 +53,10 @@ def make_raw(out: Path, n: int) -> Path:
         data.append(record)
     (out / "test.json").write_text(json.dumps({"access": "public", "data": data}, ensure_ascii=False),
                                    encoding="utf-8")
-    (out / "shots.json").write_text(json.dumps({"data": data[:4]}, ensure_ascii=False), encoding="utf-8")
+    shots = json.loads(json.dumps(data[:4]))
+    for k, record in enumerate(shots):  # ids are unique across test and shots
+        record["meta"]["id"] = record["meta"]["group_id"] = n + k
+    (out / "shots.json").write_text(json.dumps({"data": shots}, ensure_ascii=False), encoding="utf-8")
     shutil.copy(src / "raw_dataset_meta.json", out / "raw_dataset_meta.json")
     return out
 

@@ -15,11 +15,13 @@ import numpy as np
 
 from .media import UndecodedAudio
 from .raw import FieldError, RawDataset, domain_key
-from .tasks import CITATION, TaskSpec, get_task
+from .tasks import CITATION, TASKS, TaskSpec, get_task
+
+ALL_DOMAINS = "all"  # a domain-split task's default config: every domain at once
 
 # datasets patches a builder's modules for streaming (open, os.path and pathlib swapped for
 # fsspec versions) each time a builder is made, importing scipy.io and pandas on the way:
-# 0.4 s of every build. These builders read a local folder through raw.read_inside, never
+# 0.4 s of every build. These builders read a local folder through raw.files.read_inside, never
 # through the patched names, so their modules say they are done (builders.builder_class too).
 _patched_for_streaming = True
 
@@ -127,6 +129,16 @@ class MeraBuilder(datasets.GeneratorBasedBuilder):
     META_FEATURES: dict = {}
     raw_options: dict = {}
 
+    def __init_subclass__(cls, **kwargs):
+        """A domain-split task's builder gets one config per domain and the default
+        ``all`` (every domain), as the Hub copy has them."""
+        super().__init_subclass__(**kwargs)
+        task = TASKS.get(cls.TASK_KEY)
+        if task is not None and task.domains and "BUILDER_CONFIGS" not in cls.__dict__:
+            cls.BUILDER_CONFIGS = [datasets.BuilderConfig(name=ALL_DOMAINS)] + \
+                [datasets.BuilderConfig(name=domain) for domain in task.domains]
+            cls.DEFAULT_CONFIG_NAME = ALL_DOMAINS
+
     @staticmethod
     def normalize_meta(meta: dict) -> dict:
         return dict(meta)
@@ -172,5 +184,7 @@ class MeraBuilder(datasets.GeneratorBasedBuilder):
                 for split in self.raw.splits()]
 
     def _generate_examples(self, split):
+        domain = self.config.name if self.config.name in self.task().domains else None
         for example in self.raw.records(split):
-            yield example["meta"]["id"], example
+            if domain is None or example["meta"]["domain"] == domain:
+                yield example["meta"]["id"], example

@@ -14,7 +14,6 @@ import tempfile
 from pathlib import Path
 
 import datasets
-import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
@@ -23,8 +22,10 @@ from datasets.utils.py_utils import convert_file_size_to_int
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from ._version import __version__
+from .builder import ALL_DOMAINS
 from .builders import builder_class
 from .errors import DataValidationError, MeraError
+from .hub_layout import stage_data
 from .limits import Limits
 from .metric_registry import CARD_TEXT
 from .outputs import LOCK, MARKER, read_marker
@@ -73,82 +74,6 @@ def _prepare(task, raw_dir, work: Path, max_shard_size: int, raw_options: dict):
     return builder
 
 
-ROWS_PER_GROUP = 100  # Parquet row groups of media rows stay small (as datasets writes them)
-
-
-class _ShardWriter:
-    """The Parquet shards of one config's split: a new shard once ``size`` bytes are in."""
-
-    def __init__(self, folder: Path, split: str, schema: pa.Schema, size: int):
-        self.folder, self.split, self.schema, self.size = folder, split, schema, size
-        self.parts: list[Path] = []
-        self.writer, self.bytes, self.rows, self.nbytes = None, 0, 0, 0
-
-    def write(self, table: pa.Table) -> None:
-        if self.writer is None or self.bytes >= self.size:
-            self._next()
-        self.writer.write_table(table, row_group_size=ROWS_PER_GROUP)
-        self.bytes += table.nbytes
-        self.nbytes += table.nbytes
-        self.rows += table.num_rows
-
-    def _next(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.parts.append(self.folder / f".{self.split}-{len(self.parts)}.part")
-        self.writer, self.bytes = pq.ParquetWriter(self.parts[-1], self.schema), 0
-
-    def close(self) -> tuple[int, int]:
-        """Name the shards ``<split>-NNNNN-of-NNNNN.parquet``; (rows, Arrow bytes) written."""
-        self.writer.close()
-        for i, part in enumerate(self.parts):
-            part.rename(self.folder / f"{self.split}-{i:05d}-of-{len(self.parts):05d}.parquet")
-        return self.rows, self.nbytes
-
-
-def _domain_shards(task: TaskSpec, shards: list[Path], staged: Path, split: str,
-                   size: int) -> dict:
-    """Route one split's rows by ``meta.domain`` into ``<domain>/<split>-*.parquet``,
-    streaming (a batch of rows in memory at a time); domain -> (rows, Arrow bytes)."""
-    writers: dict[str, _ShardWriter] = {}
-    for shard in shards:
-        parquet = pq.ParquetFile(shard)
-        for batch in parquet.iter_batches(batch_size=ROWS_PER_GROUP):
-            table = pa.Table.from_batches([batch])
-            names = pc.struct_field(table.column("meta"), "domain")
-            for domain in pc.unique(names).to_pylist():
-                if domain not in task.domains:  # the builder's normalize_meta must set it
-                    raise MeraError(f"{task.key}: an example's meta.domain is {domain!r:.80}, "
-                                    f"not one of the domain configs {', '.join(task.domains)}")
-                if domain not in writers:
-                    writers[domain] = _ShardWriter(staged / domain, split,
-                                                   parquet.schema_arrow, size)
-                writers[domain].write(table.filter(pc.equal(names, domain)))
-    return {domain: writer.close() for domain, writer in writers.items()}
-
-
-def _stage_data(task: TaskSpec, info, prepared: Path, staged: Path, size: int) -> dict:
-    """Move the built shards into the export, as the Hub lays the task out: one config
-    (``data/<split>-NNNNN-of-NNNNN.parquet``) or, for a domain-split task, one config per
-    domain (``<domain>/<split>-...``, as ``push_to_hub(config_name=domain)`` writes them).
-    Returns config -> split -> (rows, Arrow bytes)."""
-    configs: dict[str, dict] = {}
-    for split in info.splits:
-        shards = sorted(prepared.glob(f"*-{split}*.parquet"))
-        if task.domains:
-            for domain, sizes in _domain_shards(task, shards, staged, split, size).items():
-                configs.setdefault(domain, {})[split] = sizes
-            continue
-        (staged / "data").mkdir(parents=True, exist_ok=True)
-        for i, shard in enumerate(shards):
-            shard.rename(staged / "data" / f"{split}-{i:05d}-of-{len(shards):05d}.parquet")
-        configs.setdefault("default", {})[split] = (info.splits[split].num_examples,
-                                                    info.splits[split].num_bytes)
-    order = task.domains or ("default",)
-    return {name: configs[name] for name in order if name in configs}
-
-
 def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
                max_shard_size: str | int = "500MB", *, include_private_answers: bool = False,
                overwrite: bool = False, limits: Limits | None = None,
@@ -180,7 +105,7 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
                 "workers": num_proc or default_workers()})
             internal = include_private_answers and builder.raw.private
             staged = work / "export"
-            configs = _stage_data(task, builder.info, work / "prepared", staged, size)
+            configs = stage_data(task, builder.info, work / "prepared", staged, size)
             builder.raw.test_ids = _test_ids(staged)
             write_card(task, builder.info, staged / "README.md", builder.raw, internal=internal,
                        configs=configs)
@@ -389,7 +314,6 @@ def _config_infos(info: datasets.DatasetInfo, configs: dict) -> DatasetInfosDict
     return DatasetInfosDict(infos)
 
 
-ALL_DOMAINS = "all"  # a domain-split export's default config: every domain at once
 
 
 def _all_domains(configs: dict) -> list[dict]:
@@ -409,7 +333,7 @@ def write_card(task: TaskSpec, info: datasets.DatasetInfo, path: Path, raw=None,
     """README.md of an export: YAML header (huggingface_hub) and the card built from the
     raw folder's metadata and readme sections (docs/official-protocol.md, "Raw data
     layout and group ids"). ``configs``: config ->
-    split -> (rows, bytes), as :func:`_stage_data` laid them out (default: one config)."""
+    split -> (rows, bytes), as :func:`hub_layout.stage_data` laid them out (default: one config)."""
     configs = configs or {"default": {s: (info.splits[s].num_examples, info.splits[s].num_bytes)
                                       for s in info.splits}}
     meta = raw.card_meta() if raw is not None else {}

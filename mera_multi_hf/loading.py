@@ -11,7 +11,7 @@ from ._version import __version__
 from .errors import MeraError
 from .limits import Limits
 from .provenance import folder_fingerprint
-from .raw import GroupIds
+from .raw.groups import GroupIds
 from .tasks import TaskSpec, get_task
 
 CACHE_FORMAT = 3  # raise when the exported layout of a raw folder changes
@@ -256,11 +256,10 @@ def _missing_groups(task: TaskSpec, ds: datasets.Dataset) -> bool:
 def _normalize_split(task, builder, features, ds):
     metas = [builder.normalize_meta(m) for m in ds.data.column("meta").to_pylist()]
     if task.has_groups and any(m["group_id"] is None for m in metas):
-        media = ds.data.column("inputs").combine_chunks().field(task.media_fields[0])
-        images = media.field("bytes").to_pylist()
-        questions = ds.data.column("inputs").combine_chunks().field("question").to_pylist()
-        groups = GroupIds()
-        for meta, image, question in zip(metas, images, questions):
-            groups.assign(meta, image, question)
+        inputs = ds.data.column("inputs").combine_chunks()
+        columns = {name: inputs.field(name).to_pylist() for name in task.group_by}
+        groups = GroupIds(task.group_by)
+        for i, meta in enumerate(metas):
+            groups.assign(meta, {name: values[i] for name, values in columns.items()})
     ds = ds.remove_columns("meta").add_column("meta", metas, feature=features["meta"])
     return ds.select_columns(list(features)).cast(features)

@@ -2,6 +2,7 @@
 left in place, and its split into interleaved text and media parts."""
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections.abc import Mapping
@@ -26,17 +27,44 @@ RULES_BEFORE = {"escape_braces_except_fields": _escape_braces_except_fields}
 RULES_AFTER = {"strip": str.strip}
 
 
+@functools.lru_cache(maxsize=1024)  # a task has ~10 prompts: parse each once
+def placeholders(template: str) -> tuple[tuple[str, str, str | None], ...]:
+    """The (name, format spec, conversion) of each {field} of a str.format template
+    (ValueError: not a valid template)."""
+    try:
+        return tuple((name, spec or "", conv) for _, name, spec, conv
+                     in string.Formatter().parse(template) if name is not None)
+    except ValueError as err:
+        raise ValueError(f"not a valid format template: {err}") from None
+
+
+def _shown(name: str, spec: str, conv: str | None) -> str:
+    return "{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
+
+
+def placeholder_problems(template: str, fields) -> list[str]:
+    """Why the template's placeholders are not plain ``{field}`` names of ``fields`` (the
+    raw reader's check, naming the text fields a prompt may use)."""
+    out = []
+    for name, spec, conv in placeholders(template):
+        shown = _shown(name, spec, conv)
+        if not name or name.isdigit():
+            out.append(f"positional placeholder {shown}: name an input field instead")
+        elif name not in fields:
+            out.append(f"placeholder {shown} is not an input field "
+                       f"(text fields: {', '.join(fields)})")
+        elif conv or spec:
+            out.append(f"placeholder {shown}: conversions and format specs are not allowed")
+    return out
+
+
 def _check_template(task: TaskSpec, instruction: str, inputs: dict) -> None:
     """Only plain ``{field}`` placeholders of the example's inputs: a format spec, a
     conversion, an attribute or an index would read or print more than the field."""
-    for _, name, spec, conversion in string.Formatter().parse(instruction):
-        if name is None:
-            continue
+    for name, spec, conversion in placeholders(instruction):
         if name not in inputs or spec or conversion:
-            shown = "{" + name + ("!" + conversion if conversion else "") + \
-                (":" + spec if spec else "") + "}"
             why = "not an input field" if name not in inputs else "only plain {field} is allowed"
-            raise ValueError(f"placeholder {shown}: {why}")
+            raise ValueError(f"placeholder {_shown(name, spec, conversion)}: {why}")
 
 
 def fill_instruction(task: TaskSpec, example: dict) -> str:

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 from .citation import CITATION  # noqa: F401 - cards, builders and metric modules show it
 from .errors import MeraError
+from .filters import RUSLUN_FILTERS  # the metric modules own ruSLUn's rules: Spaces run alone
+from .metric_fns import RUSLUN_METRICS
 
 LETTERS = "ABCDEFGHIJ"
 
@@ -111,6 +113,18 @@ class TaskSpec:
     cluster_by: str = "example"
     # the examples of a group are pairs of one item's ranked answers (ranking diagnostics)
     pairwise_ranking: bool = False
+    # the inputs whose values together make a group (same media bytes and same text: one
+    # group, its id the first example's id) when the raw data gives no group_id; empty: no groups
+    group_by: tuple[str, ...] = ()
+    # its raw sample folder, for a task declared outside the package (default: the
+    # package's samples/<dataset name>, written by sample_data/<key>.py)
+    sample: str = ""
+
+    def __post_init__(self):
+        unknown = set(self.group_by) - set(self.media_fields) - set(self.text_fields)
+        if unknown or (("group_exact_match" in self.metrics) != bool(self.group_by)):
+            raise MeraError(f"task {self.key}: group_by must name its inputs, and is given "
+                            "exactly when its metrics include group_exact_match")
 
     @property
     def harness_names(self) -> tuple[str, ...]:
@@ -120,7 +134,12 @@ class TaskSpec:
 
     @property
     def has_groups(self) -> bool:
-        return "group_exact_match" in self.metrics
+        return bool(self.group_by)
+
+    @property
+    def dataset_name(self) -> str:
+        """The official dataset's name (its Hub id without the owner): ruHHH-Image."""
+        return self.hub_id.rsplit("/", 1)[-1]
 
     @property
     def option_fields(self) -> tuple[str, ...]:
@@ -165,11 +184,12 @@ _RUTIE_SCORING = dict(em_mode="strict", local_estimate=True)
 
 TASKS: dict[str, TaskSpec] = {t.key: t for t in [
     _letter("ruhhh_image", "ruHHH-Image", "ruHHH_Image", "image", ("image",), 2,
-            **_GROUPED, breakdowns=_ETHICS, test_size=595, pairwise_ranking=True,
+            **_GROUPED, group_by=("image", "question"), breakdowns=_ETHICS, test_size=595,
+            pairwise_ranking=True,
             human_baseline={"exact_match": 0.9529, "group_exact_match": 0.893}),
     _letter("ruhhh_video", "ruHHH-Video", "ruHHH_Video", "video", ("video",), 2,
-            **_GROUPED, breakdowns=_ETHICS[:1], em_mode="strict", test_size=911,
-            pairwise_ranking=True,
+            **_GROUPED, group_by=("video", "question"), breakdowns=_ETHICS[:1], em_mode="strict",
+            test_size=911, pairwise_ranking=True,
             human_baseline={"exact_match": 0.9385, "group_exact_match": 0.8442}),
     _free("rucommonvqa", "ruCommonVQA", "ruCommonVQA", "image", ("image",), gold_list=True,
           public=True, test_size=3015, human_baseline={"exact_match": 0.818}),
@@ -204,10 +224,9 @@ TASKS: dict[str, TaskSpec] = {t.key: t for t in [
     _letter("ruenvaqa", "ruEnvAQA", "ruEnvAQA", "audio", ("audio",), 4,
             public=True, test_size=596, human_baseline={"exact_match": 0.9497}),
     TaskSpec("ruslun", "MERA-evaluation/ruSLUn", "ruSLUn", "audio", ("audio",),
-             ("question", "annotation"), "json", ("intent_exact_match", "slot_f1"),
-             judge_metrics=(), leaderboard=("intent_exact_match", "slot_f1"),
-             score_filters=("lowercase", "slot_clean"),
-             submit_filters=("lowercase", "slot_clean"), public=True, test_size=741,
+             ("question", "annotation"), "json", RUSLUN_METRICS,
+             judge_metrics=(), leaderboard=RUSLUN_METRICS, score_filters=RUSLUN_FILTERS,
+             submit_filters=RUSLUN_FILTERS, public=True, test_size=741,
              human_baseline={"intent_exact_match": 0.9069, "slot_f1": 0.305}),
     _letter("aquaria", "AQUARIA", "AQUARIA", "audio", ("audio_1", "audio_2"), 4,
             optional_media=("audio_2",),

@@ -222,7 +222,7 @@ def test_per_domain_layout_problems_name_file_id_and_field(tmp_path):
 
 
 def test_domain_shards_roll_over_at_the_shard_size(tmp_path):
-    from mera_multi_hf.hub import _ShardWriter
+    from mera_multi_hf.hub_layout import _ShardWriter
 
     table = pa.table({"meta": [{"id": i, "domain": "physics"} for i in range(3)]})
     writer = _ShardWriter(tmp_path / "physics", "test", table.schema, size=1)
@@ -260,3 +260,26 @@ def test_the_readme_sentence_loads_every_domain_export(task, tmp_path, monkeypat
         assert len(whole[split]) == sum(len(p[split]) for p in parts if split in p)
         assert {m["domain"] for m in whole[split]["meta"]} == \
             {m["domain"] for p in parts if split in p for m in p[split]["meta"]}
+
+
+def test_the_builder_declares_one_config_per_domain_and_all(tmp_path):
+    """BUILDER_CONFIGS as the datasets template has them: ``all`` (the default) and one per
+    domain; a domain config builds only its domain's records, with datasets' own writer."""
+    from mera_multi_hf.builders import builder_class
+
+    task = TASKS["runaturalsciencevqa"]
+    cls = builder_class(task)
+    assert [c.name for c in cls.BUILDER_CONFIGS] == ["all", *task.domains]
+    assert cls.DEFAULT_CONFIG_NAME == "all"
+    raw = str(bundled_sample(task.key))
+    counts = {}
+    for name in ("all", "biology"):
+        builder = cls(config_name=name, data_dir=raw, cache_dir=str(tmp_path / "cache"))
+        builder.download_and_prepare(output_dir=str(tmp_path / name), file_format="parquet",
+                                     max_shard_size=10**9)
+        rows = [r for f in sorted((tmp_path / name).glob("*-test*.parquet"))
+                for r in pq.read_table(f, columns=["meta"])["meta"].to_pylist()]
+        counts[name] = [r["domain"] for r in rows]
+    assert counts["biology"] and set(counts["biology"]) == {"biology"}
+    assert counts["biology"] == [d for d in counts["all"] if d == "biology"]
+    assert set(counts["all"]) > {"biology"}

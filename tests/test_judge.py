@@ -113,16 +113,21 @@ def _free_port() -> int:
 LONG_PROMPT = " ".join(["кошка сидит на подоконнике"] * 2100)  # > 7995 tokens, judged twice
 
 
-# (prompt, gold, prediction): the parity table of the judge inputs
+# (prompt, gold, prediction, the judge inputs), worked out by hand from the official rule
+# (docs/official-protocol.md, "The judge inputs"): prompt, str(gold) and the answer joined
+# by [SEP]; a second input with the answer's text after its last "ОТВЕТ", stripped, when
+# that is not empty; texts over the window are cut (the long prompt: its own test below).
+Q = "Какого цвета небо?"
+QS = Q + "[SEP]синий[SEP]"
 INPUT_TABLE = [
-    ("Какого цвета небо?", "синий", "синий"),                    # no marker, nothing to strip
-    ("Какого цвета небо?", "синий", "  синий "),                 # no marker: stripped copy
-    ("Какого цвета небо?", "синий", "Рассуждаю. ОТВЕТ: синий"),  # marker: ": синий"
-    ("Какого цвета небо?", "синий", "Ответ: синий"),             # lowercase «Ответ»: no marker
-    ("Какого цвета небо?", "синий", "ответ синий"),
-    ("Кто это?", ["кот", "кошка"], "ОТВЕТ кошка"),               # list gold: its Python repr
-    ("Кто это?", "кот", "ОТВЕТ"),                                # empty tail: one input
-    (LONG_PROMPT, "кошка", "ОТВЕТ кошка"),                        # over 7995 tokens: two windows
+    (Q, "синий", "синий", [QS + "синий", QS + "синий"]),             # no marker: the whole answer
+    (Q, "синий", "  синий ", [QS + "  синий ", QS + "синий"]),        # ... stripped
+    (Q, "синий", "Рассуждаю. ОТВЕТ: синий", [QS + "Рассуждаю. ОТВЕТ: синий", QS + ": синий"]),
+    (Q, "синий", "Ответ: синий", [QS + "Ответ: синий"] * 2),         # «Ответ» is no marker
+    (Q, "синий", "ответ синий", [QS + "ответ синий"] * 2),
+    ("Кто это?", ["кот", "кошка"], "ОТВЕТ кошка",                    # list gold: its Python repr
+     ["Кто это?[SEP]['кот', 'кошка'][SEP]ОТВЕТ кошка", "Кто это?[SEP]['кот', 'кошка'][SEP]кошка"]),
+    ("Кто это?", "кот", "ОТВЕТ", ["Кто это?[SEP]кот[SEP]ОТВЕТ"]),     # empty tail: one input
 ]
 
 
@@ -131,10 +136,9 @@ def full_window_judge(judge_dir) -> LocalJudge:
     return LocalJudge(judge_dir, device="cpu")  # the official 7995-token window
 
 
-@pytest.mark.parametrize("prompt, gold, prediction", INPUT_TABLE)
-def test_judge_inputs_equal_the_official_rule(prompt, gold, prediction, full_window_judge):
-    tok = full_window_judge.tokenizer
-    expected = official_inputs(prompt, gold, prediction, "[SEP]", tok, 7995)
+@pytest.mark.parametrize("prompt, gold, prediction, expected", INPUT_TABLE)
+def test_judge_inputs_follow_the_official_rule(prompt, gold, prediction, expected,
+                                              full_window_judge):
     assert full_window_judge.inputs(prompt, gold, prediction) == expected
 
 

@@ -172,53 +172,11 @@ def test_group_mean_agrees_with_a_plain_loop():
 
 
 # ---------------------------------------------------------------------------------
-# ruSLUn, against the official rule (multimodal_tasks/ruslun/utils.py) re-stated here.
-
-def _official_clean(s: str) -> str:
-    """The official ruslunscoring cleaner, re-stated from its documented steps."""
-    import ast
-    import re
-
-    s = s.strip()
-    m = re.match(r"^```(?:\w+)?\s*(.*)\s*```$", s, flags=re.DOTALL)
-    if m:
-        s = m.group(1).strip()
-    if s.startswith("`") and s.endswith("`"):
-        s = s[1:-1].strip()
-    s = re.sub(r"(?i)^\s*json\s*[:\n\r]\s*", "", s, count=1)
-    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
-        try:
-            s = ast.literal_eval(s)
-            s = s if isinstance(s, str) else str(s)
-        except Exception:
-            s = s[1:-1]
-    return s.strip()
-
-
-def _official_ruslun(prediction: str, outputs: str):
-    """(intent_EM, slot_f1) by the official process_results; raises where it raises."""
-    from collections import Counter
-
-    try:
-        pred = json.loads(_official_clean(prediction.lower()))
-    except json.JSONDecodeError:
-        return 0, 0
-    if pred is None:
-        return 0, 0
-    ref = json.loads(outputs.replace("'", '"'))
-    intent = int(pred.get("intent") == ref.get("intent"))
-
-    def kv(obj):
-        return [(str(k), str(v)) for slot in (obj.get("slots", []) or []) for k, v in slot.items()]
-
-    p, r = Counter(kv(pred)), Counter(kv(ref))
-    if not p and not r:
-        return intent, 1.0
-    c = sum((p & r).values())
-    prec = c / sum(p.values()) if p else 0.0
-    rec = c / sum(r.values()) if r else 0.0
-    return intent, (2 * prec * rec / (prec + rec) if prec + rec else 0.0)
-
+# ruSLUn: input -> output pairs worked out by hand from the official process_results
+# (multimodal_tasks/ruslun/utils.py): the prediction is lowercased and cleaned (fences,
+# backticks, a leading "json:"/"JSON<newline>", one level of quotes), read with
+# json.loads; the gold with json.loads after ' -> "; intent EM compares the intents,
+# slot F1 the multisets of (str(key), str(value)) pairs (1 when both are empty).
 
 GOLD = "{'intent': 'alarm_set', 'slots': [{'time': 'Семь утра'}, {'date': 'завтра'}]}"
 CAMEL = "{'intent': 'SetAlarm', 'slots': [{'date': 'завтра'}]}"
@@ -266,15 +224,12 @@ RUSLUN_TABLE = [
 
 
 @pytest.mark.parametrize("prediction, gold, intent, f1, official", RUSLUN_TABLE)
-def test_ruslun_parity_table(prediction, gold, intent, f1, official):
+def test_ruslun_table(prediction, gold, intent, f1, official):
     em, scores = slot_f1_scores([prediction], [gold])
     assert em.tolist() == [intent]
     assert scores[0] == pytest.approx(f1)
-    if official is None:
-        assert _official_ruslun(prediction, gold) == (intent, pytest.approx(f1))
-    else:
-        with pytest.raises((AttributeError, TypeError, RecursionError)):
-            _official_ruslun(prediction, gold)
+    if official == OFFICIAL_CRASHES:  # where the official code aborts, the answer scores 0
+        assert (intent, f1) == (0, 0.0)
 
 
 def test_ruslun_whole_table_at_once_never_aborts():

@@ -14,6 +14,8 @@ _._split_generators
 dl_manager
 _._generate_examples
 _._patched_for_streaming
+_.BUILDER_CONFIGS
+_.DEFAULT_CONFIG_NAME
 AQUARIA, CommonVideoQA, LabTabVQA, RealVideoQA, RealVQA, RuCLEVR, RuCommonVQA, RuEnvAQA
 RuHHHImage, RuHHHVideo, RuMathVQA, RuNaturalScienceVQA, RuSLUn, RuTiEAudio, RuTiEImage
 SchoolScienceVQA, UniScienceVQA, WEIRD

@@ -9,35 +9,41 @@ them into the package by default).
 from __future__ import annotations
 
 import importlib
+import shutil
 import sys
 from pathlib import Path
 
 from ..errors import MeraError
+from ..tasks import TASKS
 from .ruhhh_image import CATEGORY_CONTEXT, ITEMS, PROMPTS  # the tiny model's training texts
 
 __all__ = ["SAMPLES", "bundled_sample", "write_sample", "CATEGORY_CONTEXT", "ITEMS", "PROMPTS"]
 
-# task key -> the folder name of its sample (the official dataset name)
-SAMPLES = {
-    "ruhhh_image": "ruHHH-Image", "rucommonvqa": "ruCommonVQA", "ruclevr": "ruCLEVR",
-    "weird": "WEIRD", "runaturalsciencevqa": "ruNaturalScienceVQA", "labtabvqa": "LabTabVQA",
-    "realvqa": "RealVQA", "rumathvqa": "ruMathVQA", "schoolsciencevqa": "SchoolScienceVQA",
-    "unisciencevqa": "UniScienceVQA", "rutie_image": "ruTiE-Image",
-    "ruenvaqa": "ruEnvAQA", "ruslun": "ruSLUn", "aquaria": "AQUARIA", "rutie_audio": "ruTiE-Audio",
-    "ruhhh_video": "ruHHH-Video", "commonvideoqa": "CommonVideoQA", "realvideoqa": "RealVideoQA",
-}
+
+def _generators() -> list[str]:
+    """The tasks whose sample a module of this package writes (sample_data/<key>.py)."""
+    return [key for key in TASKS if (Path(__file__).parent / f"{key}.py").is_file()]
 
 
-def _check(task_key: str) -> str:
-    if task_key not in SAMPLES:
+# task key -> the folder name of its bundled sample (the official dataset name)
+SAMPLES = {key: TASKS[key].dataset_name for key in _generators()}
+
+
+def _task(task_key: str):
+    task = TASKS.get(task_key)
+    if task is None or not (task.sample or task_key in SAMPLES):
+        with_sample = [k for k, t in TASKS.items() if t.sample or k in SAMPLES]
         raise MeraError(f"no bundled sample for {task_key} "
-                        f"(there are samples for: {', '.join(SAMPLES)})")
-    return task_key
+                        f"(there are samples for: {', '.join(with_sample)})")
+    return task
 
 
 def write_sample(out_dir: str | Path, task_key: str = "ruhhh_image") -> Path:
     """Write the task's sample into ``out_dir`` (a raw MERA folder)."""
-    module = importlib.import_module(f"{__name__}.{_check(task_key)}")
+    task = _task(task_key)
+    if task_key not in SAMPLES:  # a task declared with its own sample folder: a copy
+        return Path(shutil.copytree(task.sample, out_dir, dirs_exist_ok=True))
+    module = importlib.import_module(f"{__name__}.{task_key}")
     if hasattr(module, "write_sample"):
         return module.write_sample(out_dir)
     from .common import write_raw
@@ -45,9 +51,10 @@ def write_sample(out_dir: str | Path, task_key: str = "ruhhh_image") -> Path:
 
 
 def bundled_sample(task_key: str = "ruhhh_image") -> Path:
-    """The shipped sample folder of a task."""
+    """The shipped sample folder of a task (a declared ``sample`` folder, else the package's)."""
     from .._paths import SAMPLES_DIR
-    return SAMPLES_DIR / SAMPLES[_check(task_key)]
+    task = _task(task_key)
+    return Path(task.sample) if task.sample else SAMPLES_DIR / task.dataset_name
 
 
 def main(argv: list[str]) -> None:

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
+from ..tasks import TASKS
 from .common import COLOURS, Sample, write_raw
 
 RATE = 16_000
-AUDIO_TASKS = ("ruenvaqa", "ruslun", "aquaria", "rutie_audio")
 OPTIONS = ("option_a", "option_b", "option_c", "option_d")
 
 
@@ -118,7 +118,8 @@ def write_av(sample: Sample, out_dir: str | Path, modality: str,
 def training_texts() -> list[str]:
     """The audio samples' texts (what the tiny audio model's tokenizer is trained on)."""
     texts = []
-    for key in AUDIO_TASKS:
+    from . import SAMPLES
+    for key in (k for k in SAMPLES if TASKS[k].modality == "audio"):
         sample = importlib.import_module(f"{__package__}.{key}").sample()
         for record in sample.test + sample.shots:
             texts.append(record["instruction"])
