@@ -39,6 +39,7 @@ import time
 import uuid
 
 from fastapi import Request
+from fastapi.responses import JSONResponse
 
 from .judge import API_KEY_ENV
 from .http_app import BodyError, Guard, ModelQueue, Server, json_app, read_json
@@ -150,8 +151,8 @@ def create_app(service: JudgeService):
     async def answer(request, work):
         body = await read_json(request)
         service.check_model(body)
-        try:
-            return await work(body)
+        try:  # a plain JSONResponse: FastAPI's encoder would walk every label again
+            return JSONResponse(await work(body))
         except BodyError:
             raise
         except Exception as err:  # noqa: BLE001 - the client gets the cause, the server lives on
