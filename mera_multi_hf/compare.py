@@ -334,23 +334,27 @@ def chart_png(result: dict) -> bytes:
 
 
 def write_report(out, stem: str, text: str, png: bytes, doc: dict,
-                 overwrite: bool = False) -> None:
+                 overwrite: bool = False, extra: dict | None = None) -> None:
     """Write ``<stem>.md/.png/.json`` into ``out`` under the ownership rule
     (outputs.add_files: a same-named file this tool did not write stops it unless
     ``overwrite``; nothing else in the folder is touched), and print the text."""
     from .outputs import add_files
 
     files = {f"{stem}.md": text, f"{stem}.png": png,
-             f"{stem}.json": json.dumps(doc, ensure_ascii=False, indent=2) + "\n"}
+             f"{stem}.json": json.dumps(doc, ensure_ascii=False, indent=2) + "\n",
+             **(extra or {})}
     written = add_files(out, files, overwrite=overwrite)
     print(text)
     print(f"wrote {', '.join(written)} to {out}")
 
 
 def cmd_compare(args) -> int:
+    from .compare_html import PAGE_NAME, compare_page
+
     result = compare_runs(args.run_a, args.run_b, force=args.force)
     write_report(args.out, "compare", markdown(result), chart_png(result), result,
-                 overwrite=args.overwrite)
+                 overwrite=args.overwrite,
+                 extra={PAGE_NAME: compare_page(result, read_run(args.run_a), read_run(args.run_b))})
     return 0
 
 
