@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .errors import MeraError
 from .judge import API_KEY_ENV
-from .limits import DEFAULT_LIMITS
+from .limits import DEFAULT_LIMITS, add_server_options
 
 
 def cmd_serve(args) -> int:
@@ -41,21 +41,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"require `Authorization: Bearer <key>` on every route but /health "
                              f"(default: ${API_KEY_ENV}, which `ps` does not show; none: no "
                              f"authentication)")
-    parser.add_argument("--read-timeout", type=float, default=30.0,
-                        help="seconds a client has to send its whole request (then 408; default 30)")
-    parser.add_argument("--limit-concurrency", type=int, default=1024,
-                        help="connections and requests at once, past which a quick 503 (uvicorn's "
-                             "option; default 1024)")
-    parser.add_argument("--timeout-keep-alive", type=float, default=5.0,
-                        help="seconds an idle keep-alive connection stays open (default 5)")
-    parser.add_argument("--max-queue", type=int, default=64,
-                        help="requests waiting for the model, past which 503 (default 64)")
+    add_server_options(parser)
     parser.add_argument("--max-judge-items", type=int,
                         help=f"inputs per /classify request (default {DEFAULT_LIMITS.max_judge_items})")
     parser.add_argument("--max-judge-chars", type=int,
                         help=f"characters per input (default {DEFAULT_LIMITS.max_judge_chars})")
-    parser.add_argument("--max-body-bytes", type=int,
-                        help=f"bytes per request body (default {DEFAULT_LIMITS.max_body_bytes})")
 
 
 def cmd_agreement(args) -> int:

@@ -46,3 +46,20 @@ DEFAULT_LIMITS = Limits()
 
 # Limit -> the command-line option that overrides it.
 OPTION_NAMES = {name: "--" + name.replace("_", "-") for name in Limits.__dataclass_fields__}
+
+
+def add_server_options(parser) -> None:
+    """The options both HTTP servers take (the judge's and the chat server's): the
+    client's time to send, the model queue, uvicorn's concurrency and keep-alive, and
+    the body-size limit. Declared once here, where importing stays light (no FastAPI)."""
+    parser.add_argument("--read-timeout", type=float, default=30.0,
+                        help="seconds a client has to send its whole request (then 408; default 30)")
+    parser.add_argument("--max-queue", type=int, default=64,
+                        help="requests waiting for the model, past which 503 (default 64)")
+    parser.add_argument("--limit-concurrency", type=int, default=1024,
+                        help="connections and requests at once, past which a quick 503 (uvicorn's "
+                             "option; default 1024)")
+    parser.add_argument("--timeout-keep-alive", type=float, default=5.0,
+                        help="seconds an idle keep-alive connection stays open (default 5)")
+    parser.add_argument("--max-body-bytes", type=int,
+                        help=f"bytes per request body (default {DEFAULT_LIMITS.max_body_bytes})")

@@ -39,7 +39,7 @@ from fastapi import Request as FastAPIRequest
 
 from ..errors import MeraError
 from ..http_app import BodyError, Guard, ModelQueue, Server, json_app, read_json
-from ..limits import DEFAULT_LIMITS, Limits
+from ..limits import DEFAULT_LIMITS, Limits, add_server_options
 from ..media import Media
 from ..prompts import MEDIA_SLOT
 from .request import Request
@@ -333,21 +333,11 @@ def _parser() -> argparse.ArgumentParser:
                         help="require 'Authorization: Bearer KEY' on every route but /health "
                              "(default: $MERA_SERVE_API_KEY, which `ps` does not show; none: no "
                              "authentication)")
-    parser.add_argument("--read-timeout", type=float, default=30.0,
-                        help="seconds a client has to send a whole request (default 30)")
+    add_server_options(parser)
     parser.add_argument("--workers", type=int, default=8,
                         help="threads parsing requests and decoding their images (default 8)")
-    parser.add_argument("--max-queue", type=int, default=64,
-                        help="requests waiting for the model, past which 503 (default 64)")
-    parser.add_argument("--limit-concurrency", type=int, default=1024,
-                        help="connections and requests at once, past which a quick 503 (uvicorn's "
-                             "option; default 1024)")
-    parser.add_argument("--timeout-keep-alive", type=float, default=5.0,
-                        help="seconds an idle keep-alive connection stays open (default 5)")
     parser.add_argument("--max-image-pixels", type=int,
                         help=f"pixels per image (default {DEFAULT_LIMITS.max_image_pixels})")
-    parser.add_argument("--max-body-bytes", type=int,
-                        help=f"bytes per request body (default {DEFAULT_LIMITS.max_body_bytes})")
     parser.add_argument("--max-tokens-limit", type=int, default=MAX_TOKENS_LIMIT,
                         help=f"largest max_tokens a request may ask (default {MAX_TOKENS_LIMIT})")
     parser.add_argument("--verbose", action="store_true", help="log every request (default: off)")
