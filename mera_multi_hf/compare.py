@@ -195,11 +195,15 @@ def _scored(doc: dict) -> dict:
 
 def compare_runs(path_a, path_b, *, force: bool = False) -> dict:
     """The comparison of two runs as data (what compare.json holds)."""
-    a, b = read_run(path_a), read_run(path_b)
+    return compare_docs(read_run(path_a), read_run(path_b), force=force)
+
+
+def compare_docs(a: dict, b: dict, *, force: bool = False) -> dict:
+    """The comparison of two runs' results.json documents (as read_run reads them)."""
     ta, tb = _scored(a), _scored(b)
     common = [k for k in ta if k in tb]
     if not common:
-        raise MeraError(f"{path_a} and {path_b} share no task scored with per-example "
+        raise MeraError(f"{a['_folder']} and {b['_folder']} share no task scored with per-example "
                         "results (runs scored before this version have none: score them again)")
     tasks, totals = {}, []
     for key in common:
@@ -351,10 +355,10 @@ def write_report(out, stem: str, text: str, png: bytes, doc: dict,
 def cmd_compare(args) -> int:
     from .compare_html import PAGE_NAME, compare_page
 
-    result = compare_runs(args.run_a, args.run_b, force=args.force)
+    a, b = read_run(args.run_a), read_run(args.run_b)
+    result = compare_docs(a, b, force=args.force)
     write_report(args.out, "compare", markdown(result), chart_png(result), result,
-                 overwrite=args.overwrite,
-                 extra={PAGE_NAME: compare_page(result, read_run(args.run_a), read_run(args.run_b))})
+                 overwrite=args.overwrite, extra={PAGE_NAME: compare_page(result, a, b)})
     return 0
 
 

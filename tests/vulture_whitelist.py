@@ -49,5 +49,5 @@ app_from_env
 # the tiny-model recipes, named by string in the families table (tiny_models/__init__.py)
 qwen2_vl, qwen3_vl, gemma3, idefics3, llava_onevision, internvl, qwen2_5_omni, phi4_multimodal
 # public API that users and the tests call (documented in the README and the cards)
-register_task, read_submission, judge_example_scores, build_random_llava
+register_task, read_submission, judge_example_scores, build_random_llava, compare_runs
 _.serve
