@@ -11,20 +11,11 @@ whether torchvision imports (which decides whether the family's video processor 
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import MeraError
-
-
-@functools.cache
-def has_torchvision() -> bool:
-    try:
-        import torchvision  # noqa: F401
-    except Exception:  # noqa: BLE001 (an ImportError, or a torch/torchvision mismatch)
-        return False
-    return True
+from .recipes import has_torchvision
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,18 @@ on the project's sample texts with the family's special tokens, and the chat tem
 :mod:`.templates`. Weights are random (seeded); answers are noise."""
 from __future__ import annotations
 
+import functools
+
 from . import templates
+
+
+@functools.cache  # the recipes' one question about this environment
+def has_torchvision() -> bool:
+    try:
+        import torchvision  # noqa: F401
+    except Exception:  # noqa: BLE001 (an ImportError, or a torch/torchvision mismatch)
+        return False
+    return True
 
 
 def tokenizer(specials: list[str], media: dict[str, str], eos: str, pad: str, bos: str | None = None):
@@ -39,9 +50,7 @@ def _text(tok, **extra) -> dict:
 def _video_processor(name: str, **kwargs):
     """The family's video processor, or None where torchvision does not import
     (transformers' video processors need it): videos then go in as frames."""
-    from .. import tiny_models
-
-    if not tiny_models.has_torchvision():
+    if not has_torchvision():
         return None
     import transformers
 

@@ -42,7 +42,7 @@ from ...tiny_model import (TINY_AUDIO_MODEL_ID, TINY_MODEL_ID, is_tiny_model,
 from .traits import GENERIC, traits_for
 from ..chat import chat_messages, plain_dialogue
 from ..request import Request
-from . import Backend, check_stop, cut_at_stop
+from .base import Backend, check_stop, cut_at_stop
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 DEFAULT_MAX_FRAMES = 8

@@ -33,7 +33,7 @@ from ...http_client import RETRY_STATUS, make_session, short_error
 from ...provenance import mask_secrets
 from ..chat import openai_messages
 from ..request import Request
-from . import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, Backend, check_stop, cut_at_stop
+from .base import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, Backend, check_stop, cut_at_stop
 
 
 
