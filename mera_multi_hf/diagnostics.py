@@ -20,6 +20,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from .metric_fns import _parse_prediction, normalize
+from .metric_registry import averaged_over_examples, display_name
 
 SHOWN_IDS = 10  # example ids listed with a count
 
@@ -206,11 +207,13 @@ def _ranking_lines(r: dict) -> list[str]:
 
 def _task_lines(result: dict) -> list[str]:
     d = result["diagnostics"]
-    em = result.get("metrics", {}).get("exact_match")
+    scores = result.get("metrics", {})  # beside the failures: the means over examples
+    beside = "".join(f"; {display_name(m)} {scores[m]:.4f}" for m in
+                     averaged_over_examples(result.get("official_metrics", ())) if m in scores)
     fmt = d["format"]
     lines = [f"### {result['task']}", "",
              f"- format failures: {fmt['failures']} of {fmt['n']} ({_pct(fmt['rate'])}): "
-             f"{fmt['rule']}" + (f"; exact match {em:.4f}" if em is not None else "")]
+             f"{fmt['rule']}{beside}"]
     dist = d.get("answer_distribution")
     if dist:
         counts = ", ".join(f"{c} {dist['model'][c]}/{dist['gold'][c]}" for c in dist["model"])

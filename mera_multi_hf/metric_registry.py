@@ -13,11 +13,16 @@ import numpy as np
 from . import metric_fns
 
 
-def _exact_match(golds, preds, em_mode):
-    return {"exact_match": metric_fns.exact_match_scores(preds, golds, mode=em_mode)}
+def _exact_match(golds, preds, em_mode, task):
+    """EM, and beside it the project's extra: EM of the answer extracted from a wordy reply."""
+    metric_fns.warn_if_squad_on_letters(em_mode, task.answer_kind)
+    extracted = [metric_fns.extract_answer(p, task.choices or None) for p in preds]
+    return {"exact_match": metric_fns.exact_match_scores(preds, golds, mode=em_mode),
+            "exact_match_extracted": metric_fns.exact_match_scores(extracted, golds,
+                                                                   mode=em_mode)}
 
 
-def _slots(golds, preds, em_mode):
+def _slots(golds, preds, em_mode, task):
     intent, slots = metric_fns.slot_f1_scores(preds, golds, filtered=True)  # filters applied
     return {"intent_exact_match": intent, "slot_f1": slots}
 
@@ -26,8 +31,9 @@ def _slots(golds, preds, em_mode):
 class Metric:
     name: str
     display: str                     # how reports, the chart and the HTML page name it
-    # (golds, filtered predictions, em_mode) -> {name: per-example array}; one call may
-    # make several metrics (ruSLUn's two). None: made from another metric or by the judge.
+    # (golds, filtered predictions, em_mode, task declaration) -> {name: per-example
+    # array}; one call may make several metrics (ruSLUn's two, EM and extracted EM).
+    # None: made from another metric or by the judge.
     per_example: Callable | None = None
     of: str | None = None            # a group metric: the per-example metric it groups
     higher_is_better: bool = True
@@ -37,6 +43,9 @@ class Metric:
     official: bool = True            # False: the project's extra, never an official number
     card_name: str | None = None     # the name the official dataset cards use
     card_text: tuple[str, str] = ("", "")  # (en, ru) default description on a dataset card
+    space: bool = False              # has an evaluate module, the Space folder metrics/<name>/
+    space_sources: tuple[str, ...] = ()  # package modules its folder carries beyond the common ones
+    task_options: tuple[str, ...] = ()   # compute() options a task declaration gives (load_metric)
 
     @property
     def aggregation(self) -> str:
@@ -46,32 +55,35 @@ class Metric:
 
 
 METRICS = {m.name: m for m in (
-    Metric("exact_match", "Exact match", _exact_match,
-           card_name="Exact match",
+    Metric("exact_match", "Exact match", _exact_match, space=True,
+           task_options=("mode", "answer_kind", "choices"), card_name="Exact match",
            card_text=("The share of examples whose answer equals the gold answer (after the "
                       "task's normalisation).",
                       "Доля примеров, где ответ совпал с правильным (после нормализации "
                       "задачи).")),
-    Metric("group_exact_match", "Group exact match", of="exact_match",
-           card_name="Group Exact match",
+    Metric("group_exact_match", "Group exact match", of="exact_match", space=True,
+           task_options=("mode", "answer_kind"), card_name="Group Exact match",
            card_text=("Examples are grouped (same media and question); a group counts only "
                       "when all its examples are right; the mean over groups.",
                       "Примеры группируются (одни медиа и вопрос); группа засчитывается, "
                       "только если верны все её примеры; среднее по группам.")),
-    Metric("judge_score", "Judge score", judge=True, card_name="Judge score",
+    Metric("judge_score", "Judge score", judge=True, card_name="Judge score", space=True,
+           space_sources=("http_client.py", "judge.py", "masking.py"),
            card_text=("The share of answers a judge model labels correct.",
                       "Доля ответов, которые модель-судья признала верными.")),
     Metric("group_judge_score", "Group judge score", of="judge_score", judge=True),
     Metric("intent_exact_match", "Intent exact match", _slots),
-    Metric("slot_f1", "Slot F1", _slots),
+    Metric("slot_f1", "Slot F1", _slots, space=True),  # its module makes intent EM too
     Metric("exact_match_extracted", "Exact match after answer extraction (not official)",
-           official=False, leaderboard=False),
+           _exact_match, official=False, leaderboard=False),
 )}
 
 # Group metric -> the per-example metric whose groups it averages.
 GROUP_OF = {m.name: m.of for m in METRICS.values() if m.of}
 # The project's extra metrics (EM after answer extraction), never official numbers.
 UNOFFICIAL = tuple(m.name for m in METRICS.values() if not m.official)
+# The per-example metric a judge model makes (its group metric groups it).
+JUDGED = next(m.name for m in METRICS.values() if m.judge and not m.of)
 # Names shown for what is not a metric but sits in the same tables.
 _OTHER_NAMES = {"task_score": "Task score (mean of the leaderboard metrics computed)"}
 CARD_TEXT = {m.card_name: m.card_text for m in METRICS.values() if m.card_name}
@@ -81,6 +93,11 @@ def display_name(name: str) -> str:
     """A metric's display name; an unknown name is shown as it is."""
     metric = METRICS.get(name)
     return metric.display if metric else _OTHER_NAMES.get(name, name)
+
+
+def averaged_over_examples(names) -> list[str]:
+    """Those of ``names`` that are means over examples (not over groups), in their order."""
+    return [n for n in names if n in METRICS and METRICS[n].aggregation == "mean"]
 
 
 def per_example_functions(names) -> list[Callable]:

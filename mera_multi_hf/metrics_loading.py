@@ -3,16 +3,14 @@ from __future__ import annotations
 
 from ._paths import bundled_dir
 from .errors import MeraError
+from .metric_registry import METRICS as REGISTRY
 
-METRICS = ("exact_match", "group_exact_match", "slot_f1", "judge_score")
+# The metrics with an evaluate module (a Space folder metrics/<name>/), from the registry.
+METRICS = tuple(m.name for m in REGISTRY.values() if m.space)
 # The package modules each metric folder carries as sibling files (byte-for-byte copies,
 # imported relatively by <name>.py), so that the folder runs as a Space without this package.
 COMMON_SOURCES = ("citation.py", "errors.py", "filters.py", "metric_fns.py")
-SIBLING_SOURCES = {name: COMMON_SOURCES for name in METRICS}
-SIBLING_SOURCES["judge_score"] = COMMON_SOURCES + ("http_client.py", "judge.py", "masking.py")
-# What a task declaration gives a metric's compute() when load_metric gets task=.
-TASK_DEFAULTS = {"exact_match": ("mode", "answer_kind", "choices"),
-                 "group_exact_match": ("mode", "answer_kind")}
+SIBLING_SOURCES = {name: COMMON_SOURCES + REGISTRY[name].space_sources for name in METRICS}
 
 
 def metric_path(name: str) -> str:
@@ -49,4 +47,4 @@ def task_defaults(name: str, task: str) -> dict:
     spec = get_task(task)
     values = {"mode": spec.em_mode, "answer_kind": spec.answer_kind,
               "choices": list(spec.choices) or None}
-    return {key: values[key] for key in TASK_DEFAULTS.get(name, ())}
+    return {key: values[key] for key in REGISTRY[name].task_options}

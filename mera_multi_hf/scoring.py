@@ -11,11 +11,10 @@ from statistics import fmean
 
 import numpy as np
 
-from . import metric_fns
 from .errors import MeraError
 from .examples import Example
 from .filters import apply_filters
-from .metric_registry import UNOFFICIAL, aggregate, per_example_functions
+from .metric_registry import JUDGED, UNOFFICIAL, aggregate, per_example_functions
 from .tasks import TASKS, TaskSpec
 
 def filtered(task: TaskSpec, predictions: list[str]) -> list[str]:
@@ -31,11 +30,7 @@ def per_example_scores(task: TaskSpec, golds: list, predictions: list[str],
     preds = filtered(task, predictions)
     scores: dict[str, np.ndarray] = {}
     for make in per_example_functions(task.metrics):
-        scores.update(make(golds, preds, em_mode))
-    if "exact_match" in scores:
-        extracted = [metric_fns.extract_answer(p, task.choices or None) for p in preds]
-        scores["exact_match_extracted"] = metric_fns.exact_match_scores(extracted, golds,
-                                                                         mode=em_mode)
+        scores.update(make(golds, preds, em_mode, task))
     return scores
 
 
@@ -68,14 +63,12 @@ def score_task(task: TaskSpec, examples: list[Example], predictions: dict[int, s
         result.update(scorable=False, metrics={}, note="gold answers are hidden in this split: "
                       "submit the ZIP to the MERA site for scores")
         return result
-    if "exact_match" in task.metrics:
-        metric_fns.warn_if_squad_on_letters(em_mode, task.answer_kind)
     golds = [e.gold for e in examples]
     preds = [predictions[e.id] for e in examples]
     scores = per_example_scores(task, golds, preds, em_mode)
     if judge is not None and task.judge_metrics:
         from .judge import judge_scores
-        scores["judge_score"] = np.asarray(  # the judge sees what the metrics see
+        scores[JUDGED] = np.asarray(  # the judge sees what the metrics see
             judge_scores(judge, filtered(task, preds), golds, [e.prompt for e in examples]),
             dtype=float)
         result["metric_modes"]["judge"] = judge.describe()
@@ -88,7 +81,7 @@ def score_task(task: TaskSpec, examples: list[Example], predictions: dict[int, s
     result["breakdown"] = _breakdowns(task, examples, scores, groups)
     result["per_example"] = {m: dict(zip((e.id for e in examples), map(float, s)))
                              for m, s in scores.items()}
-    _add_uncertainty(task, examples, scores, result, preds)
+    _add_uncertainty(task, examples, scores, result, preds, em_mode)
     return result
 
 
@@ -104,7 +97,7 @@ def task_score(task: TaskSpec, result: dict) -> dict:
             "local_estimate": task.local_estimate}
 
 
-def _add_uncertainty(task, examples, scores, result, preds) -> None:
+def _add_uncertainty(task, examples, scores, result, preds, em_mode) -> None:
     """The per-example table (kept in results.json: compare reads it), every score's
     interval, and the answer diagnostics."""
     from .diagnostics import diagnostics
@@ -112,8 +105,7 @@ def _add_uncertainty(task, examples, scores, result, preds) -> None:
 
     result["examples"] = example_table(task, examples, scores)
     add_task_uncertainty(result)
-    result["diagnostics"] = diagnostics(task, examples, filtered(task, preds),
-                                        result["metric_modes"]["exact_match"])
+    result["diagnostics"] = diagnostics(task, examples, filtered(task, preds), em_mode)
 
 
 def _breakdowns(task: TaskSpec, examples: list[Example], scores, groups) -> dict:

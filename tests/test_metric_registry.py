@@ -34,11 +34,39 @@ def test_group_metrics_group_a_registered_per_example_metric():
 def test_per_example_functions_make_each_metric_once():
     slots = per_example_functions(["intent_exact_match", "slot_f1"])
     assert len(slots) == 1
-    made = slots[0](['{"intent": "a", "slots": []}'], ['{"intent": "a", "slots": []}'], "mera")
+    made = slots[0](['{"intent": "a", "slots": []}'], ['{"intent": "a", "slots": []}'], "mera",
+                    TASKS["ruslun"])
     assert set(made) == {"intent_exact_match", "slot_f1"}
     assert per_example_functions(["group_exact_match", "judge_score"]) == []
-    em = per_example_functions(["exact_match"])[0](["A.", "B"], ["a", "a"], "mera")["exact_match"]
-    assert em.tolist() == [1, 0]  # "A." -> "a" (lowercase, no punctuation)
+    em = per_example_functions(["exact_match"])[0](["A.", "B"], ["a", "Ответ: B"], "mera",
+                                                   TASKS["weird"])
+    assert em["exact_match"].tolist() == [1, 0]  # "A." -> "a" (lowercase, no punctuation)
+    assert em["exact_match_extracted"].tolist() == [1, 1]  # the extra, made with EM
+    assert per_example_functions(["exact_match_extracted"]) == per_example_functions(["exact_match"])
+
+
+def test_the_diagnostics_show_the_means_over_examples_the_registry_names():
+    from mera_multi_hf.diagnostics import _task_lines
+
+    fmt = {"format": {"failures": 1, "n": 4, "rate": 0.25, "rule": "a letter"}}
+    ruhhh = {"task": "ruhhh_image", "diagnostics": fmt, "official_metrics": [
+        "exact_match", "group_exact_match"], "metrics": {"exact_match": 0.5, "group_exact_match": 0.25}}
+    assert _task_lines(ruhhh)[2].endswith("a letter; Exact match 0.5000")
+    ruslun = {"task": "ruslun", "diagnostics": fmt, "official_metrics": [
+        "intent_exact_match", "slot_f1"], "metrics": {"intent_exact_match": 0.5, "slot_f1": 0.125}}
+    assert _task_lines(ruslun)[2].endswith("; Intent exact match 0.5000; Slot F1 0.1250")
+
+
+def test_the_metric_modules_and_their_task_options_come_from_the_registry():
+    from mera_multi_hf.metrics_loading import METRICS as MODULES
+    from mera_multi_hf.metrics_loading import task_defaults
+
+    assert set(MODULES) == {"exact_match", "group_exact_match", "slot_f1", "judge_score"}
+    assert task_defaults("exact_match", "weird") == {"mode": "mera", "answer_kind": "letter",
+                                                     "choices": ["A", "B"]}
+    assert task_defaults("group_exact_match", "ruhhh_video") == {"mode": "strict",
+                                                                 "answer_kind": "letter"}
+    assert task_defaults("slot_f1", "ruslun") == {}
 
 
 def test_display_names_are_read_by_the_reports_and_the_cards():
