@@ -151,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        from .tasks import import_task_modules
+
+        import_task_modules()  # tasks declared outside the package ($MERA_MULTI_TASKS)
         check_blank(args)
         return args.func(args) or 0
     except MeraError as err:

@@ -1,123 +1,109 @@
-"""A made-up 19th task takes a declaration, a builder and a raw folder: the runner, the
-scorer, the reports and the submission handle it with no other code change (also with its
-sample declared as the task's bundled sample, and with groups made of its own fields)."""
+"""A made-up 19th task, shipped as a contributor adds one and nothing else: its
+declaration (toy_task/tasks.py), its builder (toy_task/builders/toy_colours.py) and its
+bundled raw sample (toy_task/samples/ToyColours/: test.json, shots.json,
+raw_dataset_meta.json, samples/*.png). The real `mera-multi` commands find it through
+$MERA_MULTI_TASKS and take it from build to evaluate to score to the submission; groups
+are made of its own inputs (the same picture), its breakdown is its own meta field."""
 from __future__ import annotations
 
-import dataclasses
 import json
+import subprocess
+import sys
 import zipfile
+from pathlib import Path
 
-import pytest
-from PIL import Image
-
-from mera_multi_hf.runner import run_evaluation
-from mera_multi_hf.sample_data import bundled_sample, write_sample
-from mera_multi_hf.tasks import TASKS, TaskSpec, register_task
-
-BUILDER = '''
 import datasets
-from mera_multi_hf.builder import MeraBuilder
+import pytest
 
-class ToyColours(MeraBuilder):
-    TASK_KEY = "toy_colours"
-    META_FEATURES = {"id": datasets.Value("int32"), "shade": datasets.Value("string")}
-'''
+from mera_multi_hf.cli import main
+from mera_multi_hf.tasks import TASKS, TaskSpec
 
-COLOURS = {"red": (200, 30, 30), "green": (30, 160, 60), "blue": (40, 60, 200)}
-
-
-def _record(i, colour, outputs):
-    return {"instruction": "Посмотри: <image>\nКакой это цвет?\nA. {option_a}\nB. {option_b}\n"
-                           "C. {option_c}\nОтвет:",
-            "inputs": {"image": f"samples/{colour}{i}.png", "option_a": "красный",
-                       "option_b": "зелёный", "option_c": "синий"},
-            "outputs": outputs, "meta": {"id": i, "shade": "light" if i % 2 else "dark"}}
+TOY = Path(__file__).resolve().parent / "toy_task"
 
 
 @pytest.fixture
-def toy_task(tmp_path):
-    raw = tmp_path / "ToyColours"
-    (raw / "samples").mkdir(parents=True)
-    records = []
-    for i, colour in enumerate(["red", "green", "blue", "red", "blue", "green", "red"], 1):
-        Image.new("RGB", (8, 8), COLOURS[colour]).save(raw / "samples" / f"{colour}{i}.png")
-        records.append(_record(i, colour, "ABC"[list(COLOURS).index(colour)]))
-    (raw / "test.json").write_text(json.dumps({"access": "public", "data": records[:5]},
-                                              ensure_ascii=False), encoding="utf-8")
-    (raw / "shots.json").write_text(json.dumps({"data": records[5:]}, ensure_ascii=False),
-                                    encoding="utf-8")
-    meta = {"dataset_name": "ToyColours", "license": "MIT", "dataset_size": "len(DATA)",
-            "description": {"ru": "Цвета.", "en": "Colours."}, "prompts": [],
-            "metrics": {"Exact match": {"ru": "Точное совпадение", "en": "Exact match"}},
-            "human_benchmark": {"Exact match": 1.0}}
-    (raw / "raw_dataset_meta.json").write_text(json.dumps(meta, ensure_ascii=False),
-                                               encoding="utf-8")
-    builder = tmp_path / "toy_colours.py"
-    builder.write_text(BUILDER, encoding="utf-8")
-    task = register_task(TaskSpec(
-        "toy_colours", "example/ToyColours", "ToyColours", "image", ("image",),
-        ("option_a", "option_b", "option_c"), "letter", ("exact_match",), choices=("A", "B", "C"),
-        public=True, breakdowns=(("shade", "shade"),), human_baseline={"exact_match": 1.0},
-        builder=str(builder)))
-    yield task, raw
-    TASKS.pop("toy_colours")
+def toy_commands(monkeypatch, tmp_path):
+    """The command line with the toy task's declaration module named, run in tmp_path;
+    afterwards the process forgets the task (its modules and its registry entry)."""
+    monkeypatch.setenv("MERA_MULTI_TASKS", str(TOY / "tasks.py"))
+    monkeypatch.chdir(tmp_path)
+    yield lambda *argv: main(list(argv))
+    TASKS.pop("toy_colours", None)
+    for name in [n for n in sys.modules if n.startswith(("mera_multi_hf._task_modules.",
+                                                         "mera_multi_hf._task_builders."))]:
+        del sys.modules[name]
 
 
-def test_a_new_task_runs_scores_reports_and_submits(toy_task, tmp_path):
-    task, raw = toy_task
-    out = tmp_path / "run"
-    result = run_evaluation(tasks="toy_colours", data=str(raw), output_dir=str(out),
-                            no_progress=True, max_new_tokens=4)
-    scored = result["tasks"][0]
-    assert scored["task"] == "toy_colours" and scored["n_examples"] == 5 and scored["scorable"]
-    assert set(scored["breakdown"]["shade"]) == {"light", "dark"}
-    assert sum(r["n_examples"] for r in scored["breakdown"]["shade"].values()) == 5
-    assert scored["human_baseline"] == {"exact_match": 1.0}
-    samples = [json.loads(x) for x in (out / "samples_toy_colours_test.jsonl").read_text().splitlines()]
-    assert [r["target"] for r in samples] == ["A", "B", "C", "A", "C"]
-    assert scored["metrics"]["exact_match"] == pytest.approx(
-        sum(r["metrics"]["exact_match"] for r in samples) / 5)
-    with zipfile.ZipFile(out / "submission.zip") as zf:
+def _log(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _submitted(path: Path) -> dict[int, str]:
+    with zipfile.ZipFile(path) as zf:
+        assert [n for n in zf.namelist() if n.endswith(".json")] == ["ToyColours.json"]
         rows = json.loads(zf.read("ToyColours.json"))["data"]["test"]
-    assert sorted(r["meta"]["id"] for r in rows) == [1, 2, 3, 4, 5]
-    assert "toy_colours" in (out / "results.md").read_text()
+    return {r["meta"]["id"]: r["outputs"] for r in rows}
 
 
-@pytest.fixture
-def grouped_toy_with_sample(toy_task):
-    """The same task declared again with its folder as its bundled sample, scored by group:
-    examples with the same picture form a group (no "question" field, no group ids given)."""
-    task, raw = toy_task
-    builder = raw.parent / "toy_groups.py"  # its meta keeps the derived group id
-    builder.write_text(BUILDER.replace('"toy_colours"', '"toy_groups"').replace(
-        '"shade": datasets.Value("string")}',
-        '"shade": datasets.Value("string"), "group_id": datasets.Value("int32")}'),
-        encoding="utf-8")
-    grouped = register_task(dataclasses.replace(
-        task, key="toy_groups", metrics=("exact_match", "group_exact_match"),
-        group_by=("image",), sample=str(raw), builder=str(builder)))
-    yield grouped, raw
-    TASKS.pop("toy_groups")
+def test_a_new_task_builds_evaluates_scores_and_submits(toy_commands, tmp_path):
+    # build: the bundled sample -> the Hub layout, groups derived from the same picture
+    assert toy_commands("build", "toy_colours", "--raw", "sample", "--out", "hub/ToyColours") == 0
+    built = datasets.load_dataset(str(tmp_path / "hub/ToyColours"), split="test")
+    assert [m["group_id"] for m in built["meta"]] == [1, 2, 3, 1, 3]  # red1 red4, blue3 blue5
+    assert [m["shade"] for m in built["meta"]] == ["light", "dark", "light", "dark", "light"]
+    assert "ToyColours" in (tmp_path / "hub/ToyColours/README.md").read_text(encoding="utf-8")
+
+    # evaluate: the built folder through the tiny model
+    assert toy_commands("evaluate", "--tasks", "toy_colours", "--data", "hub/ToyColours",
+                        "--output-dir", "run", "--no-progress", "--max-new-tokens", "4") == 0
+    run = json.loads((tmp_path / "run/results.json").read_text())["tasks"]["toy_colours"]
+    log = _log(tmp_path / "run/samples_toy_colours_test.jsonl")
+    assert [r["target"] for r in log] == ["A", "B", "C", "A", "C"]
+    em = {r["id"]: r["metrics"]["exact_match"] for r in log}
+    groups = ([1, 4], [2], [3, 5])
+    assert run["n_examples"] == 5 and run["n_groups"] == 3 and run["scorable"]
+    assert run["metrics"] == pytest.approx({
+        "exact_match": sum(em.values()) / 5,
+        "group_exact_match": sum(all(em[i] == 1 for i in g) for g in groups) / 3})
+    assert {k: v["n_examples"] for k, v in run["breakdown"]["shade"].items()} == {
+        "light": 3, "dark": 2}
+    assert run["human_baseline"] == {"exact_match": 1.0}
+    assert "toy_colours" in (tmp_path / "run/results.md").read_text(encoding="utf-8")
+
+    # score: the same answers scored again against the bundled sample
+    assert toy_commands("score", "--task", "toy_colours", "--data", "sample", "--predictions",
+                        "run/samples_toy_colours_test.jsonl", "--out", "scored") == 0
+    scored = json.loads((tmp_path / "scored/results.json").read_text())["tasks"]["toy_colours"]
+    assert scored["metrics"] == pytest.approx(run["metrics"]) and scored["n_groups"] == 3
+
+    # submission: one class-named file, every test id, the model's answers
+    answers = {r["id"]: r["generation"] for r in log}
+    assert _submitted(tmp_path / "run/submission.zip") == answers
+    assert _submitted(tmp_path / "scored/submission.zip") == answers
 
 
-def test_a_new_task_with_a_bundled_sample_and_its_own_groups(grouped_toy_with_sample, tmp_path):
-    task, raw = grouped_toy_with_sample
-    assert bundled_sample(task.key) == raw
-    copy = write_sample(tmp_path / "copy", task.key)
-    assert sorted(p.name for p in copy.iterdir()) == sorted(p.name for p in raw.iterdir())
-    out = tmp_path / "run"
-    result = run_evaluation(tasks=task.key, data="sample", output_dir=str(out),
-                            no_progress=True, max_new_tokens=4)
-    scored = result["tasks"][0]
-    # test pictures red1 green2 blue3 red4 blue5: one-colour PNGs, so the two reds and the
-    # two blues have the same bytes -> three groups
-    assert scored["n_examples"] == 5 and scored["n_groups"] == 3
-    samples = [json.loads(x) for x in (out / f"samples_{task.key}_test.jsonl").read_text()
-               .splitlines()]
-    assert [r["target"] for r in samples] == ["A", "B", "C", "A", "C"]
-    assert set(scored["metrics"]) >= {"exact_match", "group_exact_match"}
-    with zipfile.ZipFile(out / "submission.zip") as zf:
-        assert len(json.loads(zf.read("ToyColours.json"))["data"]["test"]) == 5
+def test_the_new_task_is_listed_and_its_sample_is_bundled(toy_commands, tmp_path, capsys):
+    from mera_multi_hf.sample_data import bundled_sample, write_sample
+
+    assert toy_commands("tasks") == 0
+    assert "toy_colours" in capsys.readouterr().out
+    assert bundled_sample("toy_colours") == TOY / "samples" / "ToyColours"
+    copy = write_sample(tmp_path / "copy", "toy_colours")
+    assert sorted(p.name for p in copy.rglob("*")) == sorted(
+        p.name for p in bundled_sample("toy_colours").rglob("*"))
+    # the console script itself, in a process of its own
+    done = subprocess.run([sys.executable, "-m", "mera_multi_hf", "tasks"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "toy_colours" in done.stdout, done.stderr[-2000:]
+
+
+def test_a_task_module_that_is_not_there_is_one_clear_line(monkeypatch, capsys):
+    for named, said in (("nowhere/tasks.py", "the task module nowhere/tasks.py does not exist"),
+                        ("no_such_tasks", "cannot import the task module no_such_tasks")):
+        monkeypatch.setenv("MERA_MULTI_TASKS", named)
+        assert main(["tasks"]) == 2
+        assert capsys.readouterr().err == f"mera-multi: error: MERA_MULTI_TASKS: {said}" + (
+            " (no module no_such_tasks)\n" if named == "no_such_tasks" else "\n")
 
 
 def test_group_by_must_name_the_inputs_and_match_the_group_metric():
