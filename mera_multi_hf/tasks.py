@@ -259,9 +259,9 @@ def register_task(task: TaskSpec) -> TaskSpec:
 TASK_MODULES_VARIABLE = "MERA_MULTI_TASKS"
 
 
-def import_task_modules(modules: str | None = None) -> None:
-    """Import the task declaration modules named by ``modules`` (default
-    ``$MERA_MULTI_TASKS``); each is imported once per process."""
+def import_task_modules() -> None:
+    """Import the task declaration modules that ``$MERA_MULTI_TASKS`` names (each once
+    per process)."""
     import hashlib
     import importlib
     import os
@@ -269,7 +269,7 @@ def import_task_modules(modules: str | None = None) -> None:
 
     from ._paths import load_module_from_file
 
-    named = os.environ.get(TASK_MODULES_VARIABLE, "") if modules is None else modules
+    named = os.environ.get(TASK_MODULES_VARIABLE, "")
     for entry in filter(None, (e.strip() for e in named.split(","))):
         if entry.endswith(".py"):
             path = Path(entry).resolve()

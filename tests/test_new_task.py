@@ -29,8 +29,8 @@ def toy_commands(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     yield lambda *argv: main(list(argv))
     TASKS.pop("toy_colours", None)
-    for name in [n for n in sys.modules if n.startswith(("mera_multi_hf._task_modules.",
-                                                         "mera_multi_hf._task_builders."))]:
+    for name in [n for n in sys.modules if n.startswith((
+            "mera_multi_hf._task_modules.", "mera_multi_hf._task_builders.", "toy_task"))]:
         del sys.modules[name]
 
 
@@ -95,6 +95,14 @@ def test_the_new_task_is_listed_and_its_sample_is_bundled(toy_commands, tmp_path
     done = subprocess.run([sys.executable, "-m", "mera_multi_hf", "tasks"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0 and "toy_colours" in done.stdout, done.stderr[-2000:]
+
+
+def test_the_declaration_may_be_named_as_an_importable_module(toy_commands, monkeypatch,
+                                                              capsys):
+    monkeypatch.syspath_prepend(str(TOY.parent))
+    monkeypatch.setenv("MERA_MULTI_TASKS", " toy_task.tasks, ")
+    assert toy_commands("tasks") == 0 and "toy_colours" in capsys.readouterr().out
+    assert sys.modules["toy_task.tasks"].TOY_COLOURS is TASKS["toy_colours"]
 
 
 def test_a_task_module_that_is_not_there_is_one_clear_line(monkeypatch, capsys):
