@@ -43,6 +43,8 @@ def test_per_example_functions_make_each_metric_once():
     assert em["exact_match"].tolist() == [1, 0]  # "A." -> "a" (lowercase, no punctuation)
     assert em["exact_match_extracted"].tolist() == [1, 1]  # the extra, made with EM
     assert per_example_functions(["exact_match_extracted"]) == per_example_functions(["exact_match"])
+    with pytest.warns(UserWarning, match="mode 'squad' on a letter task"):  # scoring warns too
+        per_example_functions(["exact_match"])[0](["A"], ["A"], "squad", TASKS["weird"])
 
 
 def test_the_diagnostics_show_the_means_over_examples_the_registry_names():
