@@ -139,3 +139,43 @@ def test_each_domain_config_holds_its_raw_records_in_raw_order(per_domain, tmp_p
              for c in card["dataset_info"]}
     assert sizes["all"] == {"test": sum(SIZES.values()), "shots": len(splits["shots"])}
     assert {d: sizes[d]["test"] for d in TASK.domains} == SIZES
+
+
+def test_problems_of_a_folder_read_domain_by_domain_are_each_reported_once(tmp_path, capsys):
+    """The single-folder form read domain config by domain config: a record naming no
+    known domain, a broken picture, ids repeated across domains and across splits are each
+    one problem, all reported at once; the file's notes are said once too."""
+    from mera_multi_hf.errors import DataValidationError
+    from mera_multi_hf.hub import export_raw
+
+    raw = tmp_path / "raw"
+    splits = _raw_folder(raw, per_domain=False)
+    test, shots = splits["test"], splits["shots"]
+    by_domain = {d: [r for r in test if record_domain(r["meta"], TASK.domains) == d]
+                 for d in TASK.domains}
+    test[0]["meta"]["categories"]["domain"] = "astrology"
+    unknown = test[0]["meta"]["id"]
+    broken = raw / by_domain["chemistry"][1]["inputs"]["image"]
+    broken.write_bytes(b"not a picture")
+    by_domain["physics"][2]["meta"]["id"] = by_domain["biology"][3]["meta"]["id"]
+    shots[0]["meta"]["id"] = by_domain["earth_science"][0]["meta"]["id"]
+    _write(raw / "test.json", {"data": test})  # no "access": a note, not a problem
+    _write(raw / "shots.json", {"data": shots})
+    with pytest.raises(DataValidationError) as err:
+        export_raw(TASK, raw, tmp_path / "export")
+    problems = [(p.example_id, p.field) for p in err.value.problems]
+    assert sorted(problems, key=str) == sorted([
+        (unknown, "meta.domain"), (by_domain["chemistry"][1]["meta"]["id"], "inputs.image"),
+        (by_domain["biology"][3]["meta"]["id"], "meta.id"),
+        (shots[0]["meta"]["id"], "meta.id")], key=str), str(err.value)
+    assert "'astrology' is not one of biology" in str(err.value)
+    assert not (tmp_path / "export").exists()
+    test[0]["meta"]["categories"]["domain"] = "biology"
+    broken.unlink()
+    test.remove(by_domain["chemistry"][1])
+    test.remove(by_domain["physics"][2])
+    _write(raw / "test.json", {"data": test})
+    _write(raw / "shots.json", {"data": shots[1:]})
+    assert main(["build", TASK.key, "--raw", str(raw), "--out", str(tmp_path / "export")]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "note:" in line]
+    assert len(notes) == 1 and 'test.json: no "access" key' in notes[0], notes
