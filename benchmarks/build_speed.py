@@ -63,17 +63,23 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
 
+def picture(rng: random.Random, width: int = 640, height: int = 480) -> Image.Image:
+    """A photo-like test picture: a plain ground with 12 coloured rectangles."""
+    img = Image.new("RGB", (width, height), tuple(rng.randrange(256) for _ in range(3)))
+    draw = ImageDraw.Draw(img)
+    for _ in range(12):
+        x, y = rng.randrange(width - 40), rng.randrange(height - 40)
+        draw.rectangle([x, y, x + rng.randrange(20, 200), y + rng.randrange(20, 200)],
+                       fill=tuple(rng.randrange(256) for _ in range(3)))
+    return img
+
+
 def make_raw(folder: Path, n: int) -> None:
     rng = random.Random(0)
     (folder / "samples").mkdir(parents=True)
     data = []
     for i in range(n):
-        img = Image.new("RGB", (640, 480), tuple(rng.randrange(256) for _ in range(3)))
-        draw = ImageDraw.Draw(img)
-        for _ in range(12):
-            x, y = rng.randrange(600), rng.randrange(440)
-            draw.rectangle([x, y, x + rng.randrange(20, 200), y + rng.randrange(20, 200)],
-                           fill=tuple(rng.randrange(256) for _ in range(3)))
+        img = picture(rng)
         name = f"samples/image{i:05d}.jpg"
         img.save(folder / name, quality=90)
         category, subcategory, _scene, question, answers = ITEMS[i % len(ITEMS)]

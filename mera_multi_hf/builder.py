@@ -14,7 +14,7 @@ import datasets
 import numpy as np
 
 from .media import UndecodedAudio
-from .raw import FieldError, RawDataset, domain_key
+from .raw import FieldError, RawDataset, named_domain, record_domain
 from .tasks import CITATION, TASKS, TaskSpec, get_task
 
 ALL_DOMAINS = "all"  # a domain-split task's default config: every domain at once
@@ -107,27 +107,27 @@ def with_domain(meta: dict, domains: tuple[str, ...]) -> dict:
     ("Earth science", "earth_science" -> "earth_science"), read from ``meta.domain`` or,
     as the official records of the science tasks write it, ``meta.categories.domain``;
     a missing or unknown one is a problem in ``meta.domain``."""
-    categories = meta.get("categories")
-    named = meta.get("domain") or (categories.get("domain") if isinstance(categories, dict)
-                                   else None)
-    known = {domain_key(d): d for d in domains}
-    key = domain_key(named)
-    if key not in known:
-        raise FieldError("meta.domain", f"{named!r:.80} is not one of {', '.join(domains)} "
-                         "(each record names its domain in meta.domain)")
-    return {**meta, "domain": known[key]}
+    domain = record_domain(meta, domains)
+    if domain is None:
+        raise FieldError("meta.domain", f"{named_domain(meta)!r:.80} is not one of "
+                         f"{', '.join(domains)} (each record names its domain in meta.domain)")
+    return {**meta, "domain": domain}
 
 
 class MeraBuilder(datasets.GeneratorBasedBuilder):
     """Build one MERA task from its raw folder (``data_dir``), streaming record by record.
 
     ``raw_options`` (set on the instance before ``download_and_prepare``) go to
-    :class:`~mera_multi_hf.raw.RawDataset`: ``limits``, ``include_private_answers``.
+    :class:`~mera_multi_hf.raw.RawDataset`: ``limits``, ``include_private_answers``,
+    ``workers``. ``raw``: the reading of the raw folder; set it to another config's builder's
+    before ``download_and_prepare`` to build the domain configs from one reading (every
+    file read and checked once, ids unique across the domains).
     """
 
     TASK_KEY: str = ""
     META_FEATURES: dict = {}
     raw_options: dict = {}
+    raw: RawDataset | None = None
 
     def __init_subclass__(cls, **kwargs):
         """A domain-split task's builder gets one config per domain and the default
@@ -178,13 +178,14 @@ class MeraBuilder(datasets.GeneratorBasedBuilder):
         )
 
     def _split_generators(self, dl_manager):
-        self.raw = RawDataset(self.task(), self.config.data_dir, self.checked_meta,
-                              **self.raw_options)
+        if self.raw is None:
+            self.raw = RawDataset(self.task(), self.config.data_dir, self.checked_meta,
+                                  **self.raw_options)
         return [datasets.SplitGenerator(name=split, gen_kwargs={"split": split})
                 for split in self.raw.splits()]
 
     def _generate_examples(self, split):
+        """A domain config takes its domain's records, picked before their media is read."""
         domain = self.config.name if self.config.name in self.task().domains else None
-        for example in self.raw.records(split):
-            if domain is None or example["meta"]["domain"] == domain:
-                yield example["meta"]["id"], example
+        for example in self.raw.records(split, domain):
+            yield example["meta"]["id"], example

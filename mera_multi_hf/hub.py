@@ -23,9 +23,8 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from ._version import __version__
 from .builder import ALL_DOMAINS
-from .builders import builder_class
-from .errors import DataValidationError, MeraError
-from .hub_layout import stage_data
+from .errors import MeraError
+from .hub_layout import build_configs, joined_info, stage_data
 from .limits import Limits
 from .metric_registry import CARD_TEXT
 from .outputs import LOCK, MARKER, read_marker
@@ -56,24 +55,6 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def _prepare(task, raw_dir, work: Path, max_shard_size: int, raw_options: dict):
-    """Build into ``work``; returns the builder (its ``raw`` holds what was read)."""
-    builder = builder_class(task)(data_dir=str(Path(raw_dir).resolve()),
-                                  cache_dir=str(work / "cache"))
-    builder.raw_options = raw_options
-    try:
-        builder.download_and_prepare(output_dir=str(work / "prepared"),
-                                     file_format="parquet", max_shard_size=max_shard_size)
-    except MeraError:
-        raise
-    except Exception:
-        if getattr(builder, "raw", None) is None or not builder.raw.problems:
-            raise
-    if builder.raw.problems:
-        raise DataValidationError(builder.raw.problems, str(raw_dir))
-    return builder
-
-
 def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
                max_shard_size: str | int = "500MB", *, include_private_answers: bool = False,
                overwrite: bool = False, limits: Limits | None = None,
@@ -100,20 +81,21 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
         work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp",
                                      dir=folder.path.absolute().parent))
         try:
-            builder = _prepare(task, raw_dir, work, size, {
+            builders = build_configs(task, raw_dir, work, size, {
                 "limits": limits, "include_private_answers": include_private_answers,
                 "workers": num_proc or default_workers()})
-            internal = include_private_answers and builder.raw.private
+            raw = next(iter(builders.values())).raw  # the one reading every config shares
+            internal = include_private_answers and raw.private
             staged = work / "export"
-            configs = stage_data(task, builder.info, work / "prepared", staged, size)
-            builder.raw.test_ids = _test_ids(staged)
-            write_card(task, builder.info, staged / "README.md", builder.raw, internal=internal,
-                       configs=configs)
+            configs = stage_data(builders, work / "prepared", staged)
+            raw.test_ids = _test_ids(staged)
+            write_card(task, joined_info(builders, configs), staged / "README.md", raw,
+                       internal=internal, configs=configs)
             files = {str(f.relative_to(staged)): f for f in sorted(staged.rglob("*"))
                      if f.is_file()}
             folder.write_set(files, index="README.md", info={
                 "version": __version__, "task": task.key, "internal_with_answers": internal})
-            for note in builder.raw.notes:  # said once, after a clean build
+            for note in raw.notes:  # said once, after a clean build
                 print(f"mera-multi: note: {note}", file=sys.stderr)
         except OSError as err:  # a full disk or a read-only folder while building
             raise write_error(err, work) from None
@@ -333,7 +315,8 @@ def write_card(task: TaskSpec, info: datasets.DatasetInfo, path: Path, raw=None,
     """README.md of an export: YAML header (huggingface_hub) and the card built from the
     raw folder's metadata and readme sections (docs/official-protocol.md, "Raw data
     layout and group ids"). ``configs``: config ->
-    split -> (rows, bytes), as :func:`hub_layout.stage_data` laid them out (default: one config)."""
+    split -> (rows, bytes), as :func:`hub_layout.stage_data` laid them out (default: one
+    config); ``info``: the whole task's (for a domain-split task, :func:`hub_layout.joined_info`)."""
     configs = configs or {"default": {s: (info.splits[s].num_examples, info.splits[s].num_bytes)
                                       for s in info.splits}}
     meta = raw.card_meta() if raw is not None else {}

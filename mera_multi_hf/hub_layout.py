@@ -1,98 +1,87 @@
-"""The built Parquet shards laid out as the Hub keeps a task: ``data/<split>-*.parquet``
-(one config), or for a domain-split task ``<domain>/<split>-*.parquet`` per domain config.
+"""The export's configs built with datasets' own machinery and laid out as the Hub keeps
+a task: ``data/<split>-*.parquet`` (one config), or for a domain-split task
+``<domain>/<split>-*.parquet``, one config per domain.
 
-Why the export keeps a writer of its own for domain shards: the builder declares
-BUILDER_CONFIGS (``all`` and one per domain; builder.MeraBuilder), and a domain config
-builds with datasets' own writer and ``max_shard_size``, but datasets writes a config's
-shards into its cache as ``<builder>-<split>-NNNNN-of-NNNNN`` files, one
-``download_and_prepare`` per config. Building each domain config would read and
-decode-check the raw folder once per domain (the single-folder form keeps every domain
-in one test.json) and still leave the shards to be moved and renamed; the export builds
-``all`` once and routes its rows by ``meta.domain`` while streaming, so every file is
-read once. Single-config tasks use datasets' shards as they are.
+A domain-split task's builder declares BUILDER_CONFIGS (``all`` and one per domain;
+builder.MeraBuilder), and the export builds each domain config with
+``download_and_prepare`` (Parquet, ``max_shard_size``), as ``push_to_hub(config_name=
+domain)`` publishes them. The domain configs share one reading of the raw folder
+(``MeraBuilder.raw``): a config's generator picks its domain's records before any media
+is read, and a split file is parsed once for all of them, so every file is read and
+decode-checked once per export, and ids stay unique across the domains. datasets names
+a config's shards ``<builder>-<split>[-NNNNN-of-NNNNN].parquet``; they move to the Hub's
+names here.
 """
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+import datasets
 
-from .errors import MeraError
+from .builder import ALL_DOMAINS
+from .builders import builder_class
+from .errors import DataValidationError, MeraError
 from .tasks import TaskSpec
 
-ROWS_PER_GROUP = 100  # Parquet row groups of media rows stay small (as datasets writes them)
+
+def build_configs(task: TaskSpec, raw_dir: Path, work: Path, size: int,
+                  raw_options: dict) -> dict:
+    """Build the export's configs into ``work/prepared/<config>``: ``default`` (a task of
+    one config) or one per domain. Returns config -> its builder (all holding the same
+    ``raw``). Every problem of the raw folder is raised at once (DataValidationError),
+    once every config has been read."""
+    cls = builder_class(task)
+    builders: dict = {}
+    raw = None
+    for name in task.domains or ("default",):
+        builder = cls(config_name=name if task.domains else None,
+                      data_dir=str(Path(raw_dir).resolve()), cache_dir=str(work / "cache"))
+        builder.raw_options, builder.raw = raw_options, raw
+        try:
+            builder.download_and_prepare(output_dir=str(work / "prepared" / name),
+                                         file_format="parquet", max_shard_size=size)
+        except MeraError:
+            raise
+        except Exception:  # a record left out for its problems can fail a config's build
+            if builder.raw is None or not builder.raw.problems:
+                raise
+        builders[name], raw = builder, builder.raw
+    if raw.problems:
+        raise DataValidationError(raw.problems, str(raw_dir))
+    return builders
 
 
-class _ShardWriter:
-    """The Parquet shards of one config's split: a new shard once ``size`` bytes are in."""
-
-    def __init__(self, folder: Path, split: str, schema: pa.Schema, size: int):
-        self.folder, self.split, self.schema, self.size = folder, split, schema, size
-        self.parts: list[Path] = []
-        self.writer, self.bytes, self.rows, self.nbytes = None, 0, 0, 0
-
-    def write(self, table: pa.Table) -> None:
-        if self.writer is None or self.bytes >= self.size:
-            self._next()
-        self.writer.write_table(table, row_group_size=ROWS_PER_GROUP)
-        self.bytes += table.nbytes
-        self.nbytes += table.nbytes
-        self.rows += table.num_rows
-
-    def _next(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.parts.append(self.folder / f".{self.split}-{len(self.parts)}.part")
-        self.writer, self.bytes = pq.ParquetWriter(self.parts[-1], self.schema), 0
-
-    def close(self) -> tuple[int, int]:
-        """Name the shards ``<split>-NNNNN-of-NNNNN.parquet``; (rows, Arrow bytes) written."""
-        self.writer.close()
-        for i, part in enumerate(self.parts):
-            part.rename(self.folder / f"{self.split}-{i:05d}-of-{len(self.parts):05d}.parquet")
-        return self.rows, self.nbytes
-
-
-def _domain_shards(task: TaskSpec, shards: list[Path], staged: Path, split: str,
-                   size: int) -> dict:
-    """Route one split's rows by ``meta.domain`` into ``<domain>/<split>-*.parquet``,
-    streaming (a batch of rows in memory at a time); domain -> (rows, Arrow bytes)."""
-    writers: dict[str, _ShardWriter] = {}
-    for shard in shards:
-        parquet = pq.ParquetFile(shard)
-        for batch in parquet.iter_batches(batch_size=ROWS_PER_GROUP):
-            table = pa.Table.from_batches([batch])
-            names = pc.struct_field(table.column("meta"), "domain")
-            for domain in pc.unique(names).to_pylist():
-                if domain not in task.domains:  # the builder's normalize_meta must set it
-                    raise MeraError(f"{task.key}: an example's meta.domain is {domain!r:.80}, "
-                                    f"not one of the domain configs {', '.join(task.domains)}")
-                if domain not in writers:
-                    writers[domain] = _ShardWriter(staged / domain, split,
-                                                   parquet.schema_arrow, size)
-                writers[domain].write(table.filter(pc.equal(names, domain)))
-    return {domain: writer.close() for domain, writer in writers.items()}
-
-
-def stage_data(task: TaskSpec, info, prepared: Path, staged: Path, size: int) -> dict:
-    """Move the built shards into the export, as the Hub lays the task out: one config
-    (``data/<split>-NNNNN-of-NNNNN.parquet``) or, for a domain-split task, one config per
-    domain (``<domain>/<split>-...``, as ``push_to_hub(config_name=domain)`` writes them).
-    Returns config -> split -> (rows, Arrow bytes)."""
+def stage_data(builders: dict, prepared: Path, staged: Path) -> dict:
+    """Move each config's shards into the export under the Hub's names,
+    ``data/<split>-NNNNN-of-NNNNN.parquet`` or ``<domain>/<split>-...``. Returns config ->
+    split -> (rows, Arrow bytes); a domain without rows in a split has no such split, and
+    one without rows at all no config."""
     configs: dict[str, dict] = {}
-    for split in info.splits:
-        shards = sorted(prepared.glob(f"*-{split}*.parquet"))
-        if task.domains:
-            for domain, sizes in _domain_shards(task, shards, staged, split, size).items():
-                configs.setdefault(domain, {})[split] = sizes
-            continue
-        (staged / "data").mkdir(parents=True, exist_ok=True)
-        for i, shard in enumerate(shards):
-            shard.rename(staged / "data" / f"{split}-{i:05d}-of-{len(shards):05d}.parquet")
-        configs.setdefault("default", {})[split] = (info.splits[split].num_examples,
-                                                    info.splits[split].num_bytes)
-    order = task.domains or ("default",)
-    return {name: configs[name] for name in order if name in configs}
+    for name, builder in builders.items():
+        folder = staged / ("data" if name == "default" else name)
+        for split, info in builder.info.splits.items():
+            if not info.num_examples:
+                continue
+            shards = sorted((prepared / name).glob(f"*-{split}*.parquet"))
+            folder.mkdir(parents=True, exist_ok=True)
+            for i, shard in enumerate(shards):
+                shard.rename(folder / f"{split}-{i:05d}-of-{len(shards):05d}.parquet")
+            configs.setdefault(name, {})[split] = (info.num_examples, info.num_bytes)
+    return configs
+
+
+def joined_info(builders: dict, configs: dict) -> datasets.DatasetInfo:
+    """The whole task's info: a single config's own, or for a domain-split task that of
+    the default config ``all``, whose splits join the domain configs' (sizes added up)."""
+    if "default" in builders:
+        return builders["default"].info
+    info = copy.deepcopy(next(iter(builders.values())).info)
+    info.config_name = ALL_DOMAINS
+    info.splits = datasets.SplitDict(dataset_name=info.dataset_name)
+    for split in dict.fromkeys(s for splits in configs.values() for s in splits):
+        sizes = [splits[split] for splits in configs.values() if split in splits]
+        info.splits.add(datasets.SplitInfo(name=split, num_examples=sum(r for r, _ in sizes),
+                                           num_bytes=sum(b for _, b in sizes)))
+    info.dataset_size = sum(split.num_bytes for split in info.splits.values())
+    return info

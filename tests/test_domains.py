@@ -6,7 +6,6 @@ import shutil
 from pathlib import Path
 
 import datasets
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -219,20 +218,6 @@ def test_per_domain_layout_problems_name_file_id_and_field(tmp_path):
     line("chemistry/test.json", f"id={biology['data'][1]['meta']['id']}", "field meta.id:",
          "duplicate id (records #1 of ", "biology/test.json and #1)")
     line("chemistry/test.json", "field access:", "every domain folder must say the same")
-
-
-def test_domain_shards_roll_over_at_the_shard_size(tmp_path):
-    from mera_multi_hf.hub_layout import _ShardWriter
-
-    table = pa.table({"meta": [{"id": i, "domain": "physics"} for i in range(3)]})
-    writer = _ShardWriter(tmp_path / "physics", "test", table.schema, size=1)
-    for i in range(3):
-        writer.write(table.slice(i, 1))
-    assert writer.close() == (3, table.nbytes)
-    names = sorted(p.name for p in (tmp_path / "physics").iterdir())
-    assert names == [f"test-{i:05d}-of-00003.parquet" for i in range(3)]
-    assert [pq.read_table(tmp_path / "physics" / n)["meta"][0].as_py()["id"] for n in names] == \
-        [0, 1, 2]
 
 
 def test_a_domain_folder_linked_from_outside_is_refused(tmp_path):

@@ -15,7 +15,8 @@ from .dataset import RawDataset
 from .files import MAX_JSON_BYTES, MAX_MEDIA_BYTES, FieldError, forget_resolved_paths, read_inside
 from .groups import GroupIds
 from .json_files import MAX_JSON_DEPTH, json_depth, parse_json, parse_json_doubtful, read_json
-from .layout import META_FILES, README_FILES, SPLITS, RawPart, domain_folders, domain_key
+from .layout import (META_FILES, README_FILES, SPLITS, RawPart, domain_folders, domain_key,
+                     named_domain, record_domain)
 from .metadata import compute_field, drop_fields, exclusion_paths
 from .records import json_gold
 
@@ -23,5 +24,5 @@ __all__ = ["CARD_FIELD_TYPES", "MAX_JSON_BYTES", "MAX_JSON_DEPTH", "MAX_MEDIA_BY
            "META_FILES", "README_FILES", "SPLITS", "FieldError", "GroupIds", "RawDataset",
            "RawPart", "card_meta_problems", "compute_field", "domain_folders", "domain_key",
            "drop_fields", "exclusion_paths", "fill_readme", "forget_resolved_paths",
-           "json_depth", "json_gold", "parse_json", "parse_json_doubtful", "read_inside",
-           "read_json"]
+           "json_depth", "json_gold", "named_domain", "parse_json", "parse_json_doubtful",
+           "read_inside", "read_json", "record_domain"]

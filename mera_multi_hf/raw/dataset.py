@@ -29,7 +29,7 @@ from .card import card_meta_problems
 from .files import MAX_JSON_BYTES, FieldError, forget_resolved_paths, read_inside
 from .groups import GroupIds
 from .json_files import parse_json, parse_json_doubtful
-from .layout import META_FILES, README_FILES, SPLITS, RawPart, domain_folders
+from .layout import META_FILES, README_FILES, SPLITS, RawPart, domain_folders, record_domain
 from .metadata import compute_field, exclusion_paths
 from .records import RecordChecks
 
@@ -60,9 +60,14 @@ class RawDataset(RecordChecks):
         self.normalize_meta = normalize_meta or (lambda meta: dict(meta))
         self.problems: list[Problem] = []
         self.access, self.access_file = "private", None
-        self.notes: list[str] = []  # said once at build, never a reason to stop
+        self._notes: list[str] = []  # see notes
         self.counts: dict[str, int] = {}
         self.computed: dict = {}
+        # a split read domain by domain is checked as one: its ids, groups and parsed files
+        self._split_state: dict[str, tuple[dict, GroupIds]] = {}
+        self._docs: dict[str, tuple[dict | None, bool]] = {}
+        self._unreachable: dict[str, list] = {}
+        self._found_splits: list[str] | None = None
         top = self._part(None, "")
         self.parts = [self._part(d, f"{d}/", top)
                       for d in domain_folders(task, self.root)] or [top]
@@ -86,6 +91,12 @@ class RawDataset(RecordChecks):
         return {**self.meta, **self.computed}
 
     def splits(self) -> list[str]:
+        """The splits the folder has (a missing one noted once, however often asked)."""
+        if self._found_splits is None:
+            self._found_splits = self._find_splits()
+        return self._found_splits
+
+    def _find_splits(self) -> list[str]:
         found = []
         for split in SPLITS:
             have = [p for p in self.parts if os.path.lexists(self.root / f"{p.prefix}{split}.json")]
@@ -175,7 +186,7 @@ class RawDataset(RecordChecks):
         first, access = self.access_file is None, doc.get("access")
         if access is None:  # the task declares whether its answers are published
             access = "public" if self.task.public else "private"
-            self.notes.append(f"{file}: no \"access\" key; taken as {access!r}, as the task "
+            self._notes.append(f"{file}: no \"access\" key; taken as {access!r}, as the task "
                               f"{self.task.class_name} is declared (see docs/raw-format.md)")
         if access not in ("private", "public"):
             self._problem(file, None, "access", f'must be "private" or "public", got {access!r}')
@@ -199,7 +210,15 @@ class RawDataset(RecordChecks):
                 self.computed[field] = value
 
     def _split_doc(self, file: str, relative: str, split: str) -> tuple[dict | None, bool]:
-        """The split file parsed, and whether its records must be walked for doubts."""
+        """The split file parsed, and whether its records must be walked for doubts: read,
+        parsed and checked once, however many domain configs take their records from it."""
+        if relative not in self._docs:
+            self._docs[relative] = self._parse_split(file, relative, split)
+            if split == "test" and self._docs[relative][0] is not None:
+                self._start_test(file, self._docs[relative][0])
+        return self._docs[relative]
+
+    def _parse_split(self, file: str, relative: str, split: str) -> tuple[dict | None, bool]:
         try:
             doc, doubtful = parse_json_doubtful(read_inside(self.root, relative, MAX_JSON_BYTES))
         except FieldError as err:
@@ -216,30 +235,42 @@ class RawDataset(RecordChecks):
             return None, False
         return doc, doubtful
 
-    def records(self, split: str) -> Iterator[dict]:
+    def records(self, split: str, domain: str | None = None) -> Iterator[dict]:
         """Yield the split's valid examples, normalised, folder by folder; record problems
-        as they are found. Ids are unique across the whole split."""
-        seen_ids: dict[int, tuple] = {}
-        groups = GroupIds(self.task.group_by)
-        self.counts[split] = 0
-        self.split_ids[split] = {}
+        as they are found. Ids are unique across the whole split. ``domain``: only that
+        domain config's records (its folder, or the records of a single-folder file that
+        name it, picked before any media is read; records naming no known domain go with
+        the first domain, whose checks report them). Reading a split domain by domain
+        checks it as one: ids and group ids are shared and each file is read once."""
+        if split not in self._split_state:
+            self._split_state[split] = ({}, GroupIds(self.task.group_by))
+            self.counts[split], self.split_ids[split] = 0, {}
+        seen_ids, groups = self._split_state[split]
         for part in self.parts:
+            if domain is not None and part.domain not in (None, domain):
+                continue
             if os.path.lexists(self.root / f"{part.prefix}{split}.json"):
-                yield from self._part_records(part, split, seen_ids, groups)
+                yield from self._part_records(part, split, seen_ids, groups, domain)
 
-    def _part_records(self, part: RawPart, split: str, seen_ids: dict, groups: GroupIds):
+    def _in_domain(self, part: RawPart, record, domain: str | None) -> bool:
+        if domain is None or part.domain is not None:
+            return True
+        named = record_domain(record.get("meta") if isinstance(record, dict) else None,
+                              self.task.domains)
+        return named == domain or (named is None and domain == self.task.domains[0])
+
+    def _part_records(self, part: RawPart, split: str, seen_ids: dict, groups: GroupIds,
+                      domain: str | None):
         relative = f"{part.prefix}{split}.json"
         file = str(self.root / relative)
         doc, doubtful = self._split_doc(file, relative, split)
         if doc is None:
             return
-        if split == "test":
-            self._start_test(file, doc)
         blank = split == "test" and self.private and not self.include_private_answers
         has_answers = split != "test" or not self.private
-        unreachable = []
         checked = (self._check_record(part, file, position, record, has_answers, seen_ids,
-                                      doubtful) for position, record in enumerate(doc["data"]))
+                                      doubtful) for position, record in enumerate(doc["data"])
+                   if self._in_domain(part, record, domain))
         for (example, problem, media), found in check_all(
                 filter(None, checked), self._media_checks, self.workers,
                 size=lambda item: sum(len(data) for _, _, data in item[2])):
@@ -250,7 +281,8 @@ class RawDataset(RecordChecks):
                 continue
             space = self.answer_space
             if space and example["outputs"] and example["outputs"] not in space:
-                unreachable.append((example["meta"]["id"], example["outputs"]))
+                self._unreachable.setdefault(file, []).append(
+                    (example["meta"]["id"], example["outputs"]))
             meta = example["meta"]
             self.split_ids[split][meta["id"]] = file
             if self.task.has_groups:
@@ -259,11 +291,15 @@ class RawDataset(RecordChecks):
                 example["outputs"] = self.hidden_answer  # private answers never leave the folder
             self.counts[split] += 1
             yield example
-        if unreachable:
-            self.notes.append(
-                f"{file}: gold answers outside the options {', '.join(space)} the "
-                f"prompt shows can never be matched: " + ", ".join(
-                    f"id {i} ({gold!r})" for i, gold in unreachable[:20]))
+
+    @property
+    def notes(self) -> list[str]:
+        """What a build says once, after it is clean; never a reason to stop."""
+        space = ", ".join(self.answer_space)
+        return self._notes + [
+            f"{file}: gold answers outside the options {space} the prompt shows can never "
+            "be matched: " + ", ".join(f"id {i} ({gold!r})" for i, gold in found[:20])
+            for file, found in self._unreachable.items()]
 
     @property
     def answer_space(self) -> tuple[str, ...]:

@@ -19,6 +19,23 @@ def domain_key(name) -> str | None:
     return name.strip().lower().replace(" ", "_") if isinstance(name, str) else None
 
 
+def named_domain(meta) -> str | None:
+    """The domain a record's meta names: ``meta.domain`` or, as the official records of
+    the science tasks write it, ``meta.categories.domain`` (None if neither)."""
+    if not isinstance(meta, dict):
+        return None
+    categories = meta.get("categories")
+    return meta.get("domain") or (categories.get("domain") if isinstance(categories, dict)
+                                  else None)
+
+
+def record_domain(meta, domains: tuple[str, ...]) -> str | None:
+    """The task's domain config a record's meta names ("Earth science", "earth_science"
+    -> "earth_science"); None for a missing or unknown one."""
+    known = {domain_key(d): d for d in domains}
+    return known.get(domain_key(named_domain(meta)))
+
+
 def domain_folders(task: TaskSpec, root: str | Path) -> list[str]:
     """The task's domain folders under ``root``, in the task's domain order: the official
     per-domain layout (``<domain>/test.json``, ``<domain>/shots.json``, as the upload
