@@ -96,7 +96,9 @@ def add_dataclass_options(parser: argparse.ArgumentParser, cls) -> None:
     Built from ``dataclasses.fields`` rather than by ``transformers.HfArgumentParser``:
     importing transformers takes seconds, which `--help` should not pay. The flags are
     HfArgumentParser's (``--max-new-tokens``; ``--max_new_tokens`` is still accepted,
-    unlisted); flags are plain switches, list options repeat."""
+    unlisted); flags are plain switches, list options repeat, and a field marked
+    ``positional`` is an argument without a flag. Each action keeps its field
+    (:data:`FIELD_TAG`)."""
     hints = typing.get_type_hints(cls)
     inherited = {f.name: base for base in reversed(cls.__mro__[1:])
                  if dataclasses.is_dataclass(base) for f in dataclasses.fields(base)}
