@@ -115,8 +115,10 @@ def test_every_option_comes_from_a_dataclass_field():
 
     from mera_multi_hf.parsing import FIELD_TAG
 
+    from mera_multi_hf.sample_data.__main__ import parser as sample_parser
+
     checked = 0
-    for name, parser in PARSERS:
+    for name, parser in PARSERS + [("sample_data", sample_parser())]:
         for action in parser._actions:
             if isinstance(action, (argparse._HelpAction, argparse._VersionAction,
                                    argparse._SubParsersAction)):

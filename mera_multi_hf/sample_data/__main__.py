@@ -14,9 +14,14 @@ class SampleOptions:
                           "package's samples/ folder)", positional=True, nargs="?")
 
 
-parser = Parser(prog="python -m mera_multi_hf.sample_data",
-                description="Write the bundled raw samples (deterministic; all of them into "
-                            "the package by default).")
-add_dataclass_options(parser, SampleOptions)
-options = SampleOptions(**vars(parser.parse_args(sys.argv[1:])))
-main([options.task] + ([options.dir] if options.dir else []))
+def parser() -> Parser:
+    made = Parser(prog="python -m mera_multi_hf.sample_data",
+                  description="Write the bundled raw samples (deterministic; all of them into "
+                              "the package by default).")
+    add_dataclass_options(made, SampleOptions)
+    return made
+
+
+if __name__ == "__main__":
+    options = SampleOptions(**vars(parser().parse_args(sys.argv[1:])))
+    main([options.task] + ([options.dir] if options.dir else []))
