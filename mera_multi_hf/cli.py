@@ -4,9 +4,11 @@ from __future__ import annotations
 import argparse
 import errno
 import sys
+from dataclasses import dataclass
 
 from .errors import MeraError
-from .parsing import Parser, no_abbreviations, text_table
+from .options import MediaLimitOptions
+from .parsing import Parser, add_command, no_abbreviations, opt, text_table
 
 
 def cmd_tasks(args) -> int:
@@ -21,42 +23,54 @@ def cmd_tasks(args) -> int:
     return 0
 
 
-def cmd_build(args) -> int:
+@dataclass
+class BuildOptions(MediaLimitOptions):
+    """The options of `mera-multi build` (and of the scripts in dataset_scripts/); the media
+    limits come from MediaLimitOptions, which `evaluate` shares."""
+    task: str | None = opt(None, "task key, e.g. ruhhh_image (see `mera-multi tasks`)",
+                           positional=True)
+    raw: str | None = opt(None, "the raw MERA folder (test.json, shots.json, samples/), or "
+                          "`sample` for the bundled one", required=True)
+    out: str | None = opt(None, "folder to write the Hub layout into; an existing one is "
+                          "written only if an earlier build wrote it (or with --overwrite)",
+                          required=True)
+    overwrite: bool = opt(False, "write into an --out folder holding other files: files of the "
+                          "same names are replaced, nothing else is touched (never the raw "
+                          "folder, the current or home folder)")
+    internal_with_answers: bool = opt(False, "keep the gold answers of a private test split "
+                                      "(an internal export: marked so, never pushed)")
+    max_shard_size: str = opt("500MB", "largest Parquet shard, e.g. 500MB or 2GB (default 500MB)")
+    num_proc: int | None = opt(None, "threads that decode media while checking (default: one "
+                               "per CPU)")
+    push: str | None = opt(None, "also publish the folder as this Hub dataset", metavar="ORG/NAME")
+    private: bool = opt(False, "with --push: a private repository")
+    token: str | None = opt(None, "with --push: a Hub token (default: the logged-in one)")
+
+
+def cmd_build(options: BuildOptions) -> int:
     from .hub import export_raw, push, shard_size
     from .loading import resolve_source
-    from .media_checks import MEDIA_LIMIT_HELP, media_limits
     from .tasks import get_task
 
-    if args.internal_with_answers and args.push:  # refused before anything is built or sent
+    if options.internal_with_answers and options.push:  # refused before anything is built or sent
         raise MeraError("--push with --internal-with-answers: an export that keeps private "
                         "answers is never published")
-    limits = media_limits({name: getattr(args, name) for name in MEDIA_LIMIT_HELP})
-    if args.num_proc is not None and args.num_proc < 1:
-        raise MeraError(f"--num-proc {args.num_proc}: must be at least 1")
-    task = get_task(args.task)
-    shard_size(args.max_shard_size)
-    out = export_raw(task, resolve_source(task, args.raw), args.out,
-                     max_shard_size=args.max_shard_size, overwrite=args.overwrite,
-                     include_private_answers=args.internal_with_answers,
-                     limits=limits, num_proc=args.num_proc)
+    limits = options.limits()
+    if options.num_proc is not None and options.num_proc < 1:
+        raise MeraError(f"--num-proc {options.num_proc}: must be at least 1")
+    task = get_task(options.task)
+    shard_size(options.max_shard_size)
+    out = export_raw(task, resolve_source(task, options.raw), options.out,
+                     max_shard_size=options.max_shard_size, overwrite=options.overwrite,
+                     include_private_answers=options.internal_with_answers,
+                     limits=limits, num_proc=options.num_proc)
     print(f"wrote {task.key} in the Hub layout to {out}"
           + (" (INTERNAL: keeps private answers; never publish it)"
-             if args.internal_with_answers else ""))
-    if args.push:
-        url = push(out, args.push, private=args.private, token=args.token)
+             if options.internal_with_answers else ""))
+    if options.push:
+        url = push(out, options.push, private=options.private, token=options.token)
         print(f"published {url}")
     return 0
-
-
-def add_limit_options(parser) -> None:
-    """One option per media limit (mera_multi_hf.limits), defaults shown."""
-    from .limits import DEFAULT_LIMITS, OPTION_NAMES
-    from .media_checks import MEDIA_LIMIT_HELP
-
-    for name, text in MEDIA_LIMIT_HELP.items():
-        default = getattr(DEFAULT_LIMITS, name)
-        parser.add_argument(OPTION_NAMES[name], dest=name, type=type(default), metavar="N",
-                            help=f"{text} (default {default})")
 
 
 TASK_COLUMNS = """columns:
@@ -86,25 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="The 18 MERA Multi tasks, one per line.")
     p.set_defaults(func=cmd_tasks)
 
-    p = sub.add_parser("build", help="turn a raw MERA folder into a Hub dataset (Parquet + card)")
-    p.add_argument("task", help="task key, e.g. ruhhh_image (see `mera-multi tasks`)")
-    p.add_argument("--raw", required=True, help="the raw MERA folder (test.json, shots.json, "
-                   "samples/), or `sample` for the bundled one")
-    p.add_argument("--out", required=True, help="folder to write the Hub layout into; an "
-                   "existing one is written only if an earlier build wrote it (or with --overwrite)")
-    p.add_argument("--overwrite", action="store_true", help="write into an --out folder "
-                   "holding other files: files of the same names are replaced, nothing else is "
-                   "touched (never the raw folder, the current or home folder)")
-    p.add_argument("--internal-with-answers", action="store_true", help="keep the gold answers "
-                   "of a private test split (an internal export: marked so, never pushed)")
-    p.add_argument("--max-shard-size", default="500MB", help="largest Parquet shard, e.g. 500MB or 2GB (default 500MB)")
-    add_limit_options(p)
-    p.add_argument("--num-proc", type=int, help="threads that decode media while checking "
-                   "(default: one per CPU)")
-    p.add_argument("--push", metavar="ORG/NAME", help="also publish the folder as this Hub dataset")
-    p.add_argument("--private", action="store_true", help="with --push: a private repository")
-    p.add_argument("--token", help="with --push: a Hub token (default: the logged-in one)")
-    p.set_defaults(func=cmd_build)
+    add_command(sub, "build", BuildOptions, cmd_build,
+                help="turn a raw MERA folder into a Hub dataset (Parquet + card)")
 
     for module in COMMAND_MODULES:
         __import__(f"mera_multi_hf.{module}", fromlist=["add_parser"]).add_parser(sub)

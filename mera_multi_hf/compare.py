@@ -13,12 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .errors import MeraError
 from .metric_registry import GROUP_OF, METRICS, display_name
+from .parsing import add_command, opt
 from .uncertainty import (Units, describe, mean_of, mean_over_tasks, replicates, rng_for,
                           settings, stderr, table_units)
 
@@ -352,26 +354,34 @@ def write_report(out, stem: str, text: str, png: bytes, doc: dict,
     print(f"wrote {', '.join(written)} to {out}")
 
 
-def cmd_compare(args) -> int:
+# what --overwrite means for the commands that write reports into --out (also leaderboard)
+OVERWRITE_HELP = "replace files of the same names in --out that this tool did not write"
+
+
+@dataclass
+class CompareOptions:
+    """The options of `mera-multi compare`."""
+    run_a: str | None = opt(None, "a run folder (evaluate or score) or its results.json",
+                            positional=True, metavar="RUN_A")
+    run_b: str | None = opt(None, "the other run", positional=True, metavar="RUN_B")
+    out: str = opt("compare", "folder for compare.md/.json/.png (default ./compare)")
+    force: bool = opt(False, "compare even where the same id holds different examples in the "
+                      "two runs")
+    overwrite: bool = opt(False, OVERWRITE_HELP)
+
+
+def cmd_compare(options: CompareOptions) -> int:
     from .compare_html import PAGE_NAME, compare_page
 
-    a, b = read_run(args.run_a), read_run(args.run_b)
-    result = compare_docs(a, b, force=args.force)
-    write_report(args.out, "compare", markdown(result), chart_png(result), result,
-                 overwrite=args.overwrite, extra={PAGE_NAME: compare_page(result, a, b)})
+    a, b = read_run(options.run_a), read_run(options.run_b)
+    result = compare_docs(a, b, force=options.force)
+    write_report(options.out, "compare", markdown(result), chart_png(result), result,
+                 overwrite=options.overwrite, extra={PAGE_NAME: compare_page(result, a, b)})
     return 0
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("compare", help="is the difference between two runs real? (paired "
-                       "intervals, McNemar, protocol differences)",
-                       description=__doc__.split("\n\n")[1].replace("\n", " "))
-    p.add_argument("run_a", metavar="RUN_A", help="a run folder (evaluate or score) or its results.json")
-    p.add_argument("run_b", metavar="RUN_B", help="the other run")
-    p.add_argument("--out", default="compare", help="folder for compare.md/.json/.png "
-                   "(default ./compare)")
-    p.add_argument("--force", action="store_true", help="compare even where the same id holds "
-                   "different examples in the two runs")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace files of the same names in --out that this tool did not write")
-    p.set_defaults(func=cmd_compare)
+    add_command(sub, "compare", CompareOptions, cmd_compare,
+                help="is the difference between two runs real? (paired intervals, McNemar, "
+                     "protocol differences)",
+                description=__doc__.split("\n\n")[1].replace("\n", " "))

@@ -6,78 +6,115 @@ run these same commands.
 """
 from __future__ import annotations
 
-import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MeraError
 from .judge import API_KEY_ENV
-from .limits import DEFAULT_LIMITS, add_server_options
+from .limits import DEFAULT_LIMITS, ServerOptions
+from .parsing import add_command, opt
+
+JUDGE_DATA_HELP = "JSONL with prompt, gold, prediction, label (0/1) per line"
 
 
-def cmd_serve(args) -> int:
+@dataclass
+class JudgeServeOptions(ServerOptions):
+    """The options of `judge serve` (judge_model/server.py runs this same command); those
+    of any server come from ServerOptions."""
+    model: str | None = opt(None, "local folder or Hub id of the judge classifier", required=True)
+    served_model_name: str | None = opt(None, "the name clients send as `model` (default: --model)")
+    device: str | None = opt(None, "cpu, cuda, cuda:1, ... (default: cuda when available)")
+    batch_size: int = opt(16, "texts per forward pass")
+    api_key: str | None = opt(None, f"require `Authorization: Bearer <key>` on every route but "
+                              f"/health (default: ${API_KEY_ENV}, which `ps` does not show; none: "
+                              f"no authentication)")
+    max_judge_items: int | None = opt(None, f"inputs per /classify request (default "
+                                      f"{DEFAULT_LIMITS.max_judge_items})")
+    max_judge_chars: int | None = opt(None, f"characters per input (default "
+                                      f"{DEFAULT_LIMITS.max_judge_chars})")
+
+
+def cmd_serve(options: JudgeServeOptions) -> int:
     from . import judge_server as server_mod
 
     try:
-        server = server_mod.from_arguments(args)
+        server = server_mod.from_options(options)
     except OSError as err:
-        raise MeraError(f"cannot listen on {args.host}:{args.port}: {err}. Pick another --port "
-                        "or stop what is using it") from None
+        raise MeraError(f"cannot listen on {options.host}:{options.port}: {err}. Pick another "
+                        "--port or stop what is using it") from None
     except ValueError as err:
         raise MeraError(f"judge serve: {err}") from None
     return server_mod.run_foreground(server)
 
 
-def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `judge serve` (judge_model/server.py runs this same command)."""
-    parser.add_argument("--model", required=True, help="local folder or Hub id of the judge classifier")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free one)")
-    parser.add_argument("--served-model-name", help="the name clients send as `model` (default: --model)")
-    parser.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: cuda when available)")
-    parser.add_argument("--batch-size", type=int, default=16, help="texts per forward pass")
-    parser.add_argument("--verbose", action="store_true", help="log every request")
-    parser.add_argument("--api-key",
-                        help=f"require `Authorization: Bearer <key>` on every route but /health "
-                             f"(default: ${API_KEY_ENV}, which `ps` does not show; none: no "
-                             f"authentication)")
-    add_server_options(parser)
-    parser.add_argument("--max-judge-items", type=int,
-                        help=f"inputs per /classify request (default {DEFAULT_LIMITS.max_judge_items})")
-    parser.add_argument("--max-judge-chars", type=int,
-                        help=f"characters per input (default {DEFAULT_LIMITS.max_judge_chars})")
+@dataclass
+class AgreementOptions:
+    """The options of `judge agreement`: a judge run here (--model) or served (--url)."""
+    data: str | None = opt(None, JUDGE_DATA_HELP, required=True)
+    model: str | None = opt(None, "judge run here: local folder or Hub id")
+    url: str | None = opt(None, "or a served judge, e.g. http://127.0.0.1:8000/classify")
+    served_model_name: str | None = opt(None, "with --url: the model name (default: ask "
+                                        "/v1/models)")
+    tokenizer: str | None = opt(None, "with --url: the judge tokenizer, path or Hub id (SEP + "
+                                "token windows; default: ask the server)")
+    sep: str | None = opt(None, "with --url and no --tokenizer: the separator token, e.g. [SEP]")
+    api_key: str | None = opt(None, "with --url: the served judge's API key")
+    window: int | None = opt(None, "token window (default 7995)")
+    device: str | None = opt(None, "with --model: cpu, cuda, ...")
+    batch_size: int = opt(16, "with --model: texts per forward pass")
+    out: str | None = opt(None, "also write the report as JSON here")
 
 
-def cmd_agreement(args) -> int:
+def cmd_agreement(options: AgreementOptions) -> int:
     from . import judge_agreement as agreement
     from .judge import HttpJudge, LocalJudge, WINDOW_TOKENS
 
-    if bool(args.model) == bool(args.url):
+    if bool(options.model) == bool(options.url):
         raise MeraError("give exactly one of --model PATH (a judge run here) and --url URL "
                         "(a served judge)")
-    records = agreement.read_labelled(args.data)
-    window = args.window or WINDOW_TOKENS
-    if args.model:
-        judge = LocalJudge(args.model, device=args.device, batch_size=args.batch_size, window=window)
+    records = agreement.read_labelled(options.data)
+    window = options.window or WINDOW_TOKENS
+    if options.model:
+        judge = LocalJudge(options.model, device=options.device, batch_size=options.batch_size,
+                           window=window)
     else:
-        judge = HttpJudge(args.url, model=args.served_model_name, tokenizer=args.tokenizer,
-                          sep=args.sep, window=window, api_key=args.api_key)
+        judge = HttpJudge(options.url, model=options.served_model_name,
+                          tokenizer=options.tokenizer, sep=options.sep, window=window,
+                          api_key=options.api_key)
     report = agreement.judge_agreement(records, judge)
     print(agreement.format_report(report))
-    if args.out:
-        out = Path(args.out)
+    if options.out:
+        out = Path(options.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
         print(f"wrote {out}")
     return 0
 
 
-def cmd_train(args) -> int:
+@dataclass
+class TrainOptions:
+    """The options of `judge train` (the recipe: mera_multi_hf/judge_train.py)."""
+    data: str | None = opt(None, JUDGE_DATA_HELP, required=True)
+    base: str | None = opt(None, "the model to start from (folder or Hub id)", required=True)
+    out: str | None = opt(None, "folder to save the trained judge into", required=True)
+    epochs: float = opt(1.0, "passes over the data; a fraction stops part way (default 1.0)")
+    lr: float = opt(2e-5, "learning rate")
+    batch_size: int = opt(8, "examples per training step (default 8)")
+    max_length: int = opt(8192, "tokens per input (left-truncated)")
+    seed: int = opt(0, "random seed of the initialisation and the shuffling (default 0)")
+    device: str | None = opt(None, "cpu to force the CPU (default: what the Trainer picks)")
+    overwrite: bool = opt(False, "write into a folder holding other files (same names are "
+                          "replaced)")
+
+
+def cmd_train(options: TrainOptions) -> int:
     from . import judge_train as train
 
-    out = train.train(args.data, args.base, args.out, epochs=args.epochs, learning_rate=args.lr,
-                      batch_size=args.batch_size, max_length=args.max_length, seed=args.seed,
-                      device=args.device, overwrite=args.overwrite)
+    out = train.train(options.data, options.base, options.out, epochs=options.epochs,
+                      learning_rate=options.lr, batch_size=options.batch_size,
+                      max_length=options.max_length, seed=options.seed, device=options.device,
+                      overwrite=options.overwrite)
     print(f"saved the judge to {out}")
     return 0
 
@@ -86,41 +123,10 @@ def add_parser(subparsers) -> None:
     judge = subparsers.add_parser("judge", help="serve a judge model, measure its agreement with humans, train one")
     sub = judge.add_subparsers(dest="judge_command", metavar="JUDGE_COMMAND")
     judge.set_defaults(func=lambda args: judge.print_help() or 2)
-
-    p = sub.add_parser("serve", help="serve a classifier with a vLLM-style /classify route")
-    add_serve_arguments(p)
-    p.set_defaults(func=cmd_serve)
-
-    p = sub.add_parser("agreement", help="accuracy, Cohen's kappa and confusion matrix of a judge "
-                                         "against human labels")
-    p.add_argument("--data", required=True,
-                   help="JSONL with prompt, gold, prediction, label (0/1) per line")
-    p.add_argument("--model", help="judge run here: local folder or Hub id")
-    p.add_argument("--url", help="or a served judge, e.g. http://127.0.0.1:8000/classify")
-    p.add_argument("--served-model-name", help="with --url: the model name (default: ask /v1/models)")
-    p.add_argument("--tokenizer", help="with --url: the judge tokenizer, path or Hub id (SEP + "
-                                       "token windows; default: ask the server)")
-    p.add_argument("--sep", help="with --url and no --tokenizer: the separator token, e.g. [SEP]")
-    p.add_argument("--api-key", help="with --url: the served judge's API key")
-    p.add_argument("--window", type=int, help="token window (default 7995)")
-    p.add_argument("--device", help="with --model: cpu, cuda, ...")
-    p.add_argument("--batch-size", type=int, default=16, help="with --model: texts per forward pass")
-    p.add_argument("--out", help="also write the report as JSON here")
-    p.set_defaults(func=cmd_agreement)
-
-    p = sub.add_parser("train", help="train or fine-tune a judge on human-labelled answers")
-    p.add_argument("--data", required=True,
-                   help="JSONL with prompt, gold, prediction, label (0/1) per line")
-    p.add_argument("--base", required=True, help="the model to start from (folder or Hub id)")
-    p.add_argument("--out", required=True, help="folder to save the trained judge into")
-    p.add_argument("--epochs", type=float, default=1.0,
-                   help="passes over the data; a fraction stops part way (default 1.0)")
-    p.add_argument("--lr", type=float, default=2e-5, help="learning rate")
-    p.add_argument("--batch-size", type=int, default=8, help="examples per training step (default 8)")
-    p.add_argument("--max-length", type=int, default=8192, help="tokens per input (left-truncated)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="random seed of the initialisation and the shuffling (default 0)")
-    p.add_argument("--device", help="cpu to force the CPU (default: what the Trainer picks)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="write into a folder holding other files (same names are replaced)")
-    p.set_defaults(func=cmd_train)
+    add_command(sub, "serve", JudgeServeOptions, cmd_serve,
+                help="serve a classifier with a vLLM-style /classify route")
+    add_command(sub, "agreement", AgreementOptions, cmd_agreement,
+                help="accuracy, Cohen's kappa and confusion matrix of a judge against human "
+                     "labels")
+    add_command(sub, "train", TrainOptions, cmd_train,
+                help="train or fine-tune a judge on human-labelled answers")

@@ -216,14 +216,16 @@ def run_foreground(server: Server) -> int:
         f"serving judge {server.model_name} at {server.url}/classify (Ctrl+C to stop)")
 
 
-def from_arguments(args) -> Server:
-    limits = DEFAULT_LIMITS.with_overrides(max_judge_items=args.max_judge_items,
-                                           max_judge_chars=args.max_judge_chars,
-                                           max_body_bytes=args.max_body_bytes)
-    return create_server(args.model, args.host, args.port, served_model_name=args.served_model_name,
-                         device=args.device, batch_size=args.batch_size, quiet=not args.verbose,
-                         api_key=args.api_key or os.environ.get(API_KEY_ENV),
-                         read_timeout=args.read_timeout, limits=limits,
-                         max_queue=args.max_queue, limit_concurrency=args.limit_concurrency,
-                         timeout_keep_alive=args.timeout_keep_alive)
+def from_options(options) -> Server:
+    """The server that `judge serve` runs, from its options (judge_cmd.JudgeServeOptions)."""
+    limits = DEFAULT_LIMITS.with_overrides(max_judge_items=options.max_judge_items,
+                                           max_judge_chars=options.max_judge_chars,
+                                           max_body_bytes=options.max_body_bytes)
+    return create_server(options.model, options.host, options.port,
+                         served_model_name=options.served_model_name, device=options.device,
+                         batch_size=options.batch_size, quiet=not options.verbose,
+                         api_key=options.api_key or os.environ.get(API_KEY_ENV),
+                         read_timeout=options.read_timeout, limits=limits,
+                         max_queue=options.max_queue, limit_concurrency=options.limit_concurrency,
+                         timeout_keep_alive=options.timeout_keep_alive)
 

@@ -9,10 +9,12 @@ Writes leaderboard.md, leaderboard.json and leaderboard.png.
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from pathlib import Path
 
-from .compare import read_run, write_report
+from .compare import OVERWRITE_HELP, read_run, write_report
 from .errors import MeraError
+from .parsing import add_command, opt
 from .reports import fmt_interval
 from .tasks import MODALITIES, TASKS
 
@@ -123,21 +125,24 @@ def chart_png(board: dict) -> bytes:
     return buffer.getvalue()
 
 
-def cmd_leaderboard(args) -> int:
-    board = leaderboard(args.runs)
-    write_report(args.out, "leaderboard", markdown(board), chart_png(board), board,
-                 overwrite=args.overwrite)
+@dataclass
+class LeaderboardOptions:
+    """The options of `mera-multi leaderboard`."""
+    runs: list[str] | None = opt(None, "run folders (evaluate or score) or their results.json",
+                                 positional=True, nargs="+", metavar="RUN")
+    out: str = opt("leaderboard", "folder for leaderboard.md/.json/.png (default ./leaderboard)")
+    overwrite: bool = opt(False, OVERWRITE_HELP)
+
+
+def cmd_leaderboard(options: LeaderboardOptions) -> int:
+    board = leaderboard(options.runs)
+    write_report(options.out, "leaderboard", markdown(board), chart_png(board), board,
+                 overwrite=options.overwrite)
     return 0
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("leaderboard", help="several runs side by side, with intervals, "
-                       "coverage and ranks among runs of the same tasks",
-                       description=__doc__.split("\n\n")[1].replace("\n", " "))
-    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (evaluate or score) "
-                   "or their results.json")
-    p.add_argument("--out", default="leaderboard", help="folder for leaderboard.md/.json/.png "
-                   "(default ./leaderboard)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace files of the same names in --out that this tool did not write")
-    p.set_defaults(func=cmd_leaderboard)
+    add_command(sub, "leaderboard", LeaderboardOptions, cmd_leaderboard,
+                help="several runs side by side, with intervals, coverage and ranks among runs "
+                     "of the same tasks",
+                description=__doc__.split("\n\n")[1].replace("\n", " "))

@@ -1,5 +1,6 @@
 """One set of resource limits, shared by the builder's media checks, the runner's media
-decoding and both HTTP servers (the judge and the OpenAI-compatible chat server).
+decoding and both HTTP servers (the judge and the OpenAI-compatible chat server), and
+the options both servers take (:class:`ServerOptions`).
 
 Each limit bounds a cost that a small hostile input can blow up: a PNG header that
 declares billions of pixels, a WAV header with an absurd sample rate (resampling
@@ -11,6 +12,8 @@ command-line option named in :data:`OPTION_NAMES`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+
+from .parsing import opt
 
 
 @dataclass(frozen=True)
@@ -48,18 +51,18 @@ DEFAULT_LIMITS = Limits()
 OPTION_NAMES = {name: "--" + name.replace("_", "-") for name in Limits.__dataclass_fields__}
 
 
-def add_server_options(parser) -> None:
-    """The options both HTTP servers take (the judge's and the chat server's): the
-    client's time to send, the model queue, uvicorn's concurrency and keep-alive, and
-    the body-size limit. Declared once here, where importing stays light (no FastAPI)."""
-    parser.add_argument("--read-timeout", type=float, default=30.0,
-                        help="seconds a client has to send its whole request (then 408; default 30)")
-    parser.add_argument("--max-queue", type=int, default=64,
-                        help="requests waiting for the model, past which 503 (default 64)")
-    parser.add_argument("--limit-concurrency", type=int, default=1024,
-                        help="connections and requests at once, past which a quick 503 (uvicorn's "
-                             "option; default 1024)")
-    parser.add_argument("--timeout-keep-alive", type=float, default=5.0,
-                        help="seconds an idle keep-alive connection stays open (default 5)")
-    parser.add_argument("--max-body-bytes", type=int,
-                        help=f"bytes per request body (default {DEFAULT_LIMITS.max_body_bytes})")
+@dataclass
+class ServerOptions:
+    """server options (the same for the judge server and the chat server)"""
+    host: str = opt("127.0.0.1", "address to listen on (default 127.0.0.1)")
+    port: int = opt(8000, "port (default 8000; 0: any free one)")
+    read_timeout: float = opt(30.0, "seconds a client has to send its whole request (then 408; "
+                              "default 30)")
+    max_queue: int = opt(64, "requests waiting for the model, past which 503 (default 64)")
+    limit_concurrency: int = opt(1024, "connections and requests at once, past which a quick 503 "
+                                 "(uvicorn's option; default 1024)")
+    timeout_keep_alive: float = opt(5.0, "seconds an idle keep-alive connection stays open "
+                                    "(default 5)")
+    max_body_bytes: int | None = opt(None, f"bytes per request body (default "
+                                     f"{DEFAULT_LIMITS.max_body_bytes})")
+    verbose: bool = opt(False, "log every request (default: off)")

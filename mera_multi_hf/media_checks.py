@@ -173,7 +173,7 @@ def check_all(items: Iterable, checks: Callable[[object], list], workers: int,
 
 
 # The limits media are checked against (build and decode), with what each option does;
-# every one is an option of `build` and `evaluate` (limits.OPTION_NAMES).
+# every one is an option of `build` and `evaluate` (options.MediaLimitOptions).
 MEDIA_LIMIT_HELP = {
     "max_image_pixels": "refuse pictures (and video frames) whose header declares more pixels",
     "min_audio_rate": "refuse audio whose header declares a lower sample rate (Hz)",

@@ -9,10 +9,12 @@ rewritten for the Hub name; `push` uploads the export.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MeraError
 from .metrics_loading import METRICS, SIBLING_SOURCES, metric_path
+from .parsing import add_command, opt
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_NAMESPACE = "mera_multi"
@@ -100,42 +102,44 @@ def push_metrics(namespace: str, token: str | None = None, folder: str | Path | 
     return urls
 
 
-def cmd_metrics(args) -> int:
-    names = tuple(args.metric) if args.metric else METRICS
-    if args.action == "export":
-        for folder in export_metrics(args.out, args.namespace, names, args.overwrite):
+@dataclass
+class MetricsOptions:
+    """The options of `mera-multi metrics export|push`."""
+    action: str | None = opt(None, "export: write the Space folders into --out; push: publish "
+                             "them", positional=True, choices=("export", "push"), nargs="?",
+                             metavar="{export,push}")
+    out: str | None = opt(None, "export: the folder to write one sub-folder per metric into")
+    namespace: str = opt(DEFAULT_NAMESPACE, f"Hub user or organisation of the Spaces (default "
+                         f"{DEFAULT_NAMESPACE})")
+    token: str | None = opt(None, "push: a Hub token (default: the logged-in one)")
+    dir: str | None = opt(None, "push: upload this earlier export instead of exporting afresh")
+    overwrite: bool = opt(False, "export: write into a folder holding other files (files of the "
+                          "same names are replaced)")
+    metric: list[str] | None = opt(None, "only this metric (repeatable; default all four)",
+                                   choices=METRICS)
+
+
+def cmd_metrics(options: MetricsOptions) -> int:
+    if options.action is None:
+        raise MeraError("metrics: say what to do: `mera-multi metrics export --out DIR` or "
+                        "`mera-multi metrics push` (see `mera-multi metrics --help`)")
+    if options.action == "export" and not options.out:
+        raise MeraError("metrics export needs --out DIR")
+    names = tuple(options.metric) if options.metric else METRICS
+    if options.action == "export":
+        for folder in export_metrics(options.out, options.namespace, names, options.overwrite):
             print(f"wrote {folder}")
         print(f"load one with evaluate.load('<folder>'), or push them: "
-              f"mera-multi metrics push --namespace {args.namespace}")
+              f"mera-multi metrics push --namespace {options.namespace}")
         return 0
-    for url in push_metrics(args.namespace, args.token, args.dir, names):
+    for url in push_metrics(options.namespace, options.token, options.dir, names):
         print(f"published {url}")
     return 0
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("metrics", help="export the metrics as Hub Spaces, or push them",
-                       description="export: write each evaluate module's Space folder (the "
-                                   "module, its card and app, and copies of the package sources "
-                                   "it imports); push: upload them as Spaces <namespace>/<metric>.")
-    p.add_argument("action", choices=("export", "push"), nargs="?", metavar="{export,push}",
-                   help="export: write the Space folders into --out; push: publish them")
-    p.add_argument("--out", help="export: the folder to write one sub-folder per metric into")
-    p.add_argument("--namespace", default=DEFAULT_NAMESPACE,
-                   help=f"Hub user or organisation of the Spaces (default {DEFAULT_NAMESPACE})")
-    p.add_argument("--token", help="push: a Hub token (default: the logged-in one)")
-    p.add_argument("--dir", help="push: upload this earlier export instead of exporting afresh")
-    p.add_argument("--overwrite", action="store_true", help="export: write into a folder "
-                   "holding other files (files of the same names are replaced)")
-    p.add_argument("--metric", action="append", choices=METRICS,
-                   help="only this metric (repeatable; default all four)")
-    p.set_defaults(func=_checked)
-
-
-def _checked(args) -> int:
-    if args.action is None:
-        raise MeraError("metrics: say what to do: `mera-multi metrics export --out DIR` or "
-                        "`mera-multi metrics push` (see `mera-multi metrics --help`)")
-    if args.action == "export" and not args.out:
-        raise MeraError("metrics export needs --out DIR")
-    return cmd_metrics(args)
+    add_command(sub, "metrics", MetricsOptions, cmd_metrics,
+                help="export the metrics as Hub Spaces, or push them",
+                description="export: write each evaluate module's Space folder (the module, its "
+                            "card and app, and copies of the package sources it imports); push: "
+                            "upload them as Spaces <namespace>/<metric>.")

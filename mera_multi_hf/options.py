@@ -2,15 +2,12 @@
 (`mera_multi_hf.parsing.add_dataclass_options`) and one keyword of the Python API."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 
+from .limits import DEFAULT_LIMITS
+from .media_checks import MEDIA_LIMIT_HELP, media_limits
 from .metric_fns import EM_MODES
-
-
-def opt(default, help: str, **extra):
-    """A field that is also an option: its default, its help, and argparse extras
-    (choices, metavar, action, required)."""
-    return field(default=default, metadata={"help": help, **extra})
+from .parsing import opt
 
 
 @dataclass
@@ -27,6 +24,26 @@ class ScoringOptions:
 
     def scoring(self) -> ScoringOptions:
         """These options alone (what :func:`mera_multi_hf.finalize.finalize` takes)."""
-        from dataclasses import fields
-
         return ScoringOptions(**{f.name: getattr(self, f.name) for f in fields(ScoringOptions)})
+
+
+def _limit(name: str):
+    """A media limit's option: its text and default come from the one set of limits."""
+    return opt(None, f"{MEDIA_LIMIT_HELP[name]} (default {getattr(DEFAULT_LIMITS, name)})",
+               metavar="N")
+
+
+@dataclass
+class MediaLimitOptions:
+    """media limits (checked on each file's header, before decoding)"""
+    max_image_pixels: int | None = _limit("max_image_pixels")
+    min_audio_rate: int | None = _limit("min_audio_rate")
+    max_audio_rate: int | None = _limit("max_audio_rate")
+    max_audio_channels: int | None = _limit("max_audio_channels")
+    max_audio_seconds: float | None = _limit("max_audio_seconds")
+    max_video_seconds: float | None = _limit("max_video_seconds")
+    max_video_frames: int | None = _limit("max_video_frames")
+
+    def limits(self):
+        """The default limits with the ones given replaced (a bad one: MeraError)."""
+        return media_limits({f.name: getattr(self, f.name) for f in fields(MediaLimitOptions)})

@@ -1,10 +1,11 @@
 """The parsers of every command: help that shows each option's default, no abbreviated
 options, argparse errors with secrets kept out, and the options of a dataclass as flags
-(one per field, ``--max-new-tokens``), which is how `evaluate` and `score` get theirs."""
+(one per field, ``--max-new-tokens``), which is how every command gets its options."""
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import typing
 
 
@@ -75,6 +76,18 @@ def _masked_error(error):
     return masked
 
 
+def opt(default, help: str, **extra):
+    """A dataclass field that is also an option: its default, its help, and argparse
+    extras (choices, metavar, nargs, action, required; ``positional=True`` for an
+    argument without a flag, such as `build TASK`)."""
+    return dataclasses.field(default=default, metadata={"help": help, **extra})
+
+
+# The attribute that marks an argparse action as made from a dataclass field (its value:
+# the field), so a test can tell it from a hand-written add_argument.
+FIELD_TAG = "dataclass_field"
+
+
 def add_dataclass_options(parser: argparse.ArgumentParser, cls) -> None:
     """One flag per field of the dataclass ``cls``, its help and choices from the field's
     metadata. A dataclass's own fields come first; those it inherits (shared option sets
@@ -83,7 +96,9 @@ def add_dataclass_options(parser: argparse.ArgumentParser, cls) -> None:
     Built from ``dataclasses.fields`` rather than by ``transformers.HfArgumentParser``:
     importing transformers takes seconds, which `--help` should not pay. The flags are
     HfArgumentParser's (``--max-new-tokens``; ``--max_new_tokens`` is still accepted,
-    unlisted); flags are plain switches, list options repeat."""
+    unlisted); flags are plain switches, list options repeat, and a field marked
+    ``positional`` is an argument without a flag. Each action keeps its field
+    (:data:`FIELD_TAG`)."""
     hints = typing.get_type_hints(cls)
     inherited = {f.name: base for base in reversed(cls.__mro__[1:])
                  if dataclasses.is_dataclass(base) for f in dataclasses.fields(base)}
@@ -94,10 +109,15 @@ def add_dataclass_options(parser: argparse.ArgumentParser, cls) -> None:
             groups[base] = parser.add_argument_group(base.__doc__.strip().splitlines()[0])
         target = groups.get(base, parser)
         options = _argument(f, hints[f.name])
-        target.add_argument("--" + f.name.replace("_", "-"), **options)
+        if options.pop("positional", False):
+            del options["dest"]
+            setattr(target.add_argument(f.name, **options), FIELD_TAG, f)
+            continue
+        setattr(target.add_argument("--" + f.name.replace("_", "-"), **options), FIELD_TAG, f)
         if "_" in f.name:  # the spelling HfArgumentParser and Python callers use
-            target.add_argument("--" + f.name, **dict(options, help=argparse.SUPPRESS,
-                                                       default=argparse.SUPPRESS))
+            hidden = target.add_argument("--" + f.name, **dict(
+                options, help=argparse.SUPPRESS, default=argparse.SUPPRESS))
+            setattr(hidden, FIELD_TAG, f)
 
 
 def _argument(f: dataclasses.Field, hint) -> dict:
@@ -109,5 +129,20 @@ def _argument(f: dataclasses.Field, hint) -> dict:
         return dict(options, action="store_true")
     if getattr(kind, "__origin__", None) is list:
         kind = kind.__args__[0]
-        options.setdefault("action", "append")
+        if "nargs" not in options:  # a list option repeats; a list argument takes several
+            options.setdefault("action", "append")
     return dict(options, type=kind)
+
+
+def add_command(subparsers, name: str, cls, run, **kwargs) -> argparse.ArgumentParser:
+    """A sub-command whose options are the fields of the dataclass ``cls``; it runs
+    ``run(cls(...))``, so a Python caller builds the same options object and calls
+    ``run`` with it."""
+    parser = subparsers.add_parser(name, **kwargs)
+    add_dataclass_options(parser, cls)
+    parser.set_defaults(func=functools.partial(_run_with, cls, run))
+    return parser
+
+
+def _run_with(cls, run, args: argparse.Namespace):
+    return run(cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)}))

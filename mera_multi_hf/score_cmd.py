@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MeraError
@@ -103,8 +103,7 @@ def model_name(files: list[str]) -> str:
     return "unnamed model"
 
 
-def cmd_score(args) -> int:
-    config = ScoreConfig(**{f.name: getattr(args, f.name) for f in fields(ScoreConfig)})
+def cmd_score(config: ScoreConfig) -> int:
     out = Path(config.out)
     result = score_predictions(config.task, config.predictions, out, data=config.data,
                                split=config.split, em_mode=config.em_mode, judge=config.judge,
@@ -119,11 +118,10 @@ def cmd_score(args) -> int:
 
 
 def add_parser(sub) -> None:
-    from .parsing import add_dataclass_options
+    from .parsing import add_command
 
-    p = sub.add_parser("score", help="score a predictions file and write results + submission",
-                       description="Score predictions made elsewhere: this project's sample "
-                                   "log, a JSONL of {id, prediction}, or lm-evaluation-harness "
-                                   "samples_<task>_*.jsonl logs (a file or their folder).")
-    add_dataclass_options(p, ScoreConfig)
-    p.set_defaults(func=cmd_score)
+    add_command(sub, "score", ScoreConfig, cmd_score,
+                help="score a predictions file and write results + submission",
+                description="Score predictions made elsewhere: this project's sample log, a "
+                            "JSONL of {id, prediction}, or lm-evaluation-harness "
+                            "samples_<task>_*.jsonl logs (a file or their folder).")

@@ -4,9 +4,11 @@ and scores, from the folder's results.json and sample files and the run's datase
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MeraError
+from .parsing import add_command, opt
 
 
 def _load_split(task, source, split, notes: list[str]):
@@ -66,23 +68,29 @@ def page_of(run_dir: Path) -> str:
     return render(results, run, rows, notes)
 
 
-def cmd_view(args) -> int:
+@dataclass
+class ViewOptions:
+    """The options of `mera-multi view`."""
+    run_dir: str | None = opt(None, "a folder written by `mera-multi evaluate` or `score`",
+                              positional=True)
+    overwrite: bool = opt(False, "replace a results.html in the folder that this tool did not "
+                          "write")
+
+
+def cmd_view(options: ViewOptions) -> int:
     from .outputs import add_files
     from .results_html import PAGE_NAME
 
-    run_dir = Path(args.run_dir)
+    run_dir = Path(options.run_dir)
     if not run_dir.is_dir():
         raise MeraError(f"{run_dir} is not a folder: give a run folder (with results.json)")
     page = page_of(run_dir)
-    add_files(run_dir, {PAGE_NAME: page}, overwrite=args.overwrite, flag="view")
+    add_files(run_dir, {PAGE_NAME: page}, overwrite=options.overwrite, flag="view")
     print(f"wrote {run_dir / PAGE_NAME} (open it in a browser; it needs no network)")
     return 0
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("view", help="write results.html for a run folder: every example with "
-                                    "its media, prompt, answer, gold and scores")
-    p.add_argument("run_dir", help="a folder written by `mera-multi evaluate` or `score`")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace a results.html in the folder that this tool did not write")
-    p.set_defaults(func=cmd_view)
+    add_command(sub, "view", ViewOptions, cmd_view,
+                help="write results.html for a run folder: every example with its media, "
+                     "prompt, answer, gold and scores")

@@ -1,5 +1,6 @@
 """Every command's help: every option explained with its default, in the README's
-spelling, in the forms the parser accepts; help and `tasks` load no heavy library."""
+spelling, in the forms the parser accepts, generated from the command's dataclass; help
+and `tasks` load no heavy library."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +12,7 @@ import pytest
 
 from mera_multi_hf.cli import TASK_COLUMNS, build_parser, main
 from mera_multi_hf.evaluate_cmd import options_parser
+from mera_multi_hf.parsing import Parser
 from mera_multi_hf.runner.serve import _parser as serve_parser
 
 
@@ -103,3 +105,93 @@ def test_help_and_tasks_load_no_heavy_library():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_every_option_comes_from_a_dataclass_field():
+    """A hand-written add_argument fails here: every option and argument of every command
+    and sub-command is made by parsing.add_dataclass_options from a field of the command's
+    dataclass, and names that field."""
+    from dataclasses import MISSING
+
+    from mera_multi_hf.parsing import FIELD_TAG
+
+    from mera_multi_hf.sample_data.__main__ import parser as sample_parser
+
+    checked = 0
+    for name, parser in PARSERS + [("sample_data", sample_parser())]:
+        for action in parser._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._VersionAction,
+                                   argparse._SubParsersAction)):
+                continue
+            field = getattr(action, FIELD_TAG, None)
+            assert field is not None, \
+                f"{name} {action.option_strings or action.dest}: not from a dataclass field"
+            assert field.name == action.dest and field.default is not MISSING
+            checked += 1
+    assert checked > 100
+    hand_made = Parser()
+    hand_made.add_argument("--by-hand")
+    assert getattr(hand_made._actions[-1], FIELD_TAG, None) is None
+
+
+def _options_of(argv):
+    """The options object that `mera-multi ARGV` would hand to its command function."""
+    args = build_parser().parse_args(argv)
+    run_with, (cls, _run) = args.func.func, args.func.args
+    return run_with(cls, lambda options: options, args)
+
+
+def test_a_command_gets_the_dataclass_a_python_caller_builds():
+    from mera_multi_hf.cli import BuildOptions
+    from mera_multi_hf.judge_cmd import TrainOptions
+    from mera_multi_hf.leaderboard import LeaderboardOptions
+    from mera_multi_hf.metrics_export import MetricsOptions
+
+    assert _options_of(["build", "ruhhh_image", "--raw", "sample", "--out", "o",
+                        "--max_image_pixels", "5", "--max-audio-seconds", "2.5"]) == \
+        BuildOptions(task="ruhhh_image", raw="sample", out="o", max_image_pixels=5,
+                     max_audio_seconds=2.5)
+    assert _options_of(["leaderboard", "a", "b", "--overwrite"]) == \
+        LeaderboardOptions(runs=["a", "b"], overwrite=True)
+    assert _options_of(["metrics", "export", "--metric", "slot_f1", "--metric",
+                        "exact_match"]) == MetricsOptions("export", metric=["slot_f1",
+                                                                            "exact_match"])
+    assert _options_of(["judge", "train", "--data", "d", "--base", "b", "--out", "o",
+                        "--lr", "0.5"]) == TrainOptions("d", "b", "o", lr=0.5)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["metrics", "export", "--metric", "nope"])  # choices kept
+
+
+def test_a_fields_help_and_default_show_in_help():
+    """What a field says (help, default, choices, metavar, positional, list) is what the
+    generated option shows and takes."""
+    from dataclasses import dataclass
+
+    from mera_multi_hf.parsing import add_dataclass_options, opt
+
+    @dataclass
+    class Shared:
+        """shared things"""
+        speed: float = opt(2.5, "how fast")
+
+    @dataclass
+    class Options(Shared):
+        target: str | None = opt(None, "what to hit", positional=True, metavar="TARGET")
+        colour: str = opt("red", "paint", choices=("red", "blue"))
+        max_hits: int | None = opt(None, "stop after N", metavar="N")
+        tag: list[str] | None = opt(None, "a label (repeatable)")
+        loud: bool = opt(False, "shout")
+
+    parser = Parser(prog="demo")
+    add_dataclass_options(parser, Options)
+    shown = " ".join(parser.format_help().split())
+    for text in ("what to hit", "paint (default: red)", "--max-hits N stop after N (default: "
+                 "none)", "shout (default: off)", "shared things: --speed SPEED how fast "
+                 "(default: 2.5)", "{red,blue}"):
+        assert text in shown, text
+    assert "--max_hits" not in shown  # the underscore spelling is taken, never listed
+    args = parser.parse_args(["x", "--max_hits", "3", "--tag", "a", "--tag", "b", "--loud"])
+    assert Options(**vars(args)) == Options(target="x", max_hits=3, tag=["a", "b"], loud=True)
+    assert Options(**vars(parser.parse_args(["x"]))) == Options(target="x")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["x", "--colour", "green"])

@@ -15,7 +15,7 @@ STAGES = [
     ("foundation", {"_version", "errors", "tasks", "_paths", "atomic", "http_client",
                     "http_app", "citation", "masking", "provenance", "metric_fns", "filters", "media", "prompts",
                     "offline", "outputs", "limits", "media_checks", "json_doubts",
-                    "metric_registry"}),
+                    "metric_registry", "parsing"}),
     ("raw -> dataset", {"raw", "raw.files", "raw.json_files", "raw.layout", "raw.metadata",
                         "raw.card", "raw.groups", "raw.records", "raw.dataset",
                         "builder", "builders", "hub", "hub_layout", "sample_data"}),
@@ -30,8 +30,7 @@ STAGES = [
     ("reports and submission", {"reports", "charts", "submission", "results_html", "compare_html"}),
     ("commands", {"mera_multi_hf", "runner", "runner.config", "runner.run", "runner.finish", "cli", "__main__",
                   "evaluate_cmd", "score_cmd", "judge_cmd", "metrics_export", "metrics_loading",
-                  "compare", "leaderboard", "preflight", "view_cmd", "finalize", "options",
-                  "parsing"}),
+                  "compare", "leaderboard", "preflight", "view_cmd", "finalize", "options"}),
 ]
 RANK = {name: i for i, (_, names) in enumerate(STAGES) for name in names}
 

@@ -1,7 +1,7 @@
 """Every option of a run, once: the dataclass that Python callers fill and from which
 the CLI is generated (`mera-multi evaluate`: one flag per field, as ``--max-new-tokens``).
 The scoring options are inherited from :class:`~mera_multi_hf.options.ScoringOptions`,
-which `score` shares."""
+which `score` shares, the media limits from ``MediaLimitOptions``, which `build` shares."""
 from __future__ import annotations
 
 import os
@@ -9,18 +9,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..errors import MeraError
-from ..limits import DEFAULT_LIMITS
-from ..media_checks import MEDIA_LIMIT_HELP, media_limits
-from ..options import ScoringOptions, opt as _opt
+from ..options import MediaLimitOptions, ScoringOptions, opt as _opt
 
 from .backends import DEFAULT_CONCURRENCY, MAX_CONCURRENCY
 
 BACKENDS = ("hf", "openai")
-
-
-def _limit(name: str):
-    """A media limit's option: its text and default come from the one set of limits."""
-    return _opt(None, f"{MEDIA_LIMIT_HELP[name]} (default {getattr(DEFAULT_LIMITS, name)})")
 
 
 # options that hold a number (None allowed), checked so that a wrong type is a sentence
@@ -52,8 +45,9 @@ def check_types(config) -> None:
 
 
 @dataclass
-class RunConfig(ScoringOptions):
-    # the scoring options (em_mode, judge, ..., no_submission) come from ScoringOptions
+class RunConfig(ScoringOptions, MediaLimitOptions):
+    # the scoring options (em_mode, judge, ..., no_submission) come from ScoringOptions,
+    # the media limits (max_image_pixels, ...) from MediaLimitOptions
     # what to run
     model: str | None = _opt(None, "Hub id or local folder; for --backend openai the served "
                              "model name (default: the built-in tiny random model, a plumbing check)")
@@ -95,14 +89,6 @@ class RunConfig(ScoringOptions):
     dialogue_context: int | None = _opt(None, "dialogue tasks (ruTiE): earlier turns shown with "
                                         "each question (default: the task's, 5 as the official "
                                         "README recommends; 0: none)")
-    # media limits (mera_multi_hf.limits), checked on each file's header before decoding
-    max_image_pixels: int | None = _limit("max_image_pixels")
-    min_audio_rate: int | None = _limit("min_audio_rate")
-    max_audio_rate: int | None = _limit("max_audio_rate")
-    max_audio_channels: int | None = _limit("max_audio_channels")
-    max_audio_seconds: float | None = _limit("max_audio_seconds")
-    max_video_seconds: float | None = _limit("max_video_seconds")
-    max_video_frames: int | None = _limit("max_video_frames")
     # openai backend
     base_url: str | None = _opt(None, "server URL up to /v1, e.g. http://127.0.0.1:8000/v1; "
                                 "several servers (e.g. one vLLM per node): repeat the option or "
@@ -147,7 +133,7 @@ class RunConfig(ScoringOptions):
 
     def limits(self):
         """The media limits of this run: the defaults with the options given replaced."""
-        limits = media_limits({name: getattr(self, name) for name in MEDIA_LIMIT_HELP})
+        limits = super().limits()
         if (self.max_frames or 0) > limits.max_video_frames:
             raise MeraError(f"--max-frames {self.max_frames} is above --max-video-frames "
                             f"{limits.max_video_frames}")

@@ -21,7 +21,6 @@ generation lock; at most ``--max-queue`` wait for the model (then 503).
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
 import binascii
@@ -39,8 +38,9 @@ from fastapi import Request as FastAPIRequest
 
 from ..errors import MeraError
 from ..http_app import BodyError, Guard, ModelQueue, Server, json_app, read_json
-from ..limits import DEFAULT_LIMITS, Limits, add_server_options
+from ..limits import DEFAULT_LIMITS, Limits, ServerOptions
 from ..media import Media
+from ..parsing import Parser, add_dataclass_options, opt
 from ..prompts import MEDIA_SLOT
 from .request import Request
 
@@ -315,57 +315,63 @@ def app_from_env():
                  api_key=os.environ.get("MERA_SERVE_API_KEY") or None)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m mera_multi_hf.runner.serve",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", help="Hub id or folder (default: the built-in tiny model)")
-    parser.add_argument("--served-name", help="the model name clients use (default: --model)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free one)")
-    parser.add_argument("--dtype", default="auto", help="weights dtype: auto, float32, bfloat16 or "
-                        "float16 (default auto: float32 on CPU, the model's own on GPU)")
-    parser.add_argument("--device", help="cpu, cuda, cuda:1 or auto (default: the GPU when there is one)")
-    parser.add_argument("--max-pixels", type=int, help="downscale larger images (aspect kept) to "
-                        "at most this many pixels (default: none, images as sent)")
-    parser.add_argument("--trust-remote-code", action="store_true", help="allow model code from "
-                        "the Hub repository, only for models you trust (default: off)")
-    parser.add_argument("--api-key",
-                        help="require 'Authorization: Bearer KEY' on every route but /health "
-                             "(default: $MERA_SERVE_API_KEY, which `ps` does not show; none: no "
-                             "authentication)")
-    add_server_options(parser)
-    parser.add_argument("--workers", type=int, default=8,
-                        help="threads parsing requests and decoding their images (default 8)")
-    parser.add_argument("--max-image-pixels", type=int,
-                        help=f"pixels per image (default {DEFAULT_LIMITS.max_image_pixels})")
-    parser.add_argument("--max-tokens-limit", type=int, default=MAX_TOKENS_LIMIT,
-                        help=f"largest max_tokens a request may ask (default {MAX_TOKENS_LIMIT})")
-    parser.add_argument("--verbose", action="store_true", help="log every request (default: off)")
+@dataclasses.dataclass
+class ChatServeOptions(ServerOptions):
+    """The options of the chat server; those of any server come from ServerOptions."""
+    model: str | None = opt(None, "Hub id or folder (default: the built-in tiny model)")
+    served_name: str | None = opt(None, "the model name clients use (default: --model)")
+    dtype: str = opt("auto", "weights dtype: auto, float32, bfloat16 or float16 (default auto: "
+                     "float32 on CPU, the model's own on GPU)")
+    device: str | None = opt(None, "cpu, cuda, cuda:1 or auto (default: the GPU when there is one)")
+    max_pixels: int | None = opt(None, "downscale larger images (aspect kept) to at most this "
+                                 "many pixels (default: none, images as sent)")
+    trust_remote_code: bool = opt(False, "allow model code from the Hub repository, only for "
+                                  "models you trust (default: off)")
+    api_key: str | None = opt(None, "require 'Authorization: Bearer KEY' on every route but "
+                              "/health (default: $MERA_SERVE_API_KEY, which `ps` does not show; "
+                              "none: no authentication)")
+    workers: int = opt(8, "threads parsing requests and decoding their images (default 8)")
+    max_image_pixels: int | None = opt(None, f"pixels per image (default "
+                                       f"{DEFAULT_LIMITS.max_image_pixels})")
+    max_tokens_limit: int = opt(MAX_TOKENS_LIMIT, f"largest max_tokens a request may ask "
+                                f"(default {MAX_TOKENS_LIMIT})")
+
+
+def _parser() -> Parser:
+    parser = Parser(prog="python -m mera_multi_hf.runner.serve", description=__doc__.split("\n\n")[0])
+    add_dataclass_options(parser, ChatServeOptions)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def serve(options: ChatServeOptions) -> int:
+    """Load the model and serve it until Ctrl+C (what ``main`` runs with its options)."""
     from .backends import make_backend
 
-    args = _parser().parse_args(argv)
-    limits = DEFAULT_LIMITS.with_overrides(max_image_pixels=args.max_image_pixels,
-                                           max_body_bytes=args.max_body_bytes)
+    limits = DEFAULT_LIMITS.with_overrides(max_image_pixels=options.max_image_pixels,
+                                           max_body_bytes=options.max_body_bytes)
     try:
-        backend = make_backend("hf", args.model, dtype=args.dtype, device=args.device,
-                               max_pixels=args.max_pixels,
-                               trust_remote_code=args.trust_remote_code)
+        backend = make_backend("hf", options.model, dtype=options.dtype, device=options.device,
+                               max_pixels=options.max_pixels,
+                               trust_remote_code=options.trust_remote_code)
         backend.load()
-        server = make_server(backend, args.host, args.port, args.served_name, args.verbose,
-                             api_key=args.api_key or os.environ.get("MERA_SERVE_API_KEY"),
-                             read_timeout=args.read_timeout, workers=args.workers,
-                             max_tokens_limit=args.max_tokens_limit, limits=limits,
-                             max_queue=args.max_queue, limit_concurrency=args.limit_concurrency,
-                             timeout_keep_alive=args.timeout_keep_alive)
+        server = make_server(backend, options.host, options.port, options.served_name,
+                             options.verbose,
+                             api_key=options.api_key or os.environ.get("MERA_SERVE_API_KEY"),
+                             read_timeout=options.read_timeout, workers=options.workers,
+                             max_tokens_limit=options.max_tokens_limit, limits=limits,
+                             max_queue=options.max_queue,
+                             limit_concurrency=options.limit_concurrency,
+                             timeout_keep_alive=options.timeout_keep_alive)
     except (MeraError, ValueError, OSError) as err:
         print(f"serve: error: {err}")
         return 2
     return server.serve_until_interrupted(
-        f"serving {server.model_name} on http://{args.host}:{server.server_port}/v1 (Ctrl+C to stop)")
+        f"serving {server.model_name} on http://{options.host}:{server.server_port}/v1 "
+        "(Ctrl+C to stop)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    return serve(ChatServeOptions(**vars(_parser().parse_args(argv))))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import MeraError
+from ..parsing import add_command, opt
 from .recipes import has_torchvision
 
 
@@ -132,16 +133,21 @@ def family_rows() -> list[dict]:
     return rows
 
 
+@dataclass
+class ModelsOptions:
+    """The options of `mera-multi models`."""
+    path: str | None = opt(None, "build (once) and print that family's folder", metavar="FAMILY")
+
+
 def add_parser(sub) -> None:
-    p = sub.add_parser("models", help="list the model families with a tiny offline model "
-                       "(modalities, processor classes, video path)")
-    p.add_argument("--path", metavar="FAMILY", help="build (once) and print that family's folder")
-    p.set_defaults(func=cmd_models)
+    add_command(sub, "models", ModelsOptions, cmd_models,
+                help="list the model families with a tiny offline model (modalities, processor "
+                     "classes, video path)")
 
 
-def cmd_models(args) -> int:
-    if args.path:
-        print(family_model_path(args.path))
+def cmd_models(options: ModelsOptions) -> int:
+    if options.path:
+        print(family_model_path(options.path))
         return 0
     rows = family_rows()
     heads = {"family": "family", "modalities": "modalities", "video": "video path",
