@@ -100,10 +100,13 @@ def _bars(ax, panel: dict, j: int, metric: str, values: list, width: float) -> N
             bar.set(alpha=0.45, hatch="///", edgecolor="#666666")
         bar.set_visible(v is not None)
     intervals = panel["intervals"].get(metric) or []
-    for x, v, iv in zip(xs, values, intervals):
-        if v is not None and iv is not None:
-            ax.errorbar([x], [v], yerr=[[max(0.0, v - iv[0])], [max(0.0, iv[1] - v)]],
-                        fmt="none", ecolor="black", elinewidth=1, capsize=2, gid="interval")
+    shown = [(x, v, iv) for x, v, iv in zip(xs, values, intervals)
+             if v is not None and iv is not None]
+    if shown:  # one call for every bar: errorbar is slow to set up (a tenth of a second each)
+        ax.errorbar([x for x, _, _ in shown], [v for _, v, _ in shown],
+                    yerr=[[max(0.0, v - iv[0]) for _, v, iv in shown],
+                          [max(0.0, iv[1] - v) for _, v, iv in shown]],
+                    fmt="none", ecolor="black", elinewidth=1, capsize=2, gid="interval")
     for i, (x, v) in enumerate(zip(xs, values)):
         if v is None:
             ax.text(x, 0.02, panel.get("missing", "—"), rotation=90, ha="center", va="bottom",
@@ -177,5 +180,7 @@ def chart_png(task_results: list[dict], title: str = "") -> bytes | None:
     if fig is None:
         return None
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
+    # print_png draws once; savefig would first draw a second time for the layout engine
+    # that tight_layout leaves behind (the layout is already done)
+    fig.canvas.print_png(buffer)
     return buffer.getvalue()

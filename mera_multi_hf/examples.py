@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .arrow_split import ArrowSplit, flat_columns
+from .arrow_split import ArrowSplit, flat_columns, validity
 from .prompts import render_prompt
 from .tasks import TaskSpec
 
@@ -57,7 +57,7 @@ def _present_media(task: TaskSpec, columns: dict, n: int) -> dict[str, list[bool
     """Media field -> per row "has an item", read from Arrow validity only."""
     present = {}
     for name in task.media_fields:
-        valid = [column.is_valid().to_pylist() for c, column in columns.items()
+        valid = [validity(column) for c, column in columns.items()
                  if c == f"inputs.{name}" or c.startswith(f"inputs.{name}.")]
         present[name] = [any(v) for v in zip(*valid)] if valid else [False] * n
     return present
@@ -76,7 +76,7 @@ def make_examples(task: TaskSpec, ds) -> list[Example]:
     present = _present_media(task, columns, len(split))
     keep = [c for c in columns if not any(c == f"inputs.{m}" or c.startswith(f"inputs.{m}.")
                                           for m in task.media_fields)]
-    out = []
+    option_fields, out = task.option_fields, []
     for position, row in enumerate(_flat_rows(columns, keep, len(split))):
         meta, inputs = {}, {}
         for column, value in row.items():
@@ -96,5 +96,5 @@ def make_examples(task: TaskSpec, ds) -> list[Example]:
             breakdown={name: str(_lookup(meta, path)) for name, path in task.breakdowns
                        if _lookup(meta, path) is not None},
             meta=meta, instruction=row["instruction"],
-            options=tuple(inputs.get(f) for f in task.option_fields)))
+            options=tuple(inputs.get(f) for f in option_fields)))
     return out

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from mera_multi_hf.arrow_split import MANIFEST, ArrowSplit, flat_columns, read_manifest
+from mera_multi_hf.arrow_split import MANIFEST, ArrowSplit, flat_columns, read_manifest, validity
 from mera_multi_hf.examples import make_examples
 from mera_multi_hf.loading import _cache_dir, _prepared, load_split, load_task
 from mera_multi_hf.runner.request import build_requests
@@ -75,3 +75,24 @@ def test_limit_and_rows_read_as_datasets_reads_them():
     assert arrow[[3, 1]].equals(ds[[3, 1]])
     assert arrow.select(range(2)).table.equals(ds.select(range(2))[:])
     assert arrow.select([2, 0]).table.equals(ds.select([2, 0])[:])
+
+
+def test_validity_and_rows_agree_with_pyarrow_compute():
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = [None if i % 3 == 0 or i % 7 == 0 else {"bytes": b"x", "path": None}
+              for i in range(50)]
+    kind = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    column = pa.chunked_array([pa.array(values[:20], kind), pa.array(values[20:], kind).slice(3),
+                               pa.array([None, None], kind),
+                               pa.array([{"bytes": b"", "path": "p"}], kind)])
+    assert validity(column) == pc.is_valid(column).to_pylist()
+    for child in column.flatten():  # parent nulls carried into the children
+        assert validity(child) == pc.is_valid(child).to_pylist()
+    table = pa.table({"a": pa.chunked_array([pa.array(range(5)), pa.array(range(5, 9))])})
+    split = ArrowSplit(table, {}, None)
+    for rows in ([3, 4, 5, 6], [8, 0, 1], [], [2]):
+        assert split[rows].column("a").to_pylist() == rows
+    with pytest.raises(IndexError):
+        split[[9]]
