@@ -15,6 +15,7 @@ Agg canvas: no display, no pyplot state).
 from __future__ import annotations
 
 import io
+import threading
 
 from .metric_registry import display_name
 from .tasks import TASKS
@@ -24,6 +25,7 @@ BAR_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#7f7f7f")
 FEW_COLOR = "#bbbbbb"
 MIN_N = 10  # fewer examples than this: a hatched grey bar
 CHART_NAME = "results.png"
+_DRAWING = threading.Lock()  # matplotlib's font objects are shared: one chart at a time
 
 
 def official_name(task_key: str) -> str:
@@ -176,11 +178,22 @@ def figure(task_results: list[dict], title: str = ""):
 
 def chart_png(task_results: list[dict], title: str = "") -> bytes | None:
     """The chart as PNG bytes; None when no task could be scored (hidden answers)."""
-    fig = figure(task_results, title)
-    if fig is None:
-        return None
-    buffer = io.BytesIO()
-    # print_png draws once; savefig would first draw a second time for the layout engine
-    # that tight_layout leaves behind (the layout is already done)
-    fig.canvas.print_png(buffer)
-    return buffer.getvalue()
+    with _DRAWING:
+        fig = figure(task_results, title)
+        if fig is None:
+            return None
+        buffer = io.BytesIO()
+        # print_png draws once; savefig would first draw a second time for the layout
+        # engine that tight_layout leaves behind (the layout is already done)
+        fig.canvas.print_png(buffer)
+        return buffer.getvalue()
+
+
+def warm_up() -> None:
+    """Draw a small chart and drop it: matplotlib's first figure loads its fonts and
+    fills its text caches (a few tenths of a second), which a run pays here while it
+    only waits for a server's answers."""
+    chart_png([{"task": next(iter(TASKS)), "split": "test", "n_examples": 1, "scorable": True,
+                "metrics": {"exact_match": 0.5}, "task_score": 0.5, "human_baseline": {},
+                "breakdown": {}, "task_score_uncertainty": {"low": 0.4, "high": 0.6}}],
+              "warm-up")

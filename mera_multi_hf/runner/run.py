@@ -171,16 +171,16 @@ def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: Sampl
 
 
 def import_outputs_stage() -> None:
-    """Import what scoring and the outputs need (the chart's matplotlib most of all) while
-    this process only waits for a server's answers, rather than after them."""
+    """Import what scoring and the outputs need (the chart's matplotlib most of all), and
+    draw a first chart, while this process only waits for a server's answers, rather
+    than after them."""
     import importlib
 
-    for name in ("mera_multi_hf.runner.finish", "matplotlib.figure",
-                 "matplotlib.backends.backend_agg"):
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - imported again where it is used, errors and all
-            return
+    try:
+        importlib.import_module("mera_multi_hf.runner.finish")
+        importlib.import_module("mera_multi_hf.charts").warm_up()  # fonts loaded, caches full
+    except Exception:  # noqa: BLE001 - imported again where it is used, errors and all
+        return
 
 
 def select_tasks(names) -> list[TaskSpec]:
