@@ -125,9 +125,8 @@ def read_manifest(cache_dir: str | Path) -> dict[str, ArrowSplit] | None:
         return None
     splits = {}
     for split, entry in manifest["splits"].items():
-        paths = [Path(cache_dir) / name for name, _ in entry["files"]]
-        if any(not p.is_file() or p.stat().st_size != size
-               for p, (_, size) in zip(paths, entry["files"])):
+        paths = [Path(cache_dir) / name for name, *_ in entry["files"]]
+        if any(_stamp(p) != stamp for p, (_, *stamp) in zip(paths, entry["files"])):
             return None
         tables = [pa.ipc.open_stream(pa.memory_map(str(p))).read_all().replace_schema_metadata()
                   for p in paths]
@@ -166,9 +165,21 @@ def write_manifest(cache_dir: str | Path, dsd) -> None:
         files = _files_of(ds, cache_dir)
         if files is None:
             return
-        splits[split] = {"files": [[f, (cache_dir / f).stat().st_size] for f in files],
+        splits[split] = {"files": [[f, *_stamp(cache_dir / f)] for f in files],
                          "features": ds.features.to_dict(), "fingerprint": ds._fingerprint}
     manifest = {"format": MANIFEST_FORMAT, "datasets": _datasets_version(), "splits": splits}
     temporary = cache_dir / f".{MANIFEST}.{os.getpid()}"
-    temporary.write_text(json.dumps(manifest), encoding="utf-8")
-    os.replace(temporary, cache_dir / MANIFEST)  # a concurrent reader sees all or nothing
+    try:
+        temporary.write_text(json.dumps(manifest), encoding="utf-8")
+        os.replace(temporary, cache_dir / MANIFEST)  # a concurrent reader sees all or nothing
+    except OSError:  # a read-only cache: the next load goes through `datasets` again
+        temporary.unlink(missing_ok=True)
+
+
+def _stamp(path: Path) -> list[int] | None:
+    """A file's size and modification time (None: no such file)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return [info.st_size, info.st_mtime_ns]

@@ -59,7 +59,7 @@ def test_a_changed_cache_file_or_datasets_version_is_not_trusted(tmp_path):
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     assert read_manifest(_cache_dir(source)) is not None
-    name, _ = manifest["splits"]["test"]["files"][0]
+    name = manifest["splits"]["test"]["files"][0][0]
     with open(os.path.join(_cache_dir(source), name), "ab") as f:
         f.write(b"\0")  # the file is no longer the one named
     assert read_manifest(_cache_dir(source)) is None
