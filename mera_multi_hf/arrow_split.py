@@ -116,23 +116,28 @@ def _datasets_version() -> str:
 
 def read_manifest(cache_dir: str | Path) -> dict[str, ArrowSplit] | None:
     """The splits a manifest in ``cache_dir`` names, memory-mapped; None when there is
-    none, or it was written by another `datasets` or names a file no longer as it was."""
+    none, it cannot be read, or it was written by another `datasets` or names a file no
+    longer as it was."""
     try:
         manifest = json.loads((Path(cache_dir) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if manifest.get("format") != MANIFEST_FORMAT or manifest.get("datasets") != _datasets_version():
-        return None
-    splits = {}
-    for split, entry in manifest["splits"].items():
-        paths = [Path(cache_dir) / name for name, *_ in entry["files"]]
-        if any(_stamp(p) != stamp for p, (_, *stamp) in zip(paths, entry["files"])):
+        if manifest.get("format") != MANIFEST_FORMAT or \
+                manifest.get("datasets") != _datasets_version():
             return None
-        tables = [pa.ipc.open_stream(pa.memory_map(str(p))).read_all().replace_schema_metadata()
-                  for p in paths]
-        splits[split] = ArrowSplit(pa.concat_tables(tables) if len(tables) > 1 else tables[0],
-                                   entry["features"], entry["fingerprint"])
-    return splits
+        splits = {split: _open(Path(cache_dir), entry)
+                  for split, entry in manifest["splits"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, pa.ArrowException):
+        return None
+    return None if None in splits.values() else splits
+
+
+def _open(cache_dir: Path, entry: dict) -> ArrowSplit | None:
+    paths = [cache_dir / name for name, *_ in entry["files"]]
+    if any(_stamp(p) != stamp for p, (_, *stamp) in zip(paths, entry["files"])):
+        return None
+    tables = [pa.ipc.open_stream(pa.memory_map(str(p))).read_all().replace_schema_metadata()
+              for p in paths]
+    return ArrowSplit(pa.concat_tables(tables) if len(tables) > 1 else tables[0],
+                      entry["features"], entry["fingerprint"])
 
 
 def _files_of(ds, cache_dir: Path) -> list[str] | None:

@@ -96,3 +96,15 @@ def test_validity_and_rows_agree_with_pyarrow_compute():
         assert split[rows].column("a").to_pylist() == rows
     with pytest.raises(IndexError):
         split[[9]]
+
+
+def test_a_damaged_manifest_is_ignored(tmp_path):
+    load_split("ruclevr", "sample", "test")
+    _, source, _ = _prepared("ruclevr", "sample", None)
+    path = os.path.join(_cache_dir(source), MANIFEST)
+    good = open(path, encoding="utf-8").read()
+    for bad in ("{", "[]", json.dumps(dict(json.loads(good), splits={"test": {"files": 3}}))):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(bad)
+        assert read_manifest(_cache_dir(source)) is None
+        assert len(load_split("ruclevr", "sample", "test")) == 8  # through datasets again
