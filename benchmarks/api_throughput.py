@@ -98,8 +98,14 @@ class FakeChat(BaseHTTPRequestHandler):
             server.count += 1
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)  # (not a client killed on purpose)
+
+
 def start_server() -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeChat)
+    server = _Server(("127.0.0.1", 0), FakeChat)
     server.daemon_threads = True
     server.lock = threading.Lock()
     reset(server)

@@ -15,6 +15,7 @@ Agg canvas: no display, no pyplot state).
 from __future__ import annotations
 
 import io
+import threading
 
 from .metric_registry import display_name
 from .tasks import TASKS
@@ -24,6 +25,7 @@ BAR_COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#7f7f7f")
 FEW_COLOR = "#bbbbbb"
 MIN_N = 10  # fewer examples than this: a hatched grey bar
 CHART_NAME = "results.png"
+_DRAWING = threading.Lock()  # matplotlib's font objects are shared: one chart at a time
 
 
 def official_name(task_key: str) -> str:
@@ -100,10 +102,13 @@ def _bars(ax, panel: dict, j: int, metric: str, values: list, width: float) -> N
             bar.set(alpha=0.45, hatch="///", edgecolor="#666666")
         bar.set_visible(v is not None)
     intervals = panel["intervals"].get(metric) or []
-    for x, v, iv in zip(xs, values, intervals):
-        if v is not None and iv is not None:
-            ax.errorbar([x], [v], yerr=[[max(0.0, v - iv[0])], [max(0.0, iv[1] - v)]],
-                        fmt="none", ecolor="black", elinewidth=1, capsize=2, gid="interval")
+    shown = [(x, v, iv) for x, v, iv in zip(xs, values, intervals)
+             if v is not None and iv is not None]
+    if shown:  # one call for every bar: errorbar is slow to set up (a tenth of a second each)
+        ax.errorbar([x for x, _, _ in shown], [v for _, v, _ in shown],
+                    yerr=[[max(0.0, v - iv[0]) for _, v, iv in shown],
+                          [max(0.0, iv[1] - v) for _, v, iv in shown]],
+                    fmt="none", ecolor="black", elinewidth=1, capsize=2, gid="interval")
     for i, (x, v) in enumerate(zip(xs, values)):
         if v is None:
             ax.text(x, 0.02, panel.get("missing", "—"), rotation=90, ha="center", va="bottom",
@@ -173,9 +178,22 @@ def figure(task_results: list[dict], title: str = ""):
 
 def chart_png(task_results: list[dict], title: str = "") -> bytes | None:
     """The chart as PNG bytes; None when no task could be scored (hidden answers)."""
-    fig = figure(task_results, title)
-    if fig is None:
-        return None
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    return buffer.getvalue()
+    with _DRAWING:
+        fig = figure(task_results, title)
+        if fig is None:
+            return None
+        buffer = io.BytesIO()
+        # print_png draws once; savefig would first draw a second time for the layout
+        # engine that tight_layout leaves behind (the layout is already done)
+        fig.canvas.print_png(buffer)
+        return buffer.getvalue()
+
+
+def warm_up() -> None:
+    """Draw a small chart and drop it: matplotlib's first figure loads its fonts and
+    fills its text caches (a few tenths of a second), which a run pays here while it
+    only waits for a server's answers."""
+    chart_png([{"task": next(iter(TASKS)), "split": "test", "n_examples": 1, "scorable": True,
+                "metrics": {"exact_match": 0.5}, "task_score": 0.5, "human_baseline": {},
+                "breakdown": {}, "task_score_uncertainty": {"low": 0.4, "high": 0.6}}],
+              "warm-up")

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import datasets
-
+from .arrow_split import ArrowSplit, flat_columns, validity
 from .prompts import render_prompt
 from .tasks import TaskSpec
 
@@ -54,27 +53,31 @@ def _typed_gold(outputs) -> Gold | None:
     return str(outputs)
 
 
-def _present_media(task: TaskSpec, flat: datasets.Dataset) -> dict[str, list[bool]]:
+def _present_media(task: TaskSpec, columns: dict, n: int) -> dict[str, list[bool]]:
     """Media field -> per row "has an item", read from Arrow validity only."""
     present = {}
     for name in task.media_fields:
-        columns = [c for c in flat.column_names if c == f"inputs.{name}"
-                   or c.startswith(f"inputs.{name}.")]
-        valid = [flat.data.column(c).is_valid().to_pylist() for c in columns]
-        present[name] = [any(v) for v in zip(*valid)] if valid else [False] * len(flat)
+        valid = [validity(column) for c, column in columns.items()
+                 if c == f"inputs.{name}" or c.startswith(f"inputs.{name}.")]
+        present[name] = [any(v) for v in zip(*valid)] if valid else [False] * n
     return present
 
 
-def make_examples(task: TaskSpec, ds: datasets.Dataset) -> list[Example]:
-    """The examples of one split, in dataset order."""
-    flat = ds.flatten()
-    present = _present_media(task, flat)
-    media_columns = {c for c in flat.column_names
-                     if any(c == f"inputs.{m}" or c.startswith(f"inputs.{m}.")
-                            for m in task.media_fields)}
-    keep = [c for c in flat.column_names if c not in media_columns]
-    out = []
-    for position, row in enumerate(flat.select_columns(keep).to_list()):
+def _flat_rows(columns: dict, keep: list[str], n: int) -> list[dict]:
+    values = [columns[c].to_pylist() for c in keep]
+    return [dict(zip(keep, row)) for row in zip(*values)] if keep else [{}] * n
+
+
+def make_examples(task: TaskSpec, ds) -> list[Example]:
+    """The examples of one split (an :class:`~mera_multi_hf.arrow_split.ArrowSplit` or a
+    `datasets.Dataset`), in dataset order."""
+    split = ArrowSplit.of(ds)
+    columns = flat_columns(split)
+    present = _present_media(task, columns, len(split))
+    keep = [c for c in columns if not any(c == f"inputs.{m}" or c.startswith(f"inputs.{m}.")
+                                          for m in task.media_fields)]
+    option_fields, out = task.option_fields, []
+    for position, row in enumerate(_flat_rows(columns, keep, len(split))):
         meta, inputs = {}, {}
         for column, value in row.items():
             if column.startswith("meta."):
@@ -93,5 +96,5 @@ def make_examples(task: TaskSpec, ds: datasets.Dataset) -> list[Example]:
             breakdown={name: str(_lookup(meta, path)) for name, path in task.breakdowns
                        if _lookup(meta, path) is not None},
             meta=meta, instruction=row["instruction"],
-            options=tuple(inputs.get(f) for f in task.option_fields)))
+            options=tuple(inputs.get(f) for f in option_fields)))
     return out

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-
-import datasets
+from typing import TYPE_CHECKING
 
 from ._paths import cache_root  # noqa: F401  (imported from here too)
 from ._version import __version__
@@ -14,7 +14,30 @@ from .provenance import folder_fingerprint
 from .raw.groups import GroupIds
 from .tasks import TaskSpec, get_task
 
+if TYPE_CHECKING:
+    import datasets
+
+    from .arrow_split import ArrowSplit
+
 CACHE_FORMAT = 3  # raise when the exported layout of a raw folder changes
+_QUIET = []  # quiet_progress() was called: datasets' bars off once it is imported
+
+
+def quiet_progress() -> None:
+    """No progress bars from `datasets` in this process, now or once it is imported
+    (a run that reads a prepared cache never imports it)."""
+    _QUIET.append(True)
+    if "datasets" in sys.modules:
+        _datasets()
+
+
+def _datasets():
+    """`datasets`, imported where a load needs it, with its bars off if asked."""
+    import datasets
+
+    if _QUIET:
+        datasets.disable_progress_bars()
+    return datasets
 
 
 def resolve_source(task: TaskSpec, source: str | Path | None) -> str | Path:
@@ -126,14 +149,38 @@ def load_task(task: str | TaskSpec, source: str | Path | None = None,
     and a domain task's configs joined into one dataset with ``meta.domain``.
     ``limits``: what the media of a raw folder may declare (mera_multi_hf.limits).
     """
+    task, source, kind = _prepared(task, source, limits)
+    return _pick(task, source, _load(task, source, kind), split)
+
+
+def load_split(task: str | TaskSpec, source: str | Path | None = None, split: str = "test",
+               *, limits: Limits | None = None) -> ArrowSplit:
+    """``load_task(task, source, split)`` as plain Arrow
+    (:class:`~mera_multi_hf.arrow_split.ArrowSplit`): the same rows, features and
+    fingerprint. A local folder loaded before is read from the Arrow files `datasets`
+    prepared then, without importing `datasets` (what a run and `score` need)."""
+    from .arrow_split import ArrowSplit, read_manifest, write_manifest
+
+    task, source, kind = _prepared(task, source, limits)
+    cache_dir = _cache_dir(source)
+    splits = read_manifest(cache_dir) if cache_dir else None
+    if splits is None:
+        dsd = _load(task, source, kind)
+        if cache_dir:
+            write_manifest(cache_dir, dsd)
+        splits = dsd
+    return ArrowSplit.of(_pick(task, source, splits, split))
+
+
+def _prepared(task, source, limits) -> tuple[TaskSpec, str | Path, str]:
+    """(task, the source to read, its kind): a raw folder converted once into the cache
+    (its export is what is read), a Hub id checked to be within reach."""
     task = task if isinstance(task, TaskSpec) else get_task(task)
     source = resolve_source(task, source)
     kind = source_kind(source)
     if kind == "hub":
         check_hub_source(task, str(source))
     if kind == "raw":
-        from .hub import export_raw
-
         from filelock import FileLock
 
         target = cache_root() / "raw" / f"{task.key}-{_folder_fingerprint(Path(source))}"
@@ -143,16 +190,26 @@ def load_task(task: str | TaskSpec, source: str | Path | None = None,
         # them, and the cache is never published.
         with FileLock(str(target) + ".lock"):
             if not (target / "README.md").is_file():
+                _datasets()  # its progress bars as asked
+                from .hub import export_raw
+
                 export_raw(task, source, target, include_private_answers=True, overwrite=True,
                            limits=limits)
         source = target
-    dsd = normalize(task, _read(task, source, quiet=kind == "raw"))
+    return task, source, kind
+
+
+def _load(task: TaskSpec, source, kind: str) -> datasets.DatasetDict:
+    return normalize(task, _read(task, source, quiet=kind == "raw"))
+
+
+def _pick(task: TaskSpec, source, splits, split: str | None):
     if split is None:
-        return dsd
-    if split not in dsd:
+        return splits
+    if split not in splits:
         raise MeraError(f"{task.key} from {source} has no split {split!r} "
-                        f"(splits: {', '.join(dsd)})")
-    return dsd[split]
+                        f"(splits: {', '.join(splits)})")
+    return splits[split]
 
 
 def _cache_dir(source) -> str | None:
@@ -169,6 +226,7 @@ def _cache_dir(source) -> str | None:
 def _read(task: TaskSpec, source, quiet: bool) -> datasets.DatasetDict:
     """``load_dataset`` on the source; ``quiet``: no second set of progress bars for a
     raw folder whose conversion just showed its own."""
+    datasets = _datasets()
     shown = datasets.is_progress_bar_enabled()
     if quiet:
         datasets.disable_progress_bars()
@@ -192,7 +250,7 @@ def _domain_configs(task: TaskSpec, source: str) -> list[str]:
     project's exports do), in the task's order; empty for a single-config source."""
     if not task.domains:
         return []
-    names = set(datasets.get_dataset_config_names(source))
+    names = set(_datasets().get_dataset_config_names(source))
     return [d for d in task.domains if d in names]
 
 
@@ -200,6 +258,8 @@ def _load_domains(source: str, domains: list[str], cache_dir: str | None) -> dat
     """The domain configs as one DatasetDict, domain after domain; each example's
     ``meta.domain`` says which (reports break scores down by it; the task score is the
     size-weighted mean). A config whose meta has no ``domain`` (a Hub copy) gets it."""
+    datasets = _datasets()
+
     def with_domain(domain):
         return lambda meta: {"meta": {**meta, "domain": domain}}
 
@@ -217,6 +277,7 @@ def _load_domains(source: str, domains: list[str], cache_dir: str | None) -> dat
 
 def normalize(task: TaskSpec, dsd: datasets.DatasetDict) -> datasets.DatasetDict:
     """Bring a loaded task to the project's schema (a no-op on the project's own exports)."""
+    datasets = _datasets()
     try:
         from .builders import builder_class
         builder = builder_class(task)
@@ -239,6 +300,7 @@ def _relabel(ds: datasets.Dataset, features: datasets.Features) -> datasets.Data
     copy, unlike ``Dataset.cast``."""
     import copy
 
+    import datasets
     from datasets.fingerprint import Hasher
 
     info = copy.deepcopy(ds.info)

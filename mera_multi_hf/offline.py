@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import sys
 from pathlib import Path
 
 _STATE: dict = {}
@@ -51,12 +52,9 @@ def go_offline() -> None:
     for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
         os.environ[name] = "1"
     hub_constants.HF_HUB_OFFLINE = True
-    try:
-        import datasets.config as datasets_config
-
+    datasets_config = sys.modules.get("datasets.config")  # (read at its import where not yet)
+    if datasets_config is not None:
         datasets_config.HF_HUB_OFFLINE = datasets_config.HF_DATASETS_OFFLINE = True
-    except ImportError:  # pragma: no cover - datasets is a dependency
-        pass
 
 
 def in_hub_cache(repo_id: str, repo_type: str = "model") -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 from .errors import MeraError
@@ -47,13 +48,21 @@ def _inside(path: str, folder: str) -> bool:
 def _cache_roots() -> list[tuple[str, bool]]:
     """(cache root, whether writing inside it is refused too): the Hugging Face caches
     are others' to manage; this project's own cache holds the raw conversions it makes."""
-    import datasets.config
     from huggingface_hub import constants
 
     from ._paths import cache_root
 
     return [(constants.HF_HOME, True), (constants.HF_HUB_CACHE, True),
-            (str(datasets.config.HF_DATASETS_CACHE), True), (str(cache_root()), False)]
+            (_datasets_cache(constants.HF_HOME), True), (str(cache_root()), False)]
+
+
+def _datasets_cache(hf_home: str) -> str:
+    """`datasets`' cache folder, as datasets.config sets it, without importing `datasets`
+    (and pandas) where it is not imported yet."""
+    config = sys.modules.get("datasets.config")
+    if config is not None:
+        return str(config.HF_DATASETS_CACHE)
+    return os.getenv("HF_DATASETS_CACHE") or os.path.join(hf_home, "datasets")
 
 
 def refusal(path, inputs=()) -> str | None:

@@ -54,11 +54,11 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
 def _task_part(task, predictions_path, data, split) -> TaskPart:
     """The task's examples and the predictions file read against them."""
     from .examples import make_examples
-    from .loading import load_task
+    from .loading import load_split
     from .predictions import read_predictions
 
     predictions = read_predictions(predictions_path, task.key, split)  # a bad file: no loading
-    dataset = load_task(task, source=data, split=split)
+    dataset = load_split(task, source=data, split=split)
     examples = make_examples(task, dataset)
     if task.dialogue:  # official ruTiE logs name examples by position (meta.id is null)
         from .runner.dialogue import positions

@@ -1,12 +1,15 @@
 """Every command's help: every option explained with its default, in the README's
 spelling, in the forms the parser accepts, generated from the command's dataclass; help
-and `tasks` load no heavy library."""
+and `tasks` load no heavy library, nor does an openai run on a prepared dataset."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -137,7 +140,7 @@ def test_every_option_comes_from_a_dataclass_field():
 def _options_of(argv):
     """The options object that `mera-multi ARGV` would hand to its command function."""
     args = build_parser().parse_args(argv)
-    run_with, (cls, _run) = args.func.func, args.func.args
+    run_with, cls = args.func.func, args.func.args[0]
     return run_with(cls, lambda options: options, args)
 
 
@@ -195,3 +198,65 @@ def test_a_fields_help_and_default_show_in_help():
     assert Options(**vars(parser.parse_args(["x"]))) == Options(target="x")
     with pytest.raises(SystemExit):
         parser.parse_args(["x", "--colour", "green"])
+
+
+class _Chat(BaseHTTPRequestHandler):
+    """A chat server that answers "A" to everything."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, body: dict) -> None:
+        payload = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def do_GET(self):  # /v1/models, the run's preflight
+        self._send({"object": "list", "data": []})
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self._send({"choices": [{"index": 0, "message": {"role": "assistant", "content": "A"}}]})
+
+
+OPENAI_HEAVY = ("torch", "transformers", "accelerate", "pandas", "datasets")
+RUN_PROBE = """
+import atexit, sys
+from mera_multi_hf.cli import main
+atexit.register(lambda: print("HEAVY", sorted(m for m in %r if m in sys.modules)))
+sys.exit(main(sys.argv[1:]))
+""" % (OPENAI_HEAVY,)
+
+
+def test_an_openai_run_on_a_prepared_dataset_loads_no_heavy_library(tmp_path):
+    """The second run on a dataset (its Arrow files prepared by the first) imports none
+    of datasets, pandas, torch, transformers, accelerate; both give the same answers."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Chat)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    env = dict(os.environ, MERA_MULTI_CACHE=str(tmp_path / "cache"), HOME=str(tmp_path))
+    try:
+        shown = []
+        for run in ("first", "second"):
+            done = subprocess.run(
+                [sys.executable, "-c", RUN_PROBE, "evaluate", "--backend", "openai", "--model",
+                 "m", "--base-url", f"http://127.0.0.1:{server.server_port}/v1",
+                 "--tasks", "ruhhh_image", "--data", "sample", "--no-progress",
+                 "--output-dir", str(tmp_path / run)],
+                capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path)
+            assert done.returncode == 0, done.stderr[-2000:]
+            shown.append(done.stdout.strip().splitlines()[-1])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "datasets" in shown[0]  # the first run prepares the Arrow files with datasets
+    assert shown[1] == "HEAVY []"
+    first, second = (json.loads((tmp_path / r / "results.json").read_text(encoding="utf-8"))
+                     for r in ("first", "second"))
+    assert first["run"]["dataset_fingerprint"] == second["run"]["dataset_fingerprint"]
+    assert first["tasks"] == second["tasks"]

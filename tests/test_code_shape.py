@@ -19,7 +19,7 @@ STAGES = [
     ("raw -> dataset", {"raw", "raw.files", "raw.json_files", "raw.layout", "raw.metadata",
                         "raw.card", "raw.groups", "raw.records", "raw.dataset",
                         "builder", "builders", "hub", "hub_layout", "sample_data"}),
-    ("dataset", {"loading"}),
+    ("dataset", {"loading", "arrow_split"}),
     ("examples", {"examples"}),
     ("requests", {"runner.request", "runner.chat", "runner.dialogue"}),
     ("generations", {"runner.backends", "runner.backends.hf", "runner.backends.openai",

@@ -61,8 +61,8 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
         raise MeraError("--device auto spreads one model over all GPUs: run it as one process, "
                         "not under a multi-process launch")
     if config.no_progress or not state.is_main_process:  # datasets' bars too
-        import datasets
-        datasets.disable_progress_bars()
+        from ..loading import quiet_progress
+        quiet_progress()
     seed_everything(state, config.seed)
     with state.main_process_first():  # the main process builds the tiny model, others reuse it
         engine = engine or make_engine(config)
@@ -171,16 +171,16 @@ def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: Sampl
 
 
 def import_outputs_stage() -> None:
-    """Import what scoring and the outputs need (the chart's matplotlib most of all) while
-    this process only waits for a server's answers, rather than after them."""
+    """Import what scoring and the outputs need (the chart's matplotlib most of all), and
+    draw a first chart, while this process only waits for a server's answers, rather
+    than after them."""
     import importlib
 
-    for name in ("mera_multi_hf.runner.finish", "matplotlib.figure",
-                 "matplotlib.backends.backend_agg"):
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - imported again where it is used, errors and all
-            return
+    try:
+        importlib.import_module("mera_multi_hf.runner.finish")
+        importlib.import_module("mera_multi_hf.charts").warm_up()  # fonts loaded, caches full
+    except Exception:  # noqa: BLE001 - imported again where it is used, errors and all
+        return
 
 
 def select_tasks(names) -> list[TaskSpec]:
@@ -278,10 +278,10 @@ def output_dir(config: RunConfig, engine) -> Path:
 
 
 def load_task_data(task: TaskSpec, source, config: RunConfig, state) -> TaskData:
-    from ..loading import load_task
+    from ..loading import load_split
 
     with state.main_process_first():  # one process converts a raw folder, the rest read it
-        ds = load_task(task, source=source, split=config.split, limits=config.limits())
+        ds = load_split(task, source=source, split=config.split, limits=config.limits())
     full_size, fingerprint = len(ds), ds._fingerprint  # the split as loaded (as `score` records)
     if config.limit is not None:
         ds = ds.select(range(min(config.limit, len(ds))))
