@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import errno
+import gc
 import sys
 
 from .errors import MeraError
@@ -141,6 +143,10 @@ def check_blank(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    # At exit the interpreter's last collections walk every object torch and transformers
+    # made (about a second); frozen, they are left to the OS, which frees them anyway.
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
     if argv[:1] == ["evaluate"]:  # its options come from RunConfig (evaluate_cmd); the
         # other commands' parsers are not built (they import what their help needs)
         parser, args = None, argparse.Namespace(func=evaluate_options, options=argv[1:])
