@@ -5,6 +5,7 @@ tokens, stop at "\\n\\n"). Goal: >= 1.7x throughput, identical answers.
     python benchmarks/data_parallel.py                      # medium model, 32 examples
     python benchmarks/data_parallel.py --n 64 --procs 4     # 4 processes against 1
     python benchmarks/data_parallel.py --launcher accelerate
+    python benchmarks/data_parallel.py --launcher torchrun --launcher processes   # both
     python benchmarks/data_parallel.py --baseline /path/to/older/checkout   # side by side
 
 The launch forms, checked on a CPU-only machine (torch 2.13, accelerate 1.15):
@@ -12,7 +13,10 @@ The launch forms, checked on a CPU-only machine (torch 2.13, accelerate 1.15):
 - ``accelerate launch --multi_gpu --num_processes N -m mera_multi_hf evaluate ...``: N
   processes (gloo on CPU, NCCL on GPUs), even without a GPU;
 - ``accelerate launch --cpu --num_processes N ...``: ONE process (do not use it), and
-  ``--cpu`` with ``--multi_gpu`` is refused.
+  ``--cpu`` with ``--multi_gpu`` is refused;
+- ``mera-multi evaluate --processes N ...`` (launcher ``processes``): N processes started
+  by the command itself, without a launcher's start-up (a baseline checkout that lacks
+  the option is not run with it).
 Both launchers set OMP_NUM_THREADS=1 per process; this script sets it to
 cores // processes itself (and cores for the single process), so both sides use every
 core. On GPUs each process takes its own device (run one process per GPU).
@@ -46,9 +50,11 @@ from mera_multi_hf.tiny_model import RANDOM_LLAVA_SIZES as SIZES  # noqa: E402
 from mera_multi_hf.tiny_model import build_random_llava  # noqa: E402
 
 
-def launch_command(launcher: str, procs: int, args: list[str]) -> list[str]:
-    if procs == 1:
+def launch_command(launcher: str | None, procs: int, args: list[str]) -> list[str]:
+    if launcher is None:
         return [sys.executable, "-m", "mera_multi_hf", *args]
+    if launcher == "processes":
+        return [sys.executable, "-m", "mera_multi_hf", *args, "--processes", str(procs)]
     if launcher == "accelerate":
         return ["accelerate", "launch", "--multi_gpu", "--num_processes", str(procs),
                 "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
@@ -57,9 +63,10 @@ def launch_command(launcher: str, procs: int, args: list[str]) -> list[str]:
 
 
 ROOT = Path(__file__).resolve().parent.parent
+LAUNCHERS = ("torchrun", "accelerate", "processes")
 
 
-def run_once(code: Path, launcher: str, procs: int, args: list[str], out: Path,
+def run_once(code: Path, launcher: str | None, procs: int, args: list[str], out: Path,
              threads: int) -> dict:
     """One evaluate command of the checkout ``code``: wall and CPU seconds (the launcher
     and every process), answers by id, summed generate seconds, where the time went."""
@@ -124,7 +131,8 @@ def main(argv=None) -> int:
     parser.add_argument("--size", choices=sorted(SIZES), default="medium")
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--launcher", choices=("torchrun", "accelerate"), default="torchrun")
+    parser.add_argument("--launcher", choices=LAUNCHERS, action="append",
+                        help="how to start the N processes (repeatable; default torchrun)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                         help="CPU threads in all (split among the processes)")
     parser.add_argument("--baseline", help="another checkout of this project to run as well")
@@ -146,13 +154,16 @@ def main(argv=None) -> int:
         command = ["evaluate", "--model", str(model), "--tasks", "ruhhh_image", "--data", str(raw),
                    "--batch-size", str(args.batch_size), "--no-progress"]
         codes = {"this": ROOT, **({"baseline": Path(args.baseline).resolve()} if args.baseline else {})}
-        runs = {(name, procs): [] for name in codes for procs in (1, args.procs)}
+        args.launcher = args.launcher or ["torchrun"]
+        runs = {(name, launcher): [] for name in codes for launcher in [None, *args.launcher]
+                if not (name == "baseline" and launcher == "processes")}
         for k in range(args.rounds):  # interleaved: each checkout, 1 then N processes
-            for (name, procs), done in runs.items():
-                done.append(run_once(codes[name], args.launcher, procs, command,
-                                     work / f"out-{name}-{procs}-{k}", args.threads))
-                print(f"round {k}: {name}: {procs} process(es): {done[-1]['wall']:.1f} s "
-                      f"(load {os.getloadavg()[0]:.1f})", flush=True)
+            for (name, launcher), done in runs.items():
+                procs = args.procs if launcher else 1
+                done.append(run_once(codes[name], launcher, procs, command,
+                                     work / f"out-{name}-{launcher}-{k}", args.threads))
+                print(f"round {k}: {name}: {procs} process(es){f' ({launcher})' if launcher else ''}: "
+                      f"{done[-1]['wall']:.1f} s (load {os.getloadavg()[0]:.1f})", flush=True)
         return report(args, runs)
     finally:
         if not args.keep:
@@ -160,25 +171,27 @@ def main(argv=None) -> int:
 
 
 def report(args, runs: dict) -> int:
-    """The figures of every checkout, each side by side with one process; 0 when every
-    run gave the answers of this checkout's first single-process run."""
+    """The figures of every checkout, each launcher side by side with one process; 0 when
+    every run gave the answers of this checkout's first single-process run."""
     med = statistics.median
-    expected = runs[("this", 1)][0]["answers"]
+    expected = runs[("this", None)][0]["answers"]
     same = all(r["answers"] == expected for done in runs.values() for r in done)
     lengths = [len(a) for a in expected.values()]
     print(f"model: random LLaVA {args.size} ({SIZES[args.size]}), {args.n} examples, batch "
-          f"size {args.batch_size}, {args.threads} threads in all, launcher {args.launcher}")
+          f"size {args.batch_size}, {args.threads} threads in all")
     print(f"answers: {len(expected)}, median length {med(lengths)} chars; identical in every "
-          f"run (1 and {args.procs} processes, every checkout): {same}")
-    for name in dict.fromkeys(name for name, _ in runs):
-        one, many = runs[(name, 1)], runs[(name, args.procs)]
-        print(f"{name}: generation share of the 1-process wall time: "
-              f"{med(r['generate'] / r['wall'] for r in one):.0%}")
-        show(name, 1, one)
-        show(name, args.procs, many)
-        ratios = [a["wall"] / b["wall"] for a, b in zip(one, many)]
-        print(f"{name}: throughput ratio ({args.procs} vs 1), median of {args.rounds}: "
-              f"{med(ratios):.2f}x  (each round: {', '.join(f'{r:.2f}' for r in ratios)})")
+          f"run (1 and {args.procs} processes, every launcher and checkout): {same}")
+    for (name, launcher), done in runs.items():
+        one = runs[(name, None)]
+        if launcher is None:
+            print(f"{name}: generation share of the 1-process wall time: "
+                  f"{med(r['generate'] / r['wall'] for r in one):.0%}")
+            show(name, 1, one)
+            continue
+        show(f"{name} ({launcher})", args.procs, done)
+        ratios = [a["wall"] / b["wall"] for a, b in zip(one, done)]
+        print(f"{name} ({launcher}): throughput ratio ({args.procs} vs 1), median of "
+              f"{args.rounds}: {med(ratios):.2f}x  (each round: {', '.join(f'{r:.2f}' for r in ratios)})")
     return 0 if same else 1
 
 

@@ -1,6 +1,6 @@
 """The runner as separate processes: killed with SIGKILL and resumed; data parallel
-with two CPU processes under `accelerate launch`; resuming with another number of
-processes."""
+with two CPU processes under `accelerate launch` and with `--processes 2`; resuming with
+another number of processes."""
 from __future__ import annotations
 
 import json
@@ -46,6 +46,11 @@ def _two_processes(*args):
             "--dynamo_backend", "no", "--main_process_ip", "127.0.0.1",
             "--main_process_port", str(_free_port()),
             "-m", "mera_multi_hf", "evaluate", "--no-progress", *args]
+
+
+def _processes_option(*args):
+    """`mera-multi evaluate --processes 2`: the command starts its two processes itself."""
+    return [*_evaluate(*args), "--processes", "2"]
 
 
 def _complete_lines(out):
@@ -148,7 +153,38 @@ def test_hub_model_from_the_local_cache_records_its_commit(tmp_path):
     assert "Traceback" not in missing.stderr
 
 
-def test_a_data_parallel_run_on_a_folder_in_use_stops_every_process(tmp_path):
+def test_processes_option_matches_one_process(tmp_path, uninterrupted):
+    out = tmp_path / "dp"
+    done = subprocess.run(_processes_option("--data", "sample", "--batch-size", "3",
+                                            "--output-dir", str(out)),
+                          env=_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("model: mera-multi-hf") == 1  # only the main process reports
+    assert sorted(p.name for p in (out / "logs").iterdir()) == ["samples-rank0.jsonl",
+                                                                "samples-rank1.jsonl"]
+    assert json.loads((out / "results.json").read_text())["run"]["num_processes"] == 2
+    assert _results(out) == uninterrupted
+
+
+def test_processes_launcher_stops_the_others_when_one_fails():
+    from mera_multi_hf.runner.launch import wait_all
+
+    started = time.monotonic()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    failing = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"])
+    assert wait_all([sleeper, failing]) == 3
+    assert sleeper.poll() is not None and time.monotonic() - started < 60
+    bad = subprocess.run(_evaluate("--processes", "0"), env=_env(), capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.strip() == \
+        "mera-multi: error: --processes must be 1 or more, got 0"
+    mixed = subprocess.run(_evaluate("--processes", "3"), env=dict(_env(), WORLD_SIZE="2"),
+                           capture_output=True, text=True, timeout=60)
+    assert mixed.returncode == 2 and "under a launcher that started 2" in mixed.stderr
+
+
+@pytest.mark.parametrize("launch", [_two_processes, _processes_option])
+def test_a_data_parallel_run_on_a_folder_in_use_stops_every_process(tmp_path, launch):
     """The main process takes the folder's lock; when another run holds it, every
     process of the launch stops at once with one line (none waits at a barrier)."""
     out = tmp_path / "busy"
@@ -159,8 +195,8 @@ def test_a_data_parallel_run_on_a_folder_in_use_stops_every_process(tmp_path):
         env=dict(_env(), PYTHONPATH=os.pathsep.join(sys.path)))
     try:
         assert holder.stdout.readline().strip() == "held"
-        done = subprocess.run(_two_processes("--data", "sample", "--limit", "2", "--output-dir",
-                                             str(out)), env=_env(), capture_output=True,
+        done = subprocess.run(launch("--data", "sample", "--limit", "2", "--output-dir",
+                                     str(out)), env=_env(), capture_output=True,
                               text=True, timeout=240)
     finally:
         holder.kill()
