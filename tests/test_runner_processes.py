@@ -174,6 +174,8 @@ def test_processes_launcher_stops_the_others_when_one_fails():
     failing = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"])
     assert wait_all([sleeper, failing]) == 3
     assert sleeper.poll() is not None and time.monotonic() - started < 60
+    killed = subprocess.Popen([sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"])
+    assert wait_all([killed]) == 128 + 9
     bad = subprocess.run(_evaluate("--processes", "0"), env=_env(), capture_output=True,
                          text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.strip() == \

@@ -51,7 +51,7 @@ def wait_all(ranks: list[subprocess.Popen]) -> int:
             running.remove(rank)
             if code != 0:
                 stop(running)
-                return code
+                return code if code > 0 else 128 - code  # killed by a signal: 128 + its number
         time.sleep(POLL_S)
     return 0
 
