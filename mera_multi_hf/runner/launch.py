@@ -2,7 +2,7 @@
 machine, started here, as ``torchrun --standalone --nproc_per_node N`` starts them (the
 same environment: RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) but without
 its launcher, which imports torch before it starts a worker and again costs its exit:
-about 1.5 s of a run on a 2-core machine (benchmarks/data_parallel.py). Nothing here
+1.0-1.7 s of a run on a 2-core machine (benchmarks/data_parallel.py). Nothing here
 imports torch; the processes join over gloo (CPU) or NCCL (GPUs) as under torchrun.
 """
 from __future__ import annotations
