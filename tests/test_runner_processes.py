@@ -48,6 +48,16 @@ def _two_processes(*args):
             "-m", "mera_multi_hf", "evaluate", "--no-progress", *args]
 
 
+# a launcher of two sleeping processes that prints their pids, then supervises them
+LAUNCH_SLEEPERS = """
+import subprocess, sys, threading
+from mera_multi_hf.runner.launch import supervise
+ranks = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"]) for _ in range(2)]
+threading.Timer(0.5, lambda: print(*[r.pid for r in ranks], flush=True)).start()  # supervised by then
+sys.exit(supervise(ranks))
+"""
+
+
 def _processes_option(*args):
     """`mera-multi evaluate --processes 2`: the command starts its two processes itself."""
     return [*_evaluate(*args), "--processes", "2"]
@@ -166,6 +176,34 @@ def test_processes_option_matches_one_process(tmp_path, uninterrupted):
     assert _results(out) == uninterrupted
 
 
+def test_processes_killed_together_then_resumed(tmp_path, uninterrupted):
+    """SIGKILL to the command and both its processes mid-run, then the same command:
+    nothing lost, nothing generated twice."""
+    out = tmp_path / "killed"
+    proc = subprocess.Popen(_processes_option("--data", "sample", "--batch-size", "1",
+                                              "--output-dir", str(out)),
+                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if len(_complete_lines(out) if (out / "logs").is_dir() else []) >= 3:
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+        time.sleep(0.005)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
+    logged = len(_complete_lines(out))
+    assert 3 <= logged < len(SAMPLE_IDS)
+    done = subprocess.run(_processes_option("--data", "sample", "--batch-size", "4",
+                                            "--output-dir", str(out)),
+                          env=_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"from the sample log: {logged}, generated now: {len(SAMPLE_IDS) - logged}" in done.stdout
+    ids = Counter(r["id"] for r in _complete_lines(out))
+    assert sorted(ids) == SAMPLE_IDS and set(ids.values()) == {1}
+    assert _results(out) == uninterrupted
+
+
 def test_processes_launcher_stops_the_others_when_one_fails():
     from mera_multi_hf.runner.launch import wait_all
 
@@ -176,6 +214,15 @@ def test_processes_launcher_stops_the_others_when_one_fails():
     assert sleeper.poll() is not None and time.monotonic() - started < 60
     killed = subprocess.Popen([sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"])
     assert wait_all([killed]) == 128 + 9
+    # SIGTERM to the command ends its processes too (a scheduler's stop)
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCH_SLEEPERS], stdout=subprocess.PIPE,
+                                text=True, env=dict(_env(), PYTHONPATH=os.pathsep.join(sys.path)))
+    pids = [int(p) for p in launcher.stdout.readline().split()]
+    launcher.send_signal(signal.SIGTERM)
+    assert launcher.wait(timeout=60) == 128 + signal.SIGTERM
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
     bad = subprocess.run(_evaluate("--processes", "0"), env=_env(), capture_output=True,
                          text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.strip() == \

@@ -32,16 +32,36 @@ def launch(processes: int, options: list[str]) -> int:
     # torchrun's rule is one thread each; the cores shared out use them all on a CPU
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // processes)))
     command = [sys.executable, "-m", "mera_multi_hf", "evaluate", *options]
-    ranks = [subprocess.Popen(command, env=dict(env, RANK=str(r), LOCAL_RANK=str(r)))
-             for r in range(processes)]
+    return supervise([subprocess.Popen(command, env=dict(env, RANK=str(r), LOCAL_RANK=str(r)))
+                      for r in range(processes)])
+
+
+def supervise(ranks: list[subprocess.Popen]) -> int:
+    """Wait for the processes; a Ctrl-C (which they get too) waits for them to stop, a
+    SIGTERM here (a scheduler's stop) is passed on to them."""
+    forward = signal.signal(signal.SIGTERM, _terminated)
     try:
         return wait_all(ranks)
     except KeyboardInterrupt:  # the processes got the same Ctrl-C: they finish their lines
         stop(ranks, terminate=False)
         return 130
+    except Terminated:
+        stop(ranks)
+        return 128 + signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, forward)
+
+
+class Terminated(Exception):
+    """The launcher got SIGTERM."""
+
+
+def _terminated(*_signal_and_frame):
+    raise Terminated
 
 
 def wait_all(ranks: list[subprocess.Popen]) -> int:
+    """0 when every process ends well; else the first failure's status, the rest stopped."""
     running = list(ranks)
     while running:
         for rank in list(running):
