@@ -105,10 +105,15 @@ def test_sigkill_mid_run_then_resume(tmp_path, uninterrupted):
     n = len(SAMPLE_IDS)
     assert 3 <= logged < n  # killed in the middle
 
-    done = subprocess.run(_evaluate("--data", "sample", "--batch-size", "4", "--output-dir", str(out)),
+    _resume_completes(_evaluate, out, logged, uninterrupted)
+
+
+def _resume_completes(command, out, logged: int, uninterrupted) -> None:
+    """The same run again finishes what was not logged: nothing lost, nothing twice."""
+    done = subprocess.run(command("--data", "sample", "--batch-size", "4", "--output-dir", str(out)),
                           env=_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert f"from the sample log: {logged}, generated now: {n - logged}" in done.stdout
+    assert f"from the sample log: {logged}, generated now: {len(SAMPLE_IDS) - logged}" in done.stdout
     ids = Counter(r["id"] for r in _complete_lines(out))
     assert sorted(ids) == SAMPLE_IDS and set(ids.values()) == {1}
     assert _results(out) == uninterrupted
@@ -194,14 +199,7 @@ def test_processes_killed_together_then_resumed(tmp_path, uninterrupted):
     assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
     logged = len(_complete_lines(out))
     assert 3 <= logged < len(SAMPLE_IDS)
-    done = subprocess.run(_processes_option("--data", "sample", "--batch-size", "4",
-                                            "--output-dir", str(out)),
-                          env=_env(), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert f"from the sample log: {logged}, generated now: {len(SAMPLE_IDS) - logged}" in done.stdout
-    ids = Counter(r["id"] for r in _complete_lines(out))
-    assert sorted(ids) == SAMPLE_IDS and set(ids.values()) == {1}
-    assert _results(out) == uninterrupted
+    _resume_completes(_processes_option, out, logged, uninterrupted)
 
 
 def test_processes_launcher_stops_the_others_when_one_fails():
