@@ -5,19 +5,27 @@ tokens, stop at "\\n\\n"). Goal: >= 1.7x throughput, identical answers.
     python benchmarks/data_parallel.py                      # medium model, 32 examples
     python benchmarks/data_parallel.py --n 64 --procs 4     # 4 processes against 1
     python benchmarks/data_parallel.py --launcher accelerate
+    python benchmarks/data_parallel.py --launcher torchrun --launcher processes   # both
+    python benchmarks/data_parallel.py --baseline /path/to/older/checkout   # side by side
 
 The launch forms, checked on a CPU-only machine (torch 2.13, accelerate 1.15):
 - ``torchrun --nproc_per_node N -m mera_multi_hf evaluate ...``: N processes (gloo);
 - ``accelerate launch --multi_gpu --num_processes N -m mera_multi_hf evaluate ...``: N
   processes (gloo on CPU, NCCL on GPUs), even without a GPU;
 - ``accelerate launch --cpu --num_processes N ...``: ONE process (do not use it), and
-  ``--cpu`` with ``--multi_gpu`` is refused.
+  ``--cpu`` with ``--multi_gpu`` is refused;
+- ``mera-multi evaluate --processes N ...`` (launcher ``processes``): N processes started
+  by the command itself, without a launcher's start-up (a baseline checkout that lacks
+  the option is not run with it).
 Both launchers set OMP_NUM_THREADS=1 per process; this script sets it to
 cores // processes itself (and cores for the single process), so both sides use every
 core. On GPUs each process takes its own device (run one process per GPU).
 
 Each timing is one whole ``mera-multi evaluate`` command (model load, data, generation,
-scoring, outputs), rounds interleaved (1, N, 1, N, ...); the median ratio is reported.
+scoring, outputs), rounds interleaved (1, N, 1, N, ...; with ``--baseline``, each
+checkout in turn); the median ratio is reported, with the CPU seconds of the launcher and
+every process, and where each rank's time went (start-up and loading, generation, then
+the merge, scoring and outputs, and the exit; from the times its files were written).
 The generation share is the sum of the sample log's per-example generate times over
 the single process's wall time.
 """
@@ -42,9 +50,11 @@ from mera_multi_hf.tiny_model import RANDOM_LLAVA_SIZES as SIZES  # noqa: E402
 from mera_multi_hf.tiny_model import build_random_llava  # noqa: E402
 
 
-def launch_command(launcher: str, procs: int, args: list[str]) -> list[str]:
-    if procs == 1:
+def launch_command(launcher: str | None, procs: int, args: list[str]) -> list[str]:
+    if launcher is None:
         return [sys.executable, "-m", "mera_multi_hf", *args]
+    if launcher == "processes":
+        return [sys.executable, "-m", "mera_multi_hf", *args, "--processes", str(procs)]
     if launcher == "accelerate":
         return ["accelerate", "launch", "--multi_gpu", "--num_processes", str(procs),
                 "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
@@ -52,15 +62,23 @@ def launch_command(launcher: str, procs: int, args: list[str]) -> list[str]:
     return ["torchrun", "--standalone", "--nproc_per_node", str(procs), "-m", "mera_multi_hf", *args]
 
 
-def run_once(launcher: str, procs: int, args: list[str], out: Path, threads: int) -> tuple[float, dict, float]:
-    """(wall seconds, answers by id, summed generate seconds) of one evaluate command."""
+ROOT = Path(__file__).resolve().parent.parent
+LAUNCHERS = ("torchrun", "accelerate", "processes")
+
+
+def run_once(code: Path, launcher: str | None, procs: int, args: list[str], out: Path,
+             threads: int) -> dict:
+    """One evaluate command of the checkout ``code``: wall and CPU seconds (the launcher
+    and every process), answers by id, summed generate seconds, where the time went."""
     env = dict(os.environ, OMP_NUM_THREADS=str(max(1, threads // procs)),
-               MKL_NUM_THREADS=str(max(1, threads // procs)))
+               MKL_NUM_THREADS=str(max(1, threads // procs)), PYTHONPATH=str(code))
     shutil.rmtree(out, ignore_errors=True)
-    started = time.perf_counter()
+    cpu = _children_cpu()
+    launched = time.time()
+    # cwd: not a checkout, which `python -m` would put before PYTHONPATH
     done = subprocess.run(launch_command(launcher, procs, [*args, "--output-dir", str(out)]),
-                          env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - started
+                          env=env, capture_output=True, text=True, cwd=out.parent)
+    ended = time.time()
     if done.returncode != 0:
         raise SystemExit(f"{procs} process(es) failed:\n{done.stderr[-3000:]}")
     records = [json.loads(line) for path in sorted(out.glob("samples_*.jsonl"))
@@ -69,34 +87,41 @@ def run_once(launcher: str, procs: int, args: list[str], out: Path, threads: int
     if ranks != procs:
         raise SystemExit(f"asked for {procs} processes but {ranks} wrote a log shard: the "
                          f"launcher did not start them all")
-    PHASES.setdefault(procs, []).append(phases(out, wall))
-    return wall, {r["id"]: r["generation"] for r in records}, sum(r["time_s"] for r in records)
+    return {"wall": ended - launched, "cpu": _children_cpu() - cpu,
+            "answers": {r["id"]: r["generation"] for r in records},
+            "generate": sum(r["time_s"] for r in records), **phases(out, launched, ended)}
 
 
-PHASES: dict[int, list[dict]] = {}
+def _children_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
-def phases(out: Path, wall: float) -> dict:
-    """Where one command's wall time went: start-up (launcher, imports: the time before
-    the run began), each rank's generation (its log shard's generate seconds), and the
-    rest of the run (model and data loading, barriers, scoring and outputs)."""
-    duration = json.loads((out / "results.json").read_text(encoding="utf-8"))["run"]["duration_s"]
-    ranks = []
+def phases(out: Path, launched: float, ended: float) -> dict:
+    """Where one command's wall time went, from its files' times: each rank's start-up
+    and loading (from the launch to its last log line, less its generation), its
+    generation (its log shard's generate seconds), then the merge, scoring and outputs
+    (to results.json, written last) and the exit (the launcher's too)."""
+    results = (out / "results.json").stat().st_mtime
+    ranks, last = [], []
     for shard in sorted((out / "logs").glob("samples-rank*.jsonl")):
-        ranks.append(sum(json.loads(x)["time_s"] for x in shard.read_text(encoding="utf-8").splitlines()))
-    return {"start-up": wall - duration, "generation per rank": ranks,
-            "rest": duration - max(ranks)}
+        generate = sum(json.loads(x)["time_s"] for x in shard.read_text(encoding="utf-8").splitlines())
+        last.append(shard.stat().st_mtime)
+        ranks.append((last[-1] - launched - generate, generate))
+    return {"ranks": ranks, "outputs": results - max(last), "exit": ended - results}
 
 
-def show_phases() -> None:
-    for procs, runs in PHASES.items():
-        start = statistics.median(r["start-up"] for r in runs)
-        rest = statistics.median(r["rest"] for r in runs)
-        gens = [statistics.median(r["generation per rank"][i] for r in runs)
-                for i in range(procs)]
-        print(f"{procs} process(es), median: start-up {start:.1f} s, generation per rank "
-              f"{', '.join(f'{g:.1f}' for g in gens)} s, load + barriers + scoring + "
-              f"outputs {rest:.1f} s")
+def show(name: str, procs: int, runs: list[dict]) -> None:
+    """The medians of one checkout's runs with ``procs`` processes."""
+    med = statistics.median
+    ranks = "; ".join(f"rank {i}: start-up and loading {med(r['ranks'][i][0] for r in runs):.1f} s, "
+                      f"generation {med(r['ranks'][i][1] for r in runs):.1f} s"
+                      for i in range(procs))
+    print(f"{name}, {procs} process(es), median of {len(runs)}: wall {med(r['wall'] for r in runs):.1f} s, "
+          f"CPU {med(r['cpu'] for r in runs):.1f} s; {ranks}; merge, scoring and outputs "
+          f"{med(r['outputs'] for r in runs):.1f} s; exit {med(r['exit'] for r in runs):.1f} s")
 
 
 def main(argv=None) -> int:
@@ -106,9 +131,11 @@ def main(argv=None) -> int:
     parser.add_argument("--size", choices=sorted(SIZES), default="medium")
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--launcher", choices=("torchrun", "accelerate"), default="torchrun")
+    parser.add_argument("--launcher", choices=LAUNCHERS, action="append",
+                        help="how to start the N processes (repeatable; default torchrun)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                         help="CPU threads in all (split among the processes)")
+    parser.add_argument("--baseline", help="another checkout of this project to run as well")
     parser.add_argument("--keep", help="work folder to keep (default: a temporary one)")
     args = parser.parse_args(argv)
 
@@ -126,37 +153,48 @@ def main(argv=None) -> int:
         load_task("ruhhh_image", source=raw, split="test")  # the one-time Parquet export
         command = ["evaluate", "--model", str(model), "--tasks", "ruhhh_image", "--data", str(raw),
                    "--batch-size", str(args.batch_size), "--no-progress"]
-        times = {1: [], args.procs: []}
-        answers, generate_share = {}, []
-        for k in range(args.rounds):
-            for procs in (1, args.procs):
-                wall, got, gen = run_once(args.launcher, procs, command, work / f"out-{procs}-{k}",
-                                          args.threads)
-                times[procs].append(wall)
-                if procs == 1:
-                    generate_share.append(gen / wall)
-                answers.setdefault(procs, got)
-                assert got == answers[procs], "answers changed between rounds"
-                print(f"round {k}: {procs} process(es): {wall:.1f} s", flush=True)
-        same = answers[1] == answers[args.procs]
-        ratios = [a / b for a, b in zip(times[1], times[args.procs])]
-        lengths = [len(a) for a in answers[1].values()]
-        print(f"model: random LLaVA {args.size} ({SIZES[args.size]}), {args.n} examples, batch "
-              f"size {args.batch_size}, {args.threads} threads in all, launcher {args.launcher}")
-        print(f"answers: {len(answers[1])}, median length {statistics.median(lengths)} chars; "
-              f"identical with {args.procs} processes: {same}")
-        print(f"generation share of the 1-process wall time: {statistics.median(generate_share):.0%}")
-        print(f"1 process: median {statistics.median(times[1]):.1f} s; {args.procs} processes: "
-              f"median {statistics.median(times[args.procs]):.1f} s")
-        show_phases()
-        print(f"throughput ratio ({args.procs} vs 1), median of {args.rounds}: "
-              f"{statistics.median(ratios):.2f}x  (each round: {', '.join(f'{r:.2f}' for r in ratios)})")
-        return 0 if same else 1
+        codes = {"this": ROOT, **({"baseline": Path(args.baseline).resolve()} if args.baseline else {})}
+        args.launcher = args.launcher or ["torchrun"]
+        runs = {(name, launcher): [] for name in codes for launcher in [None, *args.launcher]
+                if not (name == "baseline" and launcher == "processes")}
+        for k in range(args.rounds):  # interleaved: each checkout, 1 then N processes
+            for (name, launcher), done in runs.items():
+                procs = args.procs if launcher else 1
+                done.append(run_once(codes[name], launcher, procs, command,
+                                     work / f"out-{name}-{launcher}-{k}", args.threads))
+                print(f"round {k}: {name}: {procs} process(es){f' ({launcher})' if launcher else ''}: "
+                      f"{done[-1]['wall']:.1f} s (load {os.getloadavg()[0]:.1f})", flush=True)
+        return report(args, runs)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 
 
+def report(args, runs: dict) -> int:
+    """The figures of every checkout, each launcher side by side with one process; 0 when
+    every run gave the answers of this checkout's first single-process run."""
+    med = statistics.median
+    expected = runs[("this", None)][0]["answers"]
+    same = all(r["answers"] == expected for done in runs.values() for r in done)
+    lengths = [len(a) for a in expected.values()]
+    print(f"model: random LLaVA {args.size} ({SIZES[args.size]}), {args.n} examples, batch "
+          f"size {args.batch_size}, {args.threads} threads in all")
+    print(f"answers: {len(expected)}, median length {med(lengths)} chars; identical in every "
+          f"run (1 and {args.procs} processes, every launcher and checkout): {same}")
+    for (name, launcher), done in runs.items():
+        one = runs[(name, None)]
+        if launcher is None:
+            print(f"{name}: generation share of the 1-process wall time: "
+                  f"{med(r['generate'] / r['wall'] for r in one):.0%}")
+            show(name, 1, one)
+            continue
+        show(f"{name} ({launcher})", args.procs, done)
+        ratios = [a["wall"] / b["wall"] for a, b in zip(one, done)]
+        print(f"{name} ({launcher}): throughput ratio ({args.procs} vs 1), median of "
+              f"{args.rounds}: {med(ratios):.2f}x  (each round: {', '.join(f'{r:.2f}' for r in ratios)})")
+    return 0 if same else 1
+
+
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(ROOT))
     sys.exit(main())

@@ -137,8 +137,9 @@ def check_blank(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is None:  # the program itself: the process ends after the command, so its
-        # objects need no last garbage collection at exit (a tenth of a second or more)
+    if argv is None:  # the program itself: at exit the interpreter's last collections would
+        # walk every object torch and transformers made (about a second); frozen, they are
+        # left to the OS, which frees them anyway
         import atexit
         import gc
 

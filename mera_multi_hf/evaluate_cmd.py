@@ -6,12 +6,18 @@ mera_multi_hf evaluate ...`` every process runs this command on its own shard.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from .parsing import opt
+
 EXAMPLES = """examples:
   mera-multi evaluate
       the demo: bundled ruHHH-Image sample, built-in tiny random model (answers are noise)
   mera-multi evaluate --model Qwen/Qwen2.5-VL-7B-Instruct --tasks ruhhh_image --output-dir runs/qwen
   accelerate launch -m mera_multi_hf evaluate --model Qwen/Qwen2.5-VL-7B-Instruct --tasks image
       one process per GPU; each takes its own share, the main process scores
+  mera-multi evaluate --processes 2 --model Qwen/Qwen2.5-VL-7B-Instruct --tasks image
+      the same on one machine with 2 GPUs (or 2 CPU processes), without a launcher
   mera-multi evaluate --backend openai --base-url http://127.0.0.1:8000/v1 --model served-name
       a model behind an OpenAI-compatible server (vLLM, TGI, `python -m mera_multi_hf.runner.serve`)
 
@@ -26,14 +32,24 @@ DESCRIPTION = ("Run a model on MERA Multi tasks. Writes into --output-dir: the s
                "splits only) and, for the test split, submission.zip.")
 
 
+@dataclass
+class LaunchOptions:
+    """How `evaluate` starts: not a RunConfig field, since a Python caller of
+    run_evaluation is already inside the one process it runs in."""
+    processes: int = opt(1, "run N processes on this machine, each on its share of the "
+                         "examples (data parallel; one per GPU), as torchrun would start "
+                         "them but sooner; the main process scores", metavar="N")
+
+
 def options_parser():
     """The options of `evaluate`, one per RunConfig field (its scoring options, shared
-    with `score`, in their own group)."""
+    with `score`, in their own group), and LaunchOptions'."""
     from .parsing import Parser, add_dataclass_options, no_abbreviations
     from .runner.config import RunConfig
 
     parser = Parser(prog="mera-multi evaluate", description=DESCRIPTION, epilog=EXAMPLES)
     add_dataclass_options(parser, RunConfig)
+    add_dataclass_options(parser, LaunchOptions)
     no_abbreviations(parser)  # an abbreviated secret option is refused, never recorded
     return parser
 
@@ -41,6 +57,12 @@ def options_parser():
 def cmd_evaluate(options: list[str]) -> int:
     """`mera-multi evaluate OPTIONS`: parse the options into a RunConfig and run it."""
     values = vars(options_parser().parse_args(options))  # --help stops here, nothing loaded
+    from .runner.launch import check_processes, launch, under_launcher
+
+    processes = values.pop("processes")
+    check_processes(processes)
+    if processes > 1 and not under_launcher():  # the processes run this same command
+        return launch(processes, options)
     from .runner import RunConfig, run_evaluation
 
     result = run_evaluation(RunConfig(**values))

@@ -1,6 +1,6 @@
 """The runner as separate processes: killed with SIGKILL and resumed; data parallel
-with two CPU processes under `accelerate launch`; resuming with another number of
-processes."""
+with two CPU processes under `accelerate launch` and with `--processes 2`; resuming with
+another number of processes."""
 from __future__ import annotations
 
 import json
@@ -48,6 +48,21 @@ def _two_processes(*args):
             "-m", "mera_multi_hf", "evaluate", "--no-progress", *args]
 
 
+# a launcher of two sleeping processes that prints their pids, then supervises them
+LAUNCH_SLEEPERS = """
+import subprocess, sys, threading
+from mera_multi_hf.runner.launch import supervise
+ranks = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"]) for _ in range(2)]
+threading.Timer(0.5, lambda: print(*[r.pid for r in ranks], flush=True)).start()  # supervised by then
+sys.exit(supervise(ranks))
+"""
+
+
+def _processes_option(*args):
+    """`mera-multi evaluate --processes 2`: the command starts its two processes itself."""
+    return [*_evaluate(*args), "--processes", "2"]
+
+
 def _complete_lines(out):
     lines = []
     for shard in sorted((out / "logs").glob("samples-rank*.jsonl")):
@@ -90,10 +105,15 @@ def test_sigkill_mid_run_then_resume(tmp_path, uninterrupted):
     n = len(SAMPLE_IDS)
     assert 3 <= logged < n  # killed in the middle
 
-    done = subprocess.run(_evaluate("--data", "sample", "--batch-size", "4", "--output-dir", str(out)),
+    _resume_completes(_evaluate, out, logged, uninterrupted)
+
+
+def _resume_completes(command, out, logged: int, uninterrupted) -> None:
+    """The same run again finishes what was not logged: nothing lost, nothing twice."""
+    done = subprocess.run(command("--data", "sample", "--batch-size", "4", "--output-dir", str(out)),
                           env=_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert f"from the sample log: {logged}, generated now: {n - logged}" in done.stdout
+    assert f"from the sample log: {logged}, generated now: {len(SAMPLE_IDS) - logged}" in done.stdout
     ids = Counter(r["id"] for r in _complete_lines(out))
     assert sorted(ids) == SAMPLE_IDS and set(ids.values()) == {1}
     assert _results(out) == uninterrupted
@@ -148,7 +168,70 @@ def test_hub_model_from_the_local_cache_records_its_commit(tmp_path):
     assert "Traceback" not in missing.stderr
 
 
-def test_a_data_parallel_run_on_a_folder_in_use_stops_every_process(tmp_path):
+def test_processes_option_matches_one_process(tmp_path, uninterrupted):
+    out = tmp_path / "dp"
+    done = subprocess.run(_processes_option("--data", "sample", "--batch-size", "3",
+                                            "--output-dir", str(out)),
+                          env=_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("model: mera-multi-hf") == 1  # only the main process reports
+    assert sorted(p.name for p in (out / "logs").iterdir()) == ["samples-rank0.jsonl",
+                                                                "samples-rank1.jsonl"]
+    assert json.loads((out / "results.json").read_text())["run"]["num_processes"] == 2
+    assert _results(out) == uninterrupted
+
+
+def test_processes_killed_together_then_resumed(tmp_path, uninterrupted):
+    """SIGKILL to the command and both its processes mid-run, then the same command:
+    nothing lost, nothing generated twice."""
+    out = tmp_path / "killed"
+    proc = subprocess.Popen(_processes_option("--data", "sample", "--batch-size", "1",
+                                              "--output-dir", str(out)),
+                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if len(_complete_lines(out) if (out / "logs").is_dir() else []) >= 3:
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+        time.sleep(0.005)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
+    logged = len(_complete_lines(out))
+    assert 3 <= logged < len(SAMPLE_IDS)
+    _resume_completes(_processes_option, out, logged, uninterrupted)
+
+
+def test_processes_launcher_stops_the_others_when_one_fails():
+    from mera_multi_hf.runner.launch import wait_all
+
+    started = time.monotonic()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    failing = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"])
+    assert wait_all([sleeper, failing]) == 3
+    assert sleeper.poll() is not None and time.monotonic() - started < 60
+    killed = subprocess.Popen([sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"])
+    assert wait_all([killed]) == 128 + 9
+    # SIGTERM to the command ends its processes too (a scheduler's stop)
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCH_SLEEPERS], stdout=subprocess.PIPE,
+                                text=True, env=dict(_env(), PYTHONPATH=os.pathsep.join(sys.path)))
+    pids = [int(p) for p in launcher.stdout.readline().split()]
+    launcher.send_signal(signal.SIGTERM)
+    assert launcher.wait(timeout=60) == 128 + signal.SIGTERM
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    bad = subprocess.run(_evaluate("--processes", "0"), env=_env(), capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.strip() == \
+        "mera-multi: error: --processes must be 1 or more, got 0"
+    mixed = subprocess.run(_evaluate("--processes", "3"), env=dict(_env(), WORLD_SIZE="2"),
+                           capture_output=True, text=True, timeout=60)
+    assert mixed.returncode == 2 and "under a launcher that started 2" in mixed.stderr
+
+
+@pytest.mark.parametrize("launch", [_two_processes, _processes_option])
+def test_a_data_parallel_run_on_a_folder_in_use_stops_every_process(tmp_path, launch):
     """The main process takes the folder's lock; when another run holds it, every
     process of the launch stops at once with one line (none waits at a barrier)."""
     out = tmp_path / "busy"
@@ -159,8 +242,8 @@ def test_a_data_parallel_run_on_a_folder_in_use_stops_every_process(tmp_path):
         env=dict(_env(), PYTHONPATH=os.pathsep.join(sys.path)))
     try:
         assert holder.stdout.readline().strip() == "held"
-        done = subprocess.run(_two_processes("--data", "sample", "--limit", "2", "--output-dir",
-                                             str(out)), env=_env(), capture_output=True,
+        done = subprocess.run(launch("--data", "sample", "--limit", "2", "--output-dir",
+                                     str(out)), env=_env(), capture_output=True,
                               text=True, timeout=240)
     finally:
         holder.kill()

@@ -9,6 +9,7 @@
 - :mod:`.run`             :func:`run_evaluation`: plan, load, requests, resume (data parallel)
 - :mod:`.generate`        this process's share through the backend into the sample log
 - :mod:`.finish`          the sample files and the run's record, then finalize (shared with `score`)
+- :mod:`.launch`          ``evaluate --processes N``: the data-parallel processes, without a launcher
 - :mod:`.dialogue`        dialogue tasks (ruTiE): turns, context, official positions
 - :mod:`.serve`           a small OpenAI-compatible server over the hf backend
 """

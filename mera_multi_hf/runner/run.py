@@ -64,7 +64,7 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
         from ..loading import quiet_progress
         quiet_progress()
     seed_everything(state, config.seed)
-    with state.main_process_first():  # the main process builds the tiny model, others reuse it
+    with first_if(builds_model(config), state):  # the main process builds a built-in model
         engine = engine or make_engine(config)
     out = output_dir(config, engine)
     folder = OutputFolder(out, flag="--output-dir", inputs=_local(sources.values()))
@@ -129,6 +129,8 @@ def _run(config: RunConfig, engine, specs, sources, state, folder, started, chec
     logged(log, before, requests)  # other settings in the folder stop every process here
     state.wait_for_everyone()  # nobody writes before every process has read the log
     here = generate_share(config, engine, loaded, log, before, state)
+    if state.is_main_process and state.num_processes > 1:  # idle until the others finish
+        threading.Thread(target=import_outputs_stage, daemon=True).start()
     state.wait_for_everyone()
     if not state.is_main_process:
         return None
@@ -172,8 +174,8 @@ def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: Sampl
 
 def import_outputs_stage() -> None:
     """Import what scoring and the outputs need (the chart's matplotlib most of all), and
-    draw a first chart, while this process only waits for a server's answers, rather
-    than after them."""
+    draw a first chart, while this process only waits (for a server's answers, or for the
+    other processes to finish their shares), rather than after."""
     import importlib
 
     try:
@@ -253,6 +255,22 @@ class OneProcess:
         return contextlib.nullcontext()
 
 
+def builds_model(config: RunConfig) -> bool:
+    """Whether making the engine may build one of the built-in models (the tiny ones)."""
+    from ..tiny_model import TINY_AUDIO_MODEL_ID, is_tiny_model
+
+    return config.backend == "hf" and (is_tiny_model(config.model)
+                                       or config.model == TINY_AUDIO_MODEL_ID)
+
+
+def first_if(condition: bool, state):
+    """``state.main_process_first()`` when ``condition``, else no wait: every process
+    decides alike (the same config), so no process waits at a barrier alone."""
+    import contextlib
+
+    return state.main_process_first() if condition else contextlib.nullcontext()
+
+
 def make_engine(config: RunConfig):
     from .backends import make_backend
 
@@ -280,8 +298,9 @@ def output_dir(config: RunConfig, engine) -> Path:
 def load_task_data(task: TaskSpec, source, config: RunConfig, state) -> TaskData:
     from ..loading import load_split
 
-    with state.main_process_first():  # one process converts a raw folder, the rest read it
-        ds = load_split(task, source=source, split=config.split, limits=config.limits())
+    # No process waits for another here: a raw folder's conversion and datasets' own
+    # cache are built under file locks (one process builds, the rest wait and read).
+    ds = load_split(task, source=source, split=config.split, limits=config.limits())
     full_size, fingerprint = len(ds), ds._fingerprint  # the split as loaded (as `score` records)
     if config.limit is not None:
         ds = ds.select(range(min(config.limit, len(ds))))
