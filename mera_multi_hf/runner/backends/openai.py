@@ -24,17 +24,16 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from typing import Callable, Iterable, Iterator
-
-import requests as http
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from ...errors import MeraError
-from ...http_client import RETRY_STATUS, make_session, short_error
 from ...provenance import mask_secrets
 from ..chat import openai_messages
 from ..request import Request
 from .base import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, Backend, check_stop, cut_at_stop
 
+if TYPE_CHECKING:  # requests is imported by the first request, not by make_backend's
+    import requests  # look at every backend's options (an hf run never needs it)
 
 
 def split_urls(base_url) -> list[str]:
@@ -147,7 +146,9 @@ class OpenAIBackend(Backend):
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def _session(self, server: str) -> http.Session:
+    def _session(self, server: str) -> requests.Session:
+        from ...http_client import make_session
+
         sessions = getattr(self._local, "sessions", None)
         if sessions is None:
             sessions = self._local.sessions = {}
@@ -163,6 +164,10 @@ class OpenAIBackend(Backend):
                 "stop": list(request.stop)[:4], "seed": self.seed}
 
     def _complete(self, server: str, request: Request) -> tuple[str, float]:
+        import requests
+
+        from ...http_client import RETRY_STATUS, short_error
+
         where = f"the server at {mask_secrets(server)}"
         failing = (f"{where} is unreachable or failing after {self.max_retries + 1} tries "
                    "({}); check that it is running and that --base-url is right")
@@ -170,7 +175,7 @@ class OpenAIBackend(Backend):
         try:
             response = self._session(server).post(server + "/chat/completions",
                                                   json=self.body(request), timeout=self.timeout)
-        except (http.ConnectionError, http.Timeout) as err:
+        except (requests.ConnectionError, requests.Timeout) as err:
             raise _ServerFailed(failing.format(short_error(err))) from None
         if response.status_code in RETRY_STATUS:  # still failing after the retries
             raise _ServerFailed(failing.format(f"HTTP {response.status_code}"))
