@@ -89,11 +89,16 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
         raise FieldError("", f"missing file {relative!r}") from None
     except OSError as err:
         raise FieldError("", f"cannot read {relative!r}: {err.strerror}") from None
-    with os.fdopen(fd, "rb") as fh:
-        opened = os.fstat(fh.fileno())
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        opened = os.fstat(fd)
         if not stat.S_ISREG(opened.st_mode) or opened.st_nlink > 1:  # swapped after the stat
             raise FieldError("", f"{relative!r} is not a regular file with one name")
-        data = fh.read(limit + 1)
+        # read what the file holds (a buffer of its size, not of the limit), and on to the
+        # limit only if it grew meanwhile
+        want = min(opened.st_size, limit) + 1
+        data = fh.read(want)
+        if len(data) == want <= limit:
+            data += fh.read(limit + 1 - want)
     if len(data) > limit:
         raise FieldError("", f"{relative!r} is larger than the limit of {limit} bytes")
     return data
