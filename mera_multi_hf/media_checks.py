@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import io
 import multiprocessing
+import sys
 import warnings
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
@@ -155,10 +156,9 @@ def _run_batch(batch: list) -> list:
 
 def _pool(workers: int) -> ProcessPoolExecutor:
     """Worker processes: the decoders' Python parts (Pillow parses JPEG headers in Python)
-    hold the GIL, so threads could not keep a second core busy. Forked where the system
-    can (nothing to import again), else the platform's default."""
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    hold the GIL, so threads could not keep a second core busy. Forked on Linux (nothing
+    to import again), else started as the platform does by default (macOS: fork is unsafe)."""
+    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
     return ProcessPoolExecutor(max_workers=workers, mp_context=context)
 
 

@@ -289,3 +289,14 @@ def test_check_all_keeps_order_and_bounds_the_window(monkeypatch):
         assert results[1] != os.getpid()  # run in a worker process
     assert out == [(i, 2 * i) for i in range(40)]
     assert most[0] <= 3  # 250 bytes of 100-byte items: never more than 3 in flight
+
+
+def test_a_decoder_that_kills_its_worker_is_a_one_line_error():
+    import functools
+    import os
+
+    from mera_multi_hf import media_checks
+
+    with pytest.raises(MeraError, match="a media decoder crashed"):
+        list(media_checks.check_all(range(3), lambda item: [functools.partial(os._exit, 3)],
+                                    workers=2))
