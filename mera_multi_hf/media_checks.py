@@ -156,8 +156,11 @@ def _run_batch(batch: list) -> list:
 
 def _pool(workers: int) -> ProcessPoolExecutor:
     """Worker processes: the decoders' Python parts (Pillow parses JPEG headers in Python)
-    hold the GIL, so threads could not keep a second core busy. Forked on Linux (nothing
-    to import again), else started as the platform does by default (macOS: fork is unsafe)."""
+    hold the GIL, so threads could not keep a second core busy. As many as there are
+    CPUs, although the reading process needs one: the decoding must keep up with it, and
+    the scheduler shares the cores (measured: faster than one worker fewer). Forked on
+    Linux (nothing to import again), else started as the platform does by default (macOS:
+    fork is unsafe there)."""
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
     return ProcessPoolExecutor(max_workers=workers, mp_context=context)
 
@@ -166,11 +169,10 @@ def check_all(items: Iterable, checks: Callable[[object], list], workers: int,
               size: Callable[[object], int] = lambda item: 0,
               ahead: int = 4) -> Iterator[tuple[object, list]]:
     """``(item, results)`` for each item in order, where ``checks(item)`` is a list of
-    zero-argument picklable checks. ``workers``: the processes at work, this one included:
-    with more than one, this process goes on reading while ``workers - 1`` others run the
-    checks, BATCH items at a time. At most ``ahead`` batches per worker, and about
-    WINDOW_BYTES of ``size(item)``, are in flight: memory stays bounded by the window,
-    not by the split."""
+    zero-argument picklable checks, run in this process (``workers`` 1), else in
+    ``workers`` worker processes, BATCH items at a time, while this one goes on reading.
+    At most ``ahead`` batches per worker, and about WINDOW_BYTES of ``size(item)``, are
+    in flight: memory stays bounded by the window, not by the split."""
     items = iter(items)
     if workers <= 1:
         for item in items:
@@ -178,7 +180,7 @@ def check_all(items: Iterable, checks: Callable[[object], list], workers: int,
         return
     window: deque = deque()  # (batch of (item, checks, size), future), oldest first
     held, batch = 0, []
-    with _pool(workers - 1) as pool:
+    with _pool(workers) as pool:
         for item in items:
             batch.append((item, checks(item), size(item)))
             held += batch[-1][2]
@@ -186,7 +188,7 @@ def check_all(items: Iterable, checks: Callable[[object], list], workers: int,
                 continue
             window.append((batch, pool.submit(_run_batch, [c for _, c, _ in batch])))
             batch = []
-            while window and (len(window) >= (workers - 1) * ahead or held > WINDOW_BYTES):
+            while window and (len(window) >= workers * ahead or held > WINDOW_BYTES):
                 held -= yield from _done(window.popleft())
         if batch:
             window.append((batch, pool.submit(_run_batch, [c for _, c, _ in batch])))

@@ -42,8 +42,8 @@ class RawDataset(RecordChecks):
 
     ``include_private_answers``: keep the gold answers of a private test split (an
     internal export, or the local cache that scoring reads); by default they are hidden.
-    ``limits``: what media may declare; ``workers``: processes at work (this
-    one reads, ``workers - 1`` decode media).
+    ``limits``: what media may declare; ``workers``: processes that decode media
+    (1: this one).
     """
 
     def __init__(self, task: TaskSpec, root: str | Path,

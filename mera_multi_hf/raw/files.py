@@ -65,7 +65,8 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
         raise FieldError("", f"path {relative!r} escapes the dataset folder")
     try:
         # the file's own link is checked here, its folders once per read (_real_dir)
-        link = stat.S_ISLNK(os.lstat(lexical).st_mode)
+        info = os.lstat(lexical)
+        link = stat.S_ISLNK(info.st_mode)
     except FileNotFoundError:
         raise FieldError("", f"missing file {relative!r}") from None
     except OSError as err:
@@ -76,7 +77,8 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
         raise FieldError("", f"{relative!r} is a symbolic link (or lies under one) that leads "
                              "outside the dataset folder")
     try:
-        info = os.stat(real)
+        if link:  # else the lstat above is the file's own
+            info = os.stat(real)
         if not stat.S_ISREG(info.st_mode):
             raise FieldError("", f"{relative!r} is {_file_kind(info.st_mode)}, not a regular file")
         if info.st_size > limit:
