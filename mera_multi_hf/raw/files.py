@@ -91,7 +91,7 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
         raise FieldError("", f"missing file {relative!r}") from None
     except OSError as err:
         raise FieldError("", f"cannot read {relative!r}: {err.strerror}") from None
-    with os.fdopen(fd, "rb", buffering=0) as fh:
+    with os.fdopen(fd, "rb") as fh:  # buffered: read() loops over short reads
         opened = os.fstat(fd)
         if not stat.S_ISREG(opened.st_mode) or opened.st_nlink > 1:  # swapped after the stat
             raise FieldError("", f"{relative!r} is not a regular file with one name")
