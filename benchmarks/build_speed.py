@@ -2,9 +2,9 @@
 
 Generates a raw ruHHH-Image folder of N examples with 640x480 JPEGs, then times, in
 alternating rounds, (a) `mera-multi build` (checks every record, fully decodes every
-image, writes Parquet shards and the card), once with the decoding on one thread
-(`--num-proc 1`) and once on one thread per CPU (the default), and (b) a baseline that
-writes the same rows unchecked, in one process, straight through
+image, writes Parquet shards and the card), once in one process (`--num-proc 1`) and
+once with one process per CPU (the default: the decoding in the others), and (b) a
+baseline that writes the same rows unchecked, in one process, straight through
 `datasets.Dataset.from_generator` + `to_parquet`. Each runs in its own process so that
 its peak RSS is its own. Afterwards the outputs are read back and compared row by row
 (a hash of every row, media bytes included): a ratio over different rows means nothing.
@@ -141,8 +141,8 @@ def decode_seconds(folder: Path) -> float:
     return time.perf_counter() - start
 
 
-SIDES = {"baseline": (BASELINE, []), "build, 1 decode thread": (OURS, ["--num-proc", "1"]),
-         "build (default threads)": (OURS, [])}
+SIDES = {"baseline": (BASELINE, []), "build, 1 process": (OURS, ["--num-proc", "1"]),
+         "build (default num-proc)": (OURS, [])}
 
 
 def main() -> None:

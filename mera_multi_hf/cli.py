@@ -40,8 +40,8 @@ class BuildOptions(MediaLimitOptions):
     internal_with_answers: bool = opt(False, "keep the gold answers of a private test split "
                                       "(an internal export: marked so, never pushed)")
     max_shard_size: str = opt("500MB", "largest Parquet shard, e.g. 500MB or 2GB (default 500MB)")
-    num_proc: int | None = opt(None, "threads that decode media while checking (default: one "
-                               "per CPU)")
+    num_proc: int | None = opt(None, "processes that decode media while checking (default: "
+                               "one per CPU; 1: in the building process)")
     push: str | None = opt(None, "also publish the folder as this Hub dataset", metavar="ORG/NAME")
     private: bool = opt(False, "with --push: a private repository")
     token: str | None = opt(None, "with --push: a Hub token (default: the logged-in one)")

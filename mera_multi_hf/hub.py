@@ -68,8 +68,8 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
     removed; a folder with other files needs ``overwrite``, which replaces same-named
     files only). ``include_private_answers`` keeps a private test split's gold answers:
     an internal export, marked so in its card and marker, which :func:`push` refuses.
-    ``limits``: what media may declare; ``num_proc``: threads decoding media (default:
-    the CPUs this process may use).
+    ``limits``: what media may declare; ``num_proc``: processes decoding media (1: this one;
+    default: the CPUs this process may use).
     """
     from .outputs import OutputFolder, write_error
 

@@ -6,16 +6,19 @@ decoded (soundfile), a video has its header checked and its first frame decoded 
 Sizes, rates, channels and durations come from the header and are checked before any
 pixel or sample is decoded, so a small hostile file cannot make the check itself costly.
 
-The decoders release the GIL while they work, so :func:`check_all` spreads the checks
-over threads: the files of a split are checked in parallel, in order.
+:func:`check_all` spreads the checks over worker processes: the files of a split are
+checked in parallel, in order.
 """
 from __future__ import annotations
 
 import functools
 import io
+import multiprocessing
+import sys
 import warnings
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator
 
 from .limits import DEFAULT_LIMITS, OPTION_NAMES, Limits
@@ -36,7 +39,7 @@ def pixel_problem(width: int, height: int, limits: Limits, what: str = "image") 
 def _quiet_bomb_warning() -> None:
     """Pillow warns on pictures between half its bomb limit and the limit; the pixel limit
     here decides instead. A filter set once, because warnings.catch_warnings is not
-    thread-safe and these checks run on threads."""
+    thread-safe."""
     from PIL import Image
 
     warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
@@ -143,33 +146,69 @@ MEDIA_CHECKS: dict[str, Callable[[bytes, Limits], str | None]] = {
 
 
 WINDOW_BYTES = 256 * 2**20  # media bytes held by the checks in flight, at most (about)
+BATCH = 32  # items handed to a worker process at once (one pickle, one result, per batch)
+
+
+def _run_batch(batch: list) -> list:
+    """The results of a batch of items' checks (in a worker process)."""
+    return [[check() for check in checks] for checks in batch]
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    """Worker processes: the decoders' Python parts (Pillow parses JPEG headers in Python)
+    hold the GIL, so threads could not keep a second core busy. As many as there are
+    CPUs, although the reading process needs one: the decoding must keep up with it, and
+    the scheduler shares the cores (measured: faster than one worker fewer). Forked on
+    Linux (nothing to import again), else started as the platform does by default (macOS:
+    fork is unsafe there)."""
+    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
 
 
 def check_all(items: Iterable, checks: Callable[[object], list], workers: int,
               size: Callable[[object], int] = lambda item: 0,
-              ahead: int = 8) -> Iterator[tuple[object, list]]:
+              ahead: int = 4) -> Iterator[tuple[object, list]]:
     """``(item, results)`` for each item in order, where ``checks(item)`` is a list of
-    zero-argument checks run on ``workers`` threads. At most ``ahead`` items per worker,
-    and about WINDOW_BYTES of ``size(item)``, are in flight: memory stays bounded by the
-    window, not by the split."""
+    zero-argument picklable checks, run in this process (``workers`` 1), else in
+    ``workers`` worker processes, BATCH items at a time, while this one goes on reading.
+    At most ``ahead`` batches per worker, and about WINDOW_BYTES of ``size(item)``, are
+    in flight: memory stays bounded by the window, not by the split."""
     items = iter(items)
     if workers <= 1:
         for item in items:
             yield item, [check() for check in checks(item)]
         return
-    window: deque = deque()
-    held = 0
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="media-check") as pool:
+    window: deque = deque()  # (batch of (item, checks, size), future), oldest first
+    held, batch = 0, []
+    with _pool(workers) as pool:
         for item in items:
-            window.append((item, [pool.submit(check) for check in checks(item)]))
-            held += size(item)
+            batch.append((item, checks(item), size(item)))
+            held += batch[-1][2]
+            if len(batch) < BATCH and held <= WINDOW_BYTES:
+                continue
+            window.append((batch, pool.submit(_run_batch, [c for _, c, _ in batch])))
+            batch = []
             while window and (len(window) >= workers * ahead or held > WINDOW_BYTES):
-                first, futures = window.popleft()
-                held -= size(first)
-                yield first, [f.result() for f in futures]
+                held -= yield from _done(window.popleft())
+        if batch:
+            window.append((batch, pool.submit(_run_batch, [c for _, c, _ in batch])))
         while window:
-            first, futures = window.popleft()
-            yield first, [f.result() for f in futures]
+            yield from _done(window.popleft())
+
+
+def _done(sent: tuple):
+    """Yield a batch's ``(item, results)``; return the bytes it held."""
+    batch, future = sent
+    try:
+        found = future.result()
+    except BrokenProcessPool:  # a decoder crashed on a file: a problem, not a traceback
+        from .errors import MeraError
+
+        raise MeraError("a media decoder crashed on one of the files (its worker process "
+                        "died); build with --num-proc 1 to find which") from None
+    for (item, _, _), results in zip(batch, found):
+        yield item, results
+    return sum(held for _, _, held in batch)
 
 
 # The limits media are checked against (build and decode), with what each option does;

@@ -72,7 +72,8 @@ def _raw_folder(root: Path, per_domain: bool) -> dict[str, list[dict]]:
 
 def _count_media(monkeypatch) -> tuple[list, list, list]:
     """Lists the real reader and the real image check append to: media paths read, split
-    files read, and the hash of every picture checked (appends are thread-safe)."""
+    files read, and the hash of every picture checked (a build with --num-proc 1: checks
+    in this process, where the lists are)."""
     media_reads, split_reads, checked = [], [], []
     read, check = raw_records.read_inside, MEDIA_CHECKS["image"]
 
@@ -107,7 +108,7 @@ def test_each_domain_config_holds_its_raw_records_in_raw_order(per_domain, tmp_p
     media_reads, split_reads, checked = _count_media(monkeypatch)
     out = tmp_path / "export"
     assert main(["build", TASK.key, "--raw", str(raw), "--out", str(out),
-                 "--max-shard-size", "1KB"]) == 0
+                 "--max-shard-size", "1KB", "--num-proc", "1"]) == 0
     records = [r for split in splits.values() for r in split]
     pictures = [r["inputs"]["image"] for r in records]
     # every picture read once and decode-checked once, every split file read once

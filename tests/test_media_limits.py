@@ -260,25 +260,43 @@ def test_workers_find_the_same_problems_in_order(raw_sample):
         export_raw(get_task("ruhhh_image"), raw_sample, raw_sample.parent / "o", num_proc=2)
 
 
-def test_check_all_keeps_order_and_bounds_the_window(monkeypatch):
+def _slow_double(item: int) -> int:
     import random
-    import threading
     import time
+
+    time.sleep(random.random() / 500)
+    return item * 2
+
+
+def test_check_all_keeps_order_and_bounds_the_window(monkeypatch):
+    import functools
+    import os
 
     from mera_multi_hf import media_checks
 
     monkeypatch.setattr(media_checks, "WINDOW_BYTES", 250)
-    submitted, lock, most = [], threading.Lock(), [0]
+    submitted, most = [], [0]
 
     def checks(item):
-        with lock:
-            submitted.append(item)
-        return [lambda: (time.sleep(random.random() / 500), item * 2)[1]]
+        submitted.append(item)
+        return [functools.partial(_slow_double, item), os.getpid]
 
     out = []
     for item, results in media_checks.check_all(range(40), checks, workers=4,
                                                 size=lambda item: 100):
         most[0] = max(most[0], len(submitted) - len(out))
-        out.append((item, results))
-    assert out == [(i, [2 * i]) for i in range(40)]
+        out.append((item, results[0]))
+        assert results[1] != os.getpid()  # run in a worker process
+    assert out == [(i, 2 * i) for i in range(40)]
     assert most[0] <= 3  # 250 bytes of 100-byte items: never more than 3 in flight
+
+
+def test_a_decoder_that_kills_its_worker_is_a_one_line_error():
+    import functools
+    import os
+
+    from mera_multi_hf import media_checks
+
+    with pytest.raises(MeraError, match="a media decoder crashed"):
+        list(media_checks.check_all(range(3), lambda item: [functools.partial(os._exit, 3)],
+                                    workers=2))

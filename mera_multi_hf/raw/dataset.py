@@ -7,8 +7,8 @@ problem found goes into ``problems`` so that one run reports them all.
 Hostile folders are expected: every file is read only when it is a regular file whose
 resolved path lies inside the dataset folder (symbolic links leading out, FIFOs and
 devices and hard-linked files are refused before anything is opened), under a size
-limit; every media file must decode within the limits (media_checks, run on worker
-threads); JSON nesting too deep for the parser, repeated keys and unencodable text
+limit; every media file must decode within the limits (media_checks, run in worker
+processes); JSON nesting too deep for the parser, repeated keys and unencodable text
 (json_doubts) are problems like any other.
 """
 from __future__ import annotations
@@ -42,7 +42,8 @@ class RawDataset(RecordChecks):
 
     ``include_private_answers``: keep the gold answers of a private test split (an
     internal export, or the local cache that scoring reads); by default they are hidden.
-    ``limits``: what media may declare; ``workers``: threads that decode media.
+    ``limits``: what media may declare; ``workers``: processes that decode media
+    (1: this one).
     """
 
     def __init__(self, task: TaskSpec, root: str | Path,
@@ -310,6 +311,6 @@ class RawDataset(RecordChecks):
         return tuple(c for c in self.task.choices if c in string.ascii_uppercase)
 
     def _media_checks(self, checked) -> list:
-        """The decode checks of one record's media (run on the worker threads)."""
+        """The decode checks of one record's media (run in the worker processes)."""
         check = MEDIA_CHECKS[self.task.modality]
         return [functools.partial(check, data, self.limits) for _, _, data in checked[2]]

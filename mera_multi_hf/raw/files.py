@@ -65,7 +65,8 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
         raise FieldError("", f"path {relative!r} escapes the dataset folder")
     try:
         # the file's own link is checked here, its folders once per read (_real_dir)
-        link = stat.S_ISLNK(os.lstat(lexical).st_mode)
+        info = os.lstat(lexical)
+        link = stat.S_ISLNK(info.st_mode)
     except FileNotFoundError:
         raise FieldError("", f"missing file {relative!r}") from None
     except OSError as err:
@@ -76,7 +77,8 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
         raise FieldError("", f"{relative!r} is a symbolic link (or lies under one) that leads "
                              "outside the dataset folder")
     try:
-        info = os.stat(real)
+        if link:  # else the lstat above is the file's own
+            info = os.stat(real)
         if not stat.S_ISREG(info.st_mode):
             raise FieldError("", f"{relative!r} is {_file_kind(info.st_mode)}, not a regular file")
         if info.st_size > limit:
@@ -89,11 +91,16 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
         raise FieldError("", f"missing file {relative!r}") from None
     except OSError as err:
         raise FieldError("", f"cannot read {relative!r}: {err.strerror}") from None
-    with os.fdopen(fd, "rb") as fh:
-        opened = os.fstat(fh.fileno())
+    with os.fdopen(fd, "rb") as fh:  # buffered: read() loops over short reads
+        opened = os.fstat(fd)
         if not stat.S_ISREG(opened.st_mode) or opened.st_nlink > 1:  # swapped after the stat
             raise FieldError("", f"{relative!r} is not a regular file with one name")
-        data = fh.read(limit + 1)
+        # read what the file holds (a buffer of its size, not of the limit), and on to the
+        # limit only if it grew meanwhile
+        want = min(opened.st_size, limit) + 1
+        data = fh.read(want)
+        if len(data) == want <= limit:
+            data += fh.read(limit + 1 - want)
     if len(data) > limit:
         raise FieldError("", f"{relative!r} is larger than the limit of {limit} bytes")
     return data
