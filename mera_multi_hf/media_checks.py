@@ -169,27 +169,46 @@ def check_all(items: Iterable, checks: Callable[[object], list], workers: int,
               size: Callable[[object], int] = lambda item: 0,
               ahead: int = 4) -> Iterator[tuple[object, list]]:
     """``(item, results)`` for each item in order, where ``checks(item)`` is a list of
-    zero-argument picklable checks, run in this process (``workers`` 1), else in
-    ``workers`` worker processes, BATCH items at a time, while this one goes on reading.
+    zero-argument picklable checks, run in this process (``workers`` 1, or a split too
+    small to fill one batch: starting processes would cost more), else in ``workers``
+    worker processes, BATCH items at a time, while this one goes on reading.
     At most ``ahead`` batches per worker, and about WINDOW_BYTES of ``size(item)``, are
     in flight: memory stays bounded by the window, not by the split."""
     items = iter(items)
-    if workers <= 1:
-        for item in items:
-            yield item, [check() for check in checks(item)]
-        return
-    window: deque = deque()  # (batch of (item, checks, size), future), oldest first
-    held, batch = 0, []
-    with _pool(workers) as pool:
-        for item in items:
+    batch, held, ended = [], 0, workers <= 1
+    while not ended and len(batch) < BATCH and held <= WINDOW_BYTES:
+        item = next(items, _END)
+        ended = item is _END
+        if not ended:
             batch.append((item, checks(item), size(item)))
             held += batch[-1][2]
-            if len(batch) < BATCH and held <= WINDOW_BYTES:
-                continue
-            window.append((batch, pool.submit(_run_batch, [c for _, c, _ in batch])))
-            batch = []
+    if not ended:  # more than one batch: worth the worker processes
+        yield from _in_workers(batch, held, items, checks, size, workers, ahead)
+        return
+    for item, item_checks, _ in batch:
+        yield item, [check() for check in item_checks]
+    for item in items:
+        yield item, [check() for check in checks(item)]
+
+
+_END = object()
+
+
+def _in_workers(batch, held, items, checks, size, workers, ahead):
+    """check_all's worker processes, from a first ``batch`` holding ``held`` bytes."""
+    window: deque = deque()  # (batch of (item, checks, size), future), oldest first
+    with _pool(workers) as pool:
+        while True:
+            if batch and (len(batch) >= BATCH or held > WINDOW_BYTES):
+                window.append((batch, pool.submit(_run_batch, [c for _, c, _ in batch])))
+                batch = []
             while window and (len(window) >= workers * ahead or held > WINDOW_BYTES):
                 held -= yield from _done(window.popleft())
+            item = next(items, _END)
+            if item is _END:
+                break
+            batch.append((item, checks(item), size(item)))
+            held += batch[-1][2]
         if batch:
             window.append((batch, pool.submit(_run_batch, [c for _, c, _ in batch])))
         while window:

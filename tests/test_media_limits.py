@@ -298,5 +298,6 @@ def test_a_decoder_that_kills_its_worker_is_a_one_line_error():
     from mera_multi_hf import media_checks
 
     with pytest.raises(MeraError, match="a media decoder crashed"):
-        list(media_checks.check_all(range(3), lambda item: [functools.partial(os._exit, 3)],
+        list(media_checks.check_all(range(media_checks.BATCH + 1),
+                                    lambda item: [functools.partial(os._exit, 3)],
                                     workers=2))
