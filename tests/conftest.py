@@ -35,3 +35,15 @@ def raw_sample(tmp_path) -> Path:
     target = tmp_path / "ruHHH-Image"
     shutil.copytree(bundled_sample(), target)
     return target
+
+
+@pytest.fixture(scope="module")
+def served_judge(tmp_path_factory):
+    """The tiny judge (tests/tiny_judge.py) behind the package's judge server on 127.0.0.1."""
+    from mera_multi_hf import judge_server
+    from tiny_judge import build_tiny_judge
+
+    judge_dir = build_tiny_judge(tmp_path_factory.mktemp("tiny-judge"))
+    server = judge_server.serve(str(judge_dir), "127.0.0.1", 0, device="cpu", batch_size=8)
+    yield server
+    server.shutdown()

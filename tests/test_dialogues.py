@@ -10,7 +10,6 @@ import zipfile
 import pytest
 from PIL import Image
 
-from mera_multi_hf.errors import MeraError
 from mera_multi_hf.runner import run_evaluation
 from mera_multi_hf.runner.dialogue import reduce_answer
 from mera_multi_hf.tasks import TASKS, DialogueSpec, TaskSpec, register_task

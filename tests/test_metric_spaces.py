@@ -28,7 +28,6 @@ from mera_multi_hf.metrics_loading import METRICS
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import space_venv  # noqa: E402
 from test_metrics_export import CASES, JUDGE_CASE  # noqa: E402
-from tiny_judge import build_tiny_judge  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 RUN = r"""
@@ -60,15 +59,6 @@ def space_python() -> str:
                     "`python tests/space_venv.py` (it installs evaluate, gradio and the "
                     "folders' requirements from the package index)")
     return python
-
-
-@pytest.fixture(scope="module")
-def served_judge(tmp_path_factory):
-    judge_dir = build_tiny_judge(tmp_path_factory.mktemp("tiny-judge"))
-    from mera_multi_hf import judge_server as server_mod
-    server = server_mod.serve(str(judge_dir), "127.0.0.1", 0, device="cpu", batch_size=8)
-    yield server
-    server.shutdown()
 
 
 def _run(python: str, root: str, cwd: Path, url: str) -> dict:

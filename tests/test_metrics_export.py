@@ -20,8 +20,6 @@ from mera_multi_hf.metric_fns import exact_match_scores, group_mean
 from mera_multi_hf.metrics_export import export_metrics
 from mera_multi_hf.metrics_loading import METRICS, SIBLING_SOURCES
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tiny_judge import build_tiny_judge  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 GOLD = "{'intent': 'alarm_set', 'slots': [{'time': 'семь утра'}, {'date': 'завтра'}]}"
@@ -85,15 +83,6 @@ def exported(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("spaces")
     export_metrics(root, namespace="mera_multi")
     return root
-
-
-@pytest.fixture(scope="module")
-def served_judge(tmp_path_factory):
-    judge_dir = build_tiny_judge(tmp_path_factory.mktemp("tiny-judge"))
-    from mera_multi_hf import judge_server as server_mod
-    server = server_mod.serve(str(judge_dir), "127.0.0.1", 0, device="cpu", batch_size=8)
-    yield server
-    server.shutdown()
 
 
 def third_party_imports(source: str) -> set[str]:

@@ -237,12 +237,11 @@ def test_stop_string_criteria_give_the_answers_of_the_previous_criterion(tmp_pat
 
 def test_a_family_killed_mid_run_resumes_to_the_uninterrupted_answers(tmp_path):
     """The kill-test machinery of test_runner_processes on a family other than the demo's."""
-    import signal
     import subprocess
-    import time
 
     from mera_multi_hf.runner import run_evaluation
-    from test_runner_processes import _complete_lines, _env, _evaluate, _results
+    from test_runner_processes import (_complete_lines, _env, _evaluate, _results,
+                                       _sigkill_once_logged)
 
     model = str(family_model_path("idefics3"))
     args = ("--model", model, "--data", "sample", "--limit", "4")
@@ -255,14 +254,7 @@ def test_a_family_killed_mid_run_resumes_to_the_uninterrupted_answers(tmp_path):
     out = tmp_path / "killed"
     proc = subprocess.Popen(_evaluate(*args, "--batch-size", "1", "--output-dir", str(out)),
                             env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    shard, deadline = out / "logs" / "samples-rank0.jsonl", time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if shard.is_file() and shard.read_bytes().count(b"\n") >= 2:
-            proc.send_signal(signal.SIGKILL)
-            break
-        time.sleep(0.002)
-    proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
+    _sigkill_once_logged(proc, out / "logs" / "samples-rank0.jsonl", 2)
     logged = len(_complete_lines(out))
     assert 2 <= logged < 4
     done = subprocess.run(_evaluate(*args, "--batch-size", "4", "--output-dir", str(out)),

@@ -88,19 +88,24 @@ def uninterrupted(tmp_path_factory):
     return _results(out)
 
 
-def test_sigkill_mid_run_then_resume(tmp_path, uninterrupted):
-    out = tmp_path / "killed"
-    shard = out / "logs" / "samples-rank0.jsonl"
-    proc = subprocess.Popen(_evaluate("--data", "sample", "--batch-size", "1", "--output-dir", str(out)),
-                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def _sigkill_once_logged(proc: subprocess.Popen, shard, lines: int) -> None:
+    """SIGKILL the run (started here) once its log shard holds ``lines`` answers."""
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
-        if shard.is_file() and shard.read_bytes().count(b"\n") >= 3:
+        if shard.is_file() and shard.read_bytes().count(b"\n") >= lines:
             proc.send_signal(signal.SIGKILL)
             break
         time.sleep(0.002)
     proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
+
+
+def test_sigkill_mid_run_then_resume(tmp_path, uninterrupted):
+    out = tmp_path / "killed"
+    shard = out / "logs" / "samples-rank0.jsonl"
+    proc = subprocess.Popen(_evaluate("--data", "sample", "--batch-size", "1", "--output-dir", str(out)),
+                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _sigkill_once_logged(proc, shard, 3)
     logged = len(_complete_lines(out))
     n = len(SAMPLE_IDS)
     assert 3 <= logged < n  # killed in the middle
