@@ -173,12 +173,12 @@ def write_manifest(cache_dir: str | Path, dsd) -> None:
         splits[split] = {"files": [[f, *_stamp(cache_dir / f)] for f in files],
                          "features": ds.features.to_dict(), "fingerprint": ds._fingerprint}
     manifest = {"format": MANIFEST_FORMAT, "datasets": _datasets_version(), "splits": splits}
-    temporary = cache_dir / f".{MANIFEST}.{os.getpid()}"
+    from .outputs import cache_file
+
     try:
-        temporary.write_text(json.dumps(manifest), encoding="utf-8")
-        os.replace(temporary, cache_dir / MANIFEST)  # a concurrent reader sees all or nothing
-    except OSError:  # a read-only cache: the next load goes through `datasets` again
-        temporary.unlink(missing_ok=True)
+        cache_file(cache_dir / MANIFEST, json.dumps(manifest))  # seen whole or not at all
+    except (OSError, ValueError):  # a read-only cache: the next load goes through `datasets`
+        return
 
 
 def _stamp(path: Path) -> list[int] | None:

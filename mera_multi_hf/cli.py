@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from .errors import MeraError
 from .options import MediaLimitOptions
+from .outputs import OVERWRITE_HELP
 from .parsing import Parser, add_command, no_abbreviations, opt, text_table
 
 
@@ -31,12 +32,10 @@ class BuildOptions(MediaLimitOptions):
                            positional=True)
     raw: str | None = opt(None, "the raw MERA folder (test.json, shots.json, samples/), or "
                           "`sample` for the bundled one", required=True)
-    out: str | None = opt(None, "folder to write the Hub layout into; an existing one is "
-                          "written only if an earlier build wrote it (or with --overwrite)",
+    out: str | None = opt(None, "folder to write the Hub layout into: new, empty, or an "
+                          "earlier export (a folder holding anything else is refused)",
                           required=True)
-    overwrite: bool = opt(False, "write into an --out folder holding other files: files of the "
-                          "same names are replaced, nothing else is touched (never the raw "
-                          "folder, the current or home folder)")
+    overwrite: bool = opt(False, OVERWRITE_HELP)
     internal_with_answers: bool = opt(False, "keep the gold answers of a private test split "
                                       "(an internal export: marked so, never pushed)")
     max_shard_size: str = opt("500MB", "largest Parquet shard, e.g. 500MB or 2GB (default 500MB)")
@@ -61,7 +60,7 @@ def cmd_build(options: BuildOptions) -> int:
     task = get_task(options.task)
     shard_size(options.max_shard_size)
     out = export_raw(task, resolve_source(task, options.raw), options.out,
-                     max_shard_size=options.max_shard_size, overwrite=options.overwrite,
+                     max_shard_size=options.max_shard_size,
                      include_private_answers=options.internal_with_answers,
                      limits=limits, num_proc=options.num_proc)
     print(f"wrote {task.key} in the Hub layout to {out}"

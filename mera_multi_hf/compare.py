@@ -20,6 +20,7 @@ import numpy as np
 
 from .errors import MeraError
 from .metric_registry import GROUP_OF, METRICS, display_name
+from .outputs import OVERWRITE_HELP
 from .parsing import add_command, opt
 from .uncertainty import (Units, describe, mean_of, mean_over_tasks, replicates, rng_for,
                           settings, stderr, table_units)
@@ -339,23 +340,19 @@ def chart_png(result: dict) -> bytes:
     return buffer.getvalue()
 
 
-def write_report(out, stem: str, text: str, png: bytes, doc: dict,
-                 overwrite: bool = False, extra: dict | None = None) -> None:
-    """Write ``<stem>.md/.png/.json`` into ``out`` under the ownership rule
-    (outputs.add_files: a same-named file this tool did not write stops it unless
-    ``overwrite``; nothing else in the folder is touched), and print the text."""
+def write_report(out, stem: str, text: str, png: bytes, doc: dict, *, inputs=(),
+                 extra: dict | None = None) -> None:
+    """Write ``<stem>.md/.png/.json`` into ``out``, a folder of reports (outputs.add_files:
+    a folder holding anything else is refused; ``inputs``: the run folders read), and
+    print the text."""
     from .outputs import add_files
 
     files = {f"{stem}.md": text, f"{stem}.png": png,
              f"{stem}.json": json.dumps(doc, ensure_ascii=False, indent=2) + "\n",
              **(extra or {})}
-    written = add_files(out, files, overwrite=overwrite)
+    written = add_files(out, files, kind="report", inputs=inputs)
     print(text)
     print(f"wrote {', '.join(written)} to {out}")
-
-
-# what --overwrite means for the commands that write reports into --out (also leaderboard)
-OVERWRITE_HELP = "replace files of the same names in --out that this tool did not write"
 
 
 @dataclass
@@ -376,7 +373,8 @@ def cmd_compare(options: CompareOptions) -> int:
     a, b = read_run(options.run_a), read_run(options.run_b)
     result = compare_docs(a, b, force=options.force)
     write_report(options.out, "compare", markdown(result), chart_png(result), result,
-                 overwrite=options.overwrite, extra={PAGE_NAME: compare_page(result, a, b)})
+                 inputs=[options.run_a, options.run_b],
+                 extra={PAGE_NAME: compare_page(result, a, b)})
     return 0
 
 

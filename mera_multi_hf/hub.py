@@ -8,9 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import datasets
@@ -57,16 +55,15 @@ def default_workers() -> int:
 
 def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
                max_shard_size: str | int = "500MB", *, include_private_answers: bool = False,
-               overwrite: bool = False, limits: Limits | None = None,
+               limits: Limits | None = None,
                num_proc: int | None = None) -> Path:
     """Build the task from its raw folder and write the Hub layout into ``out_dir``.
 
     Every problem in the raw folder is reported at once (DataValidationError) and nothing
-    is written in that case. The export is built in a temporary sibling folder and its
-    files are moved in only on success, README.md last, under the tool's ownership rule
-    (:mod:`mera_multi_hf.outputs`: only files an earlier build listed are replaced or
-    removed; a folder with other files needs ``overwrite``, which replaces same-named
-    files only). ``include_private_answers`` keeps a private test split's gold answers:
+    is written in that case. The export is built in a staging folder inside ``out_dir``
+    and its files are moved in only on success, README.md last, under the tool's
+    ownership rule (:mod:`mera_multi_hf.outputs`: a folder holding anything but an
+    earlier export's files is refused). ``include_private_answers`` keeps a private test split's gold answers:
     an internal export, marked so in its card and marker, which :func:`push` refuses.
     ``limits``: what media may declare; ``num_proc``: processes decoding media (1: this one;
     default: the CPUs this process may use).
@@ -77,9 +74,8 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
     if not raw_dir.is_dir():
         raise MeraError(f"raw dataset folder not found: {raw_dir}")
-    with OutputFolder(out_dir, inputs=[raw_dir]).claim(overwrite) as folder:
-        work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp",
-                                     dir=folder.path.absolute().parent))
+    with OutputFolder(out_dir, kind="export", inputs=[raw_dir]).claim() as folder, \
+            folder.staging() as work:
         try:
             builders = build_configs(task, raw_dir, work, size, {
                 "limits": limits, "include_private_answers": include_private_answers,
@@ -93,14 +89,13 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
                        internal=internal, configs=configs)
             files = {str(f.relative_to(staged)): f for f in sorted(staged.rglob("*"))
                      if f.is_file()}
-            folder.write_set(files, index="README.md", info={
-                "version": __version__, "task": task.key, "internal_with_answers": internal})
+            folder.write_set(files, index="README.md", private=files if internal else (),
+                             info={"version": __version__, "task": task.key,
+                                   "internal_with_answers": internal})
             for note in raw.notes:  # said once, after a clean build
                 print(f"mera-multi: note: {note}", file=sys.stderr)
         except OSError as err:  # a full disk or a read-only folder while building
             raise write_error(err, work) from None
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
     return out_dir
 
 

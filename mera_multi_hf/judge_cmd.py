@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 from .errors import MeraError
 from .judge import API_KEY_ENV
 from .limits import DEFAULT_LIMITS, ServerOptions
+from .outputs import OVERWRITE_HELP
 from .parsing import add_command, opt
 
 JUDGE_DATA_HELP = "JSONL with prompt, gold, prediction, label (0/1) per line"
@@ -63,16 +63,22 @@ class AgreementOptions:
     window: int | None = opt(None, "token window (default 7995)")
     device: str | None = opt(None, "with --model: cpu, cuda, ...")
     batch_size: int = opt(16, "with --model: texts per forward pass")
-    out: str | None = opt(None, "also write the report as JSON here")
+    out: str | None = opt(None, "also write the report as JSON into this new file")
+    overwrite: bool = opt(False, "replace the --out file when it is an agreement report "
+                          "that this command wrote (never another file, never through a link)")
 
 
 def cmd_agreement(options: AgreementOptions) -> int:
     from . import judge_agreement as agreement
     from .judge import HttpJudge, LocalJudge, WINDOW_TOKENS
+    from .outputs import check_report_file, report_kind, write_report_file
 
     if bool(options.model) == bool(options.url):
         raise MeraError("give exactly one of --model PATH (a judge run here) and --url URL "
                         "(a served judge)")
+    if options.out:  # before the work: nothing done is lost to a refused file
+        check_report_file(options.out, kind="agreement", overwrite=options.overwrite,
+                          inputs=[options.data, options.model])
     records = agreement.read_labelled(options.data)
     window = options.window or WINDOW_TOKENS
     if options.model:
@@ -85,9 +91,10 @@ def cmd_agreement(options: AgreementOptions) -> int:
     report = agreement.judge_agreement(records, judge)
     print(agreement.format_report(report))
     if options.out:
-        out = Path(options.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
+        doc = {"kind": report_kind("agreement"), **report}
+        out = write_report_file(options.out, json.dumps(doc, ensure_ascii=False, indent=2),
+                                kind="agreement", overwrite=options.overwrite,
+                                inputs=[options.data, options.model])
         print(f"wrote {out}")
     return 0
 
@@ -104,8 +111,7 @@ class TrainOptions:
     max_length: int = opt(8192, "tokens per input (left-truncated)")
     seed: int = opt(0, "random seed of the initialisation and the shuffling (default 0)")
     device: str | None = opt(None, "cpu to force the CPU (default: what the Trainer picks)")
-    overwrite: bool = opt(False, "write into a folder holding other files (same names are "
-                          "replaced)")
+    overwrite: bool = opt(False, OVERWRITE_HELP)
 
 
 def cmd_train(options: TrainOptions) -> int:
@@ -113,8 +119,7 @@ def cmd_train(options: TrainOptions) -> int:
 
     out = train.train(options.data, options.base, options.out, epochs=options.epochs,
                       learning_rate=options.lr, batch_size=options.batch_size,
-                      max_length=options.max_length, seed=options.seed, device=options.device,
-                      overwrite=options.overwrite)
+                      max_length=options.max_length, seed=options.seed, device=options.device)
     print(f"saved the judge to {out}")
     return 0
 

@@ -25,25 +25,18 @@ def judge_text(record: dict, sep: str) -> str:
 
 def train(data: str | Path, base: str, out: str | Path, *, epochs: float = 1.0,
           learning_rate: float = 2e-5, batch_size: int = 8, max_length: int = 8192,
-          seed: int = 0, device: str | None = None, overwrite: bool = False) -> Path:
+          seed: int = 0, device: str | None = None) -> Path:
     """Fine-tune `base` (a classifier or any encoder; a 2-class head is added) and save to
     `out` (under the tool's ownership rule: see mera_multi_hf.outputs)."""
-    import shutil
-    import tempfile
-
     from .outputs import OutputFolder
 
-    with OutputFolder(out, inputs=[base, data]).claim(overwrite) as folder:  # before training
-        stage = Path(tempfile.mkdtemp(prefix=f".{folder.path.name}.", suffix=".tmp",
-                                      dir=folder.path.absolute().parent))
-        try:
-            _train_into(stage, data, base, epochs=epochs, learning_rate=learning_rate,
-                        batch_size=batch_size, max_length=max_length, seed=seed, device=device)
-            saved = {str(f.relative_to(stage / "model")): f
-                     for f in sorted((stage / "model").rglob("*")) if f.is_file()}
-            folder.write_set(saved, index="config.json")
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
+    folder = OutputFolder(out, kind="judge_model", inputs=[base, data])
+    with folder.claim(), folder.staging() as stage:  # before training
+        _train_into(stage, data, base, epochs=epochs, learning_rate=learning_rate,
+                    batch_size=batch_size, max_length=max_length, seed=seed, device=device)
+        saved = {str(f.relative_to(stage / "model")): f
+                 for f in sorted((stage / "model").rglob("*")) if f.is_file()}
+        folder.write_set(saved, index="config.json")
     return Path(out)
 
 

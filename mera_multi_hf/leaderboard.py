@@ -12,8 +12,9 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from .compare import OVERWRITE_HELP, read_run, write_report
+from .compare import read_run, write_report
 from .errors import MeraError
+from .outputs import OVERWRITE_HELP
 from .parsing import add_command, opt
 from .reports import fmt_interval
 from .tasks import MODALITIES, TASKS
@@ -137,7 +138,7 @@ class LeaderboardOptions:
 def cmd_leaderboard(options: LeaderboardOptions) -> int:
     board = leaderboard(options.runs)
     write_report(options.out, "leaderboard", markdown(board), chart_png(board), board,
-                 overwrite=options.overwrite)
+                 inputs=options.runs)
     return 0
 
 

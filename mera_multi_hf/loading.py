@@ -181,19 +181,18 @@ def _prepared(task, source, limits) -> tuple[TaskSpec, str | Path, str]:
     if kind == "hub":
         check_hub_source(task, str(source))
     if kind == "raw":
-        from filelock import FileLock
+        from .outputs import cache_lock
 
         target = cache_root() / "raw" / f"{task.key}-{_folder_fingerprint(Path(source))}"
-        target.parent.mkdir(parents=True, exist_ok=True)
         # One process converts, concurrent ones wait and read (several runs may share a
         # fresh cache). The cache keeps a private split's answers: local scoring needs
         # them, and the cache is never published.
-        with FileLock(str(target) + ".lock"):
+        with cache_lock(target.parent / f"{target.name}.lock"):
             if not (target / "README.md").is_file():
                 _datasets()  # its progress bars as asked
                 from .hub import export_raw
 
-                export_raw(task, source, target, include_private_answers=True, overwrite=True,
+                export_raw(task, source, target, include_private_answers=True,
                            limits=limits)
         source = target
     return task, source, kind

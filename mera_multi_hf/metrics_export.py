@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .errors import MeraError
 from .metrics_loading import METRICS, SIBLING_SOURCES, metric_path
+from .outputs import OVERWRITE_HELP
 from .parsing import add_command, opt
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -44,7 +45,7 @@ def space_files(name: str, namespace: str = DEFAULT_NAMESPACE) -> dict[str, str]
 
 
 def export_metrics(out: str | Path, namespace: str = DEFAULT_NAMESPACE,
-                   names=METRICS, overwrite: bool = False) -> list[Path]:
+                   names=METRICS) -> list[Path]:
     """Write one self-contained Space folder per metric under ``out``; returns them.
     ``out`` follows the tool's ownership rule (:mod:`mera_multi_hf.outputs`); the files
     of metrics not exported now stay as an earlier export left them."""
@@ -54,9 +55,9 @@ def export_metrics(out: str | Path, namespace: str = DEFAULT_NAMESPACE,
     for name in names:
         for file, text in space_files(name, namespace).items():
             files[f"{name}/{file}"] = text
-    folder = OutputFolder(out)
+    folder = OutputFolder(out, kind="metrics")
     others = [n for n in folder.owned() if n.split("/")[0] not in names]
-    with folder.claim(overwrite, others):
+    with folder.claim(others):
         folder.write_set(files)
     return [Path(out) / name for name in names]
 
@@ -113,8 +114,7 @@ class MetricsOptions:
                          f"{DEFAULT_NAMESPACE})")
     token: str | None = opt(None, "push: a Hub token (default: the logged-in one)")
     dir: str | None = opt(None, "push: upload this earlier export instead of exporting afresh")
-    overwrite: bool = opt(False, "export: write into a folder holding other files (files of the "
-                          "same names are replaced)")
+    overwrite: bool = opt(False, "export: " + OVERWRITE_HELP)
     metric: list[str] | None = opt(None, "only this metric (repeatable; default all four)",
                                    choices=METRICS)
 
@@ -127,7 +127,7 @@ def cmd_metrics(options: MetricsOptions) -> int:
         raise MeraError("metrics export needs --out DIR")
     names = tuple(options.metric) if options.metric else METRICS
     if options.action == "export":
-        for folder in export_metrics(options.out, options.namespace, names, options.overwrite):
+        for folder in export_metrics(options.out, options.namespace, names):
             print(f"wrote {folder}")
         print(f"load one with evaluate.load('<folder>'), or push them: "
               f"mera-multi metrics push --namespace {options.namespace}")

@@ -211,7 +211,8 @@ def write_outputs(folder, files: dict[str, bytes | str], doc: dict) -> dict[str,
     sha256, comes last, and no results.json is ever beside a half-replaced set."""
     doc["run"]["files"] = {name: sha256_bytes(data) for name, data in files.items()}
     text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
-    return folder.write_set({**files, RESULTS: text}, index=RESULTS)
+    private = (doc["run"].get("gold_private") or {}).get("files", [])  # kept 0600
+    return folder.write_set({**files, RESULTS: text}, index=RESULTS, private=private)
 
 
 def report_files(task_results, summary, run_info, official) -> dict[str, str | bytes]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from .errors import MeraError
 from .finalize import TaskPart, finalize
 from .options import ScoringOptions, opt
+from .outputs import OVERWRITE_HELP
 
 
 @dataclass
@@ -20,16 +21,13 @@ class ScoreConfig(ScoringOptions):
                            "`sample` (default: the official Hub id)")
     split: str = opt("test", "split to score (default test)")
     out: str | None = opt(None, "output folder for the reports", required=True)
-    overwrite: bool = opt(False, "replace files of this tool's output names in --out "
-                          "(results.*, model-index.yaml, submission.zip) that it did not "
-                          "write; other files and the folder itself stay")
+    overwrite: bool = opt(False, OVERWRITE_HELP)
 
 
 def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str | Path, *,
                       data=None, split: str = "test", em_mode: str | None = None,
                       judge=None, judge_url: str | None = None, judge_tokenizer: str | None = None,
-                      judge_api_key: str | None = None, submission: bool = True,
-                      overwrite: bool = False) -> dict:
+                      judge_api_key: str | None = None, submission: bool = True) -> dict:
     """Score one task's predictions file; write results.json/.md, model-index.yaml and
     (for the test split) submission.zip into ``out_dir``. Returns the task result."""
     from .outputs import OutputFolder
@@ -42,7 +40,8 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
                               judge_api_key)
     options = ScoringOptions(em_mode, judge, judge_url, judge_tokenizer, judge_api_key,
                              no_submission=not submission)
-    with OutputFolder(out_dir, inputs=[data]).claim(overwrite) as folder:  # before any work
+    folder = OutputFolder(out_dir, kind="score", inputs=[data, predictions_path, judge])
+    with folder.claim() as folder:  # before any work
         part = _task_part(task, predictions_path, data, split)
         out = finalize(folder, [part], options, split=split, started=started,
                        run_info=_score_record(predictions_path, checked))
@@ -108,7 +107,7 @@ def cmd_score(config: ScoreConfig) -> int:
     result = score_predictions(config.task, config.predictions, out, data=config.data,
                                split=config.split, em_mode=config.em_mode, judge=config.judge,
                                judge_url=config.judge_url, judge_tokenizer=config.judge_tokenizer,
-                               judge_api_key=config.judge_api_key, overwrite=config.overwrite,
+                               judge_api_key=config.judge_api_key,
                                submission=not config.no_submission)
     print((out / "results.md").read_text(encoding="utf-8"))
     if not result["scorable"]:

@@ -17,10 +17,9 @@ sends audio tasks to it when no model is named. Videos go to the LLaVA as frames
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from pathlib import Path
 
+from .outputs import stage_file
 from .provenance import folder_fingerprint
 
 TINY_MODEL_ID = "mera-multi-hf/tiny-random-llava"
@@ -83,20 +82,13 @@ def _built(name: str, build) -> Path:
     temporary folder renamed into place; a concurrent build of the same recipe wins)."""
     from .loading import cache_root
 
+    from .outputs import cache_folder
+
     target = cache_root() / "models" / name
     if (target / "config.json").is_file():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".tiny-", dir=target.parent))
-    try:
-        build(work / "model")
-        try:
-            (work / "model").rename(target)
-        except OSError:  # another process finished first: its build is the same model
-            if not (target / "config.json").is_file():
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    with cache_folder(target) as work:  # a concurrent build of the same recipe may win
+        build(work)
     return target
 
 
@@ -165,8 +157,8 @@ def _save(model, processor, out_dir, card: str, info: dict) -> Path:
         processor.save_pretrained(out)
     finally:
         transformers.logging.enable_progress_bar()
-    (out / "README.md").write_text(card, encoding="utf-8")
-    (out / "mera_multi_tiny.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
+    stage_file(out, "README.md", card)
+    stage_file(out, "mera_multi_tiny.json", json.dumps(info, indent=1))
     return out
 
 

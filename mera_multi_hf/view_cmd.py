@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MeraError
+from .outputs import OVERWRITE_HELP
 from .parsing import add_command, opt
 
 
@@ -73,19 +74,22 @@ class ViewOptions:
     """The options of `mera-multi view`."""
     run_dir: str | None = opt(None, "a folder written by `mera-multi evaluate` or `score`",
                               positional=True)
-    overwrite: bool = opt(False, "replace a results.html in the folder that this tool did not "
-                          "write")
+    overwrite: bool = opt(False, OVERWRITE_HELP)
 
 
 def cmd_view(options: ViewOptions) -> int:
-    from .outputs import add_files
+    from .outputs import add_files, folder_kind
     from .results_html import PAGE_NAME
 
     run_dir = Path(options.run_dir)
     if not run_dir.is_dir():
         raise MeraError(f"{run_dir} is not a folder: give a run folder (with results.json)")
     page = page_of(run_dir)
-    add_files(run_dir, {PAGE_NAME: page}, overwrite=options.overwrite, flag="view")
+    kind = folder_kind(run_dir)
+    if kind not in ("run", "score"):
+        raise MeraError(f"view {run_dir}: not a folder that `evaluate` or `score` wrote (its "
+                        "marker says so); view writes results.html only into one of those")
+    add_files(run_dir, {PAGE_NAME: page}, kind=kind, flag="view")
     print(f"wrote {run_dir / PAGE_NAME} (open it in a browser; it needs no network)")
     return 0
 

@@ -180,7 +180,8 @@ from mera_multi_hf.sample_data import bundled_sample
 raw = Path("raw/ruHHH-Image")   # put your own raw folder here
 shutil.copytree(bundled_sample(), raw, dirs_exist_ok=True)
 print(sorted(p.name for p in raw.iterdir()))'''),
-    ("md", "## Build\n\n`--overwrite` replaces an output folder this tool did not write; "
+    ("md", "## Build\n\nThe output folder must be new, empty or an earlier export (a folder "
+           "holding other files is refused, with or without `--overwrite`); "
            "`--internal-with-answers` keeps the hidden answers of a private task (never pushed)."),
     ("code", '''\
 !{sys.executable} -m mera_multi_hf build ruhhh_image --raw raw/ruHHH-Image --out hub/ruHHH-Image'''),

@@ -296,9 +296,9 @@ def test_out_never_replaces_what_the_tool_did_not_write(raw_sample, tmp_path, mo
     monkeypatch.chdir(decoy / "sub")
     for out in (raw_sample, raw_sample.parent, decoy / "sub", decoy):  # raw, its parent, cwd..
         with pytest.raises(MeraError, match="choose a new folder"):
-            export_raw(TASK, raw_sample, out, overwrite=True)
+            export_raw(TASK, raw_sample, out)
     monkeypatch.chdir(raw_sample / "samples")
-    with pytest.raises(MeraError, match="did not write"):
+    with pytest.raises(MeraError, match="not written by this tool"):
         export_raw(TASK, raw_sample, decoy)
     os.symlink(tmp_path / "nowhere", tmp_path / "link-out")
     with pytest.raises(MeraError, match="symbolic link"):
@@ -308,11 +308,10 @@ def test_out_never_replaces_what_the_tool_did_not_write(raw_sample, tmp_path, mo
     user_dir = tmp_path / "mine"
     (user_dir / "notes").mkdir(parents=True)
     (user_dir / "notes" / "keep.txt").write_text("mine")
-    with pytest.raises(MeraError, match="pass --overwrite"):
+    with pytest.raises(MeraError, match="notes/keep.txt"):
         export_raw(TASK, raw_sample, user_dir)
     assert (user_dir / "notes" / "keep.txt").read_text() == "mine"
-    export_raw(TASK, raw_sample, user_dir, overwrite=True)  # beside the user's files
-    assert (user_dir / MARKER).is_file() and (user_dir / "notes" / "keep.txt").read_text() == "mine"
+    assert not (user_dir / MARKER).exists()
 
 
 def test_rebuild_replaces_its_own_export_and_fills_an_empty_folder(raw_sample, tmp_path, decoy):

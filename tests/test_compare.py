@@ -43,7 +43,7 @@ def _run(folder, task, examples, right, name):
     preds = {e.id: e.gold if ok else other[e.gold] for e, ok in zip(examples, right)}
     result = score_task(task, examples, preds)
     info = {"run_id": name, "mode": "score", "model": name}
-    with OutputFolder(folder).claim() as out:  # as a run writes it
+    with OutputFolder(folder, kind="run").claim() as out:  # as a run writes it
         write_outputs(out, {}, results_doc([result], summarize([result]), info))
     return folder
 

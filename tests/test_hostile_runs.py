@@ -171,6 +171,6 @@ def test_files_of_the_same_name_not_written_here_are_never_replaced(tmp_path, ca
     assert (out / "thesis.txt").read_text() == "keep"
     assert (out / "results.md").read_text() == "my own notes"
     assert main(["evaluate", "--data", "sample", "--limit", "2", "--output-dir", str(out),
-                 "--no-progress", "--overwrite"]) == 0  # the user's choice: replace
-    assert (out / "results.md").read_text() != "my own notes"
-    assert (out / "thesis.txt").read_text() == "keep"  # --overwrite: same names only
+                 "--no-progress", "--overwrite"]) == 2  # never replaced, whatever the flags
+    assert (out / "results.md").read_text() == "my own notes"
+    assert (out / "thesis.txt").read_text() == "keep"

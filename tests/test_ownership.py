@@ -82,32 +82,25 @@ def test_home_cwd_package_caches_and_root_are_always_refused(raw_sample, home, t
                Path(datasets.config.HF_DATASETS_CACHE) / "x", Path(constants.HF_HUB_CACHE) / "y"]
     for out in refused:
         with pytest.raises(MeraError, match="never writes there"):
-            OutputFolder(out).check(overwrite=True)
+            OutputFolder(out, kind="export").check()
     with pytest.raises(MeraError, match="never writes there"):
-        export_raw(TASK, raw_sample, home, overwrite=True)
+        export_raw(TASK, raw_sample, home)
     assert tree_hash(home) == before
-    OutputFolder(home / "runs" / "a").check(overwrite=True)  # below them: a choice to make
-    OutputFolder(work / "out").check()
+    OutputFolder(home / "runs" / "a", kind="run").check()  # below them: a choice to make
+    OutputFolder(work / "out", kind="score").check()
 
 
-def test_overwrite_never_removes_a_folder_nor_a_file_it_did_not_write(raw_sample, home,
-                                                                      tmp_path, capsys):
+def test_a_folder_with_a_file_it_did_not_write_is_refused_even_with_overwrite(
+        raw_sample, home, tmp_path, capsys):
     decoy = _decoy(tmp_path / "project")
     before = tree_hash(decoy)
     args = ["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(decoy)]
-    assert main(args) == 2
-    err = _one_line_error(capsys)
-    assert "did not write" in err and "--overwrite" in err and "README.md" in err
-    assert tree_hash(decoy) == before
-    assert main(args + ["--overwrite"]) == 0  # the user's choice: write beside
-    assert (decoy / "docs" / "notes.md").read_text() == "mine"
-    assert (decoy / "data" / "keep.csv").read_text() == "a,b\n"
-    assert (decoy / "README.md").read_text() != "my project"  # the same name: replaced
-    import datasets
-
-    assert len(datasets.load_dataset(str(decoy), split="test")) == 26
-    assert main(args + ["--overwrite"]) == 0  # a rebuild still leaves the user's files
-    assert (decoy / "docs" / "notes.md").read_text() == "mine"
+    for extra in ([], ["--overwrite"]):  # the user's README.md is never replaced
+        assert main(args + extra) == 2
+        err = _one_line_error(capsys)
+        assert "not written by this tool" in err and "README.md" in err, err
+        assert "nothing was touched" in err and "choose a new folder" in err
+        assert tree_hash(decoy) == before
 
 
 def test_a_copied_or_forged_marker_grants_nothing(raw_sample, home, tmp_path, capsys):
@@ -117,36 +110,38 @@ def test_a_copied_or_forged_marker_grants_nothing(raw_sample, home, tmp_path, ca
     decoy = _decoy(tmp_path / "decoy")
     shutil.copy(export / MARKER, decoy / MARKER)  # a stray marker, naming another folder
     before = tree_hash(decoy)
-    with pytest.raises(MeraError, match="did not write"):
+    with pytest.raises(MeraError, match="not written by this tool"):
         export_raw(TASK, raw_sample, decoy)
     assert tree_hash(decoy) == before
     forged = json.loads((export / MARKER).read_text())
     forged["folder"] = str(tmp_path / "elsewhere")
     (export / MARKER).write_text(json.dumps(forged))
-    with pytest.raises(MeraError, match="did not write"):
+    with pytest.raises(MeraError, match="not written by this tool"):
         export_raw(TASK, raw_sample, export)
     copy = tmp_path / "copy"
     shutil.copytree(export, copy)  # a copied export is not ours either
-    with pytest.raises(MeraError, match="did not write"):
+    with pytest.raises(MeraError, match="not written by this tool"):
         export_raw(TASK, raw_sample, copy)
     (decoy / MARKER).write_text(json.dumps({"folder": os.path.realpath(decoy),
                                             "files": ["../home/thesis.txt", "/etc/passwd"]}))
-    assert OutputFolder(decoy).owned() == set()  # no way out of the folder
+    assert OutputFolder(decoy, kind="export").owned() == set()  # no way out of the folder
 
 
 def test_rebuild_removes_only_its_own_stale_files(raw_sample, home, tmp_path):
     out = tmp_path / "out"
     export_raw(TASK, raw_sample, out)
     marker = json.loads((out / MARKER).read_text())  # as if an earlier build had made more
-    marker["files"].append("data/test-00001-of-00002.parquet")
+    marker["files"]["data/test-00001-of-00002.parquet"] = "export"
     (out / MARKER).write_text(json.dumps(marker))
     (out / "data" / "test-00001-of-00002.parquet").write_bytes(b"stale")
     (out / "data" / "mine.txt").write_text("mine")
     with pytest.raises(MeraError, match="mine.txt"):
         export_raw(TASK, raw_sample, out)
-    export_raw(TASK, raw_sample, out, overwrite=True)
+    assert (out / "data" / "test-00001-of-00002.parquet").read_bytes() == b"stale"
+    (out / "data" / "mine.txt").unlink()
+    export_raw(TASK, raw_sample, out)
     assert sorted(p.name for p in (out / "data").iterdir()) == [
-        "mine.txt", "shots-00000-of-00001.parquet", "test-00000-of-00001.parquet"]
+        "shots-00000-of-00001.parquet", "test-00000-of-00001.parquet"]
 
 
 def test_evaluate_never_touches_a_users_file_named_like_a_rank_log(home, tmp_path, capsys):
@@ -156,19 +151,20 @@ def test_evaluate_never_touches_a_users_file_named_like_a_rank_log(home, tmp_pat
     (out / "logs").mkdir(parents=True)
     mine = b'{"task": "ruhhh_image", "split": "test", "id": 1, "request_hash": "x", "gene'
     (out / "logs" / "samples-rank0.jsonl").write_bytes(mine)
-    assert main(args) == 2
-    assert "logs/samples-rank0.jsonl" in _one_line_error(capsys)
-    assert main(args + ["--overwrite"]) == 2  # a log is never taken over
-    assert "never taken over" in _one_line_error(capsys)
+    for extra in ([], ["--overwrite"]):  # a log is never taken over
+        assert main(args + extra) == 2
+        assert "logs/samples-rank0.jsonl (not written by this tool)" in _one_line_error(capsys)
     assert (out / "logs" / "samples-rank0.jsonl").read_bytes() == mine
     assert sorted(os.listdir(out)) == ["logs"]
     shutil.rmtree(out)
     assert main(args) == 0
     (out / "logs" / "samples-rank1.jsonl").write_bytes(mine)  # beside our own log
     capsys.readouterr()
-    assert main(args) == 2  # someone else's file in the folder: refused
-    assert main(args + ["--overwrite"]) == 0  # written beside it: never read, cut or removed
+    for extra in ([], ["--overwrite"]):  # someone else's file in the folder: refused
+        assert main(args + extra) == 2
+        assert "samples-rank1.jsonl" in _one_line_error(capsys)
     assert (out / "logs" / "samples-rank1.jsonl").read_bytes() == mine
+    (out / "logs" / "samples-rank1.jsonl").unlink()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     shutil.rmtree(out / "logs")
@@ -187,11 +183,10 @@ def test_score_and_metrics_export_follow_the_same_rule(home, tmp_path, capsys):
                  ["metrics", "export", "--metric", "exact_match"]):
         decoy = _decoy(tmp_path / f"decoy-{args[0]}")
         before = tree_hash(decoy)
-        assert main(args + ["--out", str(decoy)]) == 2
-        assert "--overwrite" in _one_line_error(capsys) and tree_hash(decoy) == before
-        assert main(args + ["--out", str(decoy), "--overwrite"]) == 0
-        assert (decoy / "docs" / "notes.md").read_text() == "mine"
-        assert (decoy / "data" / "keep.csv").read_text() == "a,b\n"
+        for extra in ([], ["--overwrite"]):
+            assert main(args + ["--out", str(decoy)] + extra) == 2
+            assert "not written by this tool" in _one_line_error(capsys)
+            assert tree_hash(decoy) == before
         assert main(args + ["--out", str(home)]) == 2
         assert "never writes there" in _one_line_error(capsys)
 
@@ -211,7 +206,8 @@ def test_a_second_run_on_the_same_folder_is_refused_at_once(home, tmp_path, caps
     out = tmp_path / "busy"
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from mera_multi_hf.outputs import "
-         "OutputFolder; f = OutputFolder(sys.argv[1]).claim(); print('held', flush=True); "
+         "OutputFolder; f = OutputFolder(sys.argv[1], kind='run').claim(); "
+         "print('held', flush=True); "
          "time.sleep(60)", str(out)], stdout=subprocess.PIPE, text=True,
         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
     try:

@@ -171,11 +171,13 @@ def test_a_shots_run_removes_the_old_submission_of_its_own_folder(tmp_path):
     options = dict(data=["sample"], output_dir=str(out), no_progress=True, limit=3)
     run_evaluation(**options)
     decoy.write_text("keep me")
-    with pytest.raises(MeraError, match="did not write .*my-notes.txt"):
-        run_evaluation(split="shots", **options)  # someone else's file in the folder
-    run_evaluation(split="shots", overwrite=True, **options)  # written beside it
+    for overwrite in (False, True):  # someone else's file in the folder: never beside it
+        with pytest.raises(MeraError, match="my-notes.txt .not written by this tool"):
+            run_evaluation(split="shots", overwrite=overwrite, **options)
+    assert decoy.read_text() == "keep me"
+    decoy.unlink()
+    run_evaluation(split="shots", **options)
     assert not (out / "submission.zip").exists()  # it belonged to the earlier run only
-    assert decoy.read_text() == "keep me"  # never a file the project did not write
     files = json.loads((out / "results.json").read_text())["run"]["files"]
     assert "submission.zip" not in files and "samples_ruhhh_image_shots.jsonl" in files
 
@@ -279,18 +281,24 @@ def test_batches_group_similar_lengths():
 
 
 def test_sample_log_reader_ignores_garbage(tmp_path):
-    owned = {"logs/samples-rank1.jsonl"}
-    log = SampleLog(tmp_path, rank=1, owned=owned)
+    from mera_multi_hf.outputs import OutputFolder
+
+    folder = OutputFolder(tmp_path / "run", kind="run").claim(["logs/samples-rank1.jsonl"])
+    log = SampleLog(folder, rank=1)
     log.append([{"task": "t", "split": "test", "id": 1, "request_hash": "h", "generation": "A"}])
     log.close()
     with open(log.path, "a", encoding="utf-8") as f:
         f.write("not json\n{\"task\": \"t\"}\n{\"task\": \"t\", \"split\": \"test\", \"id\": 2,")
-    assert list(SampleLog(tmp_path, owned=owned).read()) == [("t", "test", 1)]
-    log = SampleLog(tmp_path, rank=1, owned=owned)
+    assert list(SampleLog(folder).read()) == [("t", "test", 1)]
+    log = SampleLog(folder, rank=1)
     log.append([{"task": "t", "split": "test", "id": 2, "request_hash": "h", "generation": "B"}])
     log.close()
-    assert sorted(SampleLog(tmp_path, owned=owned).read()) == [("t", "test", 1), ("t", "test", 2)]
-    assert not SampleLog(tmp_path).read()  # a shard no marker lists is never read
+    assert sorted(SampleLog(folder).read()) == [("t", "test", 1), ("t", "test", 2)]
+    folder.close()
+    unlisted = OutputFolder(tmp_path / "other", kind="run")
+    (tmp_path / "other" / "logs").mkdir(parents=True)
+    (tmp_path / "other" / "logs" / "samples-rank0.jsonl").write_bytes(log.path.read_bytes())
+    assert not SampleLog(unlisted).read()  # a shard no marker lists is never read
 
 
 def test_tiny_model_is_built_deterministically(tmp_path):

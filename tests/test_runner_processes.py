@@ -242,7 +242,8 @@ def test_a_data_parallel_run_on_a_folder_in_use_stops_every_process(tmp_path, la
     out = tmp_path / "busy"
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from mera_multi_hf.outputs import "
-         "OutputFolder; f = OutputFolder(sys.argv[1]).claim(); print('held', flush=True); "
+         "OutputFolder; f = OutputFolder(sys.argv[1], kind='run').claim(); "
+         "print('held', flush=True); "
          "time.sleep(300)", str(out)], stdout=subprocess.PIPE, text=True,
         env=dict(_env(), PYTHONPATH=os.pathsep.join(sys.path)))
     try:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import MeraError
 from ..options import MediaLimitOptions, ScoringOptions, opt as _opt
+from ..outputs import OVERWRITE_HELP
 
 from .backends import DEFAULT_CONCURRENCY, MAX_CONCURRENCY
 
@@ -61,10 +62,7 @@ class RunConfig(ScoringOptions, MediaLimitOptions):
     split: str = _opt("test", "split to run: test or shots")
     limit: int | None = _opt(None, "only the first N examples of each task")
     output_dir: str | None = _opt(None, "where to write (default runs/<model name>)")
-    overwrite: bool = _opt(False, "start afresh in --output-dir: clear the sample log of a run "
-                           "with other settings, and replace files of this tool's output names "
-                           "(results.*, samples_*.jsonl, model-index.yaml, submission.zip) that "
-                           "it did not write; other files and the folder itself stay")
+    overwrite: bool = _opt(False, OVERWRITE_HELP)
     # generation
     backend: str = _opt("hf", "hf: transformers in this process; openai: an OpenAI-compatible "
                         "chat-completions server", choices=BACKENDS)

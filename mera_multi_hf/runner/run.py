@@ -11,7 +11,6 @@ merges the shards by (task, split, id), scores and writes.
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -67,25 +66,21 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     with first_if(builds_model(config), state):  # the main process builds a built-in model
         engine = engine or make_engine(config)
     out = output_dir(config, engine)
-    folder = OutputFolder(out, flag="--output-dir", inputs=_local(sources.values()))
-    folder.check(config.overwrite, OUTPUT_NAMES)  # every process, before any work
-    _claim(folder, config.overwrite, _log_names(folder, state.num_processes), state)
+    inputs = _local([*sources.values(), config.model, config.judge])
+    folder = OutputFolder(out, kind="run", flag="--output-dir", inputs=inputs)
+    folder.check()  # every process, before any work
+    _claim(folder, _log_names(folder, state.num_processes), state)
     with folder:
         return _run(config, engine, specs, sources, state, folder, started, checked)
 
 
-# What a run writes besides the sample files (claimed before any work).
-OUTPUT_NAMES = ["results.json", "results.md", "results.png", "results.html", "model-index.yaml",
-                "submission.zip"]
-
-
-def _claim(folder, overwrite: bool, logs: list[str], state) -> None:
+def _claim(folder, logs: list[str], state) -> None:
     """The main process claims the folder (its lock and the log names); a refusal (a
     second run on the folder) stops every process, not only the main one."""
     refusal = None
     if state.is_main_process:
         try:
-            folder.claim(overwrite, logs)
+            folder.claim(logs)
         except MeraError as err:
             refusal = str(err)
     if state.num_processes > 1:
@@ -97,22 +92,16 @@ def _claim(folder, overwrite: bool, logs: list[str], state) -> None:
 
 
 def _local(sources) -> list[str]:
-    """The dataset sources that are folders here (an output may not touch them)."""
+    """The inputs that are files or folders here: dataset sources, a model folder, a
+    judge folder (an output may not touch them)."""
     return [str(s) for s in sources if s is not None and s != "sample" and Path(s).exists()]
 
 
 def _log_names(folder, world: int) -> list[str]:
-    """The sample log shards of this run and those of earlier runs here (kept). A file of
-    someone else's at one of them stops the run even with --overwrite: a log is appended
-    to and cut, so it is never taken over."""
-    owned = folder.owned()
+    """The sample log shards of this run and those of earlier runs here (kept; a file of
+    someone else's at one of them is foreign, and the folder's check refuses it)."""
     mine = [f"{LOG_DIR}/samples-rank{r}.jsonl" for r in range(world)]
-    for name in mine:
-        if os.path.lexists(folder.path / name) and name not in owned:
-            raise MeraError(f"{folder.path / name} was not written by this tool: a sample log "
-                            "is never taken over, even with --overwrite; move it away or "
-                            "choose another --output-dir")
-    return mine + [n for n in owned if n.startswith(f"{LOG_DIR}/samples-rank")]
+    return mine + [n for n in folder.owned() if n.startswith(f"{LOG_DIR}/samples-rank")]
 
 
 def _run(config: RunConfig, engine, specs, sources, state, folder, started, checked) -> dict | None:
@@ -122,9 +111,9 @@ def _run(config: RunConfig, engine, specs, sources, state, folder, started, chec
             data.requests = stamp(make_requests(data, config), engine)
     requests = [r for data in loaded for r in data.requests]
     if config.overwrite and state.is_main_process:
-        SampleLog(folder.path, owned=folder.owned()).clear()
+        SampleLog(folder).clear()
     state.wait_for_everyone()  # the main process has claimed the folder and its logs
-    log = SampleLog(folder.path, state.process_index, owned=folder.owned())
+    log = SampleLog(folder, state.process_index)
     before = log.read()
     logged(log, before, requests)  # other settings in the folder stop every process here
     state.wait_for_everyone()  # nobody writes before every process has read the log
@@ -372,7 +361,7 @@ def logged(log: SampleLog | None, index: dict, requests: list[Request]) -> dict[
             clashes.append(request)  # (a dialogue turn may follow a changed earlier answer)
     if clashes:
         first = clashes[0]
-        where = log.dir.parent if log else "the output folder"
+        where = log.folder.path if log else "the output folder"
         raise MeraError(
             f"{where} holds a run with other settings: {len(clashes)} of the requested "
             f"examples (e.g. {first.task} id={first.id}) were logged for another model, revision, "

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
-from ..errors import MeraError
 
 LOG_DIR = "logs"
 
@@ -55,22 +53,23 @@ def _well_formed(record) -> bool:
 
 
 class SampleLog:
-    """The shards under ``<out>/logs``; only those that the folder's marker lists
-    (``owned``: names relative to ``out``) are read, appended to or cleared: a file of
-    someone else's of the same kind of name is never touched."""
+    """The shards under ``<out>/logs`` of an output folder (an
+    :class:`~mera_multi_hf.outputs.OutputFolder` of kind run); only those that the
+    folder's marker lists are read, and every append, cut and removal goes through the
+    folder: a file of someone else's, or a link, is never touched."""
 
-    def __init__(self, out_dir: str | Path, rank: int = 0, *, owned=()):
-        self.dir = Path(out_dir) / LOG_DIR
-        self.path = self.dir / f"samples-rank{rank}.jsonl"
-        self.owned = {name for name in owned if name.startswith(f"{LOG_DIR}/")}
+    def __init__(self, folder, rank: int = 0):
+        self.folder = folder
+        self.name = f"{LOG_DIR}/samples-rank{rank}.jsonl"
+        self.path = folder.path / self.name
         self._file = None
 
     def shards(self) -> list[Path]:
-        if not self.dir.is_dir():
-            return []
-        return sorted(p for p in self.dir.glob("samples-rank*.jsonl")
-                      if f"{LOG_DIR}/{p.name}" in self.owned and p.is_file()
-                      and not p.is_symlink())
+        owned = self.folder.owned()
+        names = sorted(n for n in owned if n.startswith(f"{LOG_DIR}/samples-rank")
+                       and n.endswith(".jsonl"))
+        return [self.folder.path / n for n in names
+                if (self.folder.path / n).is_file() and not (self.folder.path / n).is_symlink()]
 
     def read(self) -> dict[tuple, dict[str, dict]]:
         """Every logged record: (task, split, id) -> {request hash: record} (first wins)."""
@@ -83,12 +82,8 @@ class SampleLog:
 
     def append(self, records: list[dict]) -> None:
         if self._file is None:
-            if f"{LOG_DIR}/{self.path.name}" not in self.owned:
-                raise MeraError(f"{self.path} is not listed in the output folder's marker; "
-                                "it is not this run's to write")
-            self.dir.mkdir(parents=True, exist_ok=True)
-            _cut_torn_tail(self.path)
-            self._file = open(self.path, "a", encoding="utf-8")
+            self.folder.cut_torn_tail(self.name)
+            self._file = self.folder.open_append(self.name)
         self._file.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
         self._file.flush()  # a kill after this loses nothing
 
@@ -99,17 +94,4 @@ class SampleLog:
 
     def clear(self) -> None:
         for shard in self.shards():
-            shard.unlink()
-
-
-def _cut_torn_tail(path: Path) -> None:
-    """Drop a partial last line so that the next record starts on a line of its own."""
-    if not path.is_file() or path.stat().st_size == 0:
-        return
-    with open(path, "rb+") as f:
-        f.seek(-1, os.SEEK_END)
-        if f.read(1) == b"\n":
-            return
-        f.seek(0)
-        data = f.read()
-        f.truncate(data.rfind(b"\n") + 1)
+            self.folder.remove(str(shard.relative_to(self.folder.path)))
