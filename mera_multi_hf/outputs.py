@@ -206,6 +206,19 @@ def _unlink_at(dir_fd: int, base: str) -> None:
         os.unlink(base, dir_fd=dir_fd)
 
 
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown(path) -> str:
+    """A path as it can be printed whatever its bytes (undecodable ones as \\xNN)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def _as_bytes(data) -> bytes:
     return data.encode("utf-8") if isinstance(data, str) else bytes(data)
 
@@ -368,6 +381,9 @@ class OutputFolder:
     def check(self) -> None:
         """Refuse (MeraError, one line) a folder that may never be written, or one that
         holds a foreign entry. Reads only."""
+        if not _utf8(str(self.path)):  # it would be recorded in results.json and printed
+            raise MeraError(f"{self.flag} {shown(self.path)}: the name is not valid UTF-8; "
+                            "choose a folder whose name is")
         why = refusal(self.path, self.inputs)
         if why:
             raise MeraError(f"{self.flag} {self.path} is {why}; this tool never writes "
@@ -406,10 +422,10 @@ class OutputFolder:
             if names:
                 self._write_marker(self.owned() | set(names))
         except OSError as err:
-            self.close()
+            self.close(failed=True)
             raise write_error(err, self.path) from None
-        except MeraError:
-            self.close()
+        except BaseException:
+            self.close(failed=True)  # the folders claim() made go again
             raise
         return self
 

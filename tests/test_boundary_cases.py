@@ -309,3 +309,15 @@ def test_every_command_leaves_every_foreign_byte_and_input(command, run, raw_sam
             assert tree_hash(kept) == before, (label, extra)
     assert (tmp_path / "targets" / "decoy" / "secret.txt").read_text() == "outside"
     assert {"run": tree_hash(run), "raw": tree_hash(raw_sample)} == inputs
+
+
+def test_an_output_name_that_is_not_utf8_is_refused_before_anything_is_made(run, raw_sample,
+                                                                           home, tmp_path,
+                                                                           capsys):
+    out = os.fsdecode(os.fsencode(str(tmp_path)) + b"/bad\xff")
+    for args in (EVALUATE + ["--output-dir"], _score_args(run, Path("x"))[:-1],
+                 ["build", "ruhhh_image", "--raw", str(raw_sample), "--out"],
+                 ["metrics", "export", "--out"]):
+        assert main(args + [out]) == 2
+        assert "not valid UTF-8" in _refused(capsys, "bad\\xff")
+        assert not os.path.lexists(out)
