@@ -1,4 +1,4 @@
-"""The output boundary (mera_multi_hf/outputs.py) at work, command by command: one
+"""The output boundary (mera_multi_hf/outputs/) at work, command by command: one
 command never empties another's folder, the inputs of a command are never touched, no
 link planted under an output folder is ever written through, and ``--overwrite`` never
 reaches a foreign entry. Every case runs with and without ``--overwrite`` and checks
