@@ -141,24 +141,27 @@ def task_rows(task_key: str, split: str, records: list[dict], examples=None, dat
     return rows
 
 
-def _summary(task_results: list[dict]) -> tuple[list[dict], list[str]]:
-    keys = list(dict.fromkeys(m for r in task_results
-                              for m in list(r.get("metrics", {})) + list(r.get("judge", {}))))
-    out = []
-    for r in task_results:
-        scores = {m: f"{v:.4f}" for m, v in {**r.get("metrics", {}), **r.get("judge", {})}.items()
-                  if v is not None}
-        out.append({"label": TASKS[r["task"]].class_name, "split": r["split"],
-                    "n": r["n_examples"], "scores": scores, "link": f"task={r['task']}"})
-        for name, table in (r.get("breakdown") or {}).items():
-            for key, agg in table.items():
-                out.append({"label": f"  {TASKS[r['task']].class_name} · {name} {key}",
-                            "split": r["split"], "n": agg.get("n_examples"),
-                            "scores": {m: f"{agg[m]:.4f}" for m in keys
-                                       if agg.get(m) is not None},
-                            "link": f"task={r['task']}" + (f"&{name}={quote(key)}" if name
-                                                           in FILTERS else "")})
-    return out, keys
+def _summary(task_results: list[dict], summary: dict | None, run_info: dict) -> dict:
+    """The tables of results.md, from the same rows (reports.py), with links to the
+    examples behind each task and breakdown row."""
+    from . import reports
+
+    leaderboard = any((run_info.get("official_test_split") or {}).values())
+    breakdowns = [{"title": f"{r['task']} by {name}", "head": head, "rows": [
+        {"cells": row, "link": f"task={r['task']}" + (f"&{name}={quote(row[0])}"
+                                                      if name in FILTERS else "")}
+        for row in rows]} for r in task_results for name, head, rows in reports.breakdown_tables(r)]
+    return {
+        "head": reports.SUMMARY_HEAD,
+        "rows": [{"cells": row, "link": f"task={row[0]}"}
+                 for row in reports.summary_rows(task_results)],
+        "task_scores": [line[2:] for line in reports.task_score_lines(task_results)
+                        if line.startswith("- ")],
+        "interval_note": reports.INTERVAL_NOTE,
+        "totals_head": reports.TOTALS_HEAD,
+        "totals": reports.totals_rows(summary, leaderboard) if summary else [],
+        "task_score_definition": (summary or {}).get("task_score_definition"),
+        "footnotes": reports.footnotes(task_results), "breakdowns": breakdowns}
 
 
 def _within_budget(rows: list[dict], budget: int = PAGE_MEDIA_BUDGET) -> None:
@@ -174,11 +177,11 @@ def _within_budget(rows: list[dict], budget: int = PAGE_MEDIA_BUDGET) -> None:
 
 
 def render(task_results: list[dict], run_info: dict, rows: list[dict],
-           notes: list[str] = ()) -> str:
-    """The page as HTML text."""
+           notes: list[str] = (), summary: dict | None = None) -> str:
+    """The page as HTML text; ``summary``: the run's totals (scoring.summarize), shown
+    as in results.md."""
     import jinja2
 
-    summary, keys = _summary(task_results)
     _within_budget(rows)
     template = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
@@ -187,8 +190,8 @@ def render(task_results: list[dict], run_info: dict, rows: list[dict],
     tasks = list(dict.fromkeys(r["task"] for r in task_results))
     return template.render(
         title=f"MERA Multi results: {run_info.get('model', 'unnamed model')}",
-        run_id=run_info.get("run_id", ""), notes=list(notes), summary=summary,
-        metric_keys=keys, metric_names=[display_name(m) for m in keys],
+        run_id=run_info.get("run_id", ""), notes=list(notes),
+        summary=_summary(task_results, summary, run_info),
         tasks=[{"key": t, "name": TASKS[t].class_name} for t in tasks],
         categories=sorted({r["category"] for r in rows if r["category"]}),
         domains=sorted({r["domain"] for r in rows if r["domain"]}), rows=rows)

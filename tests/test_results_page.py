@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import subprocess
+from html.parser import HTMLParser
 from urllib.parse import quote
 
 import pytest
@@ -43,6 +44,63 @@ def test_evaluate_writes_a_self_contained_page(run_dir):
     doc = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
     assert "results.html" in doc["run"]["files"]
     assert "results.html" in (run_dir / ".mera-multi-outputs.json").read_text()
+
+
+class _Tables(HTMLParser):
+    """The page's tables as rows of cell texts, and its list items."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.items, self._cell = [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th", "li"):
+            self._cell = ""
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self.tables[-1][-1].append(self._cell.strip())
+        elif tag == "li":
+            self.items.append(self._cell.strip())
+        if tag in ("td", "th", "li"):
+            self._cell = None
+
+
+def _md_tables(md: str) -> list[list[list[str]]]:
+    tables, current = [], None
+    for line in md.splitlines():
+        if not line.startswith("|"):
+            current = None
+            continue
+        if current is None:
+            current = []
+            tables.append(current)
+        if not set(line) <= set("|-"):
+            current.append([c.strip() for c in line.strip()[1:-1].split("|")])
+    return tables
+
+
+def test_the_page_summary_says_what_results_md_says(run_dir):
+    page = _Tables()
+    page.feed((run_dir / "results.html").read_text(encoding="utf-8"))
+    md = (run_dir / "results.md").read_text(encoding="utf-8")
+    summary = page.tables[:-1]  # the last table holds the examples
+    # the main table, the totals and every breakdown, cell by cell, in results.md's order
+    assert summary == _md_tables(md)[:len(summary)] and len(summary) >= 4
+    cells = [c for table in summary for row in table for c in row]
+    assert any("±" in c for c in cells) and "(supplementary)" in " ".join(cells)
+    assert "(local estimate)" in " ".join(cells) and "human" in summary[0][0]
+    assert any(re.fullmatch(r"0\.\d{4}", row[5]) for row in summary[0][1:])  # human baselines
+    lines = [ln[2:] for ln in md.splitlines() if re.match(r"- \w+: task score ", ln)]
+    assert lines and page.items == lines and any("covers only part" in ln for ln in lines)
 
 
 def test_gold_is_shown_only_where_the_split_may_show_it(run_dir):
