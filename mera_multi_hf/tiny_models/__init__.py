@@ -152,7 +152,7 @@ class ModelsOptions:
 def add_parser(sub) -> None:
     add_command(sub, "models", ModelsOptions, cmd_models,
                 help="list the model families with a tiny offline model (modalities, processor "
-                     "classes, video path)")
+                     "classes, video path); `--path judge`: the tiny answer judge")
 
 
 def cmd_models(options: ModelsOptions) -> int:
