@@ -86,10 +86,15 @@ def test_the_installed_package_is_the_wheel(venv, env, work):
     assert not location.is_relative_to(REPO) and "/work/main" not in str(location)
 
 
-def test_demo_build_and_score(env, work):
-    table = _run(env, work, "evaluate", "--no-progress")
+@pytest.fixture(scope="module")
+def demo(env, work) -> tuple[str, Path]:
+    """The quick start's demo, run once: (what it printed, its run folder)."""
+    return _run(env, work, "evaluate", "--no-progress"), work / "runs" / "tiny-random-llava"
+
+
+def test_demo_build_and_score(env, work, demo):
+    table, run = demo
     assert "ruhhh_image" in table
-    run = work / "runs" / "tiny-random-llava"
     doc = json.loads((run / "results.json").read_text(encoding="utf-8"))
     assert doc["tasks"]["ruhhh_image"]["n_examples"] == 26 and (run / "results.html").is_file()
     _run(env, work, "build", "ruhhh_image", "--raw", "sample", "--out", "hub/ruHHH-Image")
@@ -102,16 +107,16 @@ def test_demo_build_and_score(env, work):
         assert "ruHHH_Image.json" in z.namelist()
 
 
-def test_a_served_model_through_the_openai_backend(env, work):
+def test_a_served_model_through_the_openai_backend(env, work, demo):
     server = _Served(env, work, "serve", "--served-model-name", "tiny")
     try:
         _run(env, work, "evaluate", "--backend", "openai", "--base-url", server.url + "/v1",
-             "--model", "tiny", "--data", "hub/ruHHH-Image", "--limit", "6", "--output-dir",
-             "runs/served", "--no-progress")  # the folder `build` wrote
+             "--model", "tiny", "--data", "sample", "--limit", "6", "--output-dir",
+             "runs/served", "--no-progress")
     finally:
         server.close()
     served = _generations(work / "runs" / "served")
-    local = _generations(work / "runs" / "tiny-random-llava")
+    local = _generations(demo[1])
     assert len(served) == 6 and all(local[i] == g for i, g in served.items())  # the same model
 
 
@@ -120,13 +125,13 @@ def _generations(run: Path) -> dict:
     return {r["id"]: r["generation"] for r in map(json.loads, lines)}
 
 
-def test_the_judge_journey_with_the_built_in_tiny_judge(env, work):
+def test_the_judge_journey_with_the_built_in_tiny_judge(env, work, demo):
     judge = _run(env, work, "models", "--path", "judge").strip()
     assert (Path(judge) / "config.json").is_file()
     server = _Served(env, work, "judge", "serve", "--model", judge, "--device", "cpu")
     try:
         _run(env, work, "score", "--task", "ruhhh_image", "--data", "sample", "--predictions",
-             "runs/tiny-random-llava/samples_ruhhh_image_test.jsonl", "--out", "runs/judged",
+             str(demo[1] / "samples_ruhhh_image_test.jsonl"), "--out", "runs/judged",
              "--judge-url", server.url + "/classify")
     finally:
         server.close()
