@@ -118,14 +118,32 @@ def _bars(ax, panel: dict, j: int, metric: str, values: list, width: float) -> N
             ax.plot([x - width * 0.45, x + width * 0.45], [0.004, 0.004], color="black",
                     linewidth=2.5, solid_capstyle="butt", gid="zero-mark")
         top = intervals[i][1] if i < len(intervals) and intervals[i] else v
-        ax.text(x, top + 0.015, f"{v:.2f}", rotation=90, ha="center", va="bottom", fontsize=7,
-                gid="value")
-    human = panel["human"].get(metric)
+        ax.annotate(f"{v:.2f}", (x, _label_base(top, _level(panel, metric, i))),
+                    xytext=(0, 3), textcoords="offset points", rotation=90, ha="center",
+                    va="bottom", fontsize=7, gid="value")
     for i, (x, v) in enumerate(zip(xs, values)):
-        level = human[i] if isinstance(human, list) else human
+        level = _level(panel, metric, i)
         if level is not None and v is not None:  # no baseline where there is no bar
             ax.hlines(level, x - width / 2, x + width / 2, colors=HUMAN_COLOR,
                       linestyles="dashed", linewidth=1.6, gid="human")
+
+
+LABEL_SPAN = 0.16  # the height of a rotated value label, in score units (ylim 0-1.18)
+
+
+def _level(panel: dict, metric: str, i: int) -> float | None:
+    """The human baseline drawn over bar ``i`` of ``metric``, if any."""
+    human = panel["human"].get(metric)
+    return human[i] if isinstance(human, list) else human
+
+
+def _label_base(top: float, level: float | None) -> float:
+    """Where a value label starts: above its bar (and interval), lifted above the human
+    baseline when the dashed line would cross it (a zero's label sits low, where the
+    baselines and the axis are)."""
+    if level is not None and top - 0.01 <= level <= top + LABEL_SPAN:
+        return level
+    return top
 
 
 def _draw(ax, panel: dict) -> None:

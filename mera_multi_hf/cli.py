@@ -101,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_command(sub, "build", BuildOptions, cmd_build,
                 help="turn a raw MERA folder into a Hub dataset (Parquet + card)")
+    # Listed for `mera-multi --help`; main hands its options to runner.serve, whose
+    # parser is built only then (it imports FastAPI).
+    sub.add_parser("serve", add_help=False,
+                   help="serve a model as an OpenAI-compatible chat server (options: "
+                        "`mera-multi serve --help`)")
 
     for module in COMMAND_MODULES:
         __import__(f"mera_multi_hf.{module}", fromlist=["add_parser"]).add_parser(sub)
@@ -121,6 +126,12 @@ def evaluate_options(args) -> int:
     from .evaluate_cmd import cmd_evaluate
 
     return cmd_evaluate(args.options)
+
+
+def serve_options(args) -> int:
+    from .runner.serve import main as serve_main
+
+    return serve_main(args.options)
 
 
 def check_blank(args: argparse.Namespace) -> None:
@@ -144,9 +155,10 @@ def main(argv: list[str] | None = None) -> int:
 
         atexit.register(gc.freeze)
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["evaluate"]:  # its options come from RunConfig (evaluate_cmd); the
-        # other commands' parsers are not built (they import what their help needs)
-        parser, args = None, argparse.Namespace(func=evaluate_options, options=argv[1:])
+    own = {"evaluate": evaluate_options, "serve": serve_options}
+    if argv[:1] and argv[0] in own:  # their parsers are their modules' own (evaluate's from
+        # RunConfig); the other commands' parsers are not built (they import what their help needs)
+        parser, args = None, argparse.Namespace(func=own[argv[0]], options=argv[1:])
     else:
         parser = build_parser()
         args = parser.parse_args(argv)

@@ -19,7 +19,7 @@ EXAMPLES = """examples:
   mera-multi evaluate --processes 2 --model Qwen/Qwen2.5-VL-7B-Instruct --tasks image
       the same on one machine with 2 GPUs (or 2 CPU processes), without a launcher
   mera-multi evaluate --backend openai --base-url http://127.0.0.1:8000/v1 --model served-name
-      a model behind an OpenAI-compatible server (vLLM, TGI, `python -m mera_multi_hf.runner.serve`)
+      a model behind an OpenAI-compatible server (vLLM, TGI, `mera-multi serve`)
 
 A run can be interrupted and rerun with the same command: finished examples are read
 back from the sample log (any number of processes), the rest is generated.

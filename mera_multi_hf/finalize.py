@@ -56,7 +56,8 @@ def finalize(folder, parts: list[TaskPart], options: ScoringOptions, *, split: s
     files = {f"samples_{p.task.key}_{split}.jsonl": sample_lines(p, r, split)
              for p, r in zip(parts, results) if p.log is not None}
     files.update(report_files(results, summary, run, official))
-    files[PAGE_NAME] = render(results, run, page_rows(parts, results, files, split), notes)
+    files[PAGE_NAME] = render(results, run, page_rows(parts, results, files, split), notes,
+                             summary)
     if split == "test" and not options.no_submission:
         logs = {f"samples_{p.task.key}_{split}.jsonl": sample_lines(p, r, split, upload=True)
                 for p, r in zip(parts, results) if p.log is not None}

@@ -79,7 +79,8 @@ def _masked_error(error):
 def opt(default, help: str, **extra):
     """A dataclass field that is also an option: its default, its help, and argparse
     extras (choices, metavar, nargs, action, required; ``positional=True`` for an
-    argument without a flag, such as `build TASK`)."""
+    argument without a flag, such as `build TASK`; ``aliases``: further flags that set
+    it, such as an older spelling)."""
     return dataclasses.field(default=default, metadata={"help": help, **extra})
 
 
@@ -113,7 +114,9 @@ def add_dataclass_options(parser: argparse.ArgumentParser, cls) -> None:
             del options["dest"]
             setattr(target.add_argument(f.name, **options), FIELD_TAG, f)
             continue
-        setattr(target.add_argument("--" + f.name.replace("_", "-"), **options), FIELD_TAG, f)
+        aliases = options.pop("aliases", ())
+        setattr(target.add_argument("--" + f.name.replace("_", "-"), *aliases, **options),
+                FIELD_TAG, f)
         if "_" in f.name:  # the spelling HfArgumentParser and Python callers use
             hidden = target.add_argument("--" + f.name, **dict(
                 options, help=argparse.SUPPRESS, default=argparse.SUPPRESS))

@@ -82,19 +82,55 @@ def footnotes(task_results: list[dict]) -> list[str]:
     return notes
 
 
-def _totals(summary: dict, leaderboard: bool = True) -> list[str]:
-    lines = ["| total | score | over |", "|---|---|---|"]
-    for modality, agg in summary["modality"].items():
-        lines.append(f"| {modality} | {fmt_interval(agg['score'], agg.get('uncertainty'))} | "
-                     f"{agg['n_tasks']} tasks |")
+# The tables results.md and results.html share, each a head and rows of cells, made here
+# once from the scored records (tests/test_results_page.py compares them cell by cell).
+SUMMARY_HEAD = ("task", "split", "n", "metric", "score", "human")
+TOTALS_HEAD = ("total", "score", "over")
+
+
+def summary_rows(task_results: list[dict]) -> list[tuple[str, ...]]:
+    """One row per metric of each task: task, split, n, metric label, score ± interval,
+    human baseline."""
+    return [(r["task"], r["split"], str(r["n_examples"]), *row)
+            for r in task_results for row in metric_rows(r)]
+
+
+def totals_rows(summary: dict, leaderboard: bool = True) -> list[tuple[str, str, str]]:
+    """The modality scores and the totals; ``leaderboard``: a run on official test splits,
+    the only kind with a leaderboard-like total."""
+    rows = [(modality, fmt_interval(agg["score"], agg.get("uncertainty")), f"{agg['n_tasks']} tasks")
+            for modality, agg in summary["modality"].items()]
     overall, official = summary["overall"], summary["official_total"]
-    lines.append(f"| all scored tasks | {fmt_interval(overall['score'], overall.get('uncertainty'))}"
-                 f" | {overall['n_tasks']} tasks |")
-    if leaderboard:  # only a run on official test splits has a leaderboard-like total
-        lines.append(f"| private tasks (the leaderboard's set) | "
-                     f"{fmt_interval(official['score'], official.get('uncertainty'))} | "
-                     f"{official['n_tasks']} of {official['of']} private tasks |")
-    return lines + ["", f"Task score: {summary['task_score_definition']}."]
+    rows.append(("all scored tasks", fmt_interval(overall["score"], overall.get("uncertainty")),
+                 f"{overall['n_tasks']} tasks"))
+    if leaderboard:
+        rows.append(("private tasks (the leaderboard's set)",
+                     fmt_interval(official["score"], official.get("uncertainty")),
+                     f"{official['n_tasks']} of {official['of']} private tasks"))
+    return rows
+
+
+def breakdown_tables(result: dict) -> list[tuple[str, tuple, list[tuple]]]:
+    """(breakdown name, head, rows) of each breakdown of one task: key, n, each metric."""
+    names = list(result.get("metrics", {})) + list(result.get("judge", {}))
+    tables = []
+    for name, rows in result.get("breakdown", {}).items():
+        head = (name, "n", *(display_name(m) for m in names))
+        tables.append((name, head, [
+            (key, str(agg["n_examples"]),
+             *(fmt_interval(agg.get(m), agg.get("uncertainty", {}).get(m)) for m in names))
+            for key, agg in rows.items()]))
+    return tables
+
+
+def _md_table(head: tuple, rows: list[tuple]) -> list[str]:
+    return (["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def _totals(summary: dict, leaderboard: bool = True) -> list[str]:
+    return _md_table(TOTALS_HEAD, totals_rows(summary, leaderboard)) + [
+        "", f"Task score: {summary['task_score_definition']}."]
 
 
 def task_score_lines(task_results: list[dict]) -> list[str]:
@@ -117,16 +153,8 @@ def task_score_lines(task_results: list[dict]) -> list[str]:
 
 def _breakdown_tables(result: dict) -> list[str]:
     lines = []
-    names = list(result.get("metrics", {})) + list(result.get("judge", {}))
-    for name, rows in result.get("breakdown", {}).items():
-        lines += ["", f"## {result['task']} by {name}", "",
-                  "| " + " | ".join([name, "n"] + [display_name(m) for m in names]) + " |",
-                  "|" + "---|" * (len(names) + 2)]
-        for key, agg in rows.items():
-            unc = agg.get("uncertainty", {})
-            lines.append("| " + " | ".join([key, str(agg["n_examples"])]
-                                           + [fmt_interval(agg.get(m), unc.get(m))
-                                              for m in names]) + " |")
+    for name, head, rows in breakdown_tables(result):
+        lines += ["", f"## {result['task']} by {name}", "", *_md_table(head, rows)]
     return lines
 
 
@@ -145,11 +173,7 @@ def markdown(task_results: list[dict], summary: dict, run_info: dict,
     if page:
         lines += [f"Every example with its media, prompt, answer and scores: [{page}]({page}) "
                   "(filters by task, category, domain and right/wrong).", ""]
-    lines += ["| task | split | n | metric | score | human |", "|---|---|---|---|---|---|"]
-    for r in task_results:
-        for label, score, human in metric_rows(r):
-            lines.append(f"| {r['task']} | {r['split']} | {r['n_examples']} | {label} | "
-                         f"{score} | {human} |")
+    lines += _md_table(SUMMARY_HEAD, summary_rows(task_results))
     lines += task_score_lines(task_results)
     lines += ["", INTERVAL_NOTE, ""]
     lines += _totals(summary, any((run_info.get("official_test_split") or {}).values()))

@@ -1,8 +1,9 @@
 """results.html: every answer of a run on one self-contained static page, beside
 results.md.
 
-One row per example: the media (an image thumbnail; audio and video players, embedded
-below a size limit), the prompt as the model saw it (a dialogue's earlier turns with the
+One row per example: the media (an image thumbnail; an audio player with the clip's
+length; a video re-encoded to VP9 in WebM, which Chromium plays, or its frames where it
+cannot be; embedded below a size limit), the prompt as the model saw it (a dialogue's earlier turns with the
 model's reduced answers), the raw generation, the filtered answer, the gold (never for a
 private test split) and the per-example scores. Filters by task, category, domain and
 right/wrong, a search box, and links from the summary table to the examples behind each
@@ -42,13 +43,66 @@ def _jpeg_uri(img) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _frame(raw: bytes) -> str | None:
-    """A video's middle frame as a thumbnail: seen even where the browser lacks the
-    video's codec (MPEG-4 Part 2 plays nowhere, H.264 not in every Chromium build)."""
+def _frames(raw: bytes, count: int = 3) -> list[str]:
+    """Thumbnails of ``count`` frames spread over a video: what the page shows of a clip
+    it cannot play."""
     from .media import sample_frames
 
-    frames = sample_frames(io.BytesIO(raw), 3)
-    return _jpeg_uri(frames[len(frames) // 2]) if frames else None
+    return [_jpeg_uri(frame) for frame in sample_frames(io.BytesIO(raw), count)]
+
+
+PREVIEW_SIDE = 320  # the longer side of a video preview, in pixels
+# libvpx's realtime mode at its fastest preset, constant quality: a preview costs about
+# as long to encode as to decode the clip
+VP9_OPTIONS = {"deadline": "realtime", "cpu-used": "8", "crf": "40", "b": "0", "row-mt": "1"}
+
+
+def webm_preview(raw: bytes) -> bytes:
+    """The clip re-encoded for the page: VP9 in WebM, which every Chromium build plays
+    (the datasets' MPEG-4 Part 2 plays in no browser, H.264 not in every Chromium), at
+    most PREVIEW_SIDE pixels on its longer side, each frame at its own time."""
+    import av
+
+    out = io.BytesIO()
+    with av.open(io.BytesIO(raw)) as src, av.open(out, "w", format="webm") as dst:
+        stream = src.streams.video[0]
+        scale = min(1.0, PREVIEW_SIDE / max(stream.width, stream.height))
+        width, height = (max(2, int(side * scale) // 2 * 2) for side in (stream.width, stream.height))
+        encoder = dst.add_stream("libvpx-vp9", rate=stream.average_rate or 25)
+        encoder.width, encoder.height, encoder.pix_fmt = width, height, "yuv420p"
+        encoder.time_base, encoder.options = stream.time_base, dict(VP9_OPTIONS)
+        for frame in src.decode(stream):
+            small = frame.reformat(width, height, "yuv420p")
+            small.pts, small.time_base = frame.pts, frame.time_base
+            dst.mux(encoder.encode(small))
+        dst.mux(encoder.encode())
+    return out.getvalue()
+
+
+def _audio_seconds(raw: bytes) -> float | None:
+    """The clip's length from its header, shown beside the player."""
+    try:
+        import soundfile
+
+        info = soundfile.info(io.BytesIO(raw))
+    except Exception:  # noqa: BLE001 - no soundfile, or a format it does not read: not shown
+        return None
+    return info.frames / info.samplerate if info.samplerate else None
+
+
+def _video_item(field: str, raw: bytes) -> dict:
+    """A playable VP9 preview of a clip, or its frames and the reason it has none."""
+    if len(raw) > EMBED_LIMIT:
+        return {"kind": "note", "field": field, "frames": _frames(raw),
+                "note": f"{len(raw) / 2**20:.1f} MB, not embedded: its frames are shown"}
+    try:
+        preview = webm_preview(raw)
+    except Exception as err:  # noqa: BLE001 - any encoder or decoder failure: frames instead
+        return {"kind": "note", "field": field, "frames": _frames(raw),
+                "note": f"could not be re-encoded for the browser ({type(err).__name__}): "
+                        "its frames are shown"}
+    return {"kind": "video", "field": field,
+            "src": "data:video/webm;base64," + base64.b64encode(preview).decode("ascii")}
 
 
 def media_item(kind: str, field: str, value) -> dict:
@@ -57,12 +111,13 @@ def media_item(kind: str, field: str, value) -> dict:
         raw = media_bytes(value)
         if kind == "image":
             return {"kind": "image", "field": field, "src": thumbnail(raw)}
-        frame = _frame(raw) if kind == "video" else None
+        if kind == "video":
+            return _video_item(field, raw)
         if len(raw) > EMBED_LIMIT:
-            return {"kind": "note", "field": field, "frame": frame,
+            return {"kind": "note", "field": field,
                     "note": f"{len(raw) / 2**20:.1f} MB, not embedded"}
         src = f"data:{_av_mime(kind, raw)};base64," + base64.b64encode(raw).decode("ascii")
-        return {"kind": kind, "field": field, "src": src, "frame": frame}
+        return {"kind": kind, "field": field, "src": src, "seconds": _audio_seconds(raw)}
     except Exception as err:  # a broken item is shown as such; the page still renders
         return {"kind": "note", "field": field, "note": f"not shown ({type(err).__name__})"}
 
@@ -141,24 +196,27 @@ def task_rows(task_key: str, split: str, records: list[dict], examples=None, dat
     return rows
 
 
-def _summary(task_results: list[dict]) -> tuple[list[dict], list[str]]:
-    keys = list(dict.fromkeys(m for r in task_results
-                              for m in list(r.get("metrics", {})) + list(r.get("judge", {}))))
-    out = []
-    for r in task_results:
-        scores = {m: f"{v:.4f}" for m, v in {**r.get("metrics", {}), **r.get("judge", {})}.items()
-                  if v is not None}
-        out.append({"label": TASKS[r["task"]].class_name, "split": r["split"],
-                    "n": r["n_examples"], "scores": scores, "link": f"task={r['task']}"})
-        for name, table in (r.get("breakdown") or {}).items():
-            for key, agg in table.items():
-                out.append({"label": f"  {TASKS[r['task']].class_name} · {name} {key}",
-                            "split": r["split"], "n": agg.get("n_examples"),
-                            "scores": {m: f"{agg[m]:.4f}" for m in keys
-                                       if agg.get(m) is not None},
-                            "link": f"task={r['task']}" + (f"&{name}={quote(key)}" if name
-                                                           in FILTERS else "")})
-    return out, keys
+def _summary(task_results: list[dict], summary: dict | None, run_info: dict) -> dict:
+    """The tables of results.md, from the same rows (reports.py), with links to the
+    examples behind each task and breakdown row."""
+    from . import reports
+
+    leaderboard = any((run_info.get("official_test_split") or {}).values())
+    breakdowns = [{"title": f"{r['task']} by {name}", "head": head, "rows": [
+        {"cells": row, "link": f"task={r['task']}" + (f"&{name}={quote(row[0])}"
+                                                      if name in FILTERS else "")}
+        for row in rows]} for r in task_results for name, head, rows in reports.breakdown_tables(r)]
+    return {
+        "head": reports.SUMMARY_HEAD,
+        "rows": [{"cells": row, "link": f"task={row[0]}"}
+                 for row in reports.summary_rows(task_results)],
+        "task_scores": [line[2:] for line in reports.task_score_lines(task_results)
+                        if line.startswith("- ")],
+        "interval_note": reports.INTERVAL_NOTE,
+        "totals_head": reports.TOTALS_HEAD,
+        "totals": reports.totals_rows(summary, leaderboard) if summary else [],
+        "task_score_definition": (summary or {}).get("task_score_definition"),
+        "footnotes": reports.footnotes(task_results), "breakdowns": breakdowns}
 
 
 def _within_budget(rows: list[dict], budget: int = PAGE_MEDIA_BUDGET) -> None:
@@ -166,7 +224,7 @@ def _within_budget(rows: list[dict], budget: int = PAGE_MEDIA_BUDGET) -> None:
     used = 0
     for row in rows:
         for i, item in enumerate(row["media"]):
-            size = len(item.get("src") or "") + len(item.get("frame") or "")
+            size = len(item.get("src") or "") + sum(map(len, item.get("frames", [])))
             used += size
             if size and used > budget:
                 row["media"][i] = {"kind": "note", "field": item["field"],
@@ -174,11 +232,11 @@ def _within_budget(rows: list[dict], budget: int = PAGE_MEDIA_BUDGET) -> None:
 
 
 def render(task_results: list[dict], run_info: dict, rows: list[dict],
-           notes: list[str] = ()) -> str:
-    """The page as HTML text."""
+           notes: list[str] = (), summary: dict | None = None) -> str:
+    """The page as HTML text; ``summary``: the run's totals (scoring.summarize), shown
+    as in results.md."""
     import jinja2
 
-    summary, keys = _summary(task_results)
     _within_budget(rows)
     template = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
@@ -187,8 +245,8 @@ def render(task_results: list[dict], run_info: dict, rows: list[dict],
     tasks = list(dict.fromkeys(r["task"] for r in task_results))
     return template.render(
         title=f"MERA Multi results: {run_info.get('model', 'unnamed model')}",
-        run_id=run_info.get("run_id", ""), notes=list(notes), summary=summary,
-        metric_keys=keys, metric_names=[display_name(m) for m in keys],
+        run_id=run_info.get("run_id", ""), notes=list(notes),
+        summary=_summary(task_results, summary, run_info),
         tasks=[{"key": t, "name": TASKS[t].class_name} for t in tasks],
         categories=sorted({r["category"] for r in rows if r["category"]}),
         domains=sorted({r["domain"] for r in rows if r["domain"]}), rows=rows)

@@ -53,7 +53,7 @@ def page_of(run_dir: Path) -> str:
 
     try:
         doc = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
-        run, results = doc["run"], list(doc["tasks"].values())
+        run, results, summary = doc["run"], list(doc["tasks"].values()), doc.get("summary")
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise MeraError(f"{run_dir} holds no readable results.json of a run "
                         f"({type(err).__name__}); run `mera-multi evaluate` or `score` first") \
@@ -66,7 +66,7 @@ def page_of(run_dir: Path) -> str:
         records = _records(run_dir, run, task, split, examples, result)
         context = (run.get("generation") or {}).get("dialogue_context", {}).get(task.key)
         rows += task_rows(task.key, split, records, examples, dataset, context=context)
-    return render(results, run, rows, notes)
+    return render(results, run, rows, notes, summary)
 
 
 @dataclass

@@ -11,19 +11,18 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
+VERSION = "".join(line.split('"')[1] for line in (HERE.parent / "mera_multi_hf" / "_version.py")
+                  .read_text(encoding="utf-8").splitlines() if line.startswith("__version__"))
 INSTALL_TAG = "install"  # cells the tests skip: the package is installed there already
 
-INSTALL = '''\
-# Colab or a fresh machine: install mera-multi-hf from its source repository.
-ORG = "YOUR-GITHUB-ORG"  # <-- PLACEHOLDER: the GitHub organisation that hosts mera-multi-hf
-!pip install -q "mera-multi-hf @ git+https://github.com/{ORG}/mera-multi-hf"'''
+INSTALL = f'''\
+# Colab or a fresh machine: install mera-multi-hf. It is not on PyPI and has no published
+# repository address yet, so SOURCE is what pip installs (README, "Install without a
+# checkout"): the path of a wheel built from the project (`pip wheel --no-deps .` in a
+# checkout) and uploaded here, or, once the repository is published, "git+" and its address.
+SOURCE = "mera_multi_hf-{VERSION}-py3-none-any.whl"
+!pip install -q "{{SOURCE}}"'''
 
-INSTALL_CHECKOUT = '''\
-# Colab or a fresh machine: a checkout of the source repository, installed editable
-# (this notebook builds its CPU stand-in judge with tests/tiny_judge.py from it).
-ORG = "YOUR-GITHUB-ORG"  # <-- PLACEHOLDER: the GitHub organisation that hosts mera-multi-hf
-!git clone -q --depth 1 https://github.com/{ORG}/mera-multi-hf
-!pip install -q -e ./mera-multi-hf'''
 
 PICK_MODEL = '''\
 import torch
@@ -213,23 +212,20 @@ else:
 JUDGE = [
     ("md", "# The MERA answer judge: serve it, measure its agreement, train one\n\nOn a GPU "
            "runtime this uses the official judge `MERA-evaluation/MERA_Answer_judge`; elsewhere "
-           "a tiny random judge built from the checkout (`tests/tiny_judge.py`), so the steps "
+           "the built-in tiny random judge (`mera-multi models --path judge`), so the steps "
            "run anywhere but its labels are noise."),
-    (INSTALL_TAG, INSTALL_CHECKOUT),
+    (INSTALL_TAG, INSTALL),
     ("code", '''\
 import sys
-from pathlib import Path
 import torch
-from mera_multi_hf._paths import PACKAGE_DIR
+from mera_multi_hf.tiny_models import family_model_path
 
 GPU = torch.cuda.is_available()
 DEVICE = "cuda" if GPU else "cpu"
 if GPU:
     JUDGE = "MERA-evaluation/MERA_Answer_judge"
 else:
-    sys.path.insert(0, str(PACKAGE_DIR.parent / "tests"))
-    from tiny_judge import build_tiny_judge
-    JUDGE = str(build_tiny_judge(Path("tiny-judge")))
+    JUDGE = str(family_model_path("judge"))   # what `mera-multi models --path judge` prints
 print(DEVICE, JUDGE)'''),
     ("md", "## Serve\n\n`mera-multi judge serve` gives a vLLM-style `/classify` route (plus "
            "`/tokenizer_info`, `/tokenize`, `/detokenize`, `/health`); add `--api-key` to "

@@ -188,3 +188,24 @@ def test_intervals_are_drawn_when_the_result_carries_them():
     assert drawn
     segments = [s for a in drawn for s in getattr(a, "get_segments", lambda: [])()]
     assert any(abs(seg[0][1] - 0.4) < 1e-9 and abs(seg[1][1] - 0.8) < 1e-9 for seg in segments)
+
+
+def test_zero_labels_in_domain_panels_clear_the_axis_and_the_baselines():
+    zero = {"exact_match": 0.0, "n_examples": 12,
+            "uncertainty": {"exact_match": {"low": 0.0, "high": 0.0}}}
+    domains = {"domain": {d: dict(zero) for d in ("Applied_Sciences", "Business", "Cultural_Studies",
+                                                  "Fundamental_Sciences", "Social_Sciences")}}
+    fig, axes = _axes([_result("unisciencevqa", {"exact_match": 0.0}, {"exact_match": 0.12},
+                               domains)])
+    renderer = fig.canvas.get_renderer()
+    panel = axes[-1]
+    labels = _texts(panel, "value")
+    assert len(labels) == 6 and {t.get_text() for t in labels} == {"0.00"}
+    baseline = panel.transData.transform((0, 0.12))[1]
+    ticks = [t.get_window_extent(renderer) for t in panel.get_xticklabels() if t.get_text()]
+    for label in labels:
+        box = label.get_window_extent(renderer)
+        assert box.y0 > panel.bbox.y0 + 2  # above the axis line and the zero mark
+        assert not box.y0 <= baseline <= box.y1  # the dashed baseline does not cross it
+        assert not any(box.overlaps(t) for t in ticks)
+        assert box.y1 < panel.bbox.y1  # inside the panel

@@ -260,3 +260,16 @@ def test_an_openai_run_on_a_prepared_dataset_loads_no_heavy_library(tmp_path):
                      for r in ("first", "second"))
     assert first["run"]["dataset_fingerprint"] == second["run"]["dataset_fingerprint"]
     assert first["tasks"] == second["tasks"]
+
+
+def test_serve_is_a_command_spelled_as_the_judge_server(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["serve", "--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0 and out.startswith("usage: mera-multi serve")
+    assert "--served-model-name" in out and "stream" in out
+    assert "serve" in build_parser().format_help()
+    for flag in ("--served-model-name", "--served-name"):  # the older spelling stays an alias
+        assert serve_parser().parse_args([flag, "tiny"]).served_model_name == "tiny"
+    judge = next(p for n, p in PARSERS if n == "mera-multi judge serve")
+    assert judge.parse_args(["--model", "m", "--served-model-name", "tiny"]).served_model_name == "tiny"

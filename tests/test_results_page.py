@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import subprocess
+from html.parser import HTMLParser
 from urllib.parse import quote
 
 import pytest
@@ -43,6 +44,63 @@ def test_evaluate_writes_a_self_contained_page(run_dir):
     doc = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
     assert "results.html" in doc["run"]["files"]
     assert "results.html" in (run_dir / ".mera-multi-outputs.json").read_text()
+
+
+class _Tables(HTMLParser):
+    """The page's tables as rows of cell texts, and its list items."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.items, self._cell = [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th", "li"):
+            self._cell = ""
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self.tables[-1][-1].append(self._cell.strip())
+        elif tag == "li":
+            self.items.append(self._cell.strip())
+        if tag in ("td", "th", "li"):
+            self._cell = None
+
+
+def _md_tables(md: str) -> list[list[list[str]]]:
+    tables, current = [], None
+    for line in md.splitlines():
+        if not line.startswith("|"):
+            current = None
+            continue
+        if current is None:
+            current = []
+            tables.append(current)
+        if not set(line) <= set("|-"):
+            current.append([c.strip() for c in line.strip()[1:-1].split("|")])
+    return tables
+
+
+def test_the_page_summary_says_what_results_md_says(run_dir):
+    page = _Tables()
+    page.feed((run_dir / "results.html").read_text(encoding="utf-8"))
+    md = (run_dir / "results.md").read_text(encoding="utf-8")
+    summary = page.tables[:-1]  # the last table holds the examples
+    # the main table, the totals and every breakdown, cell by cell, in results.md's order
+    assert summary == _md_tables(md)[:len(summary)] and len(summary) >= 4
+    cells = [c for table in summary for row in table for c in row]
+    assert any("±" in c for c in cells) and "(supplementary)" in " ".join(cells)
+    assert "(local estimate)" in " ".join(cells) and "human" in summary[0][0]
+    assert any(re.fullmatch(r"0\.\d{4}", row[5]) for row in summary[0][1:])  # human baselines
+    lines = [ln[2:] for ln in md.splitlines() if re.match(r"- \w+: task score ", ln)]
+    assert lines and page.items == lines and any("covers only part" in ln for ln in lines)
 
 
 def test_gold_is_shown_only_where_the_split_may_show_it(run_dir):
@@ -148,10 +206,11 @@ def test_the_page_in_chromium_loads_filters_and_plays(run_dir, tmp_path):
     report = json.loads(re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S).group(1))
     assert report["images"] and all(w > 0 for w in report["images"]), report
     assert report["audio"] and all(report["audio"]), report
-    # a video plays where the browser has its codec; the sample's MPEG-4 Part 2 clips play
-    # in no browser (MEDIA_ERR_SRC_NOT_SUPPORTED), so each shows a decoded frame as well
-    assert report["video"] and all(v == "ready" or v == 4 for v in report["video"]), report
-    assert len(report["frames"]) == len(report["video"]) and all(report["frames"]), report
+    # every video plays: the sample's MPEG-4 Part 2 clips are re-encoded to VP9 in WebM
+    assert report["video"] and all(v == "ready" for v in report["video"]), report
+    assert not any(report["errors"]), report
+    # each clip plays for as long as the clip itself lasts, and the page says how long
+    assert report["durations"] == pytest.approx(_clip_seconds(run_dir), abs=0.05), report
     shot = tmp_path / "results-page.png"
     _chromium("--window-size=1400,1800", f"--screenshot={shot}", url=page.as_uri() + "#task=ruenvaqa")
     assert shot.is_file() and shot.stat().st_size > 10_000
@@ -177,12 +236,84 @@ PROBE = """<pre id="probe"></pre><script>
       audio: q("audio").map(function (a) { return a.readyState >= 1 && a.duration > 0; }),
       video: q("video").map(function (v) {
         return v.readyState >= 1 && v.videoWidth > 0 ? "ready" : (v.error && v.error.code); }),
-      frames: q("img.frame").map(function (i) { return i.naturalWidth; })
+      frames: q("img.frame").map(function (i) { return i.naturalWidth; }),
+      errors: q("video, audio").map(function (e) { return e.error && e.error.code; }),
+      durations: q("video, audio").map(function (e) { return e.duration; })
     });
   });
 })();
 </script>
 """
+
+
+def _clip_seconds(run_dir) -> list[float]:
+    """The length of each clip the page embeds, in page order, decoded here (PyAV for the
+    videos, soundfile for the audio), as the browser should report it."""
+    import av
+    import soundfile
+
+    page = (run_dir / "results.html").read_text(encoding="utf-8")
+    out = []
+    for kind, data in re.findall(r'<(video|audio) controls preload="metadata" '
+                                 r'src="data:[^;]+;base64,([^"]+)"', page):
+        raw = io.BytesIO(base64.b64decode(data))
+        if kind == "audio":
+            info = soundfile.info(raw)
+            out.append(info.frames / info.samplerate)
+            continue
+        with av.open(raw) as container:
+            out.append(container.duration / 1e6)
+    return out
+
+
+def test_the_page_says_how_long_each_audio_clip_is(run_dir):
+    page = (run_dir / "results.html").read_text(encoding="utf-8")
+    shown = re.findall(r'<audio controls[^>]*></audio><span class="note">([\d.]+) s</span>', page)
+    audio = [s for k, s in zip(re.findall(r"<(video|audio) controls", page),
+                               _clip_seconds(run_dir)) if k == "audio"]
+    assert shown and [float(s) for s in shown] == [round(s, 1) for s in audio]
+
+
+def _video_rows(key="commonvideoqa", limit=None):
+    from mera_multi_hf.examples import make_examples
+    from mera_multi_hf.loading import load_task
+    from mera_multi_hf.results_html import task_rows
+    from mera_multi_hf.tasks import TASKS as ALL
+
+    ds = load_task(ALL[key], source="sample", split="test")
+    examples = make_examples(ALL[key], ds)[:limit]
+    return task_rows(key, "test", [{"id": e.id, "generation": "A"} for e in examples],
+                     examples, ds)
+
+
+def test_a_clip_that_cannot_be_re_encoded_shows_its_frames(monkeypatch):
+    from mera_multi_hf import results_html
+
+    playable, = _video_rows(limit=1)[0]["media"]
+    assert playable["kind"] == "video" and playable["src"].startswith("data:video/webm;base64,")
+    # an encoder that refuses its settings, as a PyAV built without libvpx would refuse
+    monkeypatch.setattr(results_html, "VP9_OPTIONS", {"deadline": "no-such-deadline"})
+    rows = _video_rows(limit=1)
+    item, = rows[0]["media"]
+    assert item["kind"] == "note" and "could not be re-encoded" in item["note"]
+    assert len(item["frames"]) == 3 and all(f.startswith("data:image/jpeg") for f in item["frames"])
+    page = results_html.render([{"task": "commonvideoqa", "split": "test", "n_examples": 1,
+                                 "metrics": {}}], {"model": "m"}, rows)
+    assert page.count('class="frame"') == 3 and "its frames are shown" in page
+    assert "<video" not in page
+
+
+def test_a_whole_video_split_costs_seconds():
+    import time
+
+    for key in ("commonvideoqa", "realvideoqa", "ruhhh_video"):
+        started = time.perf_counter()
+        rows = _video_rows(key)
+        took = time.perf_counter() - started
+        kinds = [m["kind"] for r in rows for m in r["media"]]
+        assert kinds and set(kinds) == {"video"}, kinds
+        print(f"{key}: {len(rows)} clips re-encoded in {took:.2f} s")
+        assert took < 5 + 0.2 * len(rows), (key, took)
 
 
 def test_a_big_run_keeps_the_page_within_its_media_budget():

@@ -37,6 +37,7 @@ _.top_p
 _.should_exit
 _.allow_abbrev
 _.pre_tokenizer
+_.post_processor
 # overrides whose signature the base class fixes (uvicorn's protocol, socketserver, PIL)
 _.send_400_response
 poll_interval

@@ -40,6 +40,9 @@ class Request:
     history: list[Turn] = field(default_factory=list)  # earlier turns (dialogue tasks)
     # prompt tokens the backend cut from the left to fit the model (the harness's rule)
     tokens_cut: int = 0
+    # tokens the model read and wrote, as the backend counted them (the chat server's `usage`)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
     @property
     def key(self) -> tuple[str, str, int]:

@@ -1,6 +1,6 @@
 """A small OpenAI-compatible server over the hf backend (FastAPI on uvicorn).
 
-    python -m mera_multi_hf.runner.serve --model Qwen/Qwen2.5-VL-3B-Instruct --port 8000
+    mera-multi serve --model Qwen/Qwen2.5-VL-3B-Instruct --port 8000
     mera-multi evaluate --backend openai --base-url http://127.0.0.1:8000/v1 --model <name>
     MERA_SERVE_MODEL=<model> uvicorn --factory mera_multi_hf.runner.serve:app_from_env
 
@@ -11,7 +11,9 @@ to replace vLLM. Without --model it serves the built-in tiny random model.
 
 A request that the server cannot honour as asked gets a JSON 400 that says why: a
 malformed message, a media item that is not a base64 data URI of its kind, a
-``max_tokens`` below 1 or above the server's limit, ``stream`` or ``n`` > 1. ``stop``
+``max_tokens`` below 1 or above the server's limit, or ``n`` > 1. ``stream: true`` gets
+the answer as server-sent ``chat.completion.chunk`` events; ``usage`` counts the
+prompt's and the answer's tokens. ``stop``
 (a string or a list of strings) cuts the answer at the first stop string. With
 ``--api-key`` (or MERA_SERVE_API_KEY) every route but /health needs
 ``Authorization: Bearer <key>``. An image larger than ``max_image_pixels`` (read from
@@ -27,6 +29,7 @@ import binascii
 import dataclasses
 import hashlib
 import io
+import json
 import os
 import re
 import sys
@@ -35,6 +38,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import Request as FastAPIRequest
+from fastapi.responses import StreamingResponse
 
 from ..errors import MeraError
 from ..http_app import BodyError, Guard, ModelQueue, Server, json_app, read_json
@@ -175,8 +179,8 @@ def _cut_at_stop(text: str, stops: tuple[str, ...]) -> str:
 
 
 def _check_options(body: dict) -> None:
-    if body.get("stream") not in (None, False):
-        raise ValueError("`stream` is not supported by this server; send stream: false")
+    if body.get("stream") not in (None, False, True):
+        raise ValueError(f"`stream` must be true or false, not {_shown(body.get('stream'))}")
     if body.get("n") not in (None, 1):
         raise ValueError(f"`n` must be 1 here (one greedy answer), not {_shown(body.get('n'))}")
     model = body.get("model")
@@ -233,7 +237,9 @@ class ChatService:
             "choices": [{"index": 0, "message": {"role": "assistant",
                                                  "content": _cut_at_stop(text, stops)},
                          "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+            "usage": {"prompt_tokens": request.prompt_tokens,
+                      "completion_tokens": request.completion_tokens,
+                      "total_tokens": request.prompt_tokens + request.completion_tokens}}
 
     def generate(self, request: Request) -> str:
         try:
@@ -281,8 +287,41 @@ def create_app(service: ChatService):
     @app.post("/v1/chat/completions")
     @app.post("/chat/completions")
     async def chat_completions(request: FastAPIRequest):
-        return await service.complete(await read_json(request))
+        body = await read_json(request)
+        include_usage = _include_usage(body)
+        reply = await service.complete(body)  # a bad request fails here, before any chunk
+        if body.get("stream"):
+            return StreamingResponse(stream_chunks(reply, include_usage),
+                                     media_type="text/event-stream")
+        return reply
     return app
+
+
+def _include_usage(body: dict) -> bool:
+    options = body.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise BodyError(400, f"`stream_options` must be an object, not {_shown(options)}")
+    return bool((options or {}).get("include_usage"))
+
+
+def stream_chunks(reply: dict, include_usage: bool = False):
+    """A finished reply as the server-sent events of a streamed one, in the shape of
+    OpenAI's ``chat.completion.chunk``: the role, the content, the finish reason, the
+    usage (when asked with ``stream_options.include_usage``), then ``[DONE]``. The answer
+    is generated whole first (the model runs one request at a time anyway)."""
+    choice = reply["choices"][0]
+    head = {"id": reply["id"], "object": "chat.completion.chunk", "created": reply["created"],
+            "model": reply["model"]}
+    if include_usage:  # as OpenAI: every chunk has the key, only the last one a value
+        head["usage"] = None
+    deltas = [({"role": "assistant", "content": ""}, None),
+              ({"content": choice["message"]["content"]}, None), ({}, choice["finish_reason"])]
+    for delta, finish in deltas:
+        chunk = dict(head, choices=[{"index": 0, "delta": delta, "finish_reason": finish}])
+        yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+    if include_usage:
+        yield f"data: {json.dumps(dict(head, choices=[], usage=reply['usage']))}\n\n"
+    yield "data: [DONE]\n\n"
 
 
 def make_server(backend, host: str = "127.0.0.1", port: int = 0,
@@ -315,11 +354,19 @@ def app_from_env():
                  api_key=os.environ.get("MERA_SERVE_API_KEY") or None)
 
 
+SERVE_DESCRIPTION = (
+    "Serve a model (a Hub id or folder; default: the built-in tiny model) over the hf backend "
+    "as an OpenAI-compatible chat server: POST /v1/chat/completions (streamed with "
+    "`stream: true`), GET /v1/models, GET /health. Writes no file. For production, serve "
+    "with vLLM.")
+
+
 @dataclasses.dataclass
 class ChatServeOptions(ServerOptions):
     """The options of the chat server; those of any server come from ServerOptions."""
     model: str | None = opt(None, "Hub id or folder (default: the built-in tiny model)")
-    served_name: str | None = opt(None, "the model name clients use (default: --model)")
+    served_model_name: str | None = opt(None, "the model name clients send as `model` "
+                                        "(default: --model)", aliases=("--served-name",))
     dtype: str = opt("auto", "weights dtype: auto, float32, bfloat16 or float16 (default auto: "
                      "float32 on CPU, the model's own on GPU)")
     device: str | None = opt(None, "cpu, cuda, cuda:1 or auto (default: the GPU when there is one)")
@@ -338,7 +385,7 @@ class ChatServeOptions(ServerOptions):
 
 
 def _parser() -> Parser:
-    parser = Parser(prog="python -m mera_multi_hf.runner.serve", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="mera-multi serve", description=SERVE_DESCRIPTION)
     add_dataclass_options(parser, ChatServeOptions)
     return parser
 
@@ -354,7 +401,7 @@ def serve(options: ChatServeOptions) -> int:
                                max_pixels=options.max_pixels,
                                trust_remote_code=options.trust_remote_code)
         backend.load()
-        server = make_server(backend, options.host, options.port, options.served_name,
+        server = make_server(backend, options.host, options.port, options.served_model_name,
                              options.verbose,
                              api_key=options.api_key or os.environ.get("MERA_SERVE_API_KEY"),
                              read_timeout=options.read_timeout, workers=options.workers,
@@ -363,7 +410,7 @@ def serve(options: ChatServeOptions) -> int:
                              limit_concurrency=options.limit_concurrency,
                              timeout_keep_alive=options.timeout_keep_alive)
     except (MeraError, ValueError, OSError) as err:
-        print(f"serve: error: {err}")
+        print(f"mera-multi: error: serve: {err}", file=sys.stderr)
         return 2
     return server.serve_until_interrupted(
         f"serving {server.model_name} on http://{options.host}:{server.server_port}/v1 "
@@ -371,6 +418,7 @@ def serve(options: ChatServeOptions) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`mera-multi serve` (cli.main hands it its options) and `python -m mera_multi_hf.runner.serve`."""
     return serve(ChatServeOptions(**vars(_parser().parse_args(argv))))
 
 

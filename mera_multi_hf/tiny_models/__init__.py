@@ -67,12 +67,20 @@ def unavailable(name: str) -> str | None:
     return None
 
 
+JUDGE = "judge"  # `models --path judge`: the tiny answer judge (a BERT classifier)
+
+
 def family_model_path(name: str) -> Path:
-    """The folder of family ``name``'s tiny model, built on first use."""
+    """The folder of family ``name``'s tiny model (or of the tiny judge), built on first use."""
     from .. import tiny_model
 
+    if name == JUDGE:
+        from .judge import build_tiny_judge
+
+        return tiny_model._built(f"tiny-judge-{recipe_fingerprint(name)}", build_tiny_judge)
     if name not in FAMILIES:
-        raise MeraError(f"unknown model family {name!r}; choose one of {', '.join(FAMILIES)}")
+        raise MeraError(f"unknown model family {name!r}; choose one of {', '.join(FAMILIES)} "
+                        f"(or {JUDGE}, the tiny answer judge)")
     if name == "llava":
         return tiny_model.tiny_model_path()
     if name == "qwen2-audio":
@@ -136,13 +144,15 @@ def family_rows() -> list[dict]:
 @dataclass
 class ModelsOptions:
     """The options of `mera-multi models`."""
-    path: str | None = opt(None, "build (once) and print that family's folder", metavar="FAMILY")
+    path: str | None = opt(None, "build (once, into the cache) and print that family's folder; "
+                           f"`{JUDGE}`: the tiny answer judge's (default: none, list the "
+                           "families)", metavar="FAMILY")
 
 
 def add_parser(sub) -> None:
     add_command(sub, "models", ModelsOptions, cmd_models,
                 help="list the model families with a tiny offline model (modalities, processor "
-                     "classes, video path)")
+                     "classes, video path); `--path judge`: the tiny answer judge")
 
 
 def cmd_models(options: ModelsOptions) -> int:
@@ -155,4 +165,7 @@ def cmd_models(options: ModelsOptions) -> int:
     widths = {k: max(len(heads[k]), *(len(r[k]) for r in rows)) for k in heads}
     for row in [heads, *rows]:
         print("  ".join(row[k].ljust(widths[k]) for k in heads).rstrip())
+    print(f"\nand `{JUDGE}`: a tiny answer judge (BertForSequenceClassification, random "
+          f"weights) for `judge serve --model` and `evaluate --judge`: "
+          f"mera-multi models --path {JUDGE}")
     return 0

@@ -162,6 +162,10 @@ def _videos_as_pictures(messages: list[dict], frames) -> list[dict]:
     return out
 
 
+def _as_list(value) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
 class NewTokensStop:
     """transformers' ``StopStringCriteria`` over the new tokens only: as the harness's
     ``MultiTokenEOSCriteria``, a stop string is looked for in the answer, never across
@@ -470,7 +474,18 @@ class HFBackend(Backend):
             out = self.model.generate(**inputs, generation_config=config,
                                       stopping_criteria=stopping)
         texts = self.tokenizer.batch_decode(out[:, start:], skip_special_tokens=True)
+        self._count_tokens(requests, inputs["attention_mask"], out[:, start:], config)
         return [cut_at_stop(text, r.stop) for text, r in zip(texts, requests)]
+
+    @staticmethod
+    def _count_tokens(requests: list[Request], attention_mask, new_ids, config) -> None:
+        """Each request's prompt tokens (its unpadded input) and generated tokens (up to
+        and with its end token; the padding after it is not counted)."""
+        ends = {t for t in [config.pad_token_id, *_as_list(config.eos_token_id)] if t is not None}
+        for request, mask, ids in zip(requests, attention_mask, new_ids.tolist()):
+            request.prompt_tokens = int(mask.sum())
+            done = next((i for i, t in enumerate(ids) if t in ends), None)
+            request.completion_tokens = len(ids) if done is None else done + 1
 
     def close(self) -> None:
         pass

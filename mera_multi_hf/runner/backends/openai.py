@@ -1,5 +1,5 @@
 """The ``openai`` backend: one or several OpenAI-compatible chat-completions servers (vLLM,
-TGI, SGLang, ``python -m mera_multi_hf.runner.serve``, a hosted API).
+TGI, SGLang, ``mera-multi serve``, a hosted API).
 
 Each request is sent as the official harness's API mode sends it
 (``--pass_multimodal_args_to_chat_history``, ``openai_completions.py``): one user

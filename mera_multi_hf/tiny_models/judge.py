@@ -1,0 +1,69 @@
+"""A tiny judge built offline: a random-weight BERT classifier + a WordPiece tokenizer
+whose vocabulary comes from a few Russian sentences. It is a real transformers checkpoint (saved
+with save_pretrained, loaded with the Auto classes), only small and untrained: its labels
+are noise. `mera-multi models --path judge` builds it once into the cache and prints its
+folder, for `judge serve --model` and `evaluate --judge` without a network."""
+from __future__ import annotations
+
+from pathlib import Path
+
+SENTENCES = [
+    "Какого цвета небо на картинке? Ответ: синий.",
+    "Выберите лучший ответ: A или B. ОТВЕТ: B",
+    "Кошка сидит на подоконнике и смотрит на улицу.",
+    "Правильный ответ не совпадает с эталоном, потому что модель ошиблась.",
+    "В комнате три красных куба и один зелёный шар.",
+    "Сколько предметов изображено? Ответ: четыре.",
+    "Модель ответила неверно, хотя вопрос был простым.",
+    "The answer is A because the picture shows a cat.",
+    "Звук похож на шум дождя за окном.",
+    "Намерение: поставить будильник на семь утра.",
+]
+
+
+def build_tiny_judge(target: Path, max_positions: int = 512, seed: int = 1, std: float = 0.3) -> Path:
+    import numpy as np
+    import torch
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=False)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    # The WordPiece vocabulary is built from the sentences here: whole words plus every
+    # character (word-initial and "##" continuation). WordPieceTrainer would also do, but
+    # its tie-breaking differs from run to run and the test labels must not.
+    words = {w for text in SENTENCES
+             for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text))}
+    chars = {c for w in words for c in w}
+    pieces = sorted(words | chars | {"##" + c for c in chars})
+    vocab = {tok: i for i, tok in enumerate(specials + pieces)}
+    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]"))
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = pre_tokenizer
+    tok.decoder = decoders.WordPiece()
+    cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+    tokenizer = BertTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", sep_token="[SEP]",
+                                  pad_token="[PAD]", cls_token="[CLS]", mask_token="[MASK]",
+                                  model_max_length=max_positions)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64,
+                        max_position_embeddings=max_positions, num_labels=2,
+                        id2label={0: "incorrect", 1: "correct"},
+                        label2id={"incorrect": 0, "correct": 1})
+    model = BertForSequenceClassification(config).eval()
+    # Weights from numpy's seeded generator (stable across torch versions), wider than
+    # BERT's default init so that the untrained labels vary with the text.
+    rng = np.random.default_rng(seed)
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.dim() >= 2:
+                param.copy_(torch.from_numpy(rng.normal(0.0, std, tuple(param.shape))))
+    target = Path(target)
+    target.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    return target
