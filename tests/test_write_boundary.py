@@ -46,6 +46,8 @@ ALLOWED = {
     ("judge_train.py", "save_pretrained"): "the tokenizer saves into OutputFolder.staging()",
     ("tiny_model.py", "save_pretrained"): "into outputs.cache_folder()'s staging folder, or a "
                                           "folder a test or benchmark made",
+    ("tiny_models/judge.py", "save_pretrained"): "into outputs.cache_folder()'s staging "
+                                                 "folder, or a folder a test made",
     ("submission.py", "ZipFile"): "into an in-memory buffer (the ZIP's bytes are then written "
                                   "through the boundary)",
     ("media.py", "save"): "a reduced image into an in-memory buffer",

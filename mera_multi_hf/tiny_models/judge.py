@@ -62,8 +62,7 @@ def build_tiny_judge(target: Path, max_positions: int = 512, seed: int = 1, std:
         for param in model.parameters():
             if param.dim() >= 2:
                 param.copy_(torch.from_numpy(rng.normal(0.0, std, tuple(param.shape))))
-    target = Path(target)
-    target.mkdir(parents=True, exist_ok=True)
+    target = Path(target)  # save_pretrained makes it
     model.save_pretrained(target)
     tokenizer.save_pretrained(target)
     return target
