@@ -6,6 +6,7 @@ import errno
 import sys
 from dataclasses import dataclass
 
+from . import masking
 from .errors import MeraError
 from .options import MediaLimitOptions
 from .parsing import Parser, add_command, no_abbreviations, opt, text_table
@@ -44,7 +45,8 @@ class BuildOptions(MediaLimitOptions):
                                "one per CPU; 1: in the building process)")
     push: str | None = opt(None, "also publish the folder as this Hub dataset", metavar="ORG/NAME")
     private: bool = opt(False, "with --push: a private repository")
-    token: str | None = opt(None, "with --push: a Hub token (default: the logged-in one)")
+    token: str | None = opt(None, "with --push: a Hub token (default: the logged-in one)",
+                           secret=True)
 
 
 def cmd_build(options: BuildOptions) -> int:
@@ -144,7 +146,13 @@ def main(argv: list[str] | None = None) -> int:
         import gc
 
         atexit.register(gc.freeze)
-    argv = sys.argv[1:] if argv is None else list(argv)
+        sys.excepthook = masking.excepthook  # an unexpected traceback is masked too
+    masking.remember_environment()
+    with masking.masked_console():  # whatever the command prints, warns or logs
+        return _main(sys.argv[1:] if argv is None else list(argv))
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] == ["evaluate"]:  # its options come from RunConfig (evaluate_cmd); the
         # other commands' parsers are not built (they import what their help needs)
         parser, args = None, argparse.Namespace(func=evaluate_options, options=argv[1:])
@@ -161,9 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         check_blank(args)
         return args.func(args) or 0
     except MeraError as err:
-        from .provenance import mask_secrets
-
-        print(f"mera-multi: error: {mask_secrets(str(err))}", file=sys.stderr)
+        print(f"mera-multi: error: {masking.mask_secrets(str(err))}", file=sys.stderr)
         return 2
     except OSError as err:  # a full disk, a read-only folder: one line naming the path
         if err.errno not in WRITE_ERRNOS:

@@ -225,13 +225,27 @@ def compare_docs(a: dict, b: dict, *, force: bool = False) -> dict:
     about_a, about_b = _about(a), _about(b)
     if about_a["model"] == about_b["model"]:  # one model twice: name the runs by folder
         about_a["label"], about_b["label"] = about_a["folder"], about_b["folder"]
-    return {"a": about_a, "b": about_b, "bootstrap": settings(), "forced": bool(differ),
+    return {"a": about_a, "b": about_b, "gold_private": gold_private(a, b, common),
+            "bootstrap": settings(), "forced": bool(differ),
             "protocol_differences": protocol_differences(a, b, common),
             "not_compared": {"only_in_a": sorted(set(ta) - set(tb)),
                              "only_in_b": sorted(set(tb) - set(ta)),
                              "not_scored": sorted((set(a["tasks"]) | set(b["tasks"]))
                                                   - set(ta) - set(tb))},
             "tasks": tasks, "overall": overall}
+
+
+def gold_private(a: dict, b: dict, tasks) -> dict | None:
+    """compare.json's and compare.html's mark: per-example outcomes of a private split
+    (who got which example right) give its gold answers back, so the files are local only."""
+    from .submission import LOCAL_ONLY, gold_derived
+
+    private = sorted({k for doc in (a, b) for k in tasks if gold_derived(doc["tasks"][k])})
+    if not private:
+        return None
+    return {"local_only": LOCAL_ONLY, "tasks": private, "files": ["compare.json", "compare.html"],
+            "note": "the per-example outcomes of these tasks derive from a private split's gold "
+            "answers: never upload or publish these files"}
 
 
 def _about(doc: dict) -> dict:
@@ -344,12 +358,13 @@ def write_report(out, stem: str, text: str, png: bytes, doc: dict,
     """Write ``<stem>.md/.png/.json`` into ``out`` under the ownership rule
     (outputs.add_files: a same-named file this tool did not write stops it unless
     ``overwrite``; nothing else in the folder is touched), and print the text."""
+    from .masking import masked_files
     from .outputs import add_files
 
     files = {f"{stem}.md": text, f"{stem}.png": png,
              f"{stem}.json": json.dumps(doc, ensure_ascii=False, indent=2) + "\n",
              **(extra or {})}
-    written = add_files(out, files, overwrite=overwrite)
+    written = add_files(out, masked_files(files), overwrite=overwrite)
     print(text)
     print(f"wrote {', '.join(written)} to {out}")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from .errors import MeraError
 from .judge import API_KEY_ENV
 from .limits import DEFAULT_LIMITS, ServerOptions
+from .masking import mask_secrets
 from .parsing import add_command, opt
 
 JUDGE_DATA_HELP = "JSONL with prompt, gold, prediction, label (0/1) per line"
@@ -28,7 +29,7 @@ class JudgeServeOptions(ServerOptions):
     batch_size: int = opt(16, "texts per forward pass")
     api_key: str | None = opt(None, f"require `Authorization: Bearer <key>` on every route but "
                               f"/health (default: ${API_KEY_ENV}, which `ps` does not show; none: "
-                              f"no authentication)")
+                              f"no authentication)", secret=True)
     max_judge_items: int | None = opt(None, f"inputs per /classify request (default "
                                       f"{DEFAULT_LIMITS.max_judge_items})")
     max_judge_chars: int | None = opt(None, f"characters per input (default "
@@ -59,7 +60,7 @@ class AgreementOptions:
     tokenizer: str | None = opt(None, "with --url: the judge tokenizer, path or Hub id (SEP + "
                                 "token windows; default: ask the server)")
     sep: str | None = opt(None, "with --url and no --tokenizer: the separator token, e.g. [SEP]")
-    api_key: str | None = opt(None, "with --url: the served judge's API key")
+    api_key: str | None = opt(None, "with --url: the served judge's API key", secret=True)
     window: int | None = opt(None, "token window (default 7995)")
     device: str | None = opt(None, "with --model: cpu, cuda, ...")
     batch_size: int = opt(16, "with --model: texts per forward pass")
@@ -87,7 +88,8 @@ def cmd_agreement(options: AgreementOptions) -> int:
     if options.out:
         out = Path(options.out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
+        out.write_text(mask_secrets(json.dumps(report, ensure_ascii=False, indent=2)),
+                       encoding="utf-8")
         print(f"wrote {out}")
     return 0
 

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from .atomic import sha256_bytes
+from .masking import mask_secrets, masked_files
 from .metric_registry import display_name
 from .tasks import TASKS
 
@@ -208,9 +209,12 @@ def results_doc(task_results: list[dict], summary: dict, run_info: dict) -> dict
 def write_outputs(folder, files: dict[str, bytes | str], doc: dict) -> dict[str, Path]:
     """Write a run's files as one set into ``folder`` (a claimed
     :class:`~mera_multi_hf.outputs.OutputFolder`): results.json, with every other file's
-    sha256, comes last, and no results.json is ever beside a half-replaced set."""
+    sha256, comes last, and no results.json is ever beside a half-replaced set. Every
+    text file is masked here, as it is serialised (bytes: the sample logs, the ZIP and
+    the chart, are data)."""
+    files = masked_files(files)
     doc["run"]["files"] = {name: sha256_bytes(data) for name, data in files.items()}
-    text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    text = mask_secrets(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     return folder.write_set({**files, RESULTS: text}, index=RESULTS)
 
 

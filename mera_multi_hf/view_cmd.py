@@ -78,6 +78,7 @@ class ViewOptions:
 
 
 def cmd_view(options: ViewOptions) -> int:
+    from .masking import masked_files
     from .outputs import add_files
     from .results_html import PAGE_NAME
 
@@ -85,7 +86,7 @@ def cmd_view(options: ViewOptions) -> int:
     if not run_dir.is_dir():
         raise MeraError(f"{run_dir} is not a folder: give a run folder (with results.json)")
     page = page_of(run_dir)
-    add_files(run_dir, {PAGE_NAME: page}, overwrite=options.overwrite, flag="view")
+    add_files(run_dir, masked_files({PAGE_NAME: page}), overwrite=options.overwrite, flag="view")
     print(f"wrote {run_dir / PAGE_NAME} (open it in a browser; it needs no network)")
     return 0
 

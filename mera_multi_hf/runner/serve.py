@@ -329,7 +329,7 @@ class ChatServeOptions(ServerOptions):
                                   "models you trust (default: off)")
     api_key: str | None = opt(None, "require 'Authorization: Bearer KEY' on every route but "
                               "/health (default: $MERA_SERVE_API_KEY, which `ps` does not show; "
-                              "none: no authentication)")
+                              "none: no authentication)", secret=True)
     workers: int = opt(8, "threads parsing requests and decoding their images (default 8)")
     max_image_pixels: int | None = opt(None, f"pixels per image (default "
                                        f"{DEFAULT_LIMITS.max_image_pixels})")
