@@ -27,7 +27,7 @@ from .errors import MeraError
 from .hub_layout import build_configs, joined_info, stage_data
 from .limits import Limits
 from .metric_registry import CARD_TEXT
-from .outputs import OutputFolder, read_marker
+from .outputs import MARKER, OutputFolder, read_marker  # noqa: F401  (MARKER: read from here too)
 from .raw import fill_readme
 from .tasks import CITATION, TaskSpec
 
