@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +102,147 @@ def test_a_chat_server_url_is_recorded_and_reported_masked():
         backend.generate([Request("ruhhh_image", "test", 1, "hi", [], 4)])
     assert "unreachable" in str(err.value)
     assert "pw-secret" not in str(err.value) and "k-secret" not in str(err.value)
+
+
+# ---- the secret scan: every command, every secret, every byte written and printed ----
+
+# One unique value per place a secret can come from (each at least 6 characters).
+PLANTED = {
+    "--api-key": "sk-apikey-4a1f9e", "--judge-api-key": "jk-judgekey-51d3a",
+    "judge agreement --api-key": "ag-agreekey-7c21b", "build --token": "hf-buildtok-82ad0",
+    "metrics --token": "hf-metrictok-93be1", "judge serve --api-key": "sv-servekey-a4cf2",
+    "$OPENAI_API_KEY": "env-openai-77c2e1", "$HF_TOKEN": "env-hftoken-5a6b7c",
+    "$HUGGING_FACE_HUB_TOKEN": "env-hubtoken-8d9e0f", "$MERA_JUDGE_API_KEY": "env-judge-9b0c4d",
+    "$MERA_SERVE_API_KEY": "env-serve-3e8f20",
+    "user:password@": "bpass-word-5e6f7a", "?token=": "qtok-judge-1c2d3e",
+    "?k%65y=": "pkey-escaped-3e4f5a", "?session=": "sess-judge-5a6b7c",
+    "#access_token=": "frag-judge-7c8d9e", "dead user:password@": "dpass-word-0a1b2c",
+    "?pwd=": "dpwd-dead-3c4d5e", "?jwt=": "djwt-dead-6e7f8a", "?code=": "dcode-dead-9a0b1c",
+    "dead #fragment": "dfrag-dead-2c3d4e", "model_args token=": "ma-token-9e0f1a",
+    "model_args api_key=": "ma-apikey-4b5c6d",
+}
+S = PLANTED
+
+
+@pytest.fixture(scope="module")
+def keyed_servers(tmp_path_factory):
+    """The package's chat server over the tiny model (no key: a URL password passes) and
+    its judge server over the tiny judge, whose key is the planted --judge-api-key."""
+    import threading
+
+    from tiny_judge import build_tiny_judge
+
+    from mera_multi_hf import judge_server
+    from mera_multi_hf.runner.backends.hf import HFBackend
+    from mera_multi_hf.runner.serve import make_server
+
+    backend = HFBackend(None, batch_size=4)
+    backend.load()
+    chat = make_server(backend, port=0, model_name="tiny-served")
+    threading.Thread(target=chat.serve_forever, args=(0.05,), daemon=True).start()
+    judge_dir = build_tiny_judge(tmp_path_factory.mktemp("tiny-judge"))
+    judge = judge_server.serve(str(judge_dir), "127.0.0.1", 0, device="cpu", batch_size=8,
+                               api_key=S["--judge-api-key"])
+    yield {"chat": f"http://127.0.0.1:{chat.server_port}/v1", "judge": judge.url,
+           "judge_dir": str(judge_dir)}
+    chat.shutdown()
+    chat.server_close()
+    judge.shutdown()
+
+
+def _commands(tmp: Path, servers: dict) -> list[tuple[list[str], int]]:
+    """Every command with the secrets planted, and the exit status each must give."""
+    judge_url = (f"{servers['judge']}/classify?token={S['?token=']}&k%65y={S['?k%65y=']}"
+                 f"&session={S['?session=']}#access_token={S['#access_token=']}")
+    base_url = servers["chat"].replace("://", f"://chatuser:{S['user:password@']}@")
+    dead_url = (f"http://deaduser:{S['dead user:password@']}@127.0.0.1:9/v1?pwd={S['?pwd=']}"
+                f"&jwt={S['?jwt=']}&code={S['?code=']}#{S['dead #fragment']}")
+    run, scored = str(tmp / "run"), str(tmp / "scored")
+    judged = ["--judge-url", judge_url, "--judge-api-key", S["--judge-api-key"]]
+    labelled = tmp / "labelled.jsonl"
+    labelled.write_text("".join(json.dumps({"prompt": "Вопрос?", "gold": "синий", "label": i % 2,
+                                            "prediction": "синий"}) + "\n" for i in range(4)))
+    agreement = ["judge", "agreement", "--data", str(labelled), "--sep", "[SEP]"]
+    predictions = tmp / "predictions.jsonl"
+    predictions.write_text("".join(json.dumps({"id": i, "prediction": "A"}) + "\n"
+                                   for i in range(1, 27)))
+    return [
+        (["evaluate", "--backend", "openai", "--model", "tiny-served", "--base-url", base_url,
+          "--api-key", S["--api-key"], *judged, "--data", "sample", "--limit", "2",
+          "--no-progress", "--output-dir", run], 0),
+        (["score", "--task", "ruhhh_image", "--data", "sample", "--predictions",
+          str(predictions), "--out", scored, *judged], 0),
+        (["compare", run, scored, "--out", str(tmp / "compare")], 0),
+        (["leaderboard", run, scored, "--out", str(tmp / "leaderboard")], 0),
+        (["view", run], 0),
+        ([*agreement, "--url", judge_url, "--api-key", S["--judge-api-key"], "--out",
+          str(tmp / "agreement.json")], 0),
+        ([*agreement, "--url", servers["chat"].replace("/v1", f"/classify?jwt={S['?jwt=']}"),
+          "--api-key", S["judge agreement --api-key"]], 2),  # not a judge: refused at once
+        (["evaluate", "--backend", "openai", "--model", "tiny-served", "--base-url", dead_url,
+          "--api-key", S["--api-key"], "--data", "sample", "--limit", "2", "--no-progress",
+          "--output-dir", str(tmp / "dead")], 2),
+        (["evaluate", "--model", f"pretrained=tiny,token={S['model_args token=']},"
+          f"api_key={S['model_args api_key=']}", "--data", "sample", "--limit", "2",
+          "--no-progress", "--output-dir", str(tmp / "no-model")], 2),
+        (["score", "--task", "ruhhh_image", "--data", "sample", "--predictions",
+          str(predictions), "--out", str(tmp / "dead-judge"),
+          "--judge-url", dead_url.replace("/v1", "/classify").replace("deaduser:", "").replace(
+              S["dead user:password@"] + "@", ""), "--judge-api-key", S["--judge-api-key"]], 2),
+        (["build", "ruhhh_image", "--raw", "sample", "--out", str(tmp / "export"), "--push",
+          "someone/data", "--token", S["build --token"]], 2),
+        (["metrics", "export", "--out", str(tmp / "metrics")], 0),
+        (["metrics", "push", "--token", S["metrics --token"]], 2),
+        (["judge", "serve", "--model", servers["judge_dir"], "--port",
+          servers["judge"].rsplit(":", 1)[1], "--api-key", S["judge serve --api-key"]], 2),
+    ]
+
+
+def _written(root: Path):
+    """(name, bytes) of every file under ``root``, the members of every ZIP too."""
+    import io
+    import zipfile
+
+    def unzip(name, data):
+        yield name, data
+        if data[:4] == b"PK\x03\x04":
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                for member in zf.namelist():
+                    yield from unzip(f"{name}!{member}", zf.read(member))
+
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+        yield from unzip(str(path), path.read_bytes())
+
+
+def _spellings(value: str) -> set[bytes]:
+    from urllib.parse import quote
+
+    return {form.encode() for form in (value, quote(value, safe=""), json.dumps(value)[1:-1])}
+
+
+def test_no_planted_secret_is_written_or_printed_by_any_command(tmp_path, keyed_servers, capsys,
+                                                                caplog, monkeypatch):
+    import logging
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for name, value in PLANTED.items():
+        if name.startswith("$"):
+            monkeypatch.setenv(name[1:], value)
+    caplog.set_level(logging.INFO)
+    printed, statuses = [], []
+    for argv, expected in _commands(tmp_path, keyed_servers):
+        statuses.append((argv[:2], main(argv), expected))
+        out, err = capsys.readouterr()
+        printed.append(f"$ {argv[:2]}\n{out}\n{err}")
+    wrong = [text for (_, code, expected), text in zip(statuses, printed) if code != expected]
+    assert not wrong, wrong
+    seen = [("printed", "\n".join(printed).encode()), ("logged", caplog.text.encode())]
+    cache = Path(os.environ["MERA_MULTI_CACHE"])
+    seen += list(_written(tmp_path)) + (list(_written(cache)) if cache.is_dir() else [])
+    leaks = [(where, name) for name, value in PLANTED.items() for form in _spellings(value)
+             for where, data in seen if form in data]
+    assert not leaks, leaks
+    run = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))["run"]
+    assert "http://***@127.0.0.1" in json.dumps(run["preflight"])  # masked, still there
+    assert run["judge"]["backend"] == "http" and (tmp_path / "agreement.json").is_file()
+    assert len([name for name, _ in seen if "!" in name]) >= 3  # the ZIPs were opened
