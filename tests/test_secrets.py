@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,80 @@ def test_a_chat_server_url_is_recorded_and_reported_masked():
     assert "unreachable" in str(err.value)
     assert "pw-secret" not in str(err.value) and "k-secret" not in str(err.value)
 
+
+def test_a_known_secret_is_masked_in_every_spelling():
+    import html
+    from urllib.parse import quote, quote_plus
+
+    from mera_multi_hf.masking import remember
+
+    secret = 'pa$$ w"ord/é-7781'
+    remember(secret)
+    remember("abc12")  # under 6 characters: not a secret, ordinary text stays
+    forms = [secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
+             quote(secret, safe=""), quote_plus(secret), html.escape(secret)]
+    for form in forms:
+        assert mask_secrets(f"<{form}>") == "<***>", form
+    assert mask_secrets("id abc12") == "id abc12"
+    data_uri = "data:image/jpeg;base64,/9j/4AAQkeySig+tokenPwd/x=="  # no query in it
+    assert mask_secrets(data_uri) == data_uri
+
+
+def test_the_secrets_an_options_object_holds_are_found_by_value():
+    from mera_multi_hf.masking import remember_options
+    from mera_multi_hf.options import ScoringOptions
+
+    options = ScoringOptions(judge_api_key="jk-unit-6b1d0e", judge=(
+        "pretrained=x,token=ma-unit-2f3e4d"), judge_url=(
+        "http://u:pw-unit-8c9b0a@h/classify?pwd=pwd-unit-1a2b3c&k%65y=key-unit-4d5e6f"
+        "&page=2#frag-unit-7a8b9c"))
+    remember_options(options)
+    # where the value turns up later, in any text, it is masked: no pattern needed
+    said = ("key jk-unit-6b1d0e, list ma-unit-2f3e4d, pw-unit-8c9b0a, pwd-unit-1a2b3c, "
+            "key-unit-4d5e6f, frag-unit-7a8b9c; not page=2")
+    assert mask_secrets(said) == "key ***, list ***, ***, ***, ***, ***; not page=2"
+
+
+def test_the_console_logging_warnings_and_tracebacks_are_masked(capsys, caplog):
+    import logging
+    import warnings
+
+    from mera_multi_hf.masking import excepthook, masked_console, remember
+
+    remember("console-unit-5e4d3c")
+    with masked_console():
+        print("printed console-unit-5e4d3c")
+        print("to stderr console-unit-5e4d3c", file=sys.stderr)
+        logging.getLogger("mera.test").warning("logged %s", "console-unit-5e4d3c")
+        try:
+            raise RuntimeError("raised console-unit-5e4d3c")
+        except RuntimeError as err:
+            logging.getLogger("mera.test").exception("failed")
+            excepthook(type(err), err, err.__traceback__)
+    with pytest.warns(UserWarning) as warned, masked_console():
+        warnings.warn("warned console-unit-5e4d3c")
+    out, err = capsys.readouterr()
+    assert "printed ***" in out and "to stderr ***" in err
+    assert [str(w.message) for w in warned] == ["warned ***"]
+    assert "RuntimeError: raised ***" in err and "logged ***" in caplog.text
+    assert "raised ***" in caplog.text
+    assert "console-unit-5e4d3c" not in out + err + caplog.text
+
+
+def test_a_secret_in_the_stored_answers_is_reported_in_one_line_not_rewritten(tmp_path, capsys):
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("".join(json.dumps({"id": i, "prediction": "A"}) + "\n"
+                                   for i in range(1, 26))
+                           + json.dumps({"id": 26, "prediction": "A jk-data-0f1e2d"}) + "\n")
+    out = tmp_path / "scored"
+    assert main(["score", "--task", "ruhhh_image", "--predictions", str(predictions), "--data",
+                 "sample", "--out", str(out), "--judge-api-key", "jk-data-0f1e2d"]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "a secret value" in line]
+    assert len(notes) == 1 and "the answers of submission.zip" in notes[0]
+    with zipfile.ZipFile(out / "submission.zip") as zf:  # data: kept as it was
+        assert b"A jk-data-0f1e2d" in zf.read("ruHHH_Image.json")
+    page = (out / "results.html").read_text(encoding="utf-8")
+    assert "jk-data-0f1e2d" not in page and "A ***" in page  # a report: masked
 
 # ---- the secret scan: every command, every secret, every byte written and printed ----
 

@@ -30,7 +30,8 @@ SECRET_NAME = re.compile(r"token|key|sig|pass|pwd|secret|auth|session|jwt|code|c
                          re.IGNORECASE)
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s,'\"<>]+")
 _PAIR = re.compile(r"([A-Za-z_][\w.%-]*)=([^,;&\s'\"]+)")
-_QUERY = re.compile(r"([?&;])([^=&#\s]*)=([^&#\s'\"<>]+)")
+# a parameter's name is a word (a data URI's ";base64,..." is not one)
+_QUERY = re.compile(r"([?&;])([\w.%\[\]-]*)=([^&#\s'\"<>]+)")
 _FRAGMENT = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s#'\"<>]*#)[^\s'\"<>]+")
 
 _known: set[str] = set()
