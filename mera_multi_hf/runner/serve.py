@@ -371,7 +371,12 @@ def serve(options: ChatServeOptions) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return serve(ChatServeOptions(**vars(_parser().parse_args(argv))))
+    from ..masking import masked_console, remember_options
+
+    options = ChatServeOptions(**vars(_parser().parse_args(argv)))
+    remember_options(options)  # its key (and $MERA_SERVE_API_KEY) never printed or logged
+    with masked_console():
+        return serve(options)
 
 
 if __name__ == "__main__":
