@@ -32,10 +32,12 @@ _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s,'\"<>]+")
 _PAIR = re.compile(r"([A-Za-z_][\w.%-]*)=([^,;&\s'\"]+)")
 # a parameter's name is a word (a data URI's ";base64,..." is not one)
 _QUERY = re.compile(r"([?&;])([\w.%\[\]-]*)=([^&#\s'\"<>]+)")
-_FRAGMENT = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s#'\"<>]*#)[^\s'\"<>]+")
+# both start at "://", a literal that is searched fast (a page of base64 media has none)
+_USER_INFO = re.compile(r"(://)[^/\s@]+@")
+_FRAGMENT = re.compile(r"(://[^\s#'\"<>]*#)[^\s'\"<>]+")
 
 _known: set[str] = set()
-_forms: list[str] = []  # every spelling of every known value, longest first
+_forms: list[re.Pattern] = []  # one pattern: every spelling of every known value, longest first
 
 
 def remember(value) -> None:
@@ -45,8 +47,9 @@ def remember(value) -> None:
     new = {v for v in (value, unquote(value)) if len(v.strip()) >= MIN_SECRET} - _known
     if new:
         _known.update(new)
-        spellings = {form for v in _known for form in _spellings(v)}
-        _forms[:] = sorted(spellings, key=len, reverse=True)
+        spellings = sorted({form for v in _known for form in _spellings(v)}, key=len,
+                           reverse=True)
+        _forms[:] = [re.compile("|".join(map(re.escape, spellings)))]
 
 
 def _spellings(value: str) -> set[str]:
@@ -98,7 +101,7 @@ def holds_secret(data: str | bytes) -> bool:
     """Whether ``data`` holds a known secret in any spelling (stored prompts and
     generations are data, never rewritten: a caller reports this instead)."""
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    return any(form in text for form in _forms)
+    return any(form.search(text) for form in _forms)
 
 
 def _query_value(match: re.Match) -> str:
@@ -113,9 +116,9 @@ def mask_secrets(text: str) -> str:
     percent-escaped names too). The one masking helper: whatever is recorded (results,
     logs, cards) or printed (errors, the console) goes through it."""
     for form in _forms:
-        text = text.replace(form, MASK)
+        text = form.sub(MASK, text)
     text = re.sub(r"(--(?:judge-)?api[-_]key[= ]|--token[= ])(?!\()\S+", r"\1***", text)
-    text = re.sub(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@", r"\1***@", text)
+    text = _USER_INFO.sub(r"\1***@", text)
     text = _FRAGMENT.sub(r"\1***", text)
     return _QUERY.sub(_query_value, text)
 
