@@ -92,7 +92,8 @@ def run_record(parts, results, judge, split, run_info: dict, started: float) -> 
 
 
 def gold_private(parts, results, split: str) -> dict | None:
-    """Which local files hold a private split's gold answers (None: none does)."""
+    """Which local files hold a private split's gold answers or per-example scores and
+    verdicts derived from them (None: none does)."""
     from .submission import LOCAL_ONLY, gold_derived, hides_answers
 
     hidden = [(p, r) for p, r in zip(parts, results) if hides_answers(p.task, split)]

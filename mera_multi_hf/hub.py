@@ -364,8 +364,13 @@ def upload_files(folder: str | Path) -> list[str]:
     """What a push sends: the files the export's marker lists that are there as regular
     files (a foreign file beside the export, such as a private_answers.csv, never goes)."""
     root = Path(folder)
-    names = sorted(n for n in OutputFolder(root).owned()
-                   if not os.path.islink(root / n) and (root / n).is_file())
+
+    def plain(name: str) -> bool:  # a regular file, reached through no link
+        parts = Path(name).parts
+        return (not any(os.path.islink(root.joinpath(*parts[:i + 1])) for i in range(len(parts)))
+                and (root / name).is_file())
+
+    names = sorted(n for n in OutputFolder(root).owned() if plain(n))
     if "README.md" not in names:
         raise MeraError(f"{folder} holds no export made by this tool (its marker lists no "
                         "README.md): build it again, then push")

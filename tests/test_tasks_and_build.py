@@ -319,6 +319,10 @@ def test_a_push_sends_only_the_files_the_exports_marker_lists(raw_sample, tmp_pa
     assert sent == listed and "README.md" in sent and any(n.endswith(".parquet") for n in sent)
     assert not {"private_answers.csv", "data/notes.txt", "linked.md", MARKER} & set(sent)
     assert all((out / name).is_file() for name in sent)
+    elsewhere = tmp_path / "elsewhere"  # a listed folder replaced by a link: nothing in it goes
+    (out / "data").rename(elsewhere)
+    (out / "data").symlink_to(elsewhere)
+    assert upload_files(out) == [n for n in listed if not n.startswith("data/")]
     (out / MARKER).unlink()  # no marker: nothing of ours to send, refused before any call
     with pytest.raises(MeraError, match="no export made by this tool"):
         upload_files(out)
