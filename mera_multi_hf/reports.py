@@ -223,7 +223,9 @@ def report_files(task_results, summary, run_info, official) -> dict[str, str | b
     is one) model-index.yaml."""
     from .charts import CHART_NAME, chart_png
 
-    png = chart_png(task_results, title=f"MERA Multi: {run_info.get('model', 'predictions')}")
+    # the title is drawn as pixels, where no text masking reaches afterwards
+    png = chart_png(task_results,
+                    title=mask_secrets(f"MERA Multi: {run_info.get('model', 'predictions')}"))
     files = {"results.md": markdown(task_results, summary, run_info,  # both callers write
                                     chart=CHART_NAME if png else None, page="results.html")}
     if png:

@@ -30,6 +30,16 @@ def test_every_secret_part_of_a_url_is_masked():
     assert mask_secrets("http://127.0.0.1:8000/v1?page=2") == "http://127.0.0.1:8000/v1?page=2"
 
 
+def test_the_patterns_mask_what_the_run_was_not_told():
+    # values never registered: the second line of defence, the patterns, masks them
+    said = ("failed at https://h:1/x?page=2&pwd=rx-pwd1&session=rx-ses2;jwt=rx-jwt3&code=rx-cd4"
+            "&k%65y=rx-key5&amp;token=rx-tok6#access_token=rx-frag7 (twice)")
+    masked = mask_secrets(said)
+    assert "rx-" not in masked, masked
+    assert masked.startswith("failed at https://h:1/x?page=2&pwd=***") and masked.endswith(
+        "#*** (twice)")
+
+
 def test_a_served_judge_records_and_reports_its_url_masked():
     judge = HttpJudge(SECRET_URL, sep="[SEP]", retries=0)
     recorded = json.dumps(judge.describe())
