@@ -272,8 +272,8 @@ def _commands(tmp: Path, servers: dict) -> list[tuple[list[str], int]]:
           "--no-progress", "--output-dir", str(tmp / "no-model")], 2),
         (["score", "--task", "ruhhh_image", "--data", "sample", "--predictions",
           str(predictions), "--out", str(tmp / "dead-judge"),
-          "--judge-url", dead_url.replace("/v1", "/classify").replace("deaduser:", "").replace(
-              S["dead user:password@"] + "@", ""), "--judge-api-key", S["--judge-api-key"]], 2),
+          "--judge-url", f"http://127.0.0.1:9/classify?pwd={S['?pwd=']}&code={S['?code=']}"
+          f"#{S['dead #fragment']}", "--judge-api-key", S["--judge-api-key"]], 2),
         (["build", "ruhhh_image", "--raw", "sample", "--out", str(tmp / "export"), "--push",
           "someone/data", "--token", S["build --token"]], 2),
         (["metrics", "export", "--out", str(tmp / "metrics")], 0),
@@ -286,7 +286,6 @@ def _commands(tmp: Path, servers: dict) -> list[tuple[list[str], int]]:
 def _written(root: Path):
     """(name, bytes) of every file under ``root``, the members of every ZIP too."""
     import io
-    import zipfile
 
     def unzip(name, data):
         yield name, data
