@@ -43,7 +43,8 @@ class BuildOptions(MediaLimitOptions):
     max_shard_size: str = opt("500MB", "largest Parquet shard, e.g. 500MB or 2GB (default 500MB)")
     num_proc: int | None = opt(None, "processes that decode media while checking (default: "
                                "one per CPU; 1: in the building process)")
-    push: str | None = opt(None, "also publish the folder as this Hub dataset", metavar="ORG/NAME")
+    push: str | None = opt(None, "also publish the export as this Hub dataset: the files its "
+                           "marker lists, nothing else in the folder", metavar="ORG/NAME")
     private: bool = opt(False, "with --push: a private repository")
     token: str | None = opt(None, "with --push: a Hub token (default: the logged-in one)",
                            secret=True)
