@@ -6,6 +6,7 @@ import errno
 import sys
 from dataclasses import dataclass
 
+from . import masking
 from .errors import MeraError
 from .options import MediaLimitOptions
 from .outputs import OVERWRITE_HELP
@@ -41,9 +42,11 @@ class BuildOptions(MediaLimitOptions):
     max_shard_size: str = opt("500MB", "largest Parquet shard, e.g. 500MB or 2GB (default 500MB)")
     num_proc: int | None = opt(None, "processes that decode media while checking (default: "
                                "one per CPU; 1: in the building process)")
-    push: str | None = opt(None, "also publish the folder as this Hub dataset", metavar="ORG/NAME")
+    push: str | None = opt(None, "also publish the export as this Hub dataset: the files its "
+                           "marker lists, nothing else in the folder", metavar="ORG/NAME")
     private: bool = opt(False, "with --push: a private repository")
-    token: str | None = opt(None, "with --push: a Hub token (default: the logged-in one)")
+    token: str | None = opt(None, "with --push: a Hub token (default: the logged-in one)",
+                           secret=True)
 
 
 def cmd_build(options: BuildOptions) -> int:
@@ -154,7 +157,13 @@ def main(argv: list[str] | None = None) -> int:
         import gc
 
         atexit.register(gc.freeze)
-    argv = sys.argv[1:] if argv is None else list(argv)
+        sys.excepthook = masking.excepthook  # an unexpected traceback is masked too
+    masking.remember_environment()
+    with masking.masked_console():  # whatever the command prints, warns or logs
+        return _main(sys.argv[1:] if argv is None else list(argv))
+
+
+def _main(argv: list[str]) -> int:
     own = {"evaluate": evaluate_options, "serve": serve_options}
     if argv[:1] and argv[0] in own:  # their parsers are their modules' own (evaluate's from
         # RunConfig); the other commands' parsers are not built (they import what their help needs)
@@ -172,9 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         check_blank(args)
         return args.func(args) or 0
     except MeraError as err:
-        from .provenance import mask_secrets
-
-        print(f"mera-multi: error: {mask_secrets(str(err))}", file=sys.stderr)
+        print(f"mera-multi: error: {masking.mask_secrets(str(err))}", file=sys.stderr)
         return 2
     except OSError as err:  # a full disk, a read-only folder: one line naming the path
         if err.errno not in WRITE_ERRNOS:

@@ -226,13 +226,27 @@ def compare_docs(a: dict, b: dict, *, force: bool = False) -> dict:
     about_a, about_b = _about(a), _about(b)
     if about_a["model"] == about_b["model"]:  # one model twice: name the runs by folder
         about_a["label"], about_b["label"] = about_a["folder"], about_b["folder"]
-    return {"a": about_a, "b": about_b, "bootstrap": settings(), "forced": bool(differ),
+    return {"a": about_a, "b": about_b, "gold_private": gold_private(a, b, common),
+            "bootstrap": settings(), "forced": bool(differ),
             "protocol_differences": protocol_differences(a, b, common),
             "not_compared": {"only_in_a": sorted(set(ta) - set(tb)),
                              "only_in_b": sorted(set(tb) - set(ta)),
                              "not_scored": sorted((set(a["tasks"]) | set(b["tasks"]))
                                                   - set(ta) - set(tb))},
             "tasks": tasks, "overall": overall}
+
+
+def gold_private(a: dict, b: dict, tasks) -> dict | None:
+    """compare.json's and compare.html's mark: per-example outcomes of a private split
+    (who got which example right) give its gold answers back, so the files are local only."""
+    from .submission import LOCAL_ONLY, gold_derived
+
+    private = sorted({k for doc in (a, b) for k in tasks if gold_derived(doc["tasks"][k])})
+    if not private:
+        return None
+    return {"local_only": LOCAL_ONLY, "tasks": private, "files": ["compare.json", "compare.html"],
+            "note": "the per-example outcomes of these tasks derive from a private split's gold "
+            "answers: never upload or publish these files"}
 
 
 def _about(doc: dict) -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .submission import LOCAL_ONLY
 from .tasks import get_task
 
 PAGE_NAME = "compare.html"
@@ -81,6 +82,7 @@ def render(result: dict, rows: list[dict]) -> str:
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
     counts = {k: sum(r["outcome"] == k for r in rows) for k in OUTCOMES.values()}
     return env.get_template("compare_page.html.j2").render(
+        local_only=LOCAL_ONLY if result.get("gold_private") else None,
         a=result["a"]["label"], b=result["b"]["label"], rows=rows, counts=counts,
         tasks=sorted({r["task"] for r in rows}))
 

@@ -55,6 +55,7 @@ def finalize(folder, parts: list[TaskPart], options: ScoringOptions, *, split: s
     summary = summarize(results)
     files = {f"samples_{p.task.key}_{split}.jsonl": sample_lines(p, r, split)
              for p, r in zip(parts, results) if p.log is not None}
+    notes += secrets_in_data(parts, files)
     files.update(report_files(results, summary, run, official))
     files[PAGE_NAME] = render(results, run, page_rows(parts, results, files, split), notes,
                              summary)
@@ -92,16 +93,41 @@ def run_record(parts, results, judge, split, run_info: dict, started: float) -> 
 
 
 def gold_private(parts, results, split: str) -> dict | None:
-    """Which local files hold a private split's gold answers (None: none does)."""
-    from .submission import hides_answers
+    """Which local files hold a private split's gold answers or per-example scores and
+    verdicts derived from them (None: none does)."""
+    from .submission import LOCAL_ONLY, gold_derived, hides_answers
 
     hidden = [(p, r) for p, r in zip(parts, results) if hides_answers(p.task, split)]
     names = [f"samples_{p.task.key}_{split}.jsonl" for p, _ in hidden if p.log is not None]
-    if not names and not any(r.get("scorable") for _, r in hidden):
+    scored = any(gold_derived(r) for _, r in hidden)  # per-example verdicts on the page too
+    if not names and not scored:
         return None
-    return {"files": names + ["results.json"], "note": "these files keep a private split's gold "
-            "answers and scores derived from them, for local scoring only: never upload them "
-            "(submission.zip and its logs_public.zip leave them out)"}
+    return {"files": names + ["results.json"] + (["results.html"] if scored else []),
+            "local_only": LOCAL_ONLY,
+            "note": "these files keep a private split's gold answers or per-example scores "
+            "derived from them (verdicts right/wrong), for local scoring only: never upload "
+            "them (submission.zip and its logs_public.zip leave them out)"}
+
+
+def secrets_in_data(parts, files: dict) -> list[str]:
+    """One line (printed, and a note of the run) when a secret value the run was given
+    is inside its stored prompts or answers: they are data, kept as they are (masking
+    them would change the scores and break resuming), so the user checks them."""
+    import sys
+
+    from .masking import holds_secret
+
+    where = [name for name, data in files.items()
+             if name.startswith("samples_") and holds_secret(data)]
+    if any(holds_secret(str(answer)) for p in parts for answer in p.predictions.values()):
+        where.append("the answers of submission.zip")
+    if not where:
+        return []
+    note = (f"a secret value given to this run (a key, a token, a URL's password) is inside "
+            f"the stored prompts or answers of {', '.join(dict.fromkeys(where))}; they are data "
+            "and are kept as they are: do not share them before removing it")
+    print(f"mera-multi: note: {note}", file=sys.stderr)
+    return [note]
 
 
 def result_notes(results, split: str, official: dict) -> list[str]:

@@ -25,7 +25,7 @@ from .errors import MeraError
 from .hub_layout import build_configs, joined_info, stage_data
 from .limits import Limits
 from .metric_registry import CARD_TEXT
-from .outputs import LOCK, MARKER, read_marker
+from .outputs import MARKER, OutputFolder, read_marker  # noqa: F401  (MARKER: read from here too)
 from .raw import fill_readme
 from .tasks import CITATION, TaskSpec
 
@@ -68,7 +68,7 @@ def export_raw(task: TaskSpec, raw_dir: str | Path, out_dir: str | Path,
     ``limits``: what media may declare; ``num_proc``: processes decoding media (1: this one;
     default: the CPUs this process may use).
     """
-    from .outputs import OutputFolder, write_error
+    from .outputs import write_error
 
     size = shard_size(max_shard_size)
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
@@ -355,6 +355,23 @@ def is_internal(folder: str | Path) -> bool:
         return False
 
 
+def upload_files(folder: str | Path) -> list[str]:
+    """What a push sends: the files the export's marker lists that are there as regular
+    files (a foreign file beside the export, such as a private_answers.csv, never goes)."""
+    root = Path(folder)
+
+    def plain(name: str) -> bool:  # a regular file, reached through no link
+        parts = Path(name).parts
+        return (not any(os.path.islink(root.joinpath(*parts[:i + 1])) for i in range(len(parts)))
+                and (root / name).is_file())
+
+    names = sorted(n for n in OutputFolder(root, kind="export").owned() if plain(n))
+    if "README.md" not in names:
+        raise MeraError(f"{folder} holds no export made by this tool (its marker lists no "
+                        "README.md): build it again, then push")
+    return names
+
+
 def push(folder: str | Path, repo_id: str, private: bool = False, token: str | None = None) -> str:
     """Publish an exported folder as a dataset repository on the Hub (never an internal
     export: that is refused before anything is sent)."""
@@ -362,13 +379,18 @@ def push(folder: str | Path, repo_id: str, private: bool = False, token: str | N
         raise MeraError(f"{folder} is an internal export that keeps the hidden test answers "
                         "of a private task; it is never pushed. Rebuild without "
                         "--internal-with-answers to publish.")
-    from huggingface_hub import HfApi
+    from huggingface_hub import CommitOperationAdd, HfApi, get_token
 
+    from .masking import remember
+
+    remember(token or get_token())  # masked in any error printed below
+    files = upload_files(folder)
     api = HfApi(token=token)
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-        api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
-                          commit_message="Upload with mera-multi-hf", ignore_patterns=[MARKER, LOCK])
+        api.create_commit(repo_id, repo_type="dataset", commit_message="Upload with mera-multi-hf",
+                          operations=[CommitOperationAdd(name, str(Path(folder) / name))
+                                      for name in files])
     except Exception as err:  # offline, no token, no rights: the export itself is kept
         raise MeraError(f"could not publish {folder} to {repo_id}: {type(err).__name__}: {err}. "
                         "The exported folder is intact; push it again once this is fixed.") \

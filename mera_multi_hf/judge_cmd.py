@@ -28,7 +28,7 @@ class JudgeServeOptions(ServerOptions):
     batch_size: int = opt(16, "texts per forward pass")
     api_key: str | None = opt(None, f"require `Authorization: Bearer <key>` on every route but "
                               f"/health (default: ${API_KEY_ENV}, which `ps` does not show; none: "
-                              f"no authentication)")
+                              f"no authentication)", secret=True)
     max_judge_items: int | None = opt(None, f"inputs per /classify request (default "
                                       f"{DEFAULT_LIMITS.max_judge_items})")
     max_judge_chars: int | None = opt(None, f"characters per input (default "
@@ -59,7 +59,7 @@ class AgreementOptions:
     tokenizer: str | None = opt(None, "with --url: the judge tokenizer, path or Hub id (SEP + "
                                 "token windows; default: ask the server)")
     sep: str | None = opt(None, "with --url and no --tokenizer: the separator token, e.g. [SEP]")
-    api_key: str | None = opt(None, "with --url: the served judge's API key")
+    api_key: str | None = opt(None, "with --url: the served judge's API key", secret=True)
     window: int | None = opt(None, "token window (default 7995)")
     device: str | None = opt(None, "with --model: cpu, cuda, ...")
     batch_size: int = opt(16, "with --model: texts per forward pass")

@@ -1,19 +1,189 @@
 """Secrets masked in whatever is recorded or printed. Its own small module so that the
-judge metric's Space carries it as a sibling file (judge errors are masked there too)."""
+judge metric's Space carries it as a sibling file (judge errors are masked there too).
+
+The run knows its secrets by value (a process-wide registry): the options declared
+secret, the environment variables of :data:`SECRET_ENV`, the password, fragment and
+secret-looking query values of every URL it was given, and the secret-looking values of
+``key=value`` lists. :func:`mask_secrets` replaces each one, plain, JSON-escaped,
+HTML-escaped and percent-encoded; the patterns after it catch what the run was not told.
+"""
 from __future__ import annotations
 
+import contextlib
+import html
+import json
+import logging
+import os
 import re
+import sys
+import traceback
+import warnings
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
-# Query parameters whose values are credentials (?token=, &api_key=, &sig=, ...).
-_SECRET_QUERY = re.compile(r"([?&;][^=&#\s]*(?:token|key|sig|pass|secret|auth|credential)"
-                           r"[^=&#\s]*=)[^&#\s'\"]+", re.IGNORECASE)
+MIN_SECRET = 6  # shorter values are not treated as secrets (they would mask ordinary text)
+MASK = "***"
+# environment variables whose values are credentials, whichever command reads them
+SECRET_ENV = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "MERA_JUDGE_API_KEY",
+              "MERA_SERVE_API_KEY")
+# names (of query parameters, key=value entries) whose values are credentials
+SECRET_NAME = re.compile(r"token|key|sig|pass|pwd|secret|auth|session|jwt|code|credential",
+                         re.IGNORECASE)
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s,'\"<>]+")
+_PAIR = re.compile(r"([A-Za-z_][\w.%-]*)=([^,;&\s'\"]+)")
+# a parameter's name is a word (a data URI's ";base64,..." is not one)
+_QUERY = re.compile(r"([?&;])([\w.%\[\]-]*)=([^&#\s'\"<>]+)")
+# both start at "://", a literal that is searched fast (a page of base64 media has none)
+_USER_INFO = re.compile(r"(://)[^/\s@]+@")
+_FRAGMENT = re.compile(r"(://[^\s#'\"<>]*#)[^\s'\"<>]+")
+
+_known: set[str] = set()
+_forms: list[re.Pattern] = []  # one pattern: every spelling of every known value, longest first
+
+
+def remember(value) -> None:
+    """Treat ``value`` (and its percent-decoded spelling) as a secret from now on."""
+    if not isinstance(value, str):
+        return
+    new = {v for v in (value, unquote(value)) if len(v.strip()) >= MIN_SECRET} - _known
+    if new:
+        _known.update(new)
+        spellings = sorted({form for v in _known for form in _spellings(v)}, key=len,
+                           reverse=True)
+        _forms[:] = [re.compile("|".join(map(re.escape, spellings)))]
+
+
+def _spellings(value: str) -> set[str]:
+    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+            html.escape(value), quote(value, safe=""), quote_plus(value, safe="")}
+
+
+def remember_text(text) -> None:
+    """The secrets inside an option's value: every URL's password, fragment and
+    secret-looking query values; secret-looking ``key=value`` entries (lm-eval's
+    ``model_args``)."""
+    if not isinstance(text, str):
+        return
+    for url in _URL.findall(text):
+        parts = urlsplit(url)
+        remember(parts.password)
+        remember(parts.fragment)
+        _remember_pairs(parts.query)
+        _remember_pairs(parts.fragment)
+    _remember_pairs(text)
+
+
+def _remember_pairs(text: str) -> None:
+    for name, value in _PAIR.findall(text):
+        if SECRET_NAME.search(unquote(name)):
+            remember(value)
+
+
+def remember_environment() -> None:
+    for name in SECRET_ENV:
+        remember(os.environ.get(name))
+
+
+def remember_options(options) -> None:
+    """The secrets of an options dataclass: fields marked ``secret`` in their metadata
+    whole, every other string for the URLs and lists it holds; and the environment's."""
+    import dataclasses
+
+    remember_environment()
+    for field in dataclasses.fields(options):
+        value = getattr(options, field.name)
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if field.metadata.get("secret"):
+                remember(item)
+            remember_text(item)
+
+
+def holds_secret(data: str | bytes) -> bool:
+    """Whether ``data`` holds a known secret in any spelling (stored prompts and
+    generations are data, never rewritten: a caller reports this instead)."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    return any(form.search(text) for form in _forms)
+
+
+def _query_value(match: re.Match) -> str:
+    lead, name, value = match.groups()
+    return f"{lead}{name}={MASK}" if SECRET_NAME.search(unquote(name)) else match.group(0)
 
 
 def mask_secrets(text: str) -> str:
-    """``text`` with secrets masked: the values of API key and token options, the user
-    name and password of every URL, and secret-looking query values (token, key,
-    api_key, access_token, sig, password, ...). The one masking helper: whatever is
-    recorded (results, logs, cards) or printed (errors) goes through it."""
-    text = re.sub(r"(--(?:judge-)?api[-_]key[= ]|--token[= ])\S+", r"\1***", text)
-    text = re.sub(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@", r"\1***@", text)
-    return _SECRET_QUERY.sub(r"\1***", text)
+    """``text`` with secrets masked: every known value (see the module docstring), then
+    the values of API key and token options, the user name and password of every URL,
+    its fragment and secret-looking query values (token, key, api_key, sig, pwd, ...,
+    percent-escaped names too). The one masking helper: whatever is recorded (results,
+    logs, cards) or printed (errors, the console) goes through it."""
+    for form in _forms:
+        text = form.sub(MASK, text)
+    text = re.sub(r"(--(?:judge-)?api[-_]key[= ]|--token[= ])(?!\()\S+", r"\1***", text)
+    text = _USER_INFO.sub(r"\1***@", text)
+    text = _FRAGMENT.sub(r"\1***", text)
+    return _QUERY.sub(_query_value, text)
+
+
+def masked_files(files: dict) -> dict:
+    """A set of files to write with every text file masked (bytes are data or binary)."""
+    return {name: mask_secrets(data) if isinstance(data, str) else data
+            for name, data in files.items()}
+
+
+class MaskedStream:
+    """A text stream (stdout, stderr) that masks whatever is written to it."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(mask_secrets(text))
+        return len(text)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def _masked_record_factory(make):
+    def factory(*args, **kwargs):
+        record = make(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed log call: logging reports it as it would
+            return record
+        masked = mask_secrets(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        if record.exc_info and record.exc_info[0] is not None:
+            record.exc_text = mask_secrets(
+                "".join(traceback.format_exception(*record.exc_info)).rstrip("\n"))
+        return record
+    factory.masked = True
+    return factory
+
+
+def excepthook(kind, value, tb) -> None:
+    """sys.excepthook that masks the traceback it prints."""
+    sys.stderr.write(mask_secrets("".join(traceback.format_exception(kind, value, tb))))
+
+
+@contextlib.contextmanager
+def masked_console():
+    """stdout and stderr masked, with logging, warnings and the excepthook, until the
+    block ends (a command's whole run; nested blocks wrap once)."""
+    saved = (sys.stdout, sys.stderr, sys.excepthook, warnings.showwarning,
+             logging.getLogRecordFactory())
+    show = warnings.showwarning
+    if not isinstance(sys.stdout, MaskedStream):
+        sys.stdout = MaskedStream(sys.stdout)
+    if not isinstance(sys.stderr, MaskedStream):
+        sys.stderr = MaskedStream(sys.stderr)
+    sys.excepthook = excepthook
+    warnings.showwarning = lambda message, *rest, **kw: show(mask_secrets(str(message)),
+                                                             *rest, **kw)
+    if not getattr(saved[4], "masked", False):
+        logging.setLogRecordFactory(_masked_record_factory(saved[4]))
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr, sys.excepthook, warnings.showwarning = saved[:4]
+        logging.setLogRecordFactory(saved[4])

@@ -112,7 +112,8 @@ class MetricsOptions:
     out: str | None = opt(None, "export: the folder to write one sub-folder per metric into")
     namespace: str = opt(DEFAULT_NAMESPACE, f"Hub user or organisation of the Spaces (default "
                          f"{DEFAULT_NAMESPACE})")
-    token: str | None = opt(None, "push: a Hub token (default: the logged-in one)")
+    token: str | None = opt(None, "push: a Hub token (default: the logged-in one)",
+                           secret=True)
     dir: str | None = opt(None, "push: upload this earlier export instead of exporting afresh")
     overwrite: bool = opt(False, "export: " + OVERWRITE_HELP)
     metric: list[str] | None = opt(None, "only this metric (repeatable; default all four)",

@@ -80,7 +80,8 @@ def opt(default, help: str, **extra):
     """A dataclass field that is also an option: its default, its help, and argparse
     extras (choices, metavar, nargs, action, required; ``positional=True`` for an
     argument without a flag, such as `build TASK`; ``aliases``: further flags that set
-    it, such as an older spelling)."""
+    it, such as an older spelling; ``secret=True`` for a credential, masked by value
+    wherever text is written or printed)."""
     return dataclasses.field(default=default, metadata={"help": help, **extra})
 
 
@@ -126,6 +127,7 @@ def add_dataclass_options(parser: argparse.ArgumentParser, cls) -> None:
 def _argument(f: dataclasses.Field, hint) -> dict:
     """add_argument's keywords for one field (its metadata: help, choices, required...)."""
     options = dict(f.metadata, dest=f.name, default=f.default)
+    options.pop("secret", None)  # masking's mark (masking.remember_options), not argparse's
     kinds = [t for t in (typing.get_args(hint) or (hint,)) if t is not type(None)]
     kind = kinds[0]
     if kind is bool:  # every flag is off by default
@@ -148,4 +150,8 @@ def add_command(subparsers, name: str, cls, run, **kwargs) -> argparse.ArgumentP
 
 
 def _run_with(cls, run, args: argparse.Namespace):
-    return run(cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)}))
+    from .masking import remember_options
+
+    options = cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
+    remember_options(options)  # its secrets are masked in whatever the command writes
+    return run(options)

@@ -56,10 +56,13 @@ def command_line(config=None) -> str:
     defaults (the same whether run directly or under a launcher), else as typed."""
     if config is None:
         return mask_secrets(" ".join([Path(sys.argv[0]).name] + sys.argv[1:]))
+    import dataclasses
+
+    secret = {f.name for f in dataclasses.fields(config) if f.metadata.get("secret")}
     parts = ["mera-multi evaluate"]
     for name, value in config.changed().items():
         flag = "--" + name.replace("_", "-")
-        if name in ("api_key", "judge_api_key"):
+        if name in secret:
             value = "***"
         for item in value if isinstance(value, list) else [value]:
             parts.append(flag if item is True else f"{flag} {shlex.quote(str(item))}")

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from .atomic import sha256_bytes
+from .masking import mask_secrets, masked_files
 from .metric_registry import display_name
 from .tasks import TASKS
 
@@ -232,9 +233,12 @@ def results_doc(task_results: list[dict], summary: dict, run_info: dict) -> dict
 def write_outputs(folder, files: dict[str, bytes | str], doc: dict) -> dict[str, Path]:
     """Write a run's files as one set into ``folder`` (a claimed
     :class:`~mera_multi_hf.outputs.OutputFolder`): results.json, with every other file's
-    sha256, comes last, and no results.json is ever beside a half-replaced set."""
+    sha256, comes last, and no results.json is ever beside a half-replaced set. Every
+    text file is masked here, as it is serialised (bytes: the sample logs, the ZIP and
+    the chart, are data)."""
+    files = masked_files(files)
     doc["run"]["files"] = {name: sha256_bytes(data) for name, data in files.items()}
-    text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    text = mask_secrets(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     private = (doc["run"].get("gold_private") or {}).get("files", [])  # kept 0600
     return folder.write_set({**files, RESULTS: text}, index=RESULTS, private=private)
 
@@ -244,7 +248,9 @@ def report_files(task_results, summary, run_info, official) -> dict[str, str | b
     is one) model-index.yaml."""
     from .charts import CHART_NAME, chart_png
 
-    png = chart_png(task_results, title=f"MERA Multi: {run_info.get('model', 'predictions')}")
+    # the title is drawn as pixels, where no text masking reaches afterwards
+    png = chart_png(task_results,
+                    title=mask_secrets(f"MERA Multi: {run_info.get('model', 'predictions')}"))
     files = {"results.md": markdown(task_results, summary, run_info,  # both callers write
                                     chart=CHART_NAME if png else None, page="results.html")}
     if png:

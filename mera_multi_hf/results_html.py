@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from .media import _av_mime, media_bytes
 from .metric_registry import display_name
+from .submission import LOCAL_ONLY, gold_derived
 from .tasks import TASKS
 
 PAGE_NAME = "results.html"
@@ -243,7 +244,9 @@ def render(task_results: list[dict], run_info: dict, rows: list[dict],
         autoescape=True, trim_blocks=True, lstrip_blocks=True,
     ).get_template("results_page.html.j2")
     tasks = list(dict.fromkeys(r["task"] for r in task_results))
+    private = any(gold_derived(r) for r in task_results)
     return template.render(
+        local_only=LOCAL_ONLY if private else None,
         title=f"MERA Multi results: {run_info.get('model', 'unnamed model')}",
         run_id=run_info.get("run_id", ""), notes=list(notes),
         summary=_summary(task_results, summary, run_info),

@@ -22,6 +22,18 @@ def hides_answers(task, split: str) -> bool:
     return split == "test" and not task.public
 
 
+# What every local file that carries a private split's per-example results says of itself
+# (a banner in HTML, the `gold_private` field in JSON); no upload file carries it.
+LOCAL_ONLY = "local only: holds private answers"
+
+
+def gold_derived(result: dict) -> bool:
+    """Whether a task's scoring result holds per-example scores (verdicts right/wrong)
+    derived from a private split's gold answers."""
+    return bool(result.get("scorable")) and hides_answers(get_task(result["task"]),
+                                                          result["split"])
+
+
 def _pairs(answers: PairsOrMap) -> list[tuple[int, str]]:
     return list(answers.items()) if isinstance(answers, Mapping) else list(answers)
 

@@ -10,10 +10,18 @@ import zipfile
 import datasets
 
 from mera_multi_hf.cli import main
+from mera_multi_hf.submission import LOCAL_ONLY
 
 
 def _lines(data: bytes) -> list[dict]:
     return [json.loads(x) for x in data.decode("utf-8").splitlines()]
+
+
+def _unzipped(source) -> bytes:
+    """Every member of a ZIP (a path or bytes), ZIPs inside it opened too, one after another."""
+    with zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source) as zf:
+        return b"".join(_unzipped(zf.read(n)) if n.endswith(".zip") else zf.read(n)
+                        for n in zf.namelist())
 
 
 def test_submission_and_its_public_logs_carry_no_private_gold(tmp_path, capsys):
@@ -30,12 +38,19 @@ def test_submission_and_its_public_logs_carry_no_private_gold(tmp_path, capsys):
     local = _lines((out / "samples_ruhhh_image_test.jsonl").read_bytes())
     assert all(r["target"] in ("A", "B") and r["gold_private"] is True for r in local)
     run = json.loads((out / "results.json").read_text())["run"]
-    assert run["gold_private"]["files"] == ["samples_ruhhh_image_test.jsonl", "results.json"]
+    # every file with a per-example verdict is listed, and says so itself
+    assert run["gold_private"]["files"] == ["samples_ruhhh_image_test.jsonl", "results.json",
+                                            "results.html"]
+    assert run["gold_private"]["local_only"] == LOCAL_ONLY
+    assert f'class="local-only" role="alert"><strong>{LOCAL_ONLY}' in \
+        (out / "results.html").read_text(encoding="utf-8")
+    assert LOCAL_ONLY.encode() not in _unzipped(out / "submission.zip")  # no upload file
     # a public split (shots) is not marked, its logs keep the gold
     assert main(["evaluate", "--data", "sample", "--limit", "2", "--split", "shots",
                  "--output-dir", str(tmp_path / "shots"), "--no-progress"]) == 0
     shots = _lines((tmp_path / "shots" / "samples_ruhhh_image_shots.jsonl").read_bytes())
     assert all("gold_private" not in r and "target" in r for r in shots)
+    assert LOCAL_ONLY not in (tmp_path / "shots" / "results.html").read_text(encoding="utf-8")
 
 
 def test_export_without_internal_flag_carries_no_private_gold(raw_sample, tmp_path):
@@ -67,6 +82,28 @@ def test_scores_of_a_private_split_are_marked_local(tmp_path):
     assert main(["score", "--task", "ruhhh_image", "--predictions", str(predictions), "--data",
                  "sample", "--out", str(out)]) == 0
     assert json.loads((out / "results.json").read_text())["run"]["gold_private"]["files"] == [
-        "results.json"]
+        "results.json", "results.html"]
     with zipfile.ZipFile(out / "submission.zip") as zf:
         assert zf.namelist() == ["ruHHH_Image.json"]  # the answers only
+
+
+def test_a_comparison_of_private_runs_is_marked_local_only(tmp_path):
+    """Who got which example right gives an A/B task's gold back: compare.json and
+    compare.html of a private split say that they are local only; of a public one, not."""
+    def run(name, *extra):
+        assert main(["evaluate", "--data", "sample", "--limit", "6", "--output-dir",
+                     str(tmp_path / name), "--no-progress", *extra]) == 0
+        return str(tmp_path / name)
+
+    for split, marked in (("test", True), ("shots", False)):
+        a, b = run(f"{split}-a", "--split", split), run(f"{split}-b", "--split", split,
+                                                        "--seed", "7")
+        out = tmp_path / f"compare-{split}"
+        assert main(["compare", a, b, "--out", str(out)]) == 0
+        doc = json.loads((out / "compare.json").read_text(encoding="utf-8"))
+        page = (out / "compare.html").read_text(encoding="utf-8")
+        assert (doc["gold_private"] is not None) is marked and (LOCAL_ONLY in page) is marked
+        if marked:
+            assert doc["gold_private"]["tasks"] == ["ruhhh_image"]
+            assert doc["gold_private"]["local_only"] == LOCAL_ONLY
+        assert LOCAL_ONLY not in (out / "compare.md").read_text(encoding="utf-8")

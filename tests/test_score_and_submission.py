@@ -192,9 +192,9 @@ def test_scoring_a_runner_sample_log_reproduces_the_run(tmp_path):
                       "duration_s", *same}
     assert set(rescored["run"]) - common == {"predictions", "predictions_sha256"}
     # the private split's gold: in the run's sample file and results.json, the score's results
-    assert rescored["run"]["gold_private"]["files"] == ["results.json"]
+    assert rescored["run"]["gold_private"]["files"] == ["results.json", "results.html"]
     assert ran["run"]["gold_private"]["files"] == ["samples_ruhhh_image_test.jsonl",
-                                                   "results.json"]
+                                                   "results.json", "results.html"]
 
 
 # An official rutie_vision_gen log of the bundled ruTiE-Image sample: process_docs left

@@ -303,3 +303,26 @@ def test_equally_named_exports_in_different_folders_load_their_own_data(raw_samp
     export_raw(task, raw_sample, first)
     assert load_task(task, source=first, split="test")[0]["inputs"]["question"] == \
         "Третий вопрос?"
+
+
+def test_a_push_sends_only_the_files_the_exports_marker_lists(raw_sample, tmp_path):
+    from mera_multi_hf.hub import upload_files
+    from mera_multi_hf.outputs import OutputFolder
+
+    out = tmp_path / "export"
+    assert main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(out)]) == 0
+    (out / "private_answers.csv").write_text("id,outputs\n1,A\n")  # a user's file beside it
+    (out / "data" / "notes.txt").write_text("mine")
+    (out / "linked.md").symlink_to(raw_sample / "test.json")
+    listed = sorted(OutputFolder(out).owned())
+    sent = upload_files(out)
+    assert sent == listed and "README.md" in sent and any(n.endswith(".parquet") for n in sent)
+    assert not {"private_answers.csv", "data/notes.txt", "linked.md", MARKER} & set(sent)
+    assert all((out / name).is_file() for name in sent)
+    elsewhere = tmp_path / "elsewhere"  # a listed folder replaced by a link: nothing in it goes
+    (out / "data").rename(elsewhere)
+    (out / "data").symlink_to(elsewhere)
+    assert upload_files(out) == [n for n in listed if not n.startswith("data/")]
+    (out / MARKER).unlink()  # no marker: nothing of ours to send, refused before any call
+    with pytest.raises(MeraError, match="no export made by this tool"):
+        upload_files(out)

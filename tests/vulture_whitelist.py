@@ -35,6 +35,7 @@ _.temperature
 _.top_k
 _.top_p
 _.should_exit
+_.exc_text  # logging.Formatter reads it (a masked traceback)
 _.allow_abbrev
 _.pre_tokenizer
 _.post_processor

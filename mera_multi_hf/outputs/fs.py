@@ -124,7 +124,13 @@ def shown(path) -> str:
 
 
 def _as_bytes(data) -> bytes:
-    return data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    """What a file holds: text is masked first (a secret the run knows never reaches a
+    file); bytes are data (sample logs, pictures, ZIPs) and are written as they are."""
+    if isinstance(data, str):
+        from ..masking import mask_secrets
+
+        return mask_secrets(data).encode("utf-8")
+    return bytes(data)
 
 
 def _safe_name(name) -> bool:

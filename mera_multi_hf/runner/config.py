@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..errors import MeraError
+from ..masking import remember_options
 from ..options import MediaLimitOptions, ScoringOptions, opt as _opt
 from ..outputs import OVERWRITE_HELP
 
@@ -92,7 +93,8 @@ class RunConfig(ScoringOptions, MediaLimitOptions):
                                 "several servers (e.g. one vLLM per node): repeat the option or "
                                 "separate with commas; requests spread over them, and a failing "
                                 "one's go to the others", action="append", metavar="URL")
-    api_key: str | None = _opt(None, "API key (default: $OPENAI_API_KEY); never recorded")
+    api_key: str | None = _opt(None, "API key (default: $OPENAI_API_KEY); never recorded",
+                               secret=True)
     concurrency: int = _opt(DEFAULT_CONCURRENCY, "requests in flight at once per server "
                             f"(openai; at most {MAX_CONCURRENCY}); "
                             "each answer is logged as it arrives")
@@ -128,6 +130,7 @@ class RunConfig(ScoringOptions, MediaLimitOptions):
         self.limits()  # a bad limit stops here, before any work
         if self.api_key is None and self.backend == "openai":
             self.api_key = os.environ.get("OPENAI_API_KEY")
+        remember_options(self)  # masked wherever text is written or printed from now on
 
     def limits(self):
         """The media limits of this run: the defaults with the options given replaced."""

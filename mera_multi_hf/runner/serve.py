@@ -376,7 +376,7 @@ class ChatServeOptions(ServerOptions):
                                   "models you trust (default: off)")
     api_key: str | None = opt(None, "require 'Authorization: Bearer KEY' on every route but "
                               "/health (default: $MERA_SERVE_API_KEY, which `ps` does not show; "
-                              "none: no authentication)")
+                              "none: no authentication)", secret=True)
     workers: int = opt(8, "threads parsing requests and decoding their images (default 8)")
     max_image_pixels: int | None = opt(None, f"pixels per image (default "
                                        f"{DEFAULT_LIMITS.max_image_pixels})")
@@ -419,7 +419,12 @@ def serve(options: ChatServeOptions) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`mera-multi serve` (cli.main hands it its options) and `python -m mera_multi_hf.runner.serve`."""
-    return serve(ChatServeOptions(**vars(_parser().parse_args(argv))))
+    from ..masking import masked_console, remember_options
+
+    options = ChatServeOptions(**vars(_parser().parse_args(argv)))
+    remember_options(options)  # its key (and $MERA_SERVE_API_KEY) never printed or logged
+    with masked_console():
+        return serve(options)
 
 
 if __name__ == "__main__":
