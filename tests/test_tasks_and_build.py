@@ -314,7 +314,7 @@ def test_a_push_sends_only_the_files_the_exports_marker_lists(raw_sample, tmp_pa
     (out / "private_answers.csv").write_text("id,outputs\n1,A\n")  # a user's file beside it
     (out / "data" / "notes.txt").write_text("mine")
     (out / "linked.md").symlink_to(raw_sample / "test.json")
-    listed = sorted(OutputFolder(out).owned())
+    listed = sorted(OutputFolder(out, kind="export").owned())
     sent = upload_files(out)
     assert sent == listed and "README.md" in sent and any(n.endswith(".parquet") for n in sent)
     assert not {"private_answers.csv", "data/notes.txt", "linked.md", MARKER} & set(sent)

@@ -39,7 +39,6 @@ ALLOWED = {
     ("hub.py", "save"): "the dataset card, saved into the staging folder",
     ("hub_layout.py", "mkdir"): "inside the staging folder: the domain layout is laid out there",
     ("hub_layout.py", "rename"): "inside the staging folder: shards renamed into that layout",
-    ("hub.py", "upload_folder"): "uploads (reads) a finished export; writes nothing here",
     ("metrics_export.py", "upload_folder"): "uploads (reads) Space folders; writes nothing here",
     ("metrics_export.py", "TemporaryDirectory"): "the system's temporary folder, for a push",
     ("judge_train.py", "save_model"): "the Trainer saves into OutputFolder.staging()",
