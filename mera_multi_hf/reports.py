@@ -65,7 +65,9 @@ def metric_rows(result: dict) -> list[tuple[str, str, str]]:
 
 
 JUDGE_LABEL = ("(judge): a score given by the judge model (a classifier that reads the "
-               "question, the gold and the answer); reported apart from the official metrics")
+               "question, the gold and the answer); the task score, what the leaderboard "
+               "ranks by, is the mean of the exact-match and judge metrics where both are "
+               "the task's leaderboard metrics")
 
 
 def footnotes(task_results: list[dict]) -> list[str]:

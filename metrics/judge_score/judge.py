@@ -30,6 +30,7 @@ routes vLLM has).
 """
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +48,14 @@ WINDOW_TOKENS = 7995
 TRUNCATE_PROMPT_TOKENS = 8192
 # a served judge's API key is read from here: an environment variable is not in `ps`
 API_KEY_ENV = "MERA_JUDGE_API_KEY"
+# the flags that a client's hints name (`judge agreement` has its own)
+CLIENT_FLAGS = {"tokenizer": "--judge-tokenizer", "api_key": "--judge-api-key"}
+
+
+def judge_api_key(given: str | None = None) -> str | None:
+    """The key a client sends to a served judge: the one given, else $MERA_JUDGE_API_KEY
+    (as the server reads it)."""
+    return given or os.environ.get(API_KEY_ENV) or None
 
 
 def raw_inputs(prompt: str, gold, prediction: str, sep: str) -> list[str]:
@@ -288,6 +297,16 @@ def _load_tokenizer(name: str):
         raise MeraError(f"could not load the judge tokenizer {name!r}: {first}") from None
 
 
+def check_url_key(url: str, api_key: str | None, flags: dict = CLIENT_FLAGS) -> None:
+    """Refuse a URL with a user name or password together with a key (given or from the
+    environment): one secret, sent one way."""
+    parts = urlsplit(url)
+    if (parts.username or parts.password) and api_key:
+        raise MeraError("the judge URL carries a user name or password and an API key is "
+                        f"given too (${API_KEY_ENV} or {flags['api_key']}): give the key "
+                        "once and drop it from the URL")
+
+
 class HttpJudge(Judge):
     """A judge served behind a vLLM-style classification endpoint.
 
@@ -295,7 +314,8 @@ class HttpJudge(Judge):
     tokenizer: the judge tokenizer (path, Hub id or object) for SEP and the token
     windows; without it SEP comes from `sep` or the server's GET /tokenizer_info, and the
     windows from the server's POST /tokenize + /detokenize.
-    api_key: sent as ``Authorization: Bearer``. retries/backoff: the project's one retry
+    api_key: sent as ``Authorization: Bearer`` (default: $MERA_JUDGE_API_KEY). flags: the
+    command's option names that hints name (``CLIENT_FLAGS``). retries/backoff: the project's one retry
     policy (mera_multi_hf.http_client); then a MeraError names the URL and the cause.
     batch_size: texts per request (1 = the official single-string request; more sends a
     list as `input`). concurrency: requests in flight at once.
@@ -305,13 +325,13 @@ class HttpJudge(Judge):
                  sep: str | None = None, api_key: str | None = None, timeout: float = 60.0,
                  retries: int = 3, backoff: float = 1.0, batch_size: int = 1,
                  concurrency: int = 4, window: int = WINDOW_TOKENS,
-                 truncate_prompt_tokens: int = TRUNCATE_PROMPT_TOKENS):
+                 truncate_prompt_tokens: int = TRUNCATE_PROMPT_TOKENS,
+                 flags: dict | None = None):
         self.url = classify_url(url)
+        self.flags = flags or CLIENT_FLAGS
+        api_key = judge_api_key(api_key)
+        check_url_key(self.url, api_key, self.flags)
         parts = urlsplit(self.url)
-        if (parts.username or parts.password) and api_key:
-            raise MeraError("the judge URL carries a user name or password and an API key is "
-                            "given too: give the key once, with --judge-api-key, and drop it "
-                            "from the URL")
         self.base = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
         self.model = model
         self.timeout = float(timeout)
@@ -330,7 +350,7 @@ class HttpJudge(Judge):
         self.sep = sep or self._server_sep()
 
     def _server_sep(self) -> str:
-        hint = "pass the judge tokenizer (--judge-tokenizer PATH_OR_ID, judge_tokenizer=...)"
+        hint = f"pass the judge tokenizer ({self.flags['tokenizer']} PATH_OR_ID)"
         try:
             sep = _sep_from_info(self.call("/tokenizer_info", None))
         except MeraError as err:
@@ -473,6 +493,8 @@ def get_judge(judge: str | Judge | None = None, judge_url: str | None = None,
                         "uses its own tokenizer")
     if judge_tokenizer:
         options["tokenizer"] = judge_tokenizer
+    if judge_url:  # the key from the environment is part of what the cache tells apart
+        options["api_key"] = judge_api_key(options.get("api_key"))
     key = ("http", judge_url) if judge_url else ("local", str(judge))
     key += tuple(sorted((k, repr(v)) for k, v in options.items()))
     with _CACHE_LOCK:
