@@ -274,6 +274,17 @@ class OutputFolder:
             raise write_error(err) from None
         return {name: self.path / name for name in files}
 
+    def put(self, name: str, data: str | bytes) -> Path:
+        """Write one file atomically, listed in the marker first and claimed (a later
+        write_set keeps it); no other file is touched."""
+        self.claimed.add(name)
+        try:
+            self._write_marker(self.owned() | {name})
+            _put(self.path / name, _temp(self.path / name, data))
+        except OSError as err:
+            raise write_error(err) from None
+        return self.path / name
+
 
 
 def add_files(path, files: dict, *, overwrite: bool = False, flag: str = "--out",

@@ -86,7 +86,7 @@ def check_source(task, source) -> str:
 
 def check_model(config) -> str:
     if config.backend == "openai":
-        return check_server(config.base_url, config.api_key, config.model, config.timeout)
+        return check_server(config.base_url, config.openai_key(), config.model, config.timeout)
     if config.model is None:
         return "the built-in tiny model"
     return check_hub_model(config.model, "model", "--model", "a folder saved with "

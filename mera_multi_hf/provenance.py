@@ -51,16 +51,23 @@ def folder_fingerprint(root: str | Path, *, read: tuple[str, ...] = (), salt: st
     return digest.hexdigest()[:length]
 
 
-def command_line(config=None) -> str:
-    """The command, masked: rebuilt from a run config's options that differ from the
-    defaults (the same whether run directly or under a launcher), else as typed."""
+SECRET_FIELDS = ("api_key", "judge_api_key")
+
+
+def command_line(config=None, typed: list[str] | None = None) -> str:
+    """The command, masked (the secret options' values, and those values wherever else
+    they appear): ``typed``, the options of `mera-multi evaluate` as typed; else, for a
+    Python caller, the run config's options that differ from the defaults, as the call
+    that gives them; with no config, ``sys.argv``."""
     if config is None:
         return mask_secrets(" ".join([Path(sys.argv[0]).name] + sys.argv[1:]))
-    parts = ["mera-multi evaluate"]
-    for name, value in config.changed().items():
-        flag = "--" + name.replace("_", "-")
-        if name in ("api_key", "judge_api_key"):
-            value = "***"
-        for item in value if isinstance(value, list) else [value]:
-            parts.append(flag if item is True else f"{flag} {shlex.quote(str(item))}")
-    return mask_secrets(" ".join(parts))
+    if typed is not None:
+        text = shlex.join(["mera-multi", "evaluate", *typed])
+    else:
+        shown = {k: "***" if k in SECRET_FIELDS else v for k, v in config.changed().items()}
+        text = "run_evaluation(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
+    for name in SECRET_FIELDS:
+        value = getattr(config, name, None)
+        if isinstance(value, str) and value:
+            text = text.replace(value, "***")
+    return mask_secrets(text)
