@@ -168,7 +168,8 @@ def _check_one_server(base_url: str, api_key: str | None, model: str, timeout: f
 def check_judge(judge, judge_url, judge_tokenizer, judge_api_key) -> str:
     """A served judge answers, accepts the key and names its separator (the judge object
     made here is the one scoring reuses); a local judge's files are at hand."""
-    from .judge import API_KEY_ENV, Judge, check_url_key, get_judge, judge_api_key as env_key
+    from .http_client import key_or_env, one_secret
+    from .judge import API_KEY_ENV, Judge, get_judge
 
     if isinstance(judge, Judge):
         return "a judge object given by the caller"
@@ -179,8 +180,9 @@ def check_judge(judge, judge_url, judge_tokenizer, judge_api_key) -> str:
 
         base = classify_url(judge_url).split("/", 3)
         models = "/".join(base[:3]) + "/v1/models"
-        judge_api_key = env_key(judge_api_key)
-        check_url_key(judge_url, judge_api_key)  # before the key is sent anywhere
+        judge_api_key = key_or_env(judge_api_key, API_KEY_ENV)
+        one_secret("the judge URL", judge_url, judge_api_key,  # before any key is sent
+                   f"${API_KEY_ENV} or --judge-api-key")
         status, _ = probe(models, judge_api_key)
         if status != 200:
             raise MeraError(_refused(models, status, "--judge-api-key", API_KEY_ENV))

@@ -22,15 +22,11 @@ Backends share one interface, `labels(texts) -> list[int]`:
   `{"model": ..., "input": text, "truncate_prompt_tokens": 8192}` to a vLLM-style
   classification endpoint (vLLM's `/classify`, or `mera-multi judge serve`).
 
-`get_judge(judge=None, judge_url=None, judge_tokenizer=None)` makes either. A served judge
-needs the separator token and, for the windows, the tokenizer: from `judge_tokenizer` (a
-path or Hub id, loaded here), else from the server itself (`mera-multi judge serve`
-reports it at GET /tokenizer_info and tokenizes at POST /tokenize and /detokenize, the
-routes vLLM has).
+`get_judge(judge=None, judge_url=None, judge_tokenizer=None)` makes either (see there for
+where a served judge's separator token and tokenizer come from).
 """
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -46,16 +42,8 @@ from .masking import mask_secrets
 DEFAULT_JUDGE = "MERA-evaluation/MERA_Answer_judge"
 WINDOW_TOKENS = 7995
 TRUNCATE_PROMPT_TOKENS = 8192
-# a served judge's API key is read from here: an environment variable is not in `ps`
-API_KEY_ENV = "MERA_JUDGE_API_KEY"
-# the flags that a client's hints name (`judge agreement` has its own)
+API_KEY_ENV = "MERA_JUDGE_API_KEY"  # the server's key and the clients': `ps` does not show it
 CLIENT_FLAGS = {"tokenizer": "--judge-tokenizer", "api_key": "--judge-api-key"}
-
-
-def judge_api_key(given: str | None = None) -> str | None:
-    """The key a client sends to a served judge: the one given, else $MERA_JUDGE_API_KEY
-    (as the server reads it)."""
-    return given or os.environ.get(API_KEY_ENV) or None
 
 
 def raw_inputs(prompt: str, gold, prediction: str, sep: str) -> list[str]:
@@ -297,16 +285,6 @@ def _load_tokenizer(name: str):
         raise MeraError(f"could not load the judge tokenizer {name!r}: {first}") from None
 
 
-def check_url_key(url: str, api_key: str | None, flags: dict = CLIENT_FLAGS) -> None:
-    """Refuse a URL with a user name or password together with a key (given or from the
-    environment): one secret, sent one way."""
-    parts = urlsplit(url)
-    if (parts.username or parts.password) and api_key:
-        raise MeraError("the judge URL carries a user name or password and an API key is "
-                        f"given too (${API_KEY_ENV} or {flags['api_key']}): give the key "
-                        "once and drop it from the URL")
-
-
 class HttpJudge(Judge):
     """A judge served behind a vLLM-style classification endpoint.
 
@@ -315,8 +293,8 @@ class HttpJudge(Judge):
     windows; without it SEP comes from `sep` or the server's GET /tokenizer_info, and the
     windows from the server's POST /tokenize + /detokenize.
     api_key: sent as ``Authorization: Bearer`` (default: $MERA_JUDGE_API_KEY). flags: the
-    command's option names that hints name (``CLIENT_FLAGS``). retries/backoff: the project's one retry
-    policy (mera_multi_hf.http_client); then a MeraError names the URL and the cause.
+    options hints name (CLIENT_FLAGS). retries/backoff: the project's one retry policy
+    (mera_multi_hf.http_client); then a MeraError names the URL and the cause.
     batch_size: texts per request (1 = the official single-string request; more sends a
     list as `input`). concurrency: requests in flight at once.
     """
@@ -325,12 +303,12 @@ class HttpJudge(Judge):
                  sep: str | None = None, api_key: str | None = None, timeout: float = 60.0,
                  retries: int = 3, backoff: float = 1.0, batch_size: int = 1,
                  concurrency: int = 4, window: int = WINDOW_TOKENS,
-                 truncate_prompt_tokens: int = TRUNCATE_PROMPT_TOKENS,
-                 flags: dict | None = None):
-        self.url = classify_url(url)
-        self.flags = flags or CLIENT_FLAGS
-        api_key = judge_api_key(api_key)
-        check_url_key(self.url, api_key, self.flags)
+                 truncate_prompt_tokens: int = TRUNCATE_PROMPT_TOKENS, flags: dict | None = None):
+        from .http_client import key_or_env, one_secret
+
+        self.url, self.flags = classify_url(url), flags or CLIENT_FLAGS
+        api_key = key_or_env(api_key, API_KEY_ENV)  # as the server reads it
+        one_secret("the judge URL", self.url, api_key, f"${API_KEY_ENV} or {self.flags['api_key']}")
         parts = urlsplit(self.url)
         self.base = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
         self.model = model
@@ -473,11 +451,11 @@ def get_judge(judge: str | Judge | None = None, judge_url: str | None = None,
 
     With `judge_url` the separator token comes from `judge_tokenizer` (a path or Hub id
     of the judge tokenizer, loaded here; it also makes the token windows), else from the
-    server's GET /tokenizer_info (`mera-multi judge serve` has it; vLLM with
-    --enable-tokenizer-info-endpoint), else this fails with one line saying to pass
-    `judge_tokenizer`. Options go to LocalJudge or HttpJudge (e.g. `api_key`, `model`).
-    Judges are cached per configuration so a model loads once per process. With neither
-    `judge` nor `judge_url` this raises: a judge score is never made up.
+    server (GET /tokenizer_info, POST /tokenize and /detokenize: `mera-multi judge serve`
+    has them; vLLM with --enable-tokenizer-info-endpoint), else one line says to pass
+    it. Options go to LocalJudge or HttpJudge (e.g. `api_key`, default
+    $MERA_JUDGE_API_KEY). Judges are cached per configuration (a model loads once per
+    process). With neither `judge` nor `judge_url` this raises: no judge score is made up.
     """
     if isinstance(judge, Judge) or callable(getattr(judge, "labels", None)):
         return judge  # a Judge (or one from another copy of this module: a metric Space's)
@@ -494,7 +472,9 @@ def get_judge(judge: str | Judge | None = None, judge_url: str | None = None,
     if judge_tokenizer:
         options["tokenizer"] = judge_tokenizer
     if judge_url:  # the key from the environment is part of what the cache tells apart
-        options["api_key"] = judge_api_key(options.get("api_key"))
+        from .http_client import key_or_env
+
+        options["api_key"] = key_or_env(options.get("api_key"), API_KEY_ENV)
     key = ("http", judge_url) if judge_url else ("local", str(judge))
     key += tuple(sorted((k, repr(v)) for k, v in options.items()))
     with _CACHE_LOCK:
