@@ -4,7 +4,6 @@ which scores them and writes every output, the sample files included, as one set
 from __future__ import annotations
 
 from ..finalize import TaskPart, finalize
-from ..masking import mask_secrets
 from ..tiny_model import TINY_MODEL_ID
 from . import dialogue
 from .config import RunConfig
@@ -55,40 +54,17 @@ def run_notes(config, manifest, loaded) -> list[str]:
 def run_record(config: RunConfig, manifest: dict, loaded) -> dict:
     """The fields of the run record that belong to a run (the model, how it generated),
     from the run's manifest; finalize adds those every command records."""
-    from .manifest import backend_options
+    from .manifest import provenance
 
-    fixed, session = manifest["fixed"], manifest["sessions"][-1]
-    options = {k: mask_secrets(v) if isinstance(v, str) else v
-               for k, v in backend_options(manifest).items()}
-    return {
-        "mode": "evaluate",
-        "model": fixed["model"], "revision": fixed["revision"], "backend": fixed["backend"],
-        "dtype": options.pop("dtype", None), "backend_options": options,
-        "generation": generation_record(config, manifest, loaded),
-        "prompt_source": "the dataset's per-example `instruction`, filled as the task's "
-                         "official doc_to_text, rendered " +
-                         ("with the model's chat template" if options.get("prompt_mode") != "plain"
-                          else "as plain text") + "; media placeholders in place",
+    session = manifest["sessions"][-1]
+    record = {"mode": "evaluate",
+              **provenance(manifest, [f"{d.task.key}/{config.split}" for d in loaded])}
+    record.update({
         "limit": config.limit,
         # ruTiE: examples whose meta placed them elsewhere than the official arithmetic
         "dialogue_meta_disagrees": {d.task.key: len(dialogue.meta_disagreements(d.task, d.examples))
                                     for d in loaded if d.task.dialogue},
         "batch_size": session["batch_size"], "num_processes": session["num_processes"],
-        "seed": fixed["seed"], "limits": config.limits().as_record(),
-        "command": session["command"], "environment": session["environment"],
-        "sessions": manifest["sessions"],
-    }
-
-
-def generation_record(config: RunConfig, manifest: dict, loaded) -> dict:
-    """How the answers were generated, per task, as the manifest records it."""
-    tasks = [manifest["tasks"][f"{d.task.key}/{config.split}"] for d in loaded]
-    return {
-        "do_sample": False, "num_beams": 1,
-        "max_new_tokens": {t["task"]: t["max_new_tokens"] for t in tasks},
-        "stop": {t["task"]: t["stop"] for t in tasks},
-        "user_choices": {k: v for k, v in (("max_new_tokens", config.max_new_tokens),
-                                           ("stop", config.stop)) if v is not None},
-        "dialogue_context": {t["task"]: t["dialogue_context"] for t in tasks
-                             if t["dialogue_context"] is not None},
-    }
+        "limits": config.limits().as_record(),
+        "command": session["command"], "environment": session["environment"]})
+    return record

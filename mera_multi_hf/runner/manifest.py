@@ -20,6 +20,7 @@ import json
 from datetime import datetime, timezone
 
 from ..errors import MeraError
+from ..masking import mask_secrets
 
 MANIFEST = "run_manifest.json"
 # what a session's engine reports that belongs to that session, not to the run
@@ -56,6 +57,8 @@ def fixed_settings(config, engine) -> dict:
     info = engine.info()
     return {"model": info.pop("model"), "revision": info.pop("revision"),
             "backend": info.pop("backend"), "settings": engine.settings(), "seed": config.seed,
+            "user_choices": {k: v for k, v in (("max_new_tokens", config.max_new_tokens),
+                                               ("stop", config.stop)) if v is not None},
             "backend_options": session_free(info), "resolved": None}
 
 
@@ -142,3 +145,30 @@ def backend_options(manifest: dict) -> dict:
         options["prompts_cut_here"] = sorted({x for s in manifest["sessions"]
                                               for x in s.get("prompts_cut_here") or []})
     return options
+
+
+def generation(manifest: dict, keys: list[str]) -> dict:
+    """How the answers of these ``task/split`` entries were generated."""
+    tasks = [manifest["tasks"][k] for k in keys]
+    return {"do_sample": False, "num_beams": 1,
+            "max_new_tokens": {t["task"]: t["max_new_tokens"] for t in tasks},
+            "stop": {t["task"]: t["stop"] for t in tasks},
+            "user_choices": manifest["fixed"].get("user_choices", {}),
+            "dialogue_context": {t["task"]: t["dialogue_context"] for t in tasks
+                                 if t["dialogue_context"] is not None}}
+
+
+def provenance(manifest: dict, keys: list[str]) -> dict:
+    """The run's part of a results record for these ``task/split`` entries: the model,
+    how it generated, the sessions (what `evaluate` records, and `score` of its log)."""
+    fixed = manifest["fixed"]
+    options = {k: mask_secrets(v) if isinstance(v, str) else v
+               for k, v in backend_options(manifest).items()}
+    return {"model": fixed["model"], "revision": fixed["revision"], "backend": fixed["backend"],
+            "dtype": options.pop("dtype", None), "backend_options": options,
+            "generation": generation(manifest, keys), "seed": fixed["seed"],
+            "prompt_source": "the dataset's per-example `instruction`, filled as the task's "
+                             "official doc_to_text, rendered " +
+                             ("with the model's chat template" if options.get("prompt_mode")
+                              != "plain" else "as plain text") + "; media placeholders in place",
+            "sessions": manifest["sessions"]}
