@@ -45,7 +45,8 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     with OutputFolder(out_dir, inputs=[data]).claim(overwrite) as folder:  # before any work
         part = _task_part(task, predictions_path, data, split)
         out = finalize(folder, [part], options, split=split, started=started,
-                       run_info=_score_record(predictions_path, checked, f"{task.key}/{split}"))
+                       run_info=dict(_score_record(predictions_path, checked, f"{task.key}/{split}"),
+                                     environment=_environment(judge_url, judge_api_key)))
     result = out["tasks"][0]
     result["written"] = sorted(out["files"])
     result["coverage_note"] = (out["run"]["coverage_change"] or {}).get("note")
@@ -84,6 +85,16 @@ def _score_record(predictions_path, checked, entry: str) -> dict:
     record = {"model": model_name(files), **made_by(files, entry), "mode": "score"}
     return dict(record, predictions=files, predictions_sha256={f: file_sha256(f) for f in files},
                 command=command_line(), preflight=checked)
+
+
+def _environment(judge_url, judge_api_key) -> dict:
+    """The values this scoring takes from the environment (named, never shown)."""
+    import os
+
+    from .judge import API_KEY_ENV
+
+    taken = judge_url and not judge_api_key and os.environ.get(API_KEY_ENV)
+    return {"judge_api_key": f"from ${API_KEY_ENV}"} if taken else {}
 
 
 def made_by(files: list[str], entry: str) -> dict:

@@ -140,11 +140,11 @@ def _oracle(case, hf_runs, partial, openai_run, chat_server, lm_eval_logs):
                 "generated": [3]}, _run(openai_run)
     if case == "score of this project's log":
         run = _score(root / "hf" / "samples_ruhhh_image_test.jsonl", root / "scored")
-        return dict(hf, command=None, environment=None, sessions=2, generated=[26, 0]), run
+        return dict(hf, command=None, sessions=2, generated=[26, 0]), run
     if case == "score of an lm-eval log":
         return {"command": None, "backend": None, "model": "served-vlm", "dtype": None,
                 "model_class": None, "max_new_tokens": None, "user_choices": None,
-                "environment": None, "sessions": 0, "generated": []}, \
+                "environment": {}, "sessions": 0, "generated": []}, \
             _score(lm_eval_logs, root / "scored-lm-eval")
     raise AssertionError(case)
 
@@ -300,6 +300,7 @@ def test_every_judge_client_reads_the_key_from_the_environment(keyed_judge, hf_r
                  "--judge-url", keyed_judge + "/classify")
     judged = json.loads((tmp_path / "judged" / "results.json").read_text())["tasks"]
     assert set(judged["ruhhh_image"]["judge"]) == {"judge_score", "group_judge_score"}
+    assert run["environment"] == {"judge_api_key": "from $MERA_JUDGE_API_KEY"}
     assert JUDGE_KEY not in json.dumps(run)
     # a URL with a password together with a key from the environment: refused, one line
     with_password = keyed_judge.replace("http://", "http://user:pw@") + "/classify"
