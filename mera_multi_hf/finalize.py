@@ -98,29 +98,32 @@ def run_record(parts, results, judge, split, run_info: dict, started: float) -> 
 
 def coverage_change(folder, parts, split: str) -> dict | None:
     """What the reports cover now against what the reports they replace covered (tasks,
-    split, examples): None when the same, else both and a one-line note."""
+    split, examples): None when the same (or no reports of this tool's are replaced),
+    else both and a one-line note."""
     import json
 
-    try:
-        old = json.loads((folder.path / "results.json").read_text(encoding="utf-8"))["run"] \
-            if "results.json" in folder.owned() else None
-        before = {k: (old["split"], n) for k, n in old["n_examples"].items()} if old else None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None  # no earlier reports of this tool's to speak of
-    after = {p.task.key: (split, len(p.examples)) for p in parts}
-    if before is None or before == after:
+    if "results.json" not in folder.owned():
         return None
-    said = []
-    for p in parts:
-        if before.get(p.task.key) != after[p.task.key]:
-            n, of = len(p.examples), f" of {p.logged} logged" if p.logged is not None else ""
-            said.append(f"{n}{of} examples of {p.task.key}" + (f" ({split})" if split != "test" else ""))
-    gone = sorted(set(before) - set(after))
-    note = "results now cover " + ("; ".join(said) if said else "fewer tasks")
-    note += (f", no longer {', '.join(gone)}" if gone else "") + " (the reports replaced covered " + \
-        ", ".join(f"{n} of {k}" + (f" ({s})" if s != "test" else "") for k, (s, n) in before.items()) + ")"
-    return {"before": {k: {"split": s, "n": n} for k, (s, n) in before.items()},
-            "after": {k: {"split": s, "n": n} for k, (s, n) in after.items()}, "note": note}
+    try:
+        old = json.loads((folder.path / "results.json").read_text(encoding="utf-8"))["run"]
+        before = {k: {"split": old["split"], "n": n} for k, n in old["n_examples"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # not a results file this version can read: nothing to compare
+    after = {p.task.key: {"split": split, "n": len(p.examples)} for p in parts}
+    if before == after:
+        return None
+
+    def named(key, cover):
+        return key + (f" ({cover['split']})" if cover["split"] != "test" else "")
+
+    now = [f"{len(p.examples)}" + (f" of {p.logged} logged" if p.logged is not None else "")
+           + f" examples of {named(p.task.key, after[p.task.key])}"
+           for p in parts if before.get(p.task.key) != after[p.task.key]]
+    gone = [named(k, c) for k, c in before.items() if k not in after]
+    note = ("results now cover " + "; ".join(now or ["fewer tasks"])
+            + (f", no longer {', '.join(gone)}" if gone else "") + " (the reports replaced covered "
+            + ", ".join(f"{c['n']} of {named(k, c)}" for k, c in before.items()) + ")")
+    return {"before": before, "after": after, "note": note}
 
 
 def gold_private(parts, results, split: str) -> dict | None:

@@ -104,6 +104,8 @@ def start(old: dict | None, fixed: dict, tasks: dict, session: dict) -> dict:
     if old is None:
         return {"created_by": "mera-multi-hf", "fixed": fixed, "tasks": tasks,
                 "sessions": [session]}
+    if fixed["backend_options"] != old["fixed"].get("backend_options"):
+        session = dict(session, backend_options_here=fixed["backend_options"])  # --base-url, ...
     return {**old, "tasks": {**old.get("tasks", {}), **tasks},
             "sessions": list(old.get("sessions", [])) + [session]}
 
