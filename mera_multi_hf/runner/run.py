@@ -73,9 +73,8 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None,
     folder = OutputFolder(out, flag="--output-dir", inputs=_local(sources.values()))
     folder.check(config.overwrite, OUTPUT_NAMES)  # every process, before any work
     _claim(folder, config.overwrite, _log_names(folder, state.num_processes) + [MANIFEST], state)
-    session = new_session(config, engine, state.num_processes, typed, started)
     with folder:
-        return _run(config, engine, specs, sources, state, folder, (session, started), checked)
+        return _run(config, engine, specs, sources, state, folder, started, checked, typed)
 
 
 # What a run writes besides the sample files (claimed before any work).
@@ -119,19 +118,15 @@ def _log_names(folder, world: int) -> list[str]:
     return mine + [n for n in owned if n.startswith(f"{LOG_DIR}/samples-rank")]
 
 
-def new_session(config: RunConfig, engine, world: int, typed, started: float) -> dict:
+def new_session(config: RunConfig, engine, loaded, world: int, typed, started: float) -> dict:
     """This start or resume of the run, as the manifest lists it."""
     from ..provenance import command_line, package_versions
 
     return {"started_at": manifest.iso(started), "finished_at": None,
             "command": command_line(config, typed), "environment": config.environment(),
             "num_processes": world, "batch_size": engine.batch_size,
-            "tasks": resolve_names(config.tasks), "split": config.split, "limit": config.limit,
+            "tasks": [d.task.key for d in loaded], "split": config.split, "limit": config.limit,
             "versions": package_versions()}
-
-
-def resolve_names(tasks) -> list[str]:
-    return [t.key for t in resolve_tasks(tasks)]
 
 
 def open_manifest(folder, config: RunConfig, engine, loaded, session: dict) -> dict:
@@ -149,8 +144,8 @@ def write_manifest(folder, doc: dict) -> None:
     folder.put(MANIFEST, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
 
 
-def _run(config: RunConfig, engine, specs, sources, state, folder, begun, checked) -> dict | None:
-    session, started = begun
+def _run(config: RunConfig, engine, specs, sources, state, folder, started, checked,
+         typed) -> dict | None:
     loaded = [load_task_data(task, sources[task.key], config, state) for task in specs]
     for data in loaded:
         if not data.task.dialogue:
@@ -162,6 +157,7 @@ def _run(config: RunConfig, engine, specs, sources, state, folder, begun, checke
     log = SampleLog(folder.path, state.process_index, owned=folder.owned())
     before = log.read()
     logged(log, before, requests)  # other settings in the folder stop every process here
+    session = new_session(config, engine, loaded, state.num_processes, typed, started)
     doc = open_manifest(folder, config, engine, loaded, session)
     state.wait_for_everyone()  # nobody writes before every process has read the log
     if state.is_main_process:
