@@ -326,3 +326,26 @@ def test_the_judge_label_says_how_the_task_score_uses_it():
     from mera_multi_hf.reports import JUDGE_LABEL
 
     assert "reported apart" not in JUDGE_LABEL and "task score" in JUDGE_LABEL
+
+
+def test_extending_a_run_to_more_tasks_adds_to_its_manifest(tmp_path):
+    from mera_multi_hf.tiny_model import TINY_AUDIO_MODEL_ID
+
+    out = tmp_path / "grow"
+    options = dict(data=["sample"], output_dir=str(out), no_progress=True, limit=2,
+                   max_new_tokens=4)
+    run_evaluation(tasks="ruhhh_image", **options)
+    first = _manifest(out)
+    assert "audio_model" not in first["fixed"]["resolved"]  # the audio model was not loaded
+    run_evaluation(tasks="ruhhh_image,ruenvaqa", **options)
+    grown = _manifest(out)
+    assert set(grown["tasks"]) == {"ruhhh_image/test", "ruenvaqa/test"}
+    assert grown["tasks"]["ruenvaqa/test"]["model"] == TINY_AUDIO_MODEL_ID
+    # the first session's options kept; the audio model's, loaded only now, added
+    resolved = dict(grown["fixed"]["resolved"])
+    assert resolved.pop("audio_model")["model_class"] == "Qwen2AudioForConditionalGeneration"
+    assert resolved == first["fixed"]["resolved"]
+    assert [s["tasks"] for s in grown["sessions"]] == [["ruhhh_image"], ["ruhhh_image", "ruenvaqa"]]
+    run = _run(out)
+    assert run["coverage_change"]["note"].startswith("results now cover 2 of 2 logged examples "
+                                                     "of ruenvaqa")
