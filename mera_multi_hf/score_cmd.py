@@ -44,9 +44,9 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
                              no_submission=not submission)
     with OutputFolder(out_dir, inputs=[data]).claim(overwrite) as folder:  # before any work
         part = _task_part(task, predictions_path, data, split)
+        record = _score_record(predictions_path, checked, f"{task.key}/{split}")
         out = finalize(folder, [part], options, split=split, started=started,
-                       run_info=dict(_score_record(predictions_path, checked, f"{task.key}/{split}"),
-                                     environment=_environment(judge_url, judge_api_key)))
+                       run_info=dict(record, environment=_environment(judge_url, judge_api_key)))
     result = out["tasks"][0]
     result["written"] = sorted(out["files"])
     result["coverage_note"] = (out["run"]["coverage_change"] or {}).get("note")

@@ -285,9 +285,9 @@ def test_every_judge_client_reads_the_key_from_the_environment(keyed_judge, hf_r
                                                                 monkeypatch, capsys):
     root, _ = hf_runs
     labelled = tmp_path / "labelled.jsonl"
-    labelled.write_text("".join(json.dumps({"prompt": "Вопрос?", "gold": "да", "prediction": p,
-                                            "label": int(p == "да")}, ensure_ascii=False) + "\n"
-                                for p in ("да", "нет", "да", "может быть")))
+    rows = [{"prompt": "Вопрос?", "gold": "да", "prediction": p, "label": int(p == "да")}
+            for p in ("да", "нет", "да", "может быть")]
+    labelled.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     agreement = ["judge", "agreement", "--data", str(labelled), "--url", keyed_judge + "/classify"]
     # without a key: refused, and the hint names this command's own flag
     assert main(agreement) == 2
