@@ -65,7 +65,7 @@ def cmd_evaluate(options: list[str]) -> int:
         return launch(processes, options)
     from .runner import RunConfig, run_evaluation
 
-    result = run_evaluation(RunConfig(**values))
+    result = run_evaluation(RunConfig(**values), typed=options)
     if result is None:  # not the main process of a data-parallel run
         return 0
     print(format_results(result))
@@ -79,6 +79,8 @@ def format_results(result: dict) -> str:
 
     run = result["run"]
     lines = [f"model: {run['model']}" + (f"  (revision {run['revision']})" if run["revision"] else "")]
+    lines += [f"model of {task['task']}: {task['model']}" for task in result["tasks"]
+              if task.get("model") not in (None, run["model"])]
     counts = result["counts"]
     lines.append(f"examples: {counts['requested']}  (from the sample log: {counts['resumed']}, "
                  f"generated now: {counts['generated']})")

@@ -25,6 +25,8 @@ class TaskPart:
     fingerprint: str | None = None
     log: list[dict] | None = None     # evaluate: the sample log's records, example order
     context: int | None = None        # dialogue turns shown with each question
+    model: str | None = None          # the model that answered this task
+    logged: int | None = None         # evaluate: the task's examples in the sample log
 
 
 def make_judge(options: ScoringOptions):
@@ -47,11 +49,15 @@ def finalize(folder, parts: list[TaskPart], options: ScoringOptions, *, split: s
     from .scoring import score_task, summarize
 
     judge = make_judge(options)
-    results = [score_task(p.task, p.examples, p.predictions, em_mode=options.em_mode,
-                          judge=judge, split=split) for p in parts]
+    results = [dict(score_task(p.task, p.examples, p.predictions, em_mode=options.em_mode,
+                               judge=judge, split=split), model=p.model or run_info.get("model"))
+               for p in parts]
     run = run_record(parts, results, judge, split, run_info, started)
+    run["coverage_change"] = coverage_change(folder, parts, split)
     official = run["official_test_split"]
     notes = list(notes) + result_notes(results, split, official)
+    if run["coverage_change"]:
+        notes.insert(0, run["coverage_change"]["note"])
     summary = summarize(results)
     files = {f"samples_{p.task.key}_{split}.jsonl": sample_lines(p, r, split)
              for p, r in zip(parts, results) if p.log is not None}
@@ -90,6 +96,36 @@ def run_record(parts, results, judge, split, run_info: dict, started: float) -> 
         timespec="seconds")
     run["duration_s"] = round(time.time() - started, 2)
     return run
+
+
+def coverage_change(folder, parts, split: str) -> dict | None:
+    """What the reports cover now against what the reports they replace covered (tasks,
+    split, examples): None when the same (or no reports of this tool's are replaced),
+    else both and a one-line note."""
+    import json
+
+    if "results.json" not in folder.owned():
+        return None
+    try:
+        old = json.loads((folder.path / "results.json").read_text(encoding="utf-8"))["run"]
+        before = {k: {"split": old["split"], "n": n} for k, n in old["n_examples"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # not a results file this version can read: nothing to compare
+    after = {p.task.key: {"split": split, "n": len(p.examples)} for p in parts}
+    if before == after:
+        return None
+
+    def named(key, cover):
+        return key + (f" ({cover['split']})" if cover["split"] != "test" else "")
+
+    now = [f"{len(p.examples)}" + (f" of {p.logged} logged" if p.logged is not None else "")
+           + f" examples of {named(p.task.key, after[p.task.key])}"
+           for p in parts if before.get(p.task.key) != after[p.task.key]]
+    gone = [named(k, c) for k, c in before.items() if k not in after]
+    note = ("results now cover " + "; ".join(now or ["fewer tasks"])
+            + (f", no longer {', '.join(gone)}" if gone else "") + " (the reports replaced covered "
+            + ", ".join(f"{c['n']} of {named(k, c)}" for k, c in before.items()) + ")")
+    return {"before": before, "after": after, "note": note}
 
 
 def gold_private(parts, results, split: str) -> dict | None:
@@ -161,6 +197,7 @@ def sample_lines(part: TaskPart, result: dict, split: str, upload: bool = False)
     task, per_example, lines = part.task, result.get("per_example") or {}, []
     for example, logged in zip(part.examples, part.log):
         record, generation = dict(logged), logged["generation"]
+        record["model"] = part.model or record.get("model")  # the task's, from the manifest
         record.update(target=example.gold, filtered=filtered(task, [generation])[0],
                       extracted=extract_answer(generation, task.choices or None),
                       metrics={m: s[example.id] for m, s in per_example.items()

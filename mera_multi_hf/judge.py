@@ -22,11 +22,8 @@ Backends share one interface, `labels(texts) -> list[int]`:
   `{"model": ..., "input": text, "truncate_prompt_tokens": 8192}` to a vLLM-style
   classification endpoint (vLLM's `/classify`, or `mera-multi judge serve`).
 
-`get_judge(judge=None, judge_url=None, judge_tokenizer=None)` makes either. A served judge
-needs the separator token and, for the windows, the tokenizer: from `judge_tokenizer` (a
-path or Hub id, loaded here), else from the server itself (`mera-multi judge serve`
-reports it at GET /tokenizer_info and tokenizes at POST /tokenize and /detokenize, the
-routes vLLM has).
+`get_judge(judge=None, judge_url=None, judge_tokenizer=None)` makes either (see there for
+where a served judge's separator token and tokenizer come from).
 """
 from __future__ import annotations
 
@@ -45,8 +42,8 @@ from .masking import mask_secrets
 DEFAULT_JUDGE = "MERA-evaluation/MERA_Answer_judge"
 WINDOW_TOKENS = 7995
 TRUNCATE_PROMPT_TOKENS = 8192
-# a served judge's API key is read from here: an environment variable is not in `ps`
-API_KEY_ENV = "MERA_JUDGE_API_KEY"
+API_KEY_ENV = "MERA_JUDGE_API_KEY"  # the server's key and the clients': `ps` does not show it
+CLIENT_FLAGS = {"tokenizer": "--judge-tokenizer", "api_key": "--judge-api-key"}
 
 
 def raw_inputs(prompt: str, gold, prediction: str, sep: str) -> list[str]:
@@ -295,8 +292,9 @@ class HttpJudge(Judge):
     tokenizer: the judge tokenizer (path, Hub id or object) for SEP and the token
     windows; without it SEP comes from `sep` or the server's GET /tokenizer_info, and the
     windows from the server's POST /tokenize + /detokenize.
-    api_key: sent as ``Authorization: Bearer``. retries/backoff: the project's one retry
-    policy (mera_multi_hf.http_client); then a MeraError names the URL and the cause.
+    api_key: sent as ``Authorization: Bearer`` (default: $MERA_JUDGE_API_KEY). flags: the
+    options hints name (CLIENT_FLAGS). retries/backoff: the project's one retry policy
+    (mera_multi_hf.http_client); then a MeraError names the URL and the cause.
     batch_size: texts per request (1 = the official single-string request; more sends a
     list as `input`). concurrency: requests in flight at once.
     """
@@ -305,13 +303,13 @@ class HttpJudge(Judge):
                  sep: str | None = None, api_key: str | None = None, timeout: float = 60.0,
                  retries: int = 3, backoff: float = 1.0, batch_size: int = 1,
                  concurrency: int = 4, window: int = WINDOW_TOKENS,
-                 truncate_prompt_tokens: int = TRUNCATE_PROMPT_TOKENS):
-        self.url = classify_url(url)
+                 truncate_prompt_tokens: int = TRUNCATE_PROMPT_TOKENS, flags: dict | None = None):
+        from .http_client import key_or_env, one_secret
+
+        self.url, self.flags = classify_url(url), flags or CLIENT_FLAGS
+        api_key = key_or_env(api_key, API_KEY_ENV)  # as the server reads it
+        one_secret("the judge URL", self.url, api_key, f"${API_KEY_ENV} or {self.flags['api_key']}")
         parts = urlsplit(self.url)
-        if (parts.username or parts.password) and api_key:
-            raise MeraError("the judge URL carries a user name or password and an API key is "
-                            "given too: give the key once, with --judge-api-key, and drop it "
-                            "from the URL")
         self.base = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
         self.model = model
         self.timeout = float(timeout)
@@ -330,7 +328,7 @@ class HttpJudge(Judge):
         self.sep = sep or self._server_sep()
 
     def _server_sep(self) -> str:
-        hint = "pass the judge tokenizer (--judge-tokenizer PATH_OR_ID, judge_tokenizer=...)"
+        hint = f"pass the judge tokenizer ({self.flags['tokenizer']} PATH_OR_ID)"
         try:
             sep = _sep_from_info(self.call("/tokenizer_info", None))
         except MeraError as err:
@@ -453,11 +451,11 @@ def get_judge(judge: str | Judge | None = None, judge_url: str | None = None,
 
     With `judge_url` the separator token comes from `judge_tokenizer` (a path or Hub id
     of the judge tokenizer, loaded here; it also makes the token windows), else from the
-    server's GET /tokenizer_info (`mera-multi judge serve` has it; vLLM with
-    --enable-tokenizer-info-endpoint), else this fails with one line saying to pass
-    `judge_tokenizer`. Options go to LocalJudge or HttpJudge (e.g. `api_key`, `model`).
-    Judges are cached per configuration so a model loads once per process. With neither
-    `judge` nor `judge_url` this raises: a judge score is never made up.
+    server (GET /tokenizer_info, POST /tokenize and /detokenize: `mera-multi judge serve`
+    has them; vLLM with --enable-tokenizer-info-endpoint), else one line says to pass
+    it. Options go to LocalJudge or HttpJudge (e.g. `api_key`, default
+    $MERA_JUDGE_API_KEY). Judges are cached per configuration (a model loads once per
+    process). With neither `judge` nor `judge_url` this raises: no judge score is made up.
     """
     if isinstance(judge, Judge) or callable(getattr(judge, "labels", None)):
         return judge  # a Judge (or one from another copy of this module: a metric Space's)
@@ -473,6 +471,10 @@ def get_judge(judge: str | Judge | None = None, judge_url: str | None = None,
                         "uses its own tokenizer")
     if judge_tokenizer:
         options["tokenizer"] = judge_tokenizer
+    if judge_url:  # the key from the environment is part of what the cache tells apart
+        from .http_client import key_or_env
+
+        options["api_key"] = key_or_env(options.get("api_key"), API_KEY_ENV)
     key = ("http", judge_url) if judge_url else ("local", str(judge))
     key += tuple(sorted((k, repr(v)) for k, v in options.items()))
     with _CACHE_LOCK:

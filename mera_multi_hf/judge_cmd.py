@@ -59,7 +59,8 @@ class AgreementOptions:
     tokenizer: str | None = opt(None, "with --url: the judge tokenizer, path or Hub id (SEP + "
                                 "token windows; default: ask the server)")
     sep: str | None = opt(None, "with --url and no --tokenizer: the separator token, e.g. [SEP]")
-    api_key: str | None = opt(None, "with --url: the served judge's API key", secret=True)
+    api_key: str | None = opt(None, "with --url: the served judge's API key (default: "
+                              "$MERA_JUDGE_API_KEY)", secret=True)
     window: int | None = opt(None, "token window (default 7995)")
     device: str | None = opt(None, "with --model: cpu, cuda, ...")
     batch_size: int = opt(16, "with --model: texts per forward pass")
@@ -87,7 +88,8 @@ def cmd_agreement(options: AgreementOptions) -> int:
     else:
         judge = HttpJudge(options.url, model=options.served_model_name,
                           tokenizer=options.tokenizer, sep=options.sep, window=window,
-                          api_key=options.api_key)
+                          api_key=options.api_key,
+                          flags={"tokenizer": "--tokenizer", "api_key": "--api-key"})
     report = agreement.judge_agreement(records, judge)
     print(agreement.format_report(report))
     if options.out:

@@ -19,8 +19,9 @@ class ScoringOptions:
     judge_url: str | None = opt(None, "vLLM-style /classify endpoint of a served judge")
     judge_tokenizer: str | None = opt(None, "tokenizer (id or folder) of a served judge, when "
                                       "the server does not report its separator")
-    judge_api_key: str | None = opt(None, "API key of a served judge; never recorded",
-                                     secret=True)
+    judge_api_key: str | None = opt(None, "API key of a served judge, sent to --judge-url "
+                                    "(default: $MERA_JUDGE_API_KEY); never recorded",
+                                    secret=True)
     no_submission: bool = opt(False, "do not write submission.zip")
 
     def scoring(self) -> ScoringOptions:

@@ -86,7 +86,7 @@ def check_source(task, source) -> str:
 
 def check_model(config) -> str:
     if config.backend == "openai":
-        return check_server(config.base_url, config.api_key, config.model, config.timeout)
+        return check_server(config.base_url, config.openai_key(), config.model, config.timeout)
     if config.model is None:
         return "the built-in tiny model"
     return check_hub_model(config.model, "model", "--model", "a folder saved with "
@@ -133,10 +133,10 @@ def probe(url: str, api_key: str | None, timeout: float = PROBE_TIMEOUT):
     return resp.status_code, body
 
 
-def _refused(url: str, status: int, key_flag: str) -> str:
-    if status in (401, 403):
-        return (f"{url} refused the request with HTTP {status} (authentication): pass the "
-                f"right key with {key_flag}")
+def _refused(url: str, status: int, key_flag: str, env: str) -> str:
+    if status in (401, 403):  # the flag last: masking eats the word after a key flag
+        return (f"{url} refused the request with HTTP {status} (authentication): set the "
+                f"right key in ${env} or give it with {key_flag}")
     return f"{url} answered HTTP {status}"
 
 
@@ -156,7 +156,7 @@ def _check_one_server(base_url: str, api_key: str | None, model: str, timeout: f
     url = base_url.rstrip("/") + "/models"
     status, body = probe(url, api_key, min(timeout, PROBE_TIMEOUT))
     if status != 200:
-        raise MeraError(_refused(url, status, "--api-key (or $OPENAI_API_KEY)"))
+        raise MeraError(_refused(url, status, "--api-key", "OPENAI_API_KEY"))
     served = [str(m.get("id")) for m in (body or {}).get("data", []) if isinstance(m, dict)] \
         if isinstance(body, dict) else []
     if served and model not in served:
@@ -168,7 +168,8 @@ def _check_one_server(base_url: str, api_key: str | None, model: str, timeout: f
 def check_judge(judge, judge_url, judge_tokenizer, judge_api_key) -> str:
     """A served judge answers, accepts the key and names its separator (the judge object
     made here is the one scoring reuses); a local judge's files are at hand."""
-    from .judge import Judge, get_judge
+    from .http_client import key_or_env, one_secret
+    from .judge import API_KEY_ENV, Judge, get_judge
 
     if isinstance(judge, Judge):
         return "a judge object given by the caller"
@@ -179,9 +180,12 @@ def check_judge(judge, judge_url, judge_tokenizer, judge_api_key) -> str:
 
         base = classify_url(judge_url).split("/", 3)
         models = "/".join(base[:3]) + "/v1/models"
+        judge_api_key = key_or_env(judge_api_key, API_KEY_ENV)
+        one_secret("the judge URL", judge_url, judge_api_key,  # before any key is sent
+                   f"${API_KEY_ENV} or --judge-api-key")
         status, _ = probe(models, judge_api_key)
         if status != 200:
-            raise MeraError(_refused(models, status, "--judge-api-key"))
+            raise MeraError(_refused(models, status, "--judge-api-key", API_KEY_ENV))
         options = {"api_key": judge_api_key} if judge_api_key else {}
         served = get_judge(None, judge_url, judge_tokenizer=judge_tokenizer, **options)
         return f"{served.url}: model {served.resolved_model()}, separator {served.sep!r}"

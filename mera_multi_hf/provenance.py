@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import platform
+import re
 import shlex
 import sys
 from importlib import metadata
@@ -51,19 +52,44 @@ def folder_fingerprint(root: str | Path, *, read: tuple[str, ...] = (), salt: st
     return digest.hexdigest()[:length]
 
 
-def command_line(config=None) -> str:
-    """The command, masked: rebuilt from a run config's options that differ from the
-    defaults (the same whether run directly or under a launcher), else as typed."""
+def command_line(config=None, typed: list[str] | None = None) -> str:
+    """The command, masked (the secret options' values, and those values wherever else
+    they appear): ``typed``, the options of `mera-multi evaluate` as typed; else, for a
+    Python caller, the run config's options that differ from the defaults, as the call
+    that gives them; with no config, ``sys.argv``."""
     if config is None:
         return mask_secrets(" ".join([Path(sys.argv[0]).name] + sys.argv[1:]))
     import dataclasses
 
-    secret = {f.name for f in dataclasses.fields(config) if f.metadata.get("secret")}
-    parts = ["mera-multi evaluate"]
-    for name, value in config.changed().items():
-        flag = "--" + name.replace("_", "-")
-        if name in secret:
-            value = "***"
-        for item in value if isinstance(value, list) else [value]:
-            parts.append(flag if item is True else f"{flag} {shlex.quote(str(item))}")
-    return mask_secrets(" ".join(parts))
+    secret = [f.name for f in dataclasses.fields(config) if f.metadata.get("secret")]
+    if typed is not None:
+        text = shlex.join(["mera-multi", "evaluate", *typed])
+    else:
+        shown = {k: "***" if k in secret else v for k, v in config.changed().items()}
+        text = "run_evaluation(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
+    for name in secret:
+        value = getattr(config, name, None)
+        if isinstance(value, str) and value:
+            text = text.replace(value, "***")
+    return mask_secrets(text)
+
+
+# an option whose value is a secret, by its name (api_key, hf_token, password, ...)
+SECRET_NAME = re.compile(r"(?:^|[_-])(?:api[_-]?key|key|token|secret|password|passwd|auth|"
+                         r"credentials?|sig)$", re.IGNORECASE)
+
+
+def mask_values(value):
+    """A config block (lm-evaluation-harness's, say) with its secrets masked by name:
+    a secret-named field, a ``name=value`` pair of a comma-separated argument string
+    (``model_args``), and whatever mask_secrets masks in the other strings."""
+    if isinstance(value, dict):
+        return {k: "***" if SECRET_NAME.search(str(k)) and v else mask_values(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_values(v) for v in value]
+    if isinstance(value, str):
+        pairs = [(k, sep, "***" if sep and SECRET_NAME.search(k.strip()) else v)
+                 for k, sep, v in (part.partition("=") for part in value.split(","))]
+        return mask_secrets(",".join(k + sep + v for k, sep, v in pairs))
+    return value

@@ -66,7 +66,9 @@ def metric_rows(result: dict) -> list[tuple[str, str, str]]:
 
 
 JUDGE_LABEL = ("(judge): a score given by the judge model (a classifier that reads the "
-               "question, the gold and the answer); reported apart from the official metrics")
+               "question, the gold and the answer); the task score, what the leaderboard "
+               "ranks by, is the mean of the exact-match and judge metrics where both are "
+               "the task's leaderboard metrics")
 
 
 def footnotes(task_results: list[dict]) -> list[str]:
@@ -188,13 +190,15 @@ def markdown(task_results: list[dict], summary: dict, run_info: dict,
 
 
 def model_index(task_results: list[dict], model_name: str, official: dict[str, bool]) -> str | None:
-    """The `model-index` block of a Hub model card, for the tasks scored on the whole
-    official test split only (``official``: task -> whether it was); None when none was."""
+    """The `model-index` block of a Hub model card, for the tasks that ``model_name``
+    answered and that were scored on the whole official test split only (``official``:
+    task -> whether it was); None when none was."""
     from huggingface_hub import EvalResult, ModelCardData
 
     results = []
     for r in task_results:
-        if not r.get("scorable") or not official.get(r["task"]):
+        if not r.get("scorable") or not official.get(r["task"]) \
+                or r.get("model", model_name) != model_name:
             continue
         task = TASKS[r["task"]]
         scores = dict(r["metrics"], task_score=r["task_score"])  # leaderboard metrics' mean

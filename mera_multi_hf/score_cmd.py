@@ -43,10 +43,12 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     folder = OutputFolder(out_dir, kind="score", inputs=[data, predictions_path, judge])
     with folder.claim() as folder:  # before any work
         part = _task_part(task, predictions_path, data, split)
+        record = _score_record(predictions_path, checked, f"{task.key}/{split}")
         out = finalize(folder, [part], options, split=split, started=started,
-                       run_info=_score_record(predictions_path, checked))
+                       run_info=dict(record, environment=_environment(judge_url, judge_api_key)))
     result = out["tasks"][0]
     result["written"] = sorted(out["files"])
+    result["coverage_note"] = (out["run"]["coverage_change"] or {}).get("note")
     return result
 
 
@@ -72,15 +74,57 @@ def _task_part(task, predictions_path, data, split) -> TaskPart:
                     dataset, getattr(dataset, "_fingerprint", None))
 
 
-def _score_record(predictions_path, checked) -> dict:
-    """The fields of the run record that belong to a scoring: the predictions files."""
+def _score_record(predictions_path, checked, entry: str) -> dict:
+    """The fields of the run record that belong to a scoring: the predictions files and
+    where they were made (``entry``: the ``task/split`` scored)."""
     from .predictions import prediction_files
     from .provenance import command_line, file_sha256
 
     files = [str(f) for f in prediction_files(predictions_path)]
-    return {"mode": "score", "model": model_name(files), "predictions": files,
-            "predictions_sha256": {f: file_sha256(f) for f in files},
-            "command": command_line(), "preflight": checked}
+    record = {"model": model_name(files), **made_by(files, entry), "mode": "score"}
+    return dict(record, predictions=files, predictions_sha256={f: file_sha256(f) for f in files},
+                command=command_line(), preflight=checked)
+
+
+def _environment(judge_url, judge_api_key) -> dict:
+    """The values this scoring takes from the environment (named, never shown)."""
+    import os
+
+    from .judge import API_KEY_ENV
+
+    taken = judge_url and not judge_api_key and os.environ.get(API_KEY_ENV)
+    return {"judge_api_key": f"from ${API_KEY_ENV}"} if taken else {}
+
+
+def made_by(files: list[str], entry: str) -> dict:
+    """The provenance the predictions carry: this project's run folder (its manifest:
+    model, backend options, generation, sessions), or an lm-evaluation-harness run (the
+    config block of its results file, secrets masked)."""
+    from .runner.manifest import provenance, read_manifest
+
+    for file in map(Path, files):
+        for folder in (file.parent, file.parent.parent):  # samples_*.jsonl or logs/samples-rank*
+            doc = read_manifest(folder)
+            if doc and entry in doc.get("tasks", {}):
+                return dict(provenance(doc, [entry]), model=doc["tasks"][entry]["model"],
+                            generated_in=str(folder))
+    config = harness_config(files)
+    return {"harness_config": config} if config is not None else {}
+
+
+def harness_config(files: list[str]) -> dict | None:
+    """The ``config`` block of the lm-evaluation-harness results file beside the logs,
+    masked (its ``model_args`` may hold an api_key)."""
+    from .provenance import mask_values
+
+    for results in sorted({r for f in files for r in Path(f).parent.glob("results*.json")}):
+        try:
+            doc = json.loads(results.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("config"), dict):
+            return mask_values(doc["config"])
+    return None
 
 
 def model_name(files: list[str]) -> str:
@@ -110,6 +154,8 @@ def cmd_score(config: ScoreConfig) -> int:
                                judge_api_key=config.judge_api_key,
                                submission=not config.no_submission)
     print((out / "results.md").read_text(encoding="utf-8"))
+    if result["coverage_note"]:
+        print(f"note: {result['coverage_note']}")
     if not result["scorable"]:
         print(f"{config.task}/{config.split}: {result['note']}")
     print(f"wrote {', '.join(result['written'])} to {out}")

@@ -47,7 +47,8 @@ def score_task(task: TaskSpec, examples: list[Example], predictions: dict[int, s
     """The metrics of one task for predictions keyed by id.
 
     ``judge``: a ready judge (:func:`mera_multi_hf.judge.get_judge`) or None. Judge metrics
-    are computed only with one, and always reported apart from the official metrics.
+    are computed only with one; the task score averages them with EM where the leaderboard
+    ranks the task by both (``task_score_metrics``).
     """
     em_mode = em_mode or task.em_mode
     _check_complete(task, examples, predictions, split)

@@ -23,9 +23,9 @@ def _options(n: int) -> tuple[str, ...]:
 DEFAULT_MAX_NEW_TOKENS = 256
 DEFAULT_STOP = ("\n\n",)
 
-# Judge metrics (JS) are computed only with a judge and reported apart from the metrics
-# of the task metadata (EM / group EM / intent EM / slot F1); the leaderboard ranks most
-# tasks by EM and JS together (LEADERBOARD_METRICS).
+# Judge metrics (JS) are computed only with a judge; they are not among the metrics of
+# the task metadata (EM / group EM / intent EM / slot F1), but the leaderboard ranks most
+# tasks by EM and JS together (LEADERBOARD_METRICS), and so does the task score.
 JUDGE_METRICS = ("judge_score",)
 GROUPED_JUDGE_METRICS = ("judge_score", "group_judge_score")
 

@@ -22,7 +22,7 @@ def test_evaluate_all_tasks_writes_one_zip_with_18_files(tmp_path, capsys):
     out = tmp_path / "all"
     assert main(["evaluate", "--tasks", "all", "--output-dir", str(out), "--no-progress",
                  "--max-new-tokens", "4"]) == 0
-    capsys.readouterr()
+    printed = capsys.readouterr().out
     with zipfile.ZipFile(out / "submission.zip") as zf:
         names = sorted(n for n in zf.namelist() if n.endswith(".json"))
         assert names == sorted(f"{t.class_name}.json" for t in TASKS.values())
@@ -36,3 +36,26 @@ def test_evaluate_all_tasks_writes_one_zip_with_18_files(tmp_path, capsys):
     assert set(doc["tasks"]) == set(TASKS)
     assert set(doc["summary"]["modality"]) == set(MODALITIES)
     assert doc["summary"]["overall"]["n_tasks"] == len(TASKS)
+    _every_task_names_its_model(out, doc, printed)
+
+
+def _every_task_names_its_model(out, doc, printed) -> None:
+    """The audio tasks are answered by the built-in audio model: the console, results.json,
+    the manifest and every sample line (those in logs_public.zip too) say so."""
+    import io
+
+    from mera_multi_hf.tiny_model import TINY_AUDIO_MODEL_ID, TINY_MODEL_ID
+
+    manifest = json.loads((out / "run_manifest.json").read_text())
+    for task in TASKS.values():
+        model = TINY_AUDIO_MODEL_ID if task.modality == "audio" else TINY_MODEL_ID
+        assert doc["tasks"][task.key]["model"] == model, task.key
+        assert manifest["tasks"][f"{task.key}/test"]["model"] == model, task.key
+        assert (f"model of {task.key}: {model}" in printed) == (model != TINY_MODEL_ID)
+        lines = (out / f"samples_{task.key}_test.jsonl").read_text().splitlines()
+        assert {json.loads(line)["model"] for line in lines} == {model}, task.key
+        with zipfile.ZipFile(out / "submission.zip") as zf:
+            with zipfile.ZipFile(io.BytesIO(zf.read("logs_public.zip"))) as logs:
+                public = logs.read(f"samples_{task.key}_test.jsonl").decode().splitlines()
+        assert {json.loads(line)["model"] for line in public} == {model}, task.key
+    assert "audio_model" in doc["run"]["backend_options"]  # both models' options recorded

@@ -28,7 +28,8 @@ STAGES = [
     ("scores", {"scoring", "judge", "judge_agreement", "judge_train", "judge_server",
                 "uncertainty", "diagnostics"}),
     ("reports and submission", {"reports", "charts", "submission", "results_html", "compare_html"}),
-    ("commands", {"mera_multi_hf", "runner", "runner.config", "runner.run", "runner.finish", "cli", "__main__",
+    ("commands", {"mera_multi_hf", "runner", "runner.config", "runner.run", "runner.finish",
+                  "runner.manifest", "cli", "__main__",
                   "evaluate_cmd", "score_cmd", "judge_cmd", "metrics_export", "metrics_loading",
                   "compare", "leaderboard", "preflight", "view_cmd", "finalize", "options"}),
 ]

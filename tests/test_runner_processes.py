@@ -144,6 +144,22 @@ def test_two_processes_match_one_and_resume_across_process_counts(tmp_path, unin
     ids = Counter(r["id"] for r in _complete_lines(out))
     assert sorted(ids) == SAMPLE_IDS and set(ids.values()) == {1}
     assert _results(out) == uninterrupted
+    _sessions_as_run(out)
+
+
+def _sessions_as_run(out) -> None:
+    """The manifest lists the three sessions as they ran (issue 28's oracle: a resume with
+    another number of processes), under the backend options of the first."""
+    run = json.loads((out / "results.json").read_text())["run"]
+    sessions = run["sessions"]
+    assert [s["num_processes"] for s in sessions] == [1, 2, 1]
+    assert [s["batch_size"] for s in sessions] == [8, 3, 5]
+    assert [s["counts"]["generated"] for s in sessions] == [6, 10, 10]
+    assert sessions[1]["command"] == (f"mera-multi evaluate --no-progress --data sample "
+                                      f"--limit 16 --batch-size 3 --output-dir {out}")
+    assert sessions[0]["command"].startswith("run_evaluation(data=['sample'], limit=6")
+    assert run["num_processes"] == 1 and run["dtype"] == "float32"
+    assert run["backend_options"]["model_class"] == "LlavaForConditionalGeneration"
 
 
 def test_hub_model_from_the_local_cache_records_its_commit(tmp_path):

@@ -190,7 +190,10 @@ def test_scoring_a_runner_sample_log_reproduces_the_run(tmp_path):
     common = set(ran["run"]) & set(rescored["run"])
     assert common >= {"run_id", "model", "versions", "command", "preflight", "started_at",
                       "duration_s", *same}
-    assert set(rescored["run"]) - common == {"predictions", "predictions_sha256"}
+    # ... score: the predictions, and the run folder whose manifest gave the provenance
+    assert set(rescored["run"]) - common == {"predictions", "predictions_sha256", "generated_in"}
+    protocol = ("revision", "backend", "dtype", "backend_options", "generation", "seed")
+    assert {k: rescored["run"][k] for k in protocol} == {k: ran["run"][k] for k in protocol}
     # the private split's gold: in the run's sample file and results.json, the score's results
     assert rescored["run"]["gold_private"]["files"] == ["results.json", "results.html"]
     assert ran["run"]["gold_private"]["files"] == ["samples_ruhhh_image_test.jsonl",

@@ -8,6 +8,7 @@
 - :mod:`.config`          :class:`RunConfig`, every option of a run (the CLI is generated from it)
 - :mod:`.run`             :func:`run_evaluation`: plan, load, requests, resume (data parallel)
 - :mod:`.generate`        this process's share through the backend into the sample log
+- :mod:`.manifest`        run_manifest.json: the run's fixed settings and its sessions
 - :mod:`.finish`          the sample files and the run's record, then finalize (shared with `score`)
 - :mod:`.launch`          ``evaluate --processes N``: the data-parallel processes, without a launcher
 - :mod:`.dialogue`        dialogue tasks (ruTiE): turns, context, official positions

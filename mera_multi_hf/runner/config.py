@@ -128,8 +128,6 @@ class RunConfig(ScoringOptions, MediaLimitOptions):
         if self.max_retries < 0 or self.timeout <= 0:
             raise MeraError("--max-retries must be >= 0 and --timeout > 0")
         self.limits()  # a bad limit stops here, before any work
-        if self.api_key is None and self.backend == "openai":
-            self.api_key = os.environ.get("OPENAI_API_KEY")
         remember_options(self)  # masked wherever text is written or printed from now on
 
     def limits(self):
@@ -154,6 +152,19 @@ class RunConfig(ScoringOptions, MediaLimitOptions):
             else:
                 raise MeraError(f"--data {value!r}: give one source, or TASK=SOURCE for each task")
         return per_task
+
+    def openai_key(self) -> str | None:
+        """The openai backend's key: --api-key, else $OPENAI_API_KEY."""
+        return self.api_key or os.environ.get("OPENAI_API_KEY") or None
+
+    def environment(self) -> dict:
+        """The values this run takes from the environment (named, never shown)."""
+        from ..judge import API_KEY_ENV
+
+        taken = {"api_key": ("OPENAI_API_KEY", self.backend == "openai"),
+                 "judge_api_key": (API_KEY_ENV, bool(self.judge_url))}
+        return {name: f"from ${env}" for name, (env, used) in taken.items()
+                if used and getattr(self, name) is None and os.environ.get(env)}
 
     def changed(self) -> dict:
         """The options that differ from the defaults (what the command line said)."""

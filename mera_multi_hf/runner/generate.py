@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from .backends import model_for
 from .request import Request, drop_media, load_media
 from .samplelog import SampleLog
 
@@ -48,7 +49,8 @@ def generate_into_log(engine, mine: list[Request], datasets: dict, log: SampleLo
         steps = _streamed(engine, mine, datasets) if hasattr(engine, "stream") \
             else _batched(engine, mine, datasets)
         for done in steps:  # (request, generation, seconds) triples, logged as they come
-            log.append([log_record(r, g, s, engine.model_id) for r, g, s in done])
+            log.append([log_record(r, g, s, model_for(engine, {m.kind for m in r.all_media()}))
+                        for r, g, s in done])
             generated.update((r.key, g) for r, g, _ in done)
             bar.update(len(done))
     finally:

@@ -24,7 +24,8 @@ from ..preflight import preflight_run
 from ..tasks import TaskSpec, get_task, resolve_tasks
 from .config import RunConfig
 from .generate import generate_into_log
-from . import dialogue
+from . import dialogue, manifest
+from .manifest import MANIFEST
 from .request import Request, arrow_view, build_requests
 from .samplelog import LOG_DIR, SampleLog, request_hash
 
@@ -41,14 +42,16 @@ class TaskData:
     requests: list[Request] = field(default_factory=list)
 
 
-def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -> dict | None:
+def run_evaluation(config: RunConfig | None = None, *, engine=None,
+                   typed: list[str] | None = None, **options) -> dict | None:
     """Evaluate a model on MERA Multi tasks; returns the run summary (None on the other
     processes of a data-parallel run).
 
     ``config``: a :class:`RunConfig`; keyword ``options`` set or override its fields
     (``run_evaluation(model="Qwen/Qwen2.5-VL-3B-Instruct", tasks="ruhhh_image")``).
     ``engine``: a ready :class:`~mera_multi_hf.runner.backends.Backend` instead of the one
-    the config names. Writes into ``output_dir`` (default ``runs/<model name>``).
+    the config names. ``typed``: the options as typed on the command line (the CLI's, for
+    the record). Writes into ``output_dir`` (default ``runs/<model name>``).
     """
     config = dataclasses.replace(config, **options) if config else RunConfig(**options)
     started = time.time()
@@ -69,9 +72,9 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None, **options) -
     inputs = _local([*sources.values(), config.model, config.judge])
     folder = OutputFolder(out, kind="run", flag="--output-dir", inputs=inputs)
     folder.check()  # every process, before any work
-    _claim(folder, _log_names(folder, state.num_processes), state)
+    _claim(folder, _log_names(folder, state.num_processes) + [MANIFEST], state)
     with folder:
-        return _run(config, engine, specs, sources, state, folder, started, checked)
+        return _run(config, engine, specs, sources, state, folder, started, checked, typed)
 
 
 def _claim(folder, logs: list[str], state) -> None:
@@ -104,7 +107,34 @@ def _log_names(folder, world: int) -> list[str]:
     return mine + [n for n in folder.owned() if n.startswith(f"{LOG_DIR}/samples-rank")]
 
 
-def _run(config: RunConfig, engine, specs, sources, state, folder, started, checked) -> dict | None:
+def new_session(config: RunConfig, engine, loaded, world: int, typed, started: float) -> dict:
+    """This start or resume of the run, as the manifest lists it."""
+    from ..provenance import command_line, package_versions
+
+    return {"started_at": manifest.iso(started), "finished_at": None,
+            "command": command_line(config, typed), "environment": config.environment(),
+            "num_processes": world, "batch_size": engine.batch_size,
+            "tasks": [d.task.key for d in loaded], "split": config.split, "limit": config.limit,
+            "versions": package_versions()}
+
+
+def open_manifest(folder, config: RunConfig, engine, loaded, session: dict) -> dict:
+    """The run's manifest with this session begun; a resume under other fixed settings
+    stops here, in one line (every process reads it before any is written)."""
+    old = None if config.overwrite else manifest.read_manifest(folder)
+    fixed = manifest.fixed_settings(config, engine)
+    manifest.check_fixed(old, fixed, folder.path)
+    return manifest.start(old, fixed, manifest.task_entries(config, engine, loaded), session)
+
+
+def write_manifest(folder, doc: dict) -> None:
+    import json
+
+    folder.put(MANIFEST, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+
+
+def _run(config: RunConfig, engine, specs, sources, state, folder, started, checked,
+         typed) -> dict | None:
     loaded = [load_task_data(task, sources[task.key], config, state) for task in specs]
     for data in loaded:
         if not data.task.dialogue:
@@ -116,7 +146,12 @@ def _run(config: RunConfig, engine, specs, sources, state, folder, started, chec
     log = SampleLog(folder, state.process_index)
     before = log.read()
     logged(log, before, requests)  # other settings in the folder stop every process here
+    session = new_session(config, engine, loaded, state.num_processes, typed, started)
+    doc = open_manifest(folder, config, engine, loaded, session)
     state.wait_for_everyone()  # nobody writes before every process has read the log
+    if state.is_main_process:
+        write_manifest(folder, doc)  # before any generation
+    state.wait_for_everyone()
     here = generate_share(config, engine, loaded, log, before, state)
     if state.is_main_process and state.num_processes > 1:  # idle until the others finish
         threading.Thread(target=import_outputs_stage, daemon=True).start()
@@ -134,8 +169,19 @@ def _run(config: RunConfig, engine, specs, sources, state, folder, started, chec
     resumed = sum(1 for r in requests if r.hash in before.get(r.key, {}))
     counts = {"requested": len(requests), "resumed": resumed,
               "generated": len(requests) - resumed, "generated_here": here}
-    return finish_run(folder, config, engine, loaded, merged(index, requests), counts=counts,
-                      started=started, world=state.num_processes, preflight=checked)
+    doc = manifest.finish(doc, engine, counts)
+    write_manifest(folder, doc)
+    return finish_run(folder, config, loaded, merged(index, requests), counts=counts,
+                      manifest=doc, logged=logged_counts(index), started=started,
+                      preflight=checked)
+
+
+def logged_counts(index: dict) -> dict[tuple, int]:
+    """(task, split) -> examples in the sample log (what a report may cover)."""
+    counts: dict[tuple, int] = {}
+    for task, split, _ in index:
+        counts[(task, split)] = counts.get((task, split), 0) + 1
+    return counts
 
 
 def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: SampleLog,

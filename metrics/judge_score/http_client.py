@@ -9,6 +9,8 @@ into one clear line.
 """
 from __future__ import annotations
 
+import os
+
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util import Retry
@@ -31,6 +33,23 @@ def make_session(retries: int = 4, backoff: float = 1.0, api_key: str | None = N
     if api_key:
         session.headers["Authorization"] = f"Bearer {api_key}"
     return session
+
+
+def key_or_env(given: str | None, env: str) -> str | None:
+    """A client's key: the one given, else the environment's (which `ps` does not show)."""
+    return given or os.environ.get(env) or None
+
+
+def one_secret(what: str, url: str, api_key: str | None, named: str) -> None:
+    """One secret, sent one way: a URL with a user name or password is refused together
+    with a key (``named``: where keys come from, the environment included)."""
+    from urllib.parse import urlsplit
+
+    from .errors import MeraError
+
+    if (urlsplit(url).username or urlsplit(url).password) and api_key:
+        raise MeraError(f"{what} carries a user name or password and an API key is given too "
+                        f"({named}): give the key once and drop it from the URL")
 
 
 def short_error(err: BaseException) -> str:

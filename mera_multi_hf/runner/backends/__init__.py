@@ -79,6 +79,13 @@ def make_backend(kind: str, model: str | None, **options) -> Backend:
     return cls(model, **mine)
 
 
+def model_for(engine, kinds) -> str:
+    """The model that answers inputs of these media kinds (a modality, or a request's):
+    the engine's own, or the one a routing engine sends them to."""
+    route = getattr(engine, "engine_for", None)
+    return (route(kinds) if route else engine).model_id
+
+
 class RoutingBackend:
     """Two plain backends behind one: requests with audio go to ``audio``, the rest to
     ``main`` (the demo's tiny LLaVA and tiny Qwen2-Audio). It records as ``main`` does,
@@ -101,8 +108,13 @@ class RoutingBackend:
     def load(self) -> None:
         self.main.load()
 
+    def engine_for(self, kinds) -> Backend:
+        """The engine for inputs of these media kinds: audio goes to the audio model."""
+        return self.audio if "audio" in kinds else self.main
+
     def generate(self, requests: list[Request]) -> list[str]:
-        heard = {i for i, r in enumerate(requests) if any(m.kind == "audio" for m in r.all_media())}
+        heard = {i for i, r in enumerate(requests)
+                 if self.engine_for({m.kind for m in r.all_media()}) is self.audio}
         out = [""] * len(requests)
         for engine, rows in ((self.audio, sorted(heard)),
                              (self.main, [i for i in range(len(requests)) if i not in heard])):
