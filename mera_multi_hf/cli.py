@@ -5,6 +5,7 @@ import argparse
 import errno
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import MeraError
 from .options import MediaLimitOptions
@@ -49,7 +50,7 @@ class BuildOptions(MediaLimitOptions):
 
 def cmd_build(options: BuildOptions) -> int:
     from .hub import export_raw, push, shard_size
-    from .loading import resolve_source
+    from .loading import check_data_task, resolve_source
     from .tasks import get_task
 
     if options.internal_with_answers and options.push:  # refused before anything is built or sent
@@ -60,7 +61,10 @@ def cmd_build(options: BuildOptions) -> int:
         raise MeraError(f"--num-proc {options.num_proc}: must be at least 1")
     task = get_task(options.task)
     shard_size(options.max_shard_size)
-    out = export_raw(task, resolve_source(task, options.raw), options.out,
+    raw = resolve_source(task, options.raw)
+    if Path(raw).is_dir():  # another task's folder is named as such, not as field errors
+        check_data_task(task, raw, "raw")
+    out = export_raw(task, raw, options.out,
                      max_shard_size=options.max_shard_size, overwrite=options.overwrite,
                      include_private_answers=options.internal_with_answers,
                      limits=limits, num_proc=options.num_proc)

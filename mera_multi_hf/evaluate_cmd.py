@@ -73,23 +73,15 @@ def cmd_evaluate(options: list[str]) -> int:
 
 
 def format_results(result: dict) -> str:
-    """The run as a short text table (what the CLI prints)."""
-    from .parsing import text_table
-    from .reports import footnotes, metric_rows
+    """The run as a short text table (what the CLI prints; `score` prints the same table)."""
+    from .finalize import results_table
 
     run = result["run"]
     lines = [f"model: {run['model']}" + (f"  (revision {run['revision']})" if run["revision"] else "")]
     counts = result["counts"]
     lines.append(f"examples: {counts['requested']}  (from the sample log: {counts['resumed']}, "
                  f"generated now: {counts['generated']})")
-    rows = [("task", "split", "n", "metric", "score", "human")]
-    for task in result["tasks"]:
-        rows += [(task["task"], task["split"], str(task["n_examples"]), *row)
-                 for row in metric_rows(task)]
-    lines.append(text_table(rows))
-    lines += [f"note: {note}" for note in footnotes(result["tasks"]) + result["notes"]]
-    lines.append("wrote: " + ", ".join(str(p) for p in result["files"].values()))
-    return "\n".join(lines)
+    return "\n".join(lines + [results_table(result)])
 
 
 def add_parser(sub) -> None:

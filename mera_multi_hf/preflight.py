@@ -74,14 +74,15 @@ def check_output(folder, flag: str = "--output-dir") -> str:
 
 def check_source(task, source) -> str:
     """The source resolves (sample, a folder holding a dataset, or a Hub id that is
-    reachable or cached)."""
-    from .loading import check_hub_source, resolve_source, source_kind
+    reachable or cached) and is the task's own data, not another task's."""
+    from .loading import check_data_task, check_hub_source, resolve_source, source_kind
 
     resolved = resolve_source(task, source)
     kind = source_kind(resolved)
+    note = check_data_task(task, resolved, kind)  # another task's Hub id: no need to reach it
     if kind == "hub":
         check_hub_source(task, str(resolved))
-    return f"{kind}: {resolved}"
+    return f"{kind}: {resolved}" + (f" ({note})" if note else "")
 
 
 def check_model(config) -> str:

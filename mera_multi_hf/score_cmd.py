@@ -48,6 +48,10 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
                        run_info=_score_record(predictions_path, checked))
     result = out["tasks"][0]
     result["written"] = sorted(out["files"])
+    from .finalize import results_table
+
+    # what `mera-multi score` prints: evaluate's short table
+    result["table"] = f"model: {out['run']['model']}\n{results_table(out)}"
     return result
 
 
@@ -57,20 +61,49 @@ def _task_part(task, predictions_path, data, split) -> TaskPart:
     from .loading import load_split
     from .predictions import read_predictions
 
-    predictions = read_predictions(predictions_path, task.key, split)  # a bad file: no loading
+    # the harness reads the official copy in its order: there lm-eval's doc_id, a
+    # position, names an example (a domain task's logs count positions per domain)
+    harness_order = data is None and split == "test" and not task.domains
+    if not (task.dialogue or harness_order):
+        predictions = read_predictions(predictions_path, task.key, split)  # a bad file: no loading
     dataset = load_split(task, source=data, split=split)
     examples = make_examples(task, dataset)
-    if task.dialogue:  # official ruTiE logs name examples by position (meta.id is null)
-        from .runner.dialogue import positions
-        places = {p: i for i, p in positions(task, examples).items()}
-        predictions = read_predictions(predictions_path, task.key, split, places)
+    if task.dialogue or harness_order:
+        predictions = read_predictions(predictions_path, task.key, split,
+                                       _places(task, examples, harness_order))
     extra = sorted(set(predictions) - {e.id for e in examples})
     if extra:
         raise MeraError(f"{predictions_path}: ids not in {task.key}/{split}: "
                         f"{', '.join(map(str, extra[:20]))}")
     source = str(data or task.hub_id)
     return TaskPart(task, examples, predictions, source, split == "test" and source == task.hub_id,
-                    dataset, getattr(dataset, "_fingerprint", None))
+                    dataset, getattr(dataset, "_fingerprint", None),
+                    given_logs=_given_logs(predictions_path, task.key, split))
+
+
+def _places(task, examples, harness_order: bool) -> dict:
+    """Positions -> example ids: ruTiE's (dialog id, question id), whose official logs
+    null meta.id, and lm-eval's doc_id where the harness's order is known."""
+    from .predictions import DOC_POSITION
+
+    places = {}
+    if task.dialogue:
+        from .runner.dialogue import positions
+        places = {p: i for i, p in positions(task, examples).items()}
+    if harness_order:
+        places.update({(DOC_POSITION, n): e.id for n, e in enumerate(examples)})
+    return places
+
+
+def _given_logs(predictions_path, task_key: str, split: str) -> dict[str, list[dict]]:
+    """The predictions files' lines of this task and split, by file name: what
+    logs_public.zip carries of a scoring, as the official packer carries the logs."""
+    from .predictions import task_lines
+
+    logs: dict[str, list[dict]] = {}
+    for file, _, record in task_lines(predictions_path, task_key, split):
+        logs.setdefault(file.name, []).append(record)
+    return logs
 
 
 def _score_record(predictions_path, checked) -> dict:
@@ -110,10 +143,7 @@ def cmd_score(config: ScoreConfig) -> int:
                                judge_url=config.judge_url, judge_tokenizer=config.judge_tokenizer,
                                judge_api_key=config.judge_api_key, overwrite=config.overwrite,
                                submission=not config.no_submission)
-    print((out / "results.md").read_text(encoding="utf-8"))
-    if not result["scorable"]:
-        print(f"{config.task}/{config.split}: {result['note']}")
-    print(f"wrote {', '.join(result['written'])} to {out}")
+    print(result["table"])
     return 0
 
 
