@@ -62,7 +62,8 @@ def source_kind(source: str | Path) -> str:
         from .offline import did_you_mean, nearby_names
 
         what = "is a file, not a folder" if path.exists() else \
-            "is not a folder here, nor `sample`, nor a Hub id (org/name)"
+            "is not a folder: it is a local path that does not exist (nor `sample`, nor a " \
+            "Hub id org/name)"
         raise MeraError(f"dataset source {source!r} {what}"
                         f"{did_you_mean(str(source), nearby_names(str(source)))}")
     return "hub"
@@ -117,8 +118,9 @@ def check_hub_source(task: TaskSpec, repo_id: str) -> None:
 
     reason = offline_reason()
     if reason and not in_hub_cache(repo_id, "dataset"):
-        raise MeraError(f"{task.key}: the dataset {repo_id} is on the Hub, which is out of "
-                        f"reach ({reason}), and not in the local cache: {DATA_ALTERNATIVE}")
+        raise MeraError(f"{task.key}: the dataset {repo_id} is no folder here, and as a Hub "
+                        f"id it is out of reach ({reason}) and not in the local cache: "
+                        f"{DATA_ALTERNATIVE}")
 
 
 # ---- whose data it is: features cannot tell tasks apart (CommonVideoQA and
