@@ -40,7 +40,7 @@ class BuildOptions(MediaLimitOptions):
                           "folder, the current or home folder)")
     internal_with_answers: bool = opt(False, "keep the gold answers of a private test split "
                                       "(an internal export: marked so, never pushed)")
-    max_shard_size: str = opt("500MB", "largest Parquet shard, e.g. 500MB or 2GB (default 500MB)")
+    max_shard_size: str = opt("500MB", "largest Parquet shard, e.g. 500MB or 2GB (default: 500MB)")
     num_proc: int | None = opt(None, "processes that decode media while checking (default: "
                                "one per CPU; 1: in the building process)")
     push: str | None = opt(None, "also publish the folder as this Hub dataset", metavar="ORG/NAME")
@@ -101,11 +101,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("tasks", help="list the 18 MERA Multi tasks", epilog=TASK_COLUMNS,
-                       description="The 18 MERA Multi tasks, one per line.")
+                       description="The 18 MERA Multi tasks, one per line. Writes no file.")
     p.set_defaults(func=cmd_tasks)
 
     add_command(sub, "build", BuildOptions, cmd_build,
-                help="turn a raw MERA folder into a Hub dataset (Parquet + card)")
+                help="turn a raw MERA folder into a Hub dataset (Parquet + card)",
+                description="Turn a raw MERA folder (docs/raw-format.md) into the Hub's "
+                            "dataset layout. Writes into --out: data/<split>-*.parquet (a "
+                            "domain-split task: <domain>/<split>-*.parquet), README.md (the "
+                            "dataset card) and the hidden marker .mera-multi-outputs.json; "
+                            "--push also publishes the folder.")
 
     for module in COMMAND_MODULES:
         __import__(f"mera_multi_hf.{module}", fromlist=["add_parser"]).add_parser(sub)

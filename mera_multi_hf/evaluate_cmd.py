@@ -14,8 +14,8 @@ EXAMPLES = """examples:
   mera-multi evaluate
       the demo: bundled ruHHH-Image sample, built-in tiny random model (answers are noise)
   mera-multi evaluate --model Qwen/Qwen2.5-VL-7B-Instruct --tasks ruhhh_image --output-dir runs/qwen
-  accelerate launch -m mera_multi_hf evaluate --model Qwen/Qwen2.5-VL-7B-Instruct --tasks image
-      one process per GPU; each takes its own share, the main process scores
+  accelerate launch --multi_gpu --num_processes 4 -m mera_multi_hf evaluate --model Qwen/Qwen2.5-VL-7B-Instruct --tasks image
+      4 processes, one per GPU; each takes its own share, the main process scores
   mera-multi evaluate --processes 2 --model Qwen/Qwen2.5-VL-7B-Instruct --tasks image
       the same on one machine with 2 GPUs (or 2 CPU processes), without a launcher
   mera-multi evaluate --backend openai --base-url http://127.0.0.1:8000/v1 --model served-name
@@ -27,9 +27,11 @@ back from the sample log (any number of processes), the rest is generated.
 
 
 DESCRIPTION = ("Run a model on MERA Multi tasks. Writes into --output-dir: the sample log "
-               "(one JSON line per example; reruns resume from it), results.json, results.md, "
-               "results.png, model-index.yaml (for a Hub model card; whole official test "
-               "splits only) and, for the test split, submission.zip.")
+               "(logs/samples-rank<N>.jsonl while running, samples_<task>_<split>.jsonl at "
+               "the end: one JSON line per example; reruns resume from it), results.json, "
+               "results.md, results.png, results.html, model-index.yaml (for a Hub model "
+               "card; whole official test splits only) and, for the test split, "
+               "submission.zip (with logs_public.zip).")
 
 
 @dataclass

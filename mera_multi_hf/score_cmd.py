@@ -18,7 +18,7 @@ class ScoreConfig(ScoringOptions):
     predictions: str | None = opt(None, "JSONL file or folder of them", required=True)
     data: str | None = opt(None, "dataset source: raw folder, exported folder, Hub id or "
                            "`sample` (default: the official Hub id)")
-    split: str = opt("test", "split to score (default test)")
+    split: str = opt("test", "split to score (default: test)")
     out: str | None = opt(None, "output folder for the reports", required=True)
     overwrite: bool = opt(False, "replace files of this tool's output names in --out "
                           "(results.*, model-index.yaml, submission.zip) that it did not "
@@ -154,4 +154,7 @@ def add_parser(sub) -> None:
                 help="score a predictions file and write results + submission",
                 description="Score predictions made elsewhere: this project's sample log, a "
                             "JSONL of {id, prediction}, or lm-evaluation-harness "
-                            "samples_<task>_*.jsonl logs (a file or their folder).")
+                            "samples_<task>_*.jsonl logs (a file or their folder). Writes into "
+                            "--out: results.json, results.md, results.png, results.html and, "
+                            "for the test split, submission.zip (its logs_public.zip holds the "
+                            "predictions files, without private answers).")

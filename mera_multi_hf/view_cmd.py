@@ -93,4 +93,9 @@ def cmd_view(options: ViewOptions) -> int:
 def add_parser(sub) -> None:
     add_command(sub, "view", ViewOptions, cmd_view,
                 help="write results.html for a run folder: every example with its media, "
-                     "prompt, answer, gold and scores")
+                     "prompt, answer, gold and scores",
+                description="Write results.html for a run made by `evaluate` or `score` (its "
+                            "folder, or its results.json): every example with its media, "
+                            "prompt, answer, gold and scores, from the run's results.json, "
+                            "sample files and dataset. Writes only results.html, into the run's "
+                            "folder.")

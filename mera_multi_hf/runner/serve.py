@@ -320,7 +320,7 @@ class ChatServeOptions(ServerOptions):
     """The options of the chat server; those of any server come from ServerOptions."""
     model: str | None = opt(None, "Hub id or folder (default: the built-in tiny model)")
     served_name: str | None = opt(None, "the model name clients use (default: --model)")
-    dtype: str = opt("auto", "weights dtype: auto, float32, bfloat16 or float16 (default auto: "
+    dtype: str = opt("auto", "weights dtype: auto, float32, bfloat16 or float16 (default: auto, "
                      "float32 on CPU, the model's own on GPU)")
     device: str | None = opt(None, "cpu, cuda, cuda:1 or auto (default: the GPU when there is one)")
     max_pixels: int | None = opt(None, "downscale larger images (aspect kept) to at most this "
@@ -330,15 +330,15 @@ class ChatServeOptions(ServerOptions):
     api_key: str | None = opt(None, "require 'Authorization: Bearer KEY' on every route but "
                               "/health (default: $MERA_SERVE_API_KEY, which `ps` does not show; "
                               "none: no authentication)")
-    workers: int = opt(8, "threads parsing requests and decoding their images (default 8)")
-    max_image_pixels: int | None = opt(None, f"pixels per image (default "
+    workers: int = opt(8, "threads parsing requests and decoding their images (default: 8)")
+    max_image_pixels: int | None = opt(None, f"pixels per image (default: "
                                        f"{DEFAULT_LIMITS.max_image_pixels})")
     max_tokens_limit: int = opt(MAX_TOKENS_LIMIT, f"largest max_tokens a request may ask "
-                                f"(default {MAX_TOKENS_LIMIT})")
+                                f"(default: {MAX_TOKENS_LIMIT})")
 
 
 def _parser() -> Parser:
-    parser = Parser(prog="python -m mera_multi_hf.runner.serve", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="python -m mera_multi_hf.runner.serve", description=__doc__.split("\n\n")[0] + " Writes no file.")
     add_dataclass_options(parser, ChatServeOptions)
     return parser
 
