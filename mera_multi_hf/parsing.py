@@ -42,6 +42,14 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)  # an abbreviated secret option is never taken
         super().__init__(*args, **kwargs)
 
+    def parse_known_args(self, args=None, namespace=None):
+        """A sub-command refuses an unknown option itself: its message then names it, with
+        its own options to suggest (argparse would leave them to the top parser)."""
+        namespace, extras = super().parse_known_args(args, namespace)
+        if any(e.startswith("-") for e in extras):
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
     def error(self, message):
         """One line, where argparse would print the whole usage first."""
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
