@@ -1,6 +1,7 @@
 """Load a MERA task from a raw folder, an exported folder or the Hub, always in one schema."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -279,11 +280,12 @@ def _prepared(task, source, limits) -> tuple[TaskSpec, str | Path, str]:
         # them, and the cache is never published.
         with FileLock(str(target) + ".lock"):
             if not (target / "README.md").is_file():
-                _datasets()  # its progress bars as asked
                 from .hub import export_raw
 
-                export_raw(task, source, target, include_private_answers=True, overwrite=True,
-                           limits=limits)
+                with _one_line(task, source, "preparing {task} from {source} (once: "
+                               "then it is read from the cache)"):
+                    export_raw(task, source, target, include_private_answers=True,
+                               overwrite=True, limits=limits)
         source = target
     return task, source, kind
 
@@ -294,7 +296,29 @@ def _raw_target(task: TaskSpec, source) -> Path:
 
 
 def _load(task: TaskSpec, source, kind: str) -> datasets.DatasetDict:
-    return normalize(task, _read(task, source, quiet=kind == "raw"))
+    """The source loaded and normalised; a local folder's bars give way to one line (a
+    raw folder's was said when it was prepared), a Hub download keeps its own."""
+    if kind == "hub":
+        return normalize(task, _read(task, source))
+    with _one_line(task, source, "reading {task} from {source}" if kind == "exported" else ""):
+        return normalize(task, _read(task, source))
+
+
+@contextlib.contextmanager
+def _one_line(task: TaskSpec, source, line: str):
+    """Instead of datasets' progress bars (two or more per split), one line per task
+    (``line``, or none), where bars are shown: `--tasks all` reads as a list."""
+    datasets = _datasets()
+    shown = datasets.is_progress_bar_enabled()
+    if shown and line:
+        print("mera-multi: " + line.format(task=task.key, source=source), file=sys.stderr,
+              flush=True)
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if shown:
+            datasets.enable_progress_bars()
 
 
 def _pick(task: TaskSpec, source, splits, split: str | None):
@@ -317,13 +341,9 @@ def _cache_dir(source) -> str | None:
     return str(cache_root() / "datasets" / _folder_fingerprint(path)) if path.is_dir() else None
 
 
-def _read(task: TaskSpec, source, quiet: bool) -> datasets.DatasetDict:
-    """``load_dataset`` on the source; ``quiet``: no second set of progress bars for a
-    raw folder whose conversion just showed its own."""
+def _read(task: TaskSpec, source) -> datasets.DatasetDict:
+    """``load_dataset`` on the source."""
     datasets = _datasets()
-    shown = datasets.is_progress_bar_enabled()
-    if quiet:
-        datasets.disable_progress_bars()
     try:
         cache_dir = _cache_dir(source)
         domains = _domain_configs(task, str(source))
@@ -334,9 +354,6 @@ def _read(task: TaskSpec, source, quiet: bool) -> datasets.DatasetDict:
         raise
     except (FileNotFoundError, ValueError, ConnectionError) as err:
         raise MeraError(f"cannot load {task.key} from {source}: {err}") from None
-    finally:
-        if quiet and shown:
-            datasets.enable_progress_bars()
 
 
 def _domain_configs(task: TaskSpec, source: str) -> list[str]:

@@ -1,6 +1,7 @@
-"""`mera-multi view RUN_DIR`: write results.html for a run folder (one made before the
-page existed, or to refresh it): every example with its media, prompt, answer, gold
-and scores, from the folder's results.json and sample files and the run's dataset."""
+"""`mera-multi view RUN_DIR`: write results.html for a run folder, or for the folder of
+a results.json (a run made before the page existed, or to refresh it): every example
+with its media, prompt, answer, gold and scores, from the folder's results.json and
+sample files and the run's dataset."""
 from __future__ import annotations
 
 import json
@@ -71,7 +72,8 @@ def page_of(run_dir: Path) -> str:
 @dataclass
 class ViewOptions:
     """The options of `mera-multi view`."""
-    run_dir: str | None = opt(None, "a folder written by `mera-multi evaluate` or `score`",
+    run_dir: str | None = opt(None, "a folder written by `mera-multi evaluate` or `score`, or "
+                              "its results.json (as `compare` and `leaderboard` take it)",
                               positional=True)
     overwrite: bool = opt(False, "replace a results.html in the folder that this tool did not "
                           "write")
@@ -82,8 +84,11 @@ def cmd_view(options: ViewOptions) -> int:
     from .results_html import PAGE_NAME
 
     run_dir = Path(options.run_dir)
+    if run_dir.is_file() and run_dir.name == "results.json":  # the page goes beside it
+        run_dir = run_dir.parent
     if not run_dir.is_dir():
-        raise MeraError(f"{run_dir} is not a folder: give a run folder (with results.json)")
+        raise MeraError(f"{run_dir} is neither a run folder nor its results.json: give a "
+                        "folder written by `mera-multi evaluate` or `score`")
     page = page_of(run_dir)
     add_files(run_dir, {PAGE_NAME: page}, overwrite=options.overwrite, flag="view")
     print(f"wrote {run_dir / PAGE_NAME} (open it in a browser; it needs no network)")
