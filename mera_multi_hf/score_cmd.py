@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MeraError
-from .finalize import TaskPart, finalize
+from .finalize import TaskPart, finalize, results_table
 from .options import ScoringOptions, opt
 
 
@@ -48,8 +48,6 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
                        run_info=_score_record(predictions_path, checked))
     result = out["tasks"][0]
     result["written"] = sorted(out["files"])
-    from .finalize import results_table
-
     # what `mera-multi score` prints: evaluate's short table
     result["table"] = f"model: {out['run']['model']}\n{results_table(out)}"
     return result

@@ -42,7 +42,9 @@ def _records(run_dir: Path, run: dict, task, split, examples, result) -> list[di
         for file in run.get("predictions", []):
             predictions.update(read_predictions(file, task.key, split))
         scored = score_task(task, examples, predictions, split=split)
-        return prediction_records(task, examples, predictions, scored)
+        # a scoring is of one task: the run's gold_private record is that task's
+        return prediction_records(task, examples, predictions, scored,
+                                  private=bool(run.get("gold_private")))
     raise MeraError(f"{run_dir} has no {sample_file.name}: the examples of {task.key} are "
                     f"not at hand")
 
