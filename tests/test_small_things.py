@@ -10,7 +10,10 @@ from mera_multi_hf.cli import main
 
 def test_several_tasks_show_one_line_each_and_view_takes_results_json(tmp_path, capsys,
                                                                       monkeypatch):
+    from mera_multi_hf import loading
+
     monkeypatch.setenv("MERA_MULTI_CACHE", str(tmp_path / "fresh-cache"))  # conversions happen
+    monkeypatch.setattr(loading, "_QUIET", [])  # an earlier --no-progress run in this process
     tasks = ["ruclevr", "weird", "realvqa"]
     out = tmp_path / "run"
     shown = datasets.is_progress_bar_enabled()
