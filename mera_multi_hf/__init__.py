@@ -5,6 +5,22 @@ from .errors import MeraError  # noqa: E402
 from .tasks import TASKS, TaskSpec, get_task  # noqa: E402
 
 
+def _plain_bars_in_notebooks() -> None:
+    """In a Jupyter kernel without ipywidgets, tqdm.auto (ours, datasets', the Hub's)
+    falls back to its plain text bars, which show progress well, but first warns
+    "TqdmWarning: IProgress not found" into the notebook: the plain bars are meant."""
+    import importlib.util
+    import sys
+
+    if "IPython" in sys.modules and importlib.util.find_spec("ipywidgets") is None:
+        import warnings
+
+        warnings.filterwarnings("ignore", message="IProgress not found")
+
+
+_plain_bars_in_notebooks()
+
+
 def __getattr__(name):
     # Heavy pieces load on first use so `import mera_multi_hf` and the CLI stay quick.
     if name == "load_task":

@@ -5,6 +5,7 @@ import argparse
 import errno
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import masking
 from .errors import MeraError
@@ -39,7 +40,7 @@ class BuildOptions(MediaLimitOptions):
     overwrite: bool = opt(False, OVERWRITE_HELP)
     internal_with_answers: bool = opt(False, "keep the gold answers of a private test split "
                                       "(an internal export: marked so, never pushed)")
-    max_shard_size: str = opt("500MB", "largest Parquet shard, e.g. 500MB or 2GB (default 500MB)")
+    max_shard_size: str = opt("500MB", "largest Parquet shard, e.g. 500MB or 2GB (default: 500MB)")
     num_proc: int | None = opt(None, "processes that decode media while checking (default: "
                                "one per CPU; 1: in the building process)")
     push: str | None = opt(None, "also publish the export as this Hub dataset: the files its "
@@ -51,7 +52,7 @@ class BuildOptions(MediaLimitOptions):
 
 def cmd_build(options: BuildOptions) -> int:
     from .hub import export_raw, push, shard_size
-    from .loading import resolve_source
+    from .loading import check_data_task, resolve_source
     from .tasks import get_task
 
     if options.internal_with_answers and options.push:  # refused before anything is built or sent
@@ -62,7 +63,10 @@ def cmd_build(options: BuildOptions) -> int:
         raise MeraError(f"--num-proc {options.num_proc}: must be at least 1")
     task = get_task(options.task)
     shard_size(options.max_shard_size)
-    out = export_raw(task, resolve_source(task, options.raw), options.out,
+    raw = resolve_source(task, options.raw)
+    if Path(raw).is_dir():  # another task's folder is named as such, not as field errors
+        check_data_task(task, raw, "raw")
+    out = export_raw(task, raw, options.out,
                      max_shard_size=options.max_shard_size,
                      include_private_answers=options.internal_with_answers,
                      limits=limits, num_proc=options.num_proc)
@@ -99,11 +103,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("tasks", help="list the 18 MERA Multi tasks", epilog=TASK_COLUMNS,
-                       description="The 18 MERA Multi tasks, one per line.")
+                       description="The 18 MERA Multi tasks, one per line. Writes no file.")
     p.set_defaults(func=cmd_tasks)
 
     add_command(sub, "build", BuildOptions, cmd_build,
-                help="turn a raw MERA folder into a Hub dataset (Parquet + card)")
+                help="turn a raw MERA folder into a Hub dataset (Parquet + card)",
+                description="Turn a raw MERA folder (docs/raw-format.md) into the Hub's "
+                            "dataset layout. Writes into --out: data/<split>-*.parquet (a "
+                            "domain-split task: <domain>/<split>-*.parquet), README.md (the "
+                            "dataset card) and the hidden marker .mera-multi-outputs.json; "
+                            "--push also publishes the folder.")
     # Listed for `mera-multi --help`; main hands its options to runner.serve, whose
     # parser is built only then (it imports FastAPI).
     sub.add_parser("serve", add_help=False,

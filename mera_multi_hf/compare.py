@@ -6,7 +6,8 @@ reports the difference A - B, a paired bootstrap interval resampled by the task'
 clusters (the same resamples for both runs), an exact McNemar p-value for 0/1 metrics and
 the counts of examples only A / only B got right. Runs whose examples differ (prompt,
 gold or meta of a paired id) are refused unless --force; every protocol difference found
-in the run records is listed. Writes compare.md, compare.json and compare.png.
+in the run records is listed. Writes compare.md, compare.json, compare.png and
+compare.html (the two runs' answers side by side, example by example).
 """
 from __future__ import annotations
 
@@ -385,7 +386,7 @@ class CompareOptions:
     run_a: str | None = opt(None, "a run folder (evaluate or score) or its results.json",
                             positional=True, metavar="RUN_A")
     run_b: str | None = opt(None, "the other run", positional=True, metavar="RUN_B")
-    out: str = opt("compare", "folder for compare.md/.json/.png (default ./compare)")
+    out: str = opt("compare", "folder for compare.md/.json/.png/.html (default: compare)")
     force: bool = opt(False, "compare even where the same id holds different examples in the "
                       "two runs")
     overwrite: bool = opt(False, OVERWRITE_HELP)

@@ -14,8 +14,8 @@ EXAMPLES = """examples:
   mera-multi evaluate
       the demo: bundled ruHHH-Image sample, built-in tiny random model (answers are noise)
   mera-multi evaluate --model Qwen/Qwen2.5-VL-7B-Instruct --tasks ruhhh_image --output-dir runs/qwen
-  accelerate launch -m mera_multi_hf evaluate --model Qwen/Qwen2.5-VL-7B-Instruct --tasks image
-      one process per GPU; each takes its own share, the main process scores
+  accelerate launch --multi_gpu --num_processes 4 -m mera_multi_hf evaluate --model Qwen/Qwen2.5-VL-7B-Instruct --tasks image
+      4 processes, one per GPU; each takes its own share, the main process scores
   mera-multi evaluate --processes 2 --model Qwen/Qwen2.5-VL-7B-Instruct --tasks image
       the same on one machine with 2 GPUs (or 2 CPU processes), without a launcher
   mera-multi evaluate --backend openai --base-url http://127.0.0.1:8000/v1 --model served-name
@@ -27,9 +27,11 @@ back from the sample log (any number of processes), the rest is generated.
 
 
 DESCRIPTION = ("Run a model on MERA Multi tasks. Writes into --output-dir: the sample log "
-               "(one JSON line per example; reruns resume from it), results.json, results.md, "
-               "results.png, model-index.yaml (for a Hub model card; whole official test "
-               "splits only) and, for the test split, submission.zip.")
+               "(logs/samples-rank<N>.jsonl while running, samples_<task>_<split>.jsonl at "
+               "the end: one JSON line per example; reruns resume from it), results.json, "
+               "results.md, results.png, results.html, model-index.yaml (for a Hub model "
+               "card; whole official test splits only) and, for the test split, "
+               "submission.zip (with logs_public.zip).")
 
 
 @dataclass
@@ -73,9 +75,8 @@ def cmd_evaluate(options: list[str]) -> int:
 
 
 def format_results(result: dict) -> str:
-    """The run as a short text table (what the CLI prints)."""
-    from .parsing import text_table
-    from .reports import footnotes, metric_rows
+    """The run as a short text table (what the CLI prints; `score` prints the same table)."""
+    from .finalize import results_table
 
     run = result["run"]
     lines = [f"model: {run['model']}" + (f"  (revision {run['revision']})" if run["revision"] else "")]
@@ -84,14 +85,7 @@ def format_results(result: dict) -> str:
     counts = result["counts"]
     lines.append(f"examples: {counts['requested']}  (from the sample log: {counts['resumed']}, "
                  f"generated now: {counts['generated']})")
-    rows = [("task", "split", "n", "metric", "score", "human")]
-    for task in result["tasks"]:
-        rows += [(task["task"], task["split"], str(task["n_examples"]), *row)
-                 for row in metric_rows(task)]
-    lines.append(text_table(rows))
-    lines += [f"note: {note}" for note in footnotes(result["tasks"]) + result["notes"]]
-    lines.append("wrote: " + ", ".join(str(p) for p in result["files"].values()))
-    return "\n".join(lines)
+    return "\n".join(lines + [results_table(result)])
 
 
 def add_parser(sub) -> None:

@@ -27,6 +27,10 @@ class TaskPart:
     context: int | None = None        # dialogue turns shown with each question
     model: str | None = None          # the model that answered this task
     logged: int | None = None         # evaluate: the task's examples in the sample log
+    # score: the predictions files' lines of this task, file name -> records, as given;
+    # they go into logs_public.zip as the official packer puts the harness's logs there
+    given_logs: dict | None = None
+    private: bool = False             # a private split (set by finalize: task or data says so)
 
 
 def make_judge(options: ScoringOptions):
@@ -48,6 +52,7 @@ def finalize(folder, parts: list[TaskPart], options: ScoringOptions, *, split: s
     from .results_html import PAGE_NAME, render
     from .scoring import score_task, summarize
 
+    notes = mark_private(parts, split) + list(notes)
     judge = make_judge(options)
     results = [dict(score_task(p.task, p.examples, p.predictions, em_mode=options.em_mode,
                                judge=judge, split=split), model=p.model or run_info.get("model"))
@@ -55,7 +60,7 @@ def finalize(folder, parts: list[TaskPart], options: ScoringOptions, *, split: s
     run = run_record(parts, results, judge, split, run_info, started)
     run["coverage_change"] = coverage_change(folder, parts, split)
     official = run["official_test_split"]
-    notes = list(notes) + result_notes(results, split, official)
+    notes += result_notes(results, split, official)
     if run["coverage_change"]:
         notes.insert(0, run["coverage_change"]["note"])
     summary = summarize(results)
@@ -66,9 +71,7 @@ def finalize(folder, parts: list[TaskPart], options: ScoringOptions, *, split: s
     files[PAGE_NAME] = render(results, run, page_rows(parts, results, files, split), notes,
                              summary)
     if split == "test" and not options.no_submission:
-        logs = {f"samples_{p.task.key}_{split}.jsonl": sample_lines(p, r, split, upload=True)
-                for p, r in zip(parts, results) if p.log is not None}
-        files["submission.zip"] = submission(parts, logs)
+        files["submission.zip"] = submission(parts, public_logs(parts, results, split))
     written = write_outputs(folder, files, results_doc(results, summary, run))
     return {"output_dir": str(folder.path), "run": run, "tasks": results, "summary": summary,
             "files": written, "notes": notes}
@@ -128,12 +131,29 @@ def coverage_change(folder, parts, split: str) -> dict | None:
     return {"before": before, "after": after, "note": note}
 
 
+def mark_private(parts, split: str) -> list[str]:
+    """Set each part's ``private``: the test split of a task declared private, or whose
+    data says it is private or names no task (loading.check_data_task); the notes to show."""
+    from .loading import check_data_task, data_says_private, resolve_source, source_kind
+    from .submission import hides_answers
+
+    notes = []
+    for part in parts:
+        source = resolve_source(part.task, part.source)
+        kind = source_kind(source)
+        note = check_data_task(part.task, source, kind)
+        data_private = note is not None or data_says_private(part.task, source, kind)
+        part.private = hides_answers(part.task, split, data_private)
+        notes += [note] if note and split == "test" else []
+    return notes
+
+
 def gold_private(parts, results, split: str) -> dict | None:
     """Which local files hold a private split's gold answers or per-example scores and
     verdicts derived from them (None: none does)."""
-    from .submission import LOCAL_ONLY, gold_derived, hides_answers
+    from .submission import LOCAL_ONLY, gold_derived
 
-    hidden = [(p, r) for p, r in zip(parts, results) if hides_answers(p.task, split)]
+    hidden = [(p, r) for p, r in zip(parts, results) if p.private]
     names = [f"samples_{p.task.key}_{split}.jsonl" for p, _ in hidden if p.log is not None]
     scored = any(gold_derived(r) for _, r in hidden)  # per-example verdicts on the page too
     if not names and not scored:
@@ -192,7 +212,6 @@ def sample_lines(part: TaskPart, result: dict, split: str, upload: bool = False)
 
     from .metric_fns import extract_answer
     from .scoring import filtered
-    from .submission import hides_answers
 
     task, per_example, lines = part.task, result.get("per_example") or {}, []
     for example, logged in zip(part.examples, part.log):
@@ -202,13 +221,52 @@ def sample_lines(part: TaskPart, result: dict, split: str, upload: bool = False)
                       extracted=extract_answer(generation, task.choices or None),
                       metrics={m: s[example.id] for m, s in per_example.items()
                                if example.id in s})
-        if hides_answers(task, split):
+        if part.private:
             if upload:
                 del record["target"], record["metrics"]
             else:
                 record["gold_private"] = True
         lines.append(json.dumps(record, ensure_ascii=False))
+    return _jsonl(lines)
+
+
+def _jsonl(lines: list[str]) -> bytes:
     return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+
+
+def public_logs(parts, results, split: str) -> dict[str, bytes]:
+    """logs_public.zip's files, the same for both commands: a run's sample logs
+    (:func:`sample_lines`), or the predictions files `score` was given; for a private split
+    with no gold answer and no per-example score in them."""
+    import json
+
+    logs = {}
+    for part, result in zip(parts, results):
+        if part.log is not None:
+            logs[f"samples_{part.task.key}_{split}.jsonl"] = sample_lines(part, result, split,
+                                                                          upload=True)
+        for name, records in (part.given_logs or {}).items():
+            logs[name] = _jsonl([json.dumps(without_gold(r) if part.private else r,
+                                            ensure_ascii=False) for r in records])
+    return logs
+
+
+# What a predictions line may carry of the gold: this project's sample log (target,
+# metrics) and lm-eval's (target and its hash; the doc's outputs; each metric the line's
+# "metrics" names, at the top level).
+GOLD_KEYS = ("target", "target_hash", "metrics", "gold_private")
+
+
+def without_gold(record: dict) -> dict:
+    """A predictions line with no gold answer and no per-example score left."""
+    from .metric_registry import METRICS
+
+    named = record.get("metrics") if isinstance(record.get("metrics"), list) else []
+    drop = set(GOLD_KEYS) | set(METRICS) | {m for m in named if isinstance(m, str)}
+    out = {k: v for k, v in record.items() if k not in drop}
+    if isinstance(out.get("doc"), dict):
+        out["doc"] = {k: v for k, v in out["doc"].items() if k != "outputs"}
+    return out
 
 
 def page_rows(parts, results, files: dict, split: str) -> list[dict]:
@@ -223,21 +281,40 @@ def page_rows(parts, results, files: dict, split: str) -> list[dict]:
             lines = files[f"samples_{part.task.key}_{split}.jsonl"].decode("utf-8").splitlines()
             records = [json.loads(line) for line in lines if line]
         else:
-            records = prediction_records(part.task, part.examples, part.predictions, result)
+            records = prediction_records(part.task, part.examples, part.predictions, result,
+                                         part.private)
         rows += task_rows(part.task.key, split, records, part.examples, part.dataset,
                           context=part.context)
     return rows
 
 
-def prediction_records(task, examples, predictions: dict, result: dict) -> list[dict]:
+def prediction_records(task, examples, predictions: dict, result: dict,
+                       private: bool = False) -> list[dict]:
     """Sample-file-like records of scored predictions (what results.html shows)."""
     from .scoring import filtered
 
     per_example = result.get("per_example") or {}
     return [{"id": e.id, "prompt": e.prompt, "generation": predictions[e.id],
              "filtered": filtered(task, [predictions[e.id]])[0], "target": e.gold,
-             "metrics": {m: s[e.id] for m, s in per_example.items() if e.id in s}}
+             "metrics": {m: s[e.id] for m, s in per_example.items() if e.id in s},
+             **({"gold_private": True} if private else {})}
             for e in examples if e.id in predictions]
+
+
+def results_table(result: dict) -> str:
+    """The short table both commands print: one row per task and metric, the notes, the
+    files written."""
+    from .parsing import text_table
+    from .reports import footnotes, metric_rows
+
+    rows = [("task", "split", "n", "metric", "score", "human")]
+    for task in result["tasks"]:
+        rows += [(task["task"], task["split"], str(task["n_examples"]), *row)
+                 for row in metric_rows(task)]
+    lines = [text_table(rows)]
+    lines += [f"note: {note}" for note in footnotes(result["tasks"]) + result["notes"]]
+    lines.append("wrote: " + ", ".join(str(p) for p in result["files"].values()))
+    return "\n".join(lines)
 
 
 def submission(parts, logs: dict) -> bytes:

@@ -27,10 +27,9 @@ from .limits import Limits
 from .metric_registry import CARD_TEXT
 from .outputs import MARKER, OutputFolder, read_marker  # noqa: F401  (MARKER: read from here too)
 from .raw import fill_readme
+from .raw.card import INTERNAL_TAG, PRIVATE_LICENSE_NAME
 from .tasks import CITATION, TaskSpec
 
-
-INTERNAL_TAG = "mera-internal-with-answers"
 
 
 def shard_size(value) -> int:
@@ -217,7 +216,7 @@ def _card_license(meta: dict) -> dict:
     if key in HF_LICENSES:
         return {"license": key}
     if declared == "MERA_private":
-        return {"license": "other", "license_name": "mera-private"}
+        return {"license": "other", "license_name": PRIVATE_LICENSE_NAME}
     return {"license": "other", "license_name": key[:60] or "unknown"}
 
 

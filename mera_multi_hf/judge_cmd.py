@@ -29,9 +29,9 @@ class JudgeServeOptions(ServerOptions):
     api_key: str | None = opt(None, f"require `Authorization: Bearer <key>` on every route but "
                               f"/health (default: ${API_KEY_ENV}, which `ps` does not show; none: "
                               f"no authentication)", secret=True)
-    max_judge_items: int | None = opt(None, f"inputs per /classify request (default "
+    max_judge_items: int | None = opt(None, f"inputs per /classify request (default: "
                                       f"{DEFAULT_LIMITS.max_judge_items})")
-    max_judge_chars: int | None = opt(None, f"characters per input (default "
+    max_judge_chars: int | None = opt(None, f"characters per input (default: "
                                       f"{DEFAULT_LIMITS.max_judge_chars})")
 
 
@@ -56,12 +56,12 @@ class AgreementOptions:
     url: str | None = opt(None, "or a served judge, e.g. http://127.0.0.1:8000/classify")
     served_model_name: str | None = opt(None, "with --url: the model name (default: ask "
                                         "/v1/models)")
-    tokenizer: str | None = opt(None, "with --url: the judge tokenizer, path or Hub id (SEP + "
-                                "token windows; default: ask the server)")
+    tokenizer: str | None = opt(None, "with --url: the judge tokenizer, path or Hub id, for SEP "
+                                "and token windows (default: ask the server)")
     sep: str | None = opt(None, "with --url and no --tokenizer: the separator token, e.g. [SEP]")
     api_key: str | None = opt(None, "with --url: the served judge's API key (default: "
                               "$MERA_JUDGE_API_KEY)", secret=True)
-    window: int | None = opt(None, "token window (default 7995)")
+    window: int | None = opt(None, "token window (default: 7995)")
     device: str | None = opt(None, "with --model: cpu, cuda, ...")
     batch_size: int = opt(16, "with --model: texts per forward pass")
     out: str | None = opt(None, "also write the report as JSON into this new file")
@@ -107,11 +107,11 @@ class TrainOptions:
     data: str | None = opt(None, JUDGE_DATA_HELP, required=True)
     base: str | None = opt(None, "the model to start from (folder or Hub id)", required=True)
     out: str | None = opt(None, "folder to save the trained judge into", required=True)
-    epochs: float = opt(1.0, "passes over the data; a fraction stops part way (default 1.0)")
+    epochs: float = opt(1.0, "passes over the data; a fraction stops part way (default: 1.0)")
     lr: float = opt(2e-5, "learning rate")
-    batch_size: int = opt(8, "examples per training step (default 8)")
+    batch_size: int = opt(8, "examples per training step (default: 8)")
     max_length: int = opt(8192, "tokens per input (left-truncated)")
-    seed: int = opt(0, "random seed of the initialisation and the shuffling (default 0)")
+    seed: int = opt(0, "random seed of the initialisation and the shuffling (default: 0)")
     device: str | None = opt(None, "cpu to force the CPU (default: what the Trainer picks)")
     overwrite: bool = opt(False, OVERWRITE_HELP)
 
@@ -127,13 +127,27 @@ def cmd_train(options: TrainOptions) -> int:
 
 
 def add_parser(subparsers) -> None:
-    judge = subparsers.add_parser("judge", help="serve a judge model, measure its agreement with humans, train one")
+    judge = subparsers.add_parser(
+        "judge", help="serve a judge model, measure its agreement with humans, train one",
+        description="The answer judge (judge_model/README.md): `judge serve` serves it and "
+                    "writes no file; `judge agreement` prints its agreement with human labels "
+                    "(with --out, also as a JSON file); `judge train` writes a trained judge "
+                    "into --out.")
     sub = judge.add_subparsers(dest="judge_command", metavar="JUDGE_COMMAND")
     judge.set_defaults(func=lambda args: judge.print_help() or 2)
     add_command(sub, "serve", JudgeServeOptions, cmd_serve,
-                help="serve a classifier with a vLLM-style /classify route")
+                help="serve a classifier with a vLLM-style /classify route",
+                description="Serve a judge classifier over HTTP with vLLM's routes: /classify, "
+                            "/tokenizer_info, /tokenize, /detokenize, /v1/models and /health "
+                            "(FastAPI under uvicorn). Writes no file.")
     add_command(sub, "agreement", AgreementOptions, cmd_agreement,
                 help="accuracy, Cohen's kappa and confusion matrix of a judge against human "
-                     "labels")
+                     "labels",
+                description="Accuracy, Cohen's kappa and the confusion matrix of a judge (run "
+                            "here or served) against human labels, printed; with --out, it also "
+                            "writes them to that file as JSON.")
     add_command(sub, "train", TrainOptions, cmd_train,
-                help="train or fine-tune a judge on human-labelled answers")
+                help="train or fine-tune a judge on human-labelled answers",
+                description="Train or fine-tune a judge on human-labelled answers. Writes into "
+                            "--out the judge as save_pretrained writes it (config.json, the "
+                            "weights, the tokenizer files).")

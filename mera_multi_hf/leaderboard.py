@@ -131,7 +131,7 @@ class LeaderboardOptions:
     """The options of `mera-multi leaderboard`."""
     runs: list[str] | None = opt(None, "run folders (evaluate or score) or their results.json",
                                  positional=True, nargs="+", metavar="RUN")
-    out: str = opt("leaderboard", "folder for leaderboard.md/.json/.png (default ./leaderboard)")
+    out: str = opt("leaderboard", "folder for leaderboard.md/.json/.png (default: leaderboard)")
     overwrite: bool = opt(False, OVERWRITE_HELP)
 
 

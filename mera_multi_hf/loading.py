@@ -1,6 +1,7 @@
 """Load a MERA task from a raw folder, an exported folder or the Hub, always in one schema."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -62,7 +63,8 @@ def source_kind(source: str | Path) -> str:
         from .offline import did_you_mean, nearby_names
 
         what = "is a file, not a folder" if path.exists() else \
-            "is not a folder here, nor `sample`, nor a Hub id (org/name)"
+            "is not a folder: it is a local path that does not exist (nor `sample`, nor a " \
+            "Hub id org/name)"
         raise MeraError(f"dataset source {source!r} {what}"
                         f"{did_you_mean(str(source), nearby_names(str(source)))}")
     return "hub"
@@ -117,8 +119,96 @@ def check_hub_source(task: TaskSpec, repo_id: str) -> None:
 
     reason = offline_reason()
     if reason and not in_hub_cache(repo_id, "dataset"):
-        raise MeraError(f"{task.key}: the dataset {repo_id} is on the Hub, which is out of "
-                        f"reach ({reason}), and not in the local cache: {DATA_ALTERNATIVE}")
+        raise MeraError(f"{task.key}: the dataset {repo_id} is no folder here, and as a Hub "
+                        f"id it is out of reach ({reason}) and not in the local cache: "
+                        f"{DATA_ALTERNATIVE}")
+
+
+# ---- whose data it is: features cannot tell tasks apart (CommonVideoQA and
+# RealVideoQA share them), so the data's own words decide ----
+
+def _name_key(name: str) -> str:
+    return "".join(c for c in name.lower() if c.isalnum())  # ruHHH-Image = ruhhh_image
+
+
+def _names(task: TaskSpec) -> set[str]:
+    return {_name_key(n) for n in (task.dataset_name, task.key, task.class_name,
+                                   *task.harness_names)}
+
+
+def _card_header(folder: Path) -> dict:
+    """The YAML header of an export's card ({} without one)."""
+    import yaml
+
+    parts = _card(folder).split("---\n")
+    try:
+        header = yaml.safe_load(parts[1]) if len(parts) > 2 and not parts[0].strip() else None
+    except yaml.YAMLError:
+        return {}
+    return header if isinstance(header, dict) else {}
+
+
+def _raw_meta(path: Path) -> tuple[dict, str]:
+    """A raw folder's metadata and its file: at the top, else in a domain folder."""
+    from .raw import META_FILES, read_json
+
+    candidates = [path / n for n in META_FILES]
+    candidates += [d / n for d in sorted(path.iterdir()) if d.is_dir() for n in META_FILES]
+    for file in candidates:
+        if os.path.lexists(file):
+            try:
+                meta = read_json(file)
+            except (ValueError, OSError):  # the raw reader reports what is wrong with it
+                return {}, str(file)
+            return (meta if isinstance(meta, dict) else {}), str(file)
+    return {}, str(path / META_FILES[0])
+
+
+def declared_name(source, kind: str) -> tuple[object, str]:
+    """(the dataset name the data declares, which file or id says so): ``dataset_name``
+    of a raw folder's metadata, the ``pretty_name`` of an export's card, the Hub id's
+    name."""
+    if kind == "hub":
+        return str(source).rsplit("/", 1)[-1], f"the Hub id {source}"
+    path = Path(source).expanduser()
+    if kind == "raw":
+        meta, file = _raw_meta(path)
+        return meta.get("dataset_name"), f"{file} (dataset_name)"
+    return _card_header(path).get("pretty_name"), f"{path / 'README.md'} (pretty_name)"
+
+
+def check_data_task(task: TaskSpec, source, kind: str) -> str | None:
+    """Another task's data stops here, in one line naming both tasks; data that names no
+    task gives the note to show (it is then treated as private: its answers stay out of
+    every upload file); None when the data is the task's."""
+    from .tasks import TASKS
+
+    name, where = declared_name(source, kind)
+    if isinstance(name, str) and _name_key(name) in _names(task):
+        return None
+    other = next((t for t in TASKS.values() if isinstance(name, str)
+                  and _name_key(name) in _names(t)), None)
+    if other is not None:
+        raise MeraError(f"{source} holds {other.dataset_name} data (task {other.key}), not "
+                        f"{task.dataset_name} (task {task.key}): {where} says {name!r}; run "
+                        f"it as {other.key}, or give {task.key} its own data")
+    said = f"says {name!r}, no task's name" if isinstance(name, str) else "names no task"
+    return (f"{task.key}: the data {source} is treated as private, its answers kept out of "
+            f"submission.zip: {where} {said}")
+
+
+def data_says_private(task: TaskSpec, source, kind: str) -> bool:
+    """Whether the data itself calls its test split private (test.json's ``access``, a
+    MERA_private licence): read from the export's card, or the cached export of a raw
+    folder (made by load_task), whose card says it as the raw reader found it."""
+    from .raw.card import INTERNAL_TAG, PRIVATE_LICENSE_NAME
+
+    if kind == "hub":
+        return False  # the official copies: the task declaration says it
+    folder = _raw_target(task, Path(source)) if kind == "raw" else Path(source).expanduser()
+    header = _card_header(folder)
+    tags = header.get("tags") if isinstance(header.get("tags"), list) else []
+    return header.get("license_name") == PRIVATE_LICENSE_NAME or INTERNAL_TAG in tags
 
 
 def _holds_test_json(path: Path) -> bool:
@@ -183,23 +273,51 @@ def _prepared(task, source, limits) -> tuple[TaskSpec, str | Path, str]:
     if kind == "raw":
         from .outputs import cache_lock
 
-        target = cache_root() / "raw" / f"{task.key}-{_folder_fingerprint(Path(source))}"
+        target = _raw_target(task, source)
         # One process converts, concurrent ones wait and read (several runs may share a
         # fresh cache). The cache keeps a private split's answers: local scoring needs
         # them, and the cache is never published.
         with cache_lock(target.parent / f"{target.name}.lock"):
             if not (target / "README.md").is_file():
-                _datasets()  # its progress bars as asked
                 from .hub import export_raw
 
-                export_raw(task, source, target, include_private_answers=True,
-                           limits=limits)
+                with _one_line(task, source, "preparing {task} from {source} (once: "
+                               "then it is read from the cache)"):
+                    export_raw(task, source, target, include_private_answers=True,
+                               limits=limits)
         source = target
     return task, source, kind
 
 
+def _raw_target(task: TaskSpec, source) -> Path:
+    """Where a raw folder's export is kept in the cache (one per task and content)."""
+    return cache_root() / "raw" / f"{task.key}-{_folder_fingerprint(Path(source))}"
+
+
 def _load(task: TaskSpec, source, kind: str) -> datasets.DatasetDict:
-    return normalize(task, _read(task, source, quiet=kind == "raw"))
+    """The source loaded and normalised; a local folder's bars give way to one line (a
+    raw folder's was said when it was prepared), a Hub download keeps its own."""
+    if kind == "hub":
+        return normalize(task, _read(task, source))
+    with _one_line(task, source, "reading {task} from {source}" if kind == "exported" else ""):
+        return normalize(task, _read(task, source))
+
+
+@contextlib.contextmanager
+def _one_line(task: TaskSpec, source, line: str):
+    """Instead of datasets' progress bars (two or more per split), one line per task
+    (``line``, or none), where bars are shown: `--tasks all` reads as a list."""
+    datasets = _datasets()
+    shown = datasets.is_progress_bar_enabled()
+    if shown and line:
+        print("mera-multi: " + line.format(task=task.key, source=source), file=sys.stderr,
+              flush=True)
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if shown:
+            datasets.enable_progress_bars()
 
 
 def _pick(task: TaskSpec, source, splits, split: str | None):
@@ -222,13 +340,9 @@ def _cache_dir(source) -> str | None:
     return str(cache_root() / "datasets" / _folder_fingerprint(path)) if path.is_dir() else None
 
 
-def _read(task: TaskSpec, source, quiet: bool) -> datasets.DatasetDict:
-    """``load_dataset`` on the source; ``quiet``: no second set of progress bars for a
-    raw folder whose conversion just showed its own."""
+def _read(task: TaskSpec, source) -> datasets.DatasetDict:
+    """``load_dataset`` on the source."""
     datasets = _datasets()
-    shown = datasets.is_progress_bar_enabled()
-    if quiet:
-        datasets.disable_progress_bars()
     try:
         cache_dir = _cache_dir(source)
         domains = _domain_configs(task, str(source))
@@ -239,9 +353,6 @@ def _read(task: TaskSpec, source, quiet: bool) -> datasets.DatasetDict:
         raise
     except (FileNotFoundError, ValueError, ConnectionError) as err:
         raise MeraError(f"cannot load {task.key} from {source}: {err}") from None
-    finally:
-        if quiet and shown:
-            datasets.enable_progress_bars()
 
 
 def _domain_configs(task: TaskSpec, source: str) -> list[str]:

@@ -104,43 +104,65 @@ def push_metrics(namespace: str, token: str | None = None, folder: str | Path | 
 
 
 @dataclass
-class MetricsOptions:
-    """The options of `mera-multi metrics export|push`."""
-    action: str | None = opt(None, "export: write the Space folders into --out; push: publish "
-                             "them", positional=True, choices=("export", "push"), nargs="?",
-                             metavar="{export,push}")
-    out: str | None = opt(None, "export: the folder to write one sub-folder per metric into")
-    namespace: str = opt(DEFAULT_NAMESPACE, f"Hub user or organisation of the Spaces (default "
+class SpaceOptions:
+    """Options of both `metrics export` and `metrics push`"""
+    namespace: str = opt(DEFAULT_NAMESPACE, f"Hub user or organisation of the Spaces (default: "
                          f"{DEFAULT_NAMESPACE})")
-    token: str | None = opt(None, "push: a Hub token (default: the logged-in one)",
-                           secret=True)
-    dir: str | None = opt(None, "push: upload this earlier export instead of exporting afresh")
-    overwrite: bool = opt(False, "export: " + OVERWRITE_HELP)
-    metric: list[str] | None = opt(None, "only this metric (repeatable; default all four)",
+    metric: list[str] | None = opt(None, "only this metric, repeatable (default: all four)",
                                    choices=METRICS)
 
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.metric) if self.metric else METRICS
 
-def cmd_metrics(options: MetricsOptions) -> int:
-    if options.action is None:
-        raise MeraError("metrics: say what to do: `mera-multi metrics export --out DIR` or "
-                        "`mera-multi metrics push` (see `mera-multi metrics --help`)")
-    if options.action == "export" and not options.out:
-        raise MeraError("metrics export needs --out DIR")
-    names = tuple(options.metric) if options.metric else METRICS
-    if options.action == "export":
-        for folder in export_metrics(options.out, options.namespace, names):
-            print(f"wrote {folder}")
-        print(f"load one with evaluate.load('<folder>'), or push them: "
-              f"mera-multi metrics push --namespace {options.namespace}")
-        return 0
-    for url in push_metrics(options.namespace, options.token, options.dir, names):
+
+@dataclass
+class ExportOptions(SpaceOptions):
+    """The options of `mera-multi metrics export`."""
+    out: str | None = opt(None, "the folder to write one sub-folder per metric into",
+                          required=True)
+    overwrite: bool = opt(False, OVERWRITE_HELP)
+
+
+@dataclass
+class PushOptions(SpaceOptions):
+    """The options of `mera-multi metrics push`."""
+    token: str | None = opt(None, "a Hub token (default: the logged-in one)", secret=True)
+    dir: str | None = opt(None, "upload this earlier export instead of exporting afresh")
+
+
+def cmd_export(options: ExportOptions) -> int:
+    for folder in export_metrics(options.out, options.namespace, options.names()):
+        print(f"wrote {folder}")
+    print(f"load one with evaluate.load('<folder>'), or push them: "
+          f"mera-multi metrics push --namespace {options.namespace}")
+    return 0
+
+
+def cmd_push(options: PushOptions) -> int:
+    for url in push_metrics(options.namespace, options.token, options.dir, options.names()):
         print(f"published {url}")
     return 0
 
 
+def _no_action(args) -> int:
+    raise MeraError("metrics: say what to do: `mera-multi metrics export --out DIR` or "
+                    "`mera-multi metrics push` (see `mera-multi metrics --help`)")
+
+
 def add_parser(sub) -> None:
-    add_command(sub, "metrics", MetricsOptions, cmd_metrics,
-                help="export the metrics as Hub Spaces, or push them",
-                description="export: write each evaluate module's Space folder (the module, its "
-                            "card and app, and copies of the package sources it imports); push: "
-                            "upload them as Spaces <namespace>/<metric>.")
+    metrics = sub.add_parser(
+        "metrics", help="export the metrics as Hub Spaces, or push them",
+        description="The metrics as Hub Spaces: `metrics export` writes them, `metrics push` "
+                    "publishes them (see `mera-multi metrics export --help`).")
+    metrics.set_defaults(func=_no_action)
+    actions = metrics.add_subparsers(dest="metrics_command", metavar="ACTION")
+    add_command(actions, "export", ExportOptions, cmd_export,
+                help="write each metric's Space folder into --out",
+                description="Write into --out one Space folder per metric, <metric>/: the "
+                            "evaluate module, its README.md card and app.py, and copies of the "
+                            "package sources it imports.")
+    add_command(actions, "push", PushOptions, cmd_push,
+                help="publish the Space folders as <namespace>/<metric>",
+                description="Upload each metric's Space folder (exported afresh into a "
+                            "temporary folder, or --dir) as the Space <namespace>/<metric>; "
+                            "writes no local file.")

@@ -31,7 +31,7 @@ class ScoringOptions:
 
 def _limit(name: str):
     """A media limit's option: its text and default come from the one set of limits."""
-    return opt(None, f"{MEDIA_LIMIT_HELP[name]} (default {getattr(DEFAULT_LIMITS, name)})",
+    return opt(None, f"{MEDIA_LIMIT_HELP[name]} (default: {getattr(DEFAULT_LIMITS, name)})",
                metavar="N")
 
 

@@ -42,6 +42,18 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)  # an abbreviated secret option is never taken
         super().__init__(*args, **kwargs)
 
+    def parse_known_args(self, args=None, namespace=None):
+        """A sub-command refuses an unknown option itself: its message then names it, with
+        its own options to suggest (argparse would leave them to the top parser)."""
+        namespace, extras = super().parse_known_args(args, namespace)
+        if any(e.startswith("-") for e in extras):
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+    def error(self, message):
+        """One line, where argparse would print the whole usage first."""
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
 
 def text_table(rows: list[tuple[str, ...]]) -> str:
     """Rows of strings as aligned columns, the first row a header underlined with dashes."""
@@ -55,25 +67,37 @@ def no_abbreviations(parser: argparse.ArgumentParser) -> None:
     """Only whole option names, in the parser and all its subcommands: an abbreviation
     (``--judge-api KEY``) would slip past the masking of secret options."""
     parser.allow_abbrev = False
-    parser.error = _masked_error(parser.error)
+    parser.error = _masked_error(parser)
     for action in parser._actions:
         for sub in getattr(action, "choices", None) or ():
             if isinstance(action.choices, dict):
                 no_abbreviations(action.choices[sub])
 
 
-def _masked_error(error):
+def _masked_error(parser):
     """argparse's error, with the values of unknown arguments left out (a mistyped secret
-    option's value is never echoed) and URL secrets masked."""
+    option's value is never echoed), a "did you mean" for each, and URL secrets masked."""
+    error = parser.error
+
     def masked(message: str):
         from .provenance import mask_secrets
 
         head, sep, rest = message.partition("unrecognized arguments: ")
         if sep:
             flags = [a.split("=")[0] for a in rest.split() if a.startswith("-")]
-            message = f"{head}{sep}{' '.join(flags)} (values not shown)"
+            message = f"{head}{sep}{' '.join(flags)} (values not shown){_near(parser, flags)}"
         return error(mask_secrets(message))
     return masked
+
+
+def _near(parser, flags: list[str]) -> str:
+    """"; did you mean --tasks?" for mistyped options (`evaluate --task`)."""
+    import difflib
+
+    known = [s for a in parser._actions if a.help != argparse.SUPPRESS
+             for s in a.option_strings if s.startswith("--")]
+    near = [m for f in flags for m in difflib.get_close_matches(f, known, n=1, cutoff=0.7)]
+    return f"; did you mean {' or '.join(dict.fromkeys(near))}?" if near else ""
 
 
 def opt(default, help: str, **extra):

@@ -21,12 +21,27 @@ def _mapping(value, where: str, field: str) -> dict:
     return value
 
 
+# lm-eval's doc_id is the line's 0-based position in the split the harness read, not an
+# example id: ``positions`` maps (DOC_POSITION, doc_id) to an id only where that order is
+# known (score against the official copy the harness reads).
+DOC_POSITION = "doc_id"
+
+
 def _harness_id(meta: dict, record: dict, where: str, positions: dict | None):
     """The example id of an lm-evaluation-harness line: meta.id; where ruTiE's
     process_docs nulled it, the example at meta's (dialog_id, question_id) in
-    ``positions``, else the official packer's rule (question_id + 500 * dialog_id + 11)."""
-    if meta.get("id") is not None or "dialog_id" not in meta:
-        return meta.get("id", record["doc_id"])
+    ``positions``, else the official packer's rule (question_id + 500 * dialog_id + 11);
+    without a meta.id at all, the example at the doc_id's position, where it is known."""
+    if meta.get("id") is not None:
+        return meta["id"]
+    if "dialog_id" not in meta:
+        place = (DOC_POSITION, record["doc_id"])
+        if positions is None or place not in positions:
+            raise MeraError(f"{where}: the line's doc carries no meta.id, and lm-eval's doc_id "
+                            "is a 0-based position in the split the harness read, not an "
+                            "example id; it is matched by position only against the official "
+                            "Hub copy (leave --data out), whose order the harness read")
+        return positions[place]
     place = (meta.get("dialog_id"), meta.get("question_id"))
     if not all(isinstance(v, int) for v in place):
         raise MeraError(f"{where}: meta.id is null and dialog_id/question_id are not integers")
@@ -59,8 +74,8 @@ def _answer_of(record: dict, where: str, positions: dict | None = None) -> tuple
         example_id = record.get("id", _mapping(record.get("meta"), where, "meta").get("id"))
         answer = next((record[k] for k in ANSWER_KEYS if k in record), None)
     if not isinstance(example_id, int) or isinstance(example_id, bool):
-        raise MeraError(f"{where}: no integer example id (expected \"id\", \"meta.id\" "
-                        "or lm-eval's \"doc_id\")")
+        raise MeraError(f"{where}: no integer example id (expected \"id\" or \"meta.id\"; an "
+                        "lm-eval line is read with its \"doc\" and \"resps\")")
     if not isinstance(answer, str):
         raise MeraError(f"{where}, id={example_id}: no answer text (expected one of "
                         f"{', '.join(ANSWER_KEYS)}, or lm-eval's resps)")
@@ -104,13 +119,9 @@ def _check_harness_file(file: Path, task_key: str | None) -> None:
                         f"{task_key} (expected samples_{names[0]}_<date>.jsonl)")
 
 
-def read_predictions(path: str | Path, task_key: str | None = None,
-                     split: str | None = None, positions: dict | None = None) -> dict[int, str]:
-    """id -> answer. Lines of other tasks or splits ("task", "split" fields) are skipped;
-    an id answered twice with different texts is an error. ``positions``: (dialog id,
-    question id) -> example id, for official ruTiE harness logs whose meta.id is null."""
-    answers: dict[int, str] = {}
-    conflicts = []
+def task_lines(path: str | Path, task_key: str | None = None, split: str | None = None):
+    """(file, "file:line", record) for every line of the predictions files that belongs
+    to the task and split ("task", "split" fields; lines of others are skipped)."""
     for file in prediction_files(path):
         _check_harness_file(file, task_key)
         with open(file, encoding="utf-8", errors="strict") as fh:
@@ -129,12 +140,26 @@ def read_predictions(path: str | Path, task_key: str | None = None,
                     continue
                 if split and record.get("split") not in (None, split):
                     continue
-                example_id, answer = _answer_of(record, where, positions)
-                if answers.setdefault(example_id, answer) != answer:
-                    conflicts.append(example_id)
-    if conflicts:
-        raise MeraError(f"{path}: ids answered twice with different answers: "
-                        f"{', '.join(map(str, sorted(set(conflicts))[:20]))}")
+                yield file, where, record
+
+
+def read_predictions(path: str | Path, task_key: str | None = None,
+                     split: str | None = None, positions: dict | None = None) -> dict[int, str]:
+    """id -> answer. Lines of other tasks or splits ("task", "split" fields) are skipped;
+    an id answered twice stops it (README: duplicate ids stop `score`). ``positions``:
+    (dialog id, question id) -> example id, for official ruTiE harness logs whose meta.id
+    is null, and (DOC_POSITION, doc_id) -> example id where the harness's order is known."""
+    answers: dict[int, str] = {}
+    conflicts, repeated = [], []
+    for _, where, record in task_lines(path, task_key, split):
+        example_id, answer = _answer_of(record, where, positions)
+        if example_id in answers:
+            (conflicts if answers[example_id] != answer else repeated).append(example_id)
+        answers.setdefault(example_id, answer)
+    for ids, how in ((conflicts, "with different answers"), (repeated, "with the same answer")):
+        if ids:
+            raise MeraError(f"{path}: ids answered twice {how}: "
+                            f"{', '.join(map(str, sorted(set(ids))[:20]))}; give each id once")
     if not answers:
         raise MeraError(f"{path}: no predictions found")
     return answers

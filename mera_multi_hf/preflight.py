@@ -74,14 +74,15 @@ def check_output(folder, flag: str = "--output-dir") -> str:
 
 def check_source(task, source) -> str:
     """The source resolves (sample, a folder holding a dataset, or a Hub id that is
-    reachable or cached)."""
-    from .loading import check_hub_source, resolve_source, source_kind
+    reachable or cached) and is the task's own data, not another task's."""
+    from .loading import check_data_task, check_hub_source, resolve_source, source_kind
 
     resolved = resolve_source(task, source)
     kind = source_kind(resolved)
+    note = check_data_task(task, resolved, kind)  # another task's Hub id: no need to reach it
     if kind == "hub":
         check_hub_source(task, str(resolved))
-    return f"{kind}: {resolved}"
+    return f"{kind}: {resolved}" + (f" ({note})" if note else "")
 
 
 def check_model(config) -> str:
@@ -100,16 +101,21 @@ def check_hub_model(name: str, what: str, flag: str, alternative: str) -> str:
     path = Path(name).expanduser()
     if path.is_dir():
         return f"local folder {path}"
-    if name.startswith((".", "/", "~")) or name.count("/") > 1:
-        raise MeraError(f"{flag} {name} is not a {what} folder: there is no such folder")
+    if path.exists():
+        raise MeraError(f"{flag} {name} is not a {what} folder: it is a file (give {alternative})")
+    # a path as typed, or one under a folder that is here (runs/model), is a local path
+    if name.startswith((".", "/", "~")) or name.count("/") > 1 or \
+            "/" in name and path.parent.is_dir():
+        raise MeraError(f"{flag} {name} is not a {what} folder: it is a local path that does "
+                        "not exist")
     reason = offline_reason()
     if reason is None:
         return f"Hub id {name} (online)"
     if in_hub_cache(name, "model"):
         return f"Hub id {name} (offline: from the local cache)"
-    raise MeraError(f"cannot load {what} {name!r}: it is on the Hub, which is out of reach "
-                    f"({reason}), and not in the local cache: pass {alternative}, or run where "
-                    f"the Hub answers")
+    raise MeraError(f"cannot load {what} {name!r}: no folder of that name is here, and as a Hub "
+                    f"id it is out of reach ({reason}) and not in the local cache: pass "
+                    f"{alternative}, or run where the Hub answers")
 
 
 def probe(url: str, api_key: str | None, timeout: float = PROBE_TIMEOUT):

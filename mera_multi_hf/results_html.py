@@ -189,7 +189,8 @@ def task_rows(task_key: str, split: str, records: list[dict], examples=None, dat
                                     or ""),
             "prompt": record.get("prompt", ""), "history": history.get(record["id"], []),
             "generation": record.get("generation", ""), "filtered": record.get("filtered", ""),
-            "gold": ("" if gold is None else gold) if show_gold else "hidden (private split)",
+            "gold": ("" if gold is None else gold) if show_gold and not record.get("gold_private")
+            else "hidden (private split)",
             "metrics": [(display_name(m), f"{v:g}") for m, v in metrics.items()],
             "verdict": _verdict(task, metrics) if gold is not None or metrics else "unknown",
             "media": media.get(record["id"], []),

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MeraError
-from .finalize import TaskPart, finalize
+from .finalize import TaskPart, finalize, results_table
 from .options import ScoringOptions, opt
 from .outputs import OVERWRITE_HELP
 
@@ -19,7 +19,7 @@ class ScoreConfig(ScoringOptions):
     predictions: str | None = opt(None, "JSONL file or folder of them", required=True)
     data: str | None = opt(None, "dataset source: raw folder, exported folder, Hub id or "
                            "`sample` (default: the official Hub id)")
-    split: str = opt("test", "split to score (default test)")
+    split: str = opt("test", "split to score (default: test)")
     out: str | None = opt(None, "output folder for the reports", required=True)
     overwrite: bool = opt(False, OVERWRITE_HELP)
 
@@ -49,6 +49,8 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     result = out["tasks"][0]
     result["written"] = sorted(out["files"])
     result["coverage_note"] = (out["run"]["coverage_change"] or {}).get("note")
+    # what `mera-multi score` prints: evaluate's short table
+    result["table"] = f"model: {out['run']['model']}\n{results_table(out)}"
     return result
 
 
@@ -58,20 +60,49 @@ def _task_part(task, predictions_path, data, split) -> TaskPart:
     from .loading import load_split
     from .predictions import read_predictions
 
-    predictions = read_predictions(predictions_path, task.key, split)  # a bad file: no loading
+    # the harness reads the official copy in its order: there lm-eval's doc_id, a
+    # position, names an example (a domain task's logs count positions per domain)
+    harness_order = data is None and split == "test" and not task.domains
+    if not (task.dialogue or harness_order):
+        predictions = read_predictions(predictions_path, task.key, split)  # a bad file: no loading
     dataset = load_split(task, source=data, split=split)
     examples = make_examples(task, dataset)
-    if task.dialogue:  # official ruTiE logs name examples by position (meta.id is null)
-        from .runner.dialogue import positions
-        places = {p: i for i, p in positions(task, examples).items()}
-        predictions = read_predictions(predictions_path, task.key, split, places)
+    if task.dialogue or harness_order:
+        predictions = read_predictions(predictions_path, task.key, split,
+                                       _places(task, examples, harness_order))
     extra = sorted(set(predictions) - {e.id for e in examples})
     if extra:
         raise MeraError(f"{predictions_path}: ids not in {task.key}/{split}: "
                         f"{', '.join(map(str, extra[:20]))}")
     source = str(data or task.hub_id)
     return TaskPart(task, examples, predictions, source, split == "test" and source == task.hub_id,
-                    dataset, getattr(dataset, "_fingerprint", None))
+                    dataset, getattr(dataset, "_fingerprint", None),
+                    given_logs=_given_logs(predictions_path, task.key, split))
+
+
+def _places(task, examples, harness_order: bool) -> dict:
+    """Positions -> example ids: ruTiE's (dialog id, question id), whose official logs
+    null meta.id, and lm-eval's doc_id where the harness's order is known."""
+    from .predictions import DOC_POSITION
+
+    places = {}
+    if task.dialogue:
+        from .runner.dialogue import positions
+        places = {p: i for i, p in positions(task, examples).items()}
+    if harness_order:
+        places.update({(DOC_POSITION, n): e.id for n, e in enumerate(examples)})
+    return places
+
+
+def _given_logs(predictions_path, task_key: str, split: str) -> dict[str, list[dict]]:
+    """The predictions files' lines of this task and split, by file name: what
+    logs_public.zip carries of a scoring, as the official packer carries the logs."""
+    from .predictions import task_lines
+
+    logs: dict[str, list[dict]] = {}
+    for file, _, record in task_lines(predictions_path, task_key, split):
+        logs.setdefault(file.name, []).append(record)
+    return logs
 
 
 def _score_record(predictions_path, checked, entry: str) -> dict:
@@ -153,12 +184,7 @@ def cmd_score(config: ScoreConfig) -> int:
                                judge_url=config.judge_url, judge_tokenizer=config.judge_tokenizer,
                                judge_api_key=config.judge_api_key,
                                submission=not config.no_submission)
-    print((out / "results.md").read_text(encoding="utf-8"))
-    if result["coverage_note"]:
-        print(f"note: {result['coverage_note']}")
-    if not result["scorable"]:
-        print(f"{config.task}/{config.split}: {result['note']}")
-    print(f"wrote {', '.join(result['written'])} to {out}")
+    print(result["table"])
     return 0
 
 
@@ -169,4 +195,7 @@ def add_parser(sub) -> None:
                 help="score a predictions file and write results + submission",
                 description="Score predictions made elsewhere: this project's sample log, a "
                             "JSONL of {id, prediction}, or lm-evaluation-harness "
-                            "samples_<task>_*.jsonl logs (a file or their folder).")
+                            "samples_<task>_*.jsonl logs (a file or their folder). Writes into "
+                            "--out: results.json, results.md, results.png, results.html and, "
+                            "for the test split, submission.zip (its logs_public.zip holds the "
+                            "predictions files, without private answers).")

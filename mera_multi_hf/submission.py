@@ -15,11 +15,12 @@ from .tasks import get_task
 PairsOrMap = Mapping[int, str] | Iterable[tuple[int, str]]
 
 
-def hides_answers(task, split: str) -> bool:
-    """A private split: the test split of a task declared private. No file made for
+def hides_answers(task, split: str, data_private: bool = False) -> bool:
+    """A private split: the test split of a task declared private, or of data that says
+    it is (``data_private``: its access, its licence, or no task named). No file made for
     upload (submission.zip, logs_public.zip, a published export) carries its gold answers
     or a per-example score derived from them."""
-    return split == "test" and not task.public
+    return split == "test" and (not task.public or data_private)
 
 
 # What every local file that carries a private split's per-example results says of itself

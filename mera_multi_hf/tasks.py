@@ -292,12 +292,15 @@ def get_task(key: str) -> TaskSpec:
     if not isinstance(key, str):
         raise TypeError(f"a task is named by its key, a string such as 'ruhhh_image' "
                         f"(see `mera-multi tasks`), not {type(key).__name__}")
+    import difflib
+
     wanted = key.strip().lower().replace("-", "_")
     for task in TASKS.values():
         if wanted in (task.key, task.class_name.lower()):
             return task
-    known = ", ".join(TASKS)
-    raise MeraError(f"unknown task {key!r}. Known tasks: {known}")
+    near = difflib.get_close_matches(wanted, list(TASKS), n=1, cutoff=0.6)
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    raise MeraError(f"unknown task {key!r}{hint}. Known tasks: {', '.join(TASKS)}")
 
 
 def resolve_tasks(names: str | list[str]) -> list[TaskSpec]:
@@ -312,6 +315,10 @@ def resolve_tasks(names: str | list[str]) -> list[TaskSpec]:
         elif name in MODALITIES:
             picked = [t for t in TASKS.values() if t.modality == name]
         else:
-            picked = [get_task(name)]
+            try:
+                picked = [get_task(name)]
+            except MeraError as err:
+                raise MeraError(f"{err}; or a modality ({', '.join(MODALITIES)}), or all") \
+                    from None
         chosen += [t for t in picked if t not in chosen]
     return chosen

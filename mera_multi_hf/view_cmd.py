@@ -1,6 +1,7 @@
-"""`mera-multi view RUN_DIR`: write results.html for a run folder (one made before the
-page existed, or to refresh it): every example with its media, prompt, answer, gold
-and scores, from the folder's results.json and sample files and the run's dataset."""
+"""`mera-multi view RUN_DIR`: write results.html for a run folder, or for the folder of
+a results.json (a run made before the page existed, or to refresh it): every example
+with its media, prompt, answer, gold and scores, from the folder's results.json and
+sample files and the run's dataset."""
 from __future__ import annotations
 
 import json
@@ -42,7 +43,9 @@ def _records(run_dir: Path, run: dict, task, split, examples, result) -> list[di
         for file in run.get("predictions", []):
             predictions.update(read_predictions(file, task.key, split))
         scored = score_task(task, examples, predictions, split=split)
-        return prediction_records(task, examples, predictions, scored)
+        # a scoring is of one task: the run's gold_private record is that task's
+        return prediction_records(task, examples, predictions, scored,
+                                  private=bool(run.get("gold_private")))
     raise MeraError(f"{run_dir} has no {sample_file.name}: the examples of {task.key} are "
                     f"not at hand")
 
@@ -72,7 +75,8 @@ def page_of(run_dir: Path) -> str:
 @dataclass
 class ViewOptions:
     """The options of `mera-multi view`."""
-    run_dir: str | None = opt(None, "a folder written by `mera-multi evaluate` or `score`",
+    run_dir: str | None = opt(None, "a folder written by `mera-multi evaluate` or `score`, or "
+                              "its results.json (as `compare` and `leaderboard` take it)",
                               positional=True)
     overwrite: bool = opt(False, OVERWRITE_HELP)
 
@@ -82,8 +86,11 @@ def cmd_view(options: ViewOptions) -> int:
     from .results_html import PAGE_NAME
 
     run_dir = Path(options.run_dir)
+    if run_dir.is_file() and run_dir.name == "results.json":  # the page goes beside it
+        run_dir = run_dir.parent
     if not run_dir.is_dir():
-        raise MeraError(f"{run_dir} is not a folder: give a run folder (with results.json)")
+        raise MeraError(f"{run_dir} is neither a run folder nor its results.json: give a "
+                        "folder written by `mera-multi evaluate` or `score`")
     page = page_of(run_dir)
     kind = folder_kind(run_dir)
     if kind not in ("run", "score"):
@@ -97,4 +104,9 @@ def cmd_view(options: ViewOptions) -> int:
 def add_parser(sub) -> None:
     add_command(sub, "view", ViewOptions, cmd_view,
                 help="write results.html for a run folder: every example with its media, "
-                     "prompt, answer, gold and scores")
+                     "prompt, answer, gold and scores",
+                description="Write results.html for a run made by `evaluate` or `score` (its "
+                            "folder, or its results.json): every example with its media, "
+                            "prompt, answer, gold and scores, from the run's results.json, "
+                            "sample files and dataset. Writes only results.html, into the run's "
+                            "folder.")

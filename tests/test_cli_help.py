@@ -148,7 +148,7 @@ def test_a_command_gets_the_dataclass_a_python_caller_builds():
     from mera_multi_hf.cli import BuildOptions
     from mera_multi_hf.judge_cmd import TrainOptions
     from mera_multi_hf.leaderboard import LeaderboardOptions
-    from mera_multi_hf.metrics_export import MetricsOptions
+    from mera_multi_hf.metrics_export import ExportOptions
 
     assert _options_of(["build", "ruhhh_image", "--raw", "sample", "--out", "o",
                         "--max_image_pixels", "5", "--max-audio-seconds", "2.5"]) == \
@@ -156,13 +156,13 @@ def test_a_command_gets_the_dataclass_a_python_caller_builds():
                      max_audio_seconds=2.5)
     assert _options_of(["leaderboard", "a", "b", "--overwrite"]) == \
         LeaderboardOptions(runs=["a", "b"], overwrite=True)
-    assert _options_of(["metrics", "export", "--metric", "slot_f1", "--metric",
-                        "exact_match"]) == MetricsOptions("export", metric=["slot_f1",
-                                                                            "exact_match"])
+    assert _options_of(["metrics", "export", "--out", "o", "--metric", "slot_f1", "--metric",
+                        "exact_match"]) == ExportOptions(out="o", metric=["slot_f1",
+                                                                          "exact_match"])
     assert _options_of(["judge", "train", "--data", "d", "--base", "b", "--out", "o",
                         "--lr", "0.5"]) == TrainOptions("d", "b", "o", lr=0.5)
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["metrics", "export", "--metric", "nope"])  # choices kept
+        build_parser().parse_args(["metrics", "export", "--out", "o", "--metric", "nope"])
 
 
 def test_a_fields_help_and_default_show_in_help():

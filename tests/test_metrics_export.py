@@ -217,4 +217,5 @@ def test_cli_export(tmp_path):
     assert 'evaluate.load("acme/slot_f1")' in card
     bad = subprocess.run([sys.executable, "-m", "mera_multi_hf", "metrics", "export"],
                          capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and "needs --out" in bad.stderr
+    assert bad.returncode == 2 and "required: --out" in bad.stderr
+    assert bad.stderr.count("\n") == 1  # one line, no usage dump

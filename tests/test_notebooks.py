@@ -65,6 +65,7 @@ def test_notebook_runs(notebook, tmp_path, monkeypatch):
         assert (tmp_path / path).is_file(), path
     text = _outputs_text(nb)
     assert "Traceback" not in text and "Error" not in text.replace("MeraError", ""), text[-2000:]
+    assert "TqdmWarning" not in text and "IProgress" not in text  # plain bars, said nothing
     check = CHECKS.get(notebook.name)
     if check:
         check(tmp_path, nb, text)

@@ -83,8 +83,11 @@ def test_scores_of_a_private_split_are_marked_local(tmp_path):
                  "sample", "--out", str(out)]) == 0
     assert json.loads((out / "results.json").read_text())["run"]["gold_private"]["files"] == [
         "results.json", "results.html"]
-    with zipfile.ZipFile(out / "submission.zip") as zf:
-        assert zf.namelist() == ["ruHHH_Image.json"]  # the answers only
+    with zipfile.ZipFile(out / "submission.zip") as zf:  # the layout of evaluate's ZIP
+        assert zf.namelist() == ["ruHHH_Image.json", "logs_public.zip"]
+        inner = zipfile.ZipFile(io.BytesIO(zf.read("logs_public.zip")))
+    assert inner.namelist() == ["p.jsonl"]  # the predictions as given, gold-free
+    assert _lines(inner.read("p.jsonl")) == [{"id": i, "prediction": "A"} for i in range(1, 27)]
 
 
 def test_a_comparison_of_private_runs_is_marked_local_only(tmp_path):

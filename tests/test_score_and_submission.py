@@ -49,8 +49,10 @@ def test_score_plain_jsonl_end_to_end(raw_sample, sample_test, tmp_path, capsys)
     n = len(golds)
     # the leaderboard ranks ruHHH by group EM and group JS: plain EM is supplementary;
     # the human baselines of the task card stand beside their metrics
-    assert re.search(rf"\| ruhhh_image \| test \| {n} \| Exact match \(supplementary\) \| "
-                     rf"{(n - 2) / n:.4f} ± 0\.\d{{4}} \| 0\.9529 \|", printed)
+    # (printed as evaluate prints it: the short table, not results.md)
+    assert re.search(rf"\nruhhh_image +test +{n} +Exact match \(supplementary\) +"
+                     rf"{(n - 2) / n:.4f} ± 0\.\d{{4}} +0\.9529\n", printed)
+    assert "| ruhhh_image |" not in printed and "## " not in printed
 
     doc = json.loads((out / "results.json").read_text())
     result = doc["tasks"]["ruhhh_image"]
@@ -58,15 +60,16 @@ def test_score_plain_jsonl_end_to_end(raw_sample, sample_test, tmp_path, capsys)
     assert result["n_groups"] == n_groups and 1 < n_groups < n
     assert result["metrics"]["exact_match"] == pytest.approx((n - 2) / n)
     assert result["metrics"]["group_exact_match"] == pytest.approx((n_groups - 2) / n_groups)
+    md = (out / "results.md").read_text(encoding="utf-8")
     assert re.search(rf"\| Group exact match \| {(n_groups - 2) / n_groups:.4f} ± 0\.\d{{4}} "
-                     r"\| 0\.8930 \|", printed)
+                     r"\| 0\.8930 \|", md)
     # task score: the leaderboard metrics computed (no judge: group EM alone), said so
     assert result["task_score"] == pytest.approx((n_groups - 2) / n_groups)
     assert result["task_score_metrics"] == ["group_exact_match"]
     assert result["task_score_partial"] is True
     assert doc["summary"]["partial_task_scores"] == ["ruhhh_image"]
     assert ("covers only part of the leaderboard metrics (without Group judge score: "
-            "see the judge note below)") in printed
+            "see the judge note below)") in md
     # the verbose answer counts only after extraction, reported apart from the official EM
     assert result["unofficial"]["exact_match_extracted"] == pytest.approx((n - 1) / n)
     assert result["judge_not_computed"] == ["judge_score", "group_judge_score"]

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import re
 
+# The card tag of an export that keeps a private split's answers (hub.write_card writes
+# it; loading reads it back to tell a private split, without importing datasets).
+INTERNAL_TAG = "mera-internal-with-answers"
+PRIVATE_LICENSE_NAME = "mera-private"  # the card's licence name for MERA_private
+
 CARD_FIELD_TYPES = {  # field -> (accepted types, what to write)
     "dataset_name": ((str,), "a string"), "license": ((str,), "a string"),
     "task_type": ((str,), "a string"), "task_description": ((str,), "a string"),

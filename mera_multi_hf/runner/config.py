@@ -57,12 +57,12 @@ class RunConfig(ScoringOptions, MediaLimitOptions):
     tasks: str = _opt("ruhhh_image", "comma-separated task keys, a modality (image, audio, "
                       "video) or `all` (see `mera-multi tasks`)")
     data: list[str] | None = _opt(None, "dataset source: raw MERA folder, exported folder, Hub "
-                                  "id or `sample`; TASK=SOURCE for one task (repeatable). Default: "
-                                  "the official Hub copy; with no --model, `sample`",
+                                  "id or `sample`; TASK=SOURCE for one task, repeatable "
+                                  "(default: the official Hub copy; with no --model, `sample`)",
                                   action="append", metavar="SOURCE")
     split: str = _opt("test", "split to run: test or shots")
     limit: int | None = _opt(None, "only the first N examples of each task")
-    output_dir: str | None = _opt(None, "where to write (default runs/<model name>)")
+    output_dir: str | None = _opt(None, "where to write (default: runs/<model name>)")
     overwrite: bool = _opt(False, OVERWRITE_HELP)
     # generation
     backend: str = _opt("hf", "hf: transformers in this process; openai: an OpenAI-compatible "
@@ -74,7 +74,7 @@ class RunConfig(ScoringOptions, MediaLimitOptions):
     dtype: str = _opt("auto", "hf weights dtype (auto: float32 on CPU, the model's own on GPU)",
                       choices=("auto", "float32", "bfloat16", "float16"))
     device: str | None = _opt(None, "hf device: cpu, cuda, cuda:1, or auto (one model over all "
-                              "GPUs). Default: this process's accelerate device")
+                              "GPUs) (default: this process's accelerate device)")
     max_pixels: int | None = _opt(None, "downscale larger images (aspect kept) to at most this "
                                   "many pixels before the processor, e.g. 1003520")
     max_frames: int = _opt(8, "videos: at most this many frames, spread evenly over the video, "

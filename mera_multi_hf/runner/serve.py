@@ -367,7 +367,7 @@ class ChatServeOptions(ServerOptions):
     model: str | None = opt(None, "Hub id or folder (default: the built-in tiny model)")
     served_model_name: str | None = opt(None, "the model name clients send as `model` "
                                         "(default: --model)", aliases=("--served-name",))
-    dtype: str = opt("auto", "weights dtype: auto, float32, bfloat16 or float16 (default auto: "
+    dtype: str = opt("auto", "weights dtype: auto, float32, bfloat16 or float16 (default: auto, "
                      "float32 on CPU, the model's own on GPU)")
     device: str | None = opt(None, "cpu, cuda, cuda:1 or auto (default: the GPU when there is one)")
     max_pixels: int | None = opt(None, "downscale larger images (aspect kept) to at most this "
@@ -377,11 +377,11 @@ class ChatServeOptions(ServerOptions):
     api_key: str | None = opt(None, "require 'Authorization: Bearer KEY' on every route but "
                               "/health (default: $MERA_SERVE_API_KEY, which `ps` does not show; "
                               "none: no authentication)", secret=True)
-    workers: int = opt(8, "threads parsing requests and decoding their images (default 8)")
-    max_image_pixels: int | None = opt(None, f"pixels per image (default "
+    workers: int = opt(8, "threads parsing requests and decoding their images (default: 8)")
+    max_image_pixels: int | None = opt(None, f"pixels per image (default: "
                                        f"{DEFAULT_LIMITS.max_image_pixels})")
     max_tokens_limit: int = opt(MAX_TOKENS_LIMIT, f"largest max_tokens a request may ask "
-                                f"(default {MAX_TOKENS_LIMIT})")
+                                f"(default: {MAX_TOKENS_LIMIT})")
 
 
 def _parser() -> Parser:

@@ -9,7 +9,7 @@ from . import main
 @dataclass
 class SampleOptions:
     """The arguments of ``python -m mera_multi_hf.sample_data``."""
-    task: str = opt("all", "task key, or `all` (default all)", positional=True, nargs="?")
+    task: str = opt("all", "task key, or `all` (default: all)", positional=True, nargs="?")
     dir: str | None = opt(None, "folder to write one task's sample into (default: the "
                           "package's samples/ folder)", positional=True, nargs="?")
 

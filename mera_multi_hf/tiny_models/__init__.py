@@ -152,7 +152,12 @@ class ModelsOptions:
 def add_parser(sub) -> None:
     add_command(sub, "models", ModelsOptions, cmd_models,
                 help="list the model families with a tiny offline model (modalities, processor "
-                     "classes, video path); `--path judge`: the tiny answer judge")
+                     "classes, video path); `--path judge`: the tiny answer judge",
+                description="The model families the hf backend takes, each with a tiny offline "
+                            "model (random weights, the family's real classes), one per line. "
+                            "Writes no file; --path FAMILY builds that family's tiny model once "
+                            "(--path judge: the tiny answer judge), in the package's cache, and "
+                            "prints its folder.")
 
 
 def cmd_models(options: ModelsOptions) -> int:

@@ -1,0 +1,124 @@
+"""Every flag that a message, a help text or an example names exists: each
+`mera-multi <command> ... --flag` in the package's strings, README.md and docs/, and each
+bare `--flag` in the messages of a command's own modules, is checked against that
+command's parser (a renamed option cannot leave a hint pointing at nothing)."""
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+from pathlib import Path
+
+from mera_multi_hf.cli import build_parser
+from mera_multi_hf.evaluate_cmd import options_parser
+from mera_multi_hf.runner.serve import _parser as serve_parser
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "mera_multi_hf"
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9_-]*[a-z0-9]")
+# where an invocation ends: another command, a pipe, the end of a code span or sentence
+END = re.compile(r"&&|\|\||[|;`\n]|\)|\"|'|\. ")
+# a command module -> the commands whose messages it writes (their options, together)
+MODULES = {"score_cmd.py": ["score"], "evaluate_cmd.py": ["evaluate"],
+           "runner/config.py": ["evaluate"], "runner/run.py": ["evaluate"],
+           "runner/finish.py": ["evaluate"], "runner/launch.py": ["evaluate"],
+           # the whole command line's module: `tasks --help` names evaluate's and score's
+           "cli.py": ["", "build", "tasks", "evaluate", "score"], "view_cmd.py": ["view"], "compare.py": ["compare"],
+           "leaderboard.py": ["leaderboard"], "metrics_export.py": ["metrics export",
+                                                                   "metrics push"],
+           "judge_cmd.py": ["judge serve", "judge agreement", "judge train"],
+           "preflight.py": ["evaluate", "score"], "options.py": ["evaluate", "score", "build"],
+           "tiny_models/__init__.py": ["models"]}
+# other programs' command lines, whose flags are theirs
+OTHERS = ("accelerate", "torchrun", "vllm", "uvicorn", "pip ", "python -m build")
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    """'score', 'judge serve', ... -> the parser of that command."""
+    found = {"": build_parser()}
+    todo = [("", found[""])]
+    while todo:
+        name, parser = todo.pop()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, child in action.choices.items():
+                    found[f"{name} {sub}".strip()] = child
+                    todo.append((f"{name} {sub}".strip(), child))
+    found["evaluate"] = options_parser()
+    found["runner.serve"] = serve_parser()
+    return found
+
+
+COMMANDS = _commands()
+
+
+def _flags(*names: str) -> set[str]:
+    return {s for n in names for a in COMMANDS[n]._actions for s in a.option_strings}
+
+
+def _invocations(text: str):
+    """(command, the flags its invocation names) for each `mera-multi CMD ...`,
+    `-m mera_multi_hf CMD ...` and `python -m mera_multi_hf.runner.serve ...` in text."""
+    pattern = r"(?:mera-multi|-m mera_multi_hf(?=\s))((?:\s+[a-z]+){0,2})|mera_multi_hf\.runner\.serve"
+    for match in re.finditer(pattern, text):
+        words = (match.group(1) or "").split()
+        command = "runner.serve" if match.group(1) is None else next(
+            (" ".join(words[:n]) for n in (2, 1) if " ".join(words[:n]) in COMMANDS), None)
+        if command is None:
+            continue
+        rest = text[match.end():]
+        rest = rest[:m.start()] if (m := END.search(rest)) else rest
+        yield command, FLAG.findall(rest)
+
+
+def _strings(path: Path) -> list[str]:
+    """The string constants of a module, f-strings joined (their fields left out)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.JoinedStr):
+            out.append("".join(v.value if isinstance(v, ast.Constant) else "{}"
+                               for v in node.values))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.append(node.value)
+    return out
+
+
+def _texts():
+    """(where, text): every string of the package, README.md and docs/."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for text in _strings(path):
+            yield path.relative_to(PACKAGE).as_posix(), text
+    for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        yield path.relative_to(REPO).as_posix(), path.read_text(encoding="utf-8")
+
+
+def test_every_flag_an_invocation_names_is_its_commands():
+    wrong, seen = [], 0
+    for where, text in _texts():
+        for command, flags in _invocations(text):
+            seen += len(flags)
+            wrong += [f"{where}: mera-multi {command} {f}" for f in flags
+                      if f not in _flags(command)]
+    assert seen > 100 and not wrong, wrong
+
+
+def test_every_flag_a_command_module_names_is_its_commands():
+    wrong, seen = [], 0
+    for module, commands in MODULES.items():
+        known = _flags(*commands)
+        for text in _strings(PACKAGE / module):
+            if "mera-multi" in text or "mera_multi_hf" in text or any(o in text for o in OTHERS):
+                continue  # an invocation: checked against its own command above
+            flags = FLAG.findall(text)
+            seen += len(flags)
+            wrong += [f"{module}: {f} (not an option of {' / '.join(commands)})"
+                      for f in flags if f not in known]
+    assert seen > 50 and not wrong, wrong
+
+
+def test_the_check_finds_a_flag_that_does_not_exist():
+    found = dict(_invocations("run `mera-multi judge serve --model M --no-such-flag 1`"))
+    assert found == {"judge serve": ["--model", "--no-such-flag"]}
+    assert "--no-such-flag" not in _flags("judge serve") and "--model" in _flags("judge serve")
+    assert dict(_invocations("python -m mera_multi_hf.runner.serve --port 1 | x --y")) == {
+        "runner.serve": ["--port"]}
