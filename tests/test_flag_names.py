@@ -44,8 +44,8 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
                 for sub, child in action.choices.items():
                     found[f"{name} {sub}".strip()] = child
                     todo.append((f"{name} {sub}".strip(), child))
-    found["evaluate"] = options_parser()
-    found["runner.serve"] = serve_parser()
+    found["evaluate"] = options_parser()  # these two commands' parsers are their own
+    found["serve"] = found["runner.serve"] = serve_parser()
     return found
 
 
