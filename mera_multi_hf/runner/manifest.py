@@ -42,7 +42,7 @@ def read_manifest(folder) -> dict | None:
 
     from ..outputs import OutputFolder
 
-    folder = folder if isinstance(folder, OutputFolder) else OutputFolder(Path(folder))
+    folder = folder if isinstance(folder, OutputFolder) else OutputFolder(Path(folder), kind="run")
     if MANIFEST not in folder.owned():
         return None
     try:
