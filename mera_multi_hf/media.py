@@ -15,9 +15,9 @@ from dataclasses import dataclass, field as _field
 from math import gcd
 from pathlib import Path
 
-from .errors import MeraError
-from .limits import (AUDIO_BLOCK_FRAMES, DEFAULT_LIMITS, Limits, audio_bytes, output_frames,
-                     video_bytes)
+from .errors import MediaError, MeraError
+from .limits import (AUDIO_BLOCK_FRAMES, DEFAULT_LIMITS, Limits, audio_bytes, image_bytes,
+                     output_frames, video_bytes)
 from .media_checks import (audio_header_problem, budget_problem, pixel_problem,
                            video_header_problem)
 
@@ -40,7 +40,7 @@ class Media:
         try:
             img = img.convert("RGB")
         except OSError as err:  # truncated or corrupt pixel data
-            raise MeraError(f"{self._where()}: cannot decode the image ({err})") from None
+            raise MediaError(f"{self._where()}: cannot decode the image ({err})") from None
         return limit_pixels(img, max_pixels)
 
     def audio(self, rate: int):
@@ -56,8 +56,16 @@ class Media:
         try:
             return sample_frames(io.BytesIO(self._bytes()), max_frames, max_pixels, self.limits,
                                  self.notes)
-        except MeraError as err:
-            raise MeraError(f"{self._where()}: {err}") from None
+        except MediaError as err:
+            raise MediaError(f"{self._where()}: {err}") from None
+
+    def cost(self, max_frames: int = 1) -> int:
+        """The bytes decoding this item takes by the memory rule (limits.py), from its
+        header alone; one that is refused or unreadable counts as over the budget."""
+        try:
+            return _header_cost(self.kind, self._bytes(), max_frames)
+        except Exception:  # noqa: BLE001 - decoding it alone will say why
+            return self.limits.memory_budget + 1
 
     def data_uri(self, max_pixels: int | None = None) -> str:
         """The item as a base64 data URI, as the official harness sends it to an API
@@ -88,12 +96,12 @@ class Media:
                 warnings.simplefilter("ignore", Image.DecompressionBombWarning)
                 img = Image.open(io.BytesIO(self._bytes()))
         except Image.DecompressionBombError as err:
-            raise MeraError(f"{self._where()}: refused, a decompression bomb ({err})") from None
+            raise MediaError(f"{self._where()}: refused, a decompression bomb ({err})") from None
         except (UnidentifiedImageError, OSError) as err:
-            raise MeraError(f"{self._where()}: not a readable image ({err})") from None
+            raise MediaError(f"{self._where()}: not a readable image ({err})") from None
         why = pixel_problem(img.width, img.height, self.limits)
         if why:
-            raise MeraError(f"{self._where()}: refused, a decompression bomb ({why})")
+            raise MediaError(f"{self._where()}: refused, a decompression bomb ({why})")
         return img
 
     def _where(self) -> str:
@@ -103,6 +111,25 @@ class Media:
         if self.data is None:
             raise RuntimeError("media bytes were not loaded for this batch (load_media)")
         return self.data
+
+
+def _header_cost(kind: str, raw: bytes, max_frames: int) -> int:
+    if kind == "image":
+        from PIL import Image
+
+        with Image.open(io.BytesIO(raw)) as img:
+            return image_bytes(img.width, img.height)
+    if kind == "audio":
+        import soundfile
+
+        with soundfile.SoundFile(io.BytesIO(raw)) as clip:
+            rate = clip.samplerate
+            return min(audio_bytes(clip.frames, clip.channels, rate, rate))
+    import av
+
+    with av.open(io.BytesIO(raw), mode="r", metadata_errors="ignore") as container:
+        stream = container.streams.video[0]
+        return video_bytes(stream.width, stream.height, max_frames)
 
 
 def wav_bytes(raw: bytes, where: str = "audio", limits: Limits = DEFAULT_LIMITS) -> bytes:
@@ -129,7 +156,7 @@ def decode_audio(raw: bytes, where: str = "audio", dtype: str = "float32",
     """(mono samples, rate) of an audio file's bytes (soundfile: WAV, FLAC, OGG, MP3),
     resampled to ``target`` Hz when one is given; anything it cannot read, or whose
     header is over the limits or the memory budget (checked before any sample is read),
-    is a MeraError naming the item."""
+    is a MediaError naming the item."""
     with _open_audio(raw, where, limits, target) as (clip, whole):
         rate = clip.samplerate
         if whole:
@@ -149,20 +176,20 @@ def _open_audio(raw: bytes, where: str, limits: Limits, target: int | None):
             rate, channels, frames = clip.samplerate, clip.channels, clip.frames
             why = audio_header_problem(rate, channels, frames, limits, target)
             if why:
-                raise MeraError(f"{where}: refused: {why}")
+                raise MediaError(f"{where}: refused: {why}")
             whole = audio_bytes(frames, channels, rate, target or rate)[0] <= limits.memory_budget
             if not (whole or clip.seekable()):
-                raise MeraError(f"{where}: refused: too long to decode whole within the memory "
+                raise MediaError(f"{where}: refused: too long to decode whole within the memory "
                                 f"budget, and not seekable to decode in blocks")
             yield clip, whole
     except (soundfile.LibsndfileError, RuntimeError, TypeError, ValueError) as err:
-        raise MeraError(f"{where}: cannot decode the audio ({err})") from None
+        raise MediaError(f"{where}: cannot decode the audio ({err})") from None
 
 
 def _read_mono(clip, where: str, dtype: str):
     samples = clip.read(dtype=dtype, always_2d=True)
     if samples.size == 0:
-        raise MeraError(f"{where}: the audio has no samples")
+        raise MediaError(f"{where}: the audio has no samples")
     return samples.mean(axis=1)
 
 
@@ -184,7 +211,7 @@ def _resampled_blocks(clip, target: int, where: str):
         clip.seek(first)
         part = clip.read(end - first, dtype="float32", always_2d=True)
         if len(part) < end - first:
-            raise MeraError(f"{where}: the audio ends before its header says")
+            raise MediaError(f"{where}: the audio ends before its header says")
         done = resample(part.mean(axis=1), rate, target)
         lo, hi = start * up // down, min(len(out), (start + block) * up // down)
         skip = (start - first) * up // down
@@ -233,21 +260,21 @@ def sample_frames(source, max_frames: int, max_pixels: int | None = None,
         with av.open(source, mode="r", metadata_errors="ignore") as container:
             why = video_header_problem(container, limits)
             if why:
-                raise MeraError(f"refused: {why}")
+                raise MediaError(f"refused: {why}")
             stream = container.streams.video[0]
             why = budget_problem(video_bytes(stream.width, stream.height, max_frames), limits,
                                  f"{max_frames} frames of {stream.width}x{stream.height}")
             if why:
-                raise MeraError(f"refused: {why}")
+                raise MediaError(f"refused: {why}")
             stream.thread_type = "AUTO"
             total = _frame_count(stream)
             frames = (_known_count(container, stream, frame_indices(total, max_frames))
                       if total else _unknown_count(container, stream, max_frames,
                                                    limits.max_video_scan_frames, notes))
     except av.error.FFmpegError as err:
-        raise MeraError(f"cannot decode the video ({err})") from None
+        raise MediaError(f"cannot decode the video ({err})") from None
     if not frames:
-        raise MeraError("the video has no decodable frame")
+        raise MediaError("the video has no decodable frame")
     return [limit_pixels(f, max_pixels) for f in frames]
 
 
@@ -367,4 +394,4 @@ def media_bytes(value) -> bytes:
         path = value
     if path and Path(path).is_file():
         return Path(path).read_bytes()
-    raise MeraError(f"a media item has neither bytes nor a readable file ({path!r})")
+    raise MediaError(f"a media item has neither bytes nor a readable file ({path!r})")

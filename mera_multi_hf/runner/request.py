@@ -40,6 +40,9 @@ class Request:
     history: list[Turn] = field(default_factory=list)  # earlier turns (dialogue tasks)
     # prompt tokens the backend cut from the left to fit the model (the harness's rule)
     tokens_cut: int = 0
+    # why its media could not be decoded (within the limits and the memory budget): the
+    # example is logged as failed, with an empty answer, and retried by a rerun
+    failed: str = ""
 
     @property
     def key(self) -> tuple[str, str, int]:

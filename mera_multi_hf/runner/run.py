@@ -142,7 +142,7 @@ def _run(config: RunConfig, engine, specs, sources, state, folder, started, chec
             data.requests = []
             run_dialogues(data, config, engine, None, index)
     requests = [r for data in loaded for r in data.requests]
-    resumed = sum(1 for r in requests if r.hash in before.get(r.key, {}))
+    resumed = sum(1 for r in requests if answered(before, r))
     counts = {"requested": len(requests), "resumed": resumed,
               "generated": len(requests) - resumed, "generated_here": here}
     return finish_run(folder, config, engine, loaded, merged(index, requests), counts=counts,
@@ -155,7 +155,7 @@ def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: Sampl
     returns how many it generated. The log and the engine are closed after it."""
     rank, world = state.process_index, state.num_processes
     requests = [r for data in loaded for r in data.requests]
-    pending = [r for r in requests if r.hash not in before.get(r.key, {})]
+    pending = [r for r in requests if not answered(before, r)]
     show = not config.no_progress and state.is_main_process
     if hasattr(engine, "stream") and state.is_main_process:  # a server answers: meanwhile
         threading.Thread(target=import_outputs_stage, daemon=True).start()
@@ -170,6 +170,12 @@ def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: Sampl
         log.close()
         engine.close()
     return here
+
+
+def answered(before: dict, request: Request) -> bool:
+    """The log holds an answer to resume (a failed example is tried again)."""
+    record = before.get(request.key, {}).get(request.hash)
+    return record is not None and not record.get("failed")
 
 
 def import_outputs_stage() -> None:

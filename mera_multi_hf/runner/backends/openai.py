@@ -26,7 +26,7 @@ from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from ...errors import MeraError
+from ...errors import MediaError, MeraError
 from ...provenance import mask_secrets
 from ..chat import openai_messages
 from ..request import Request
@@ -123,6 +123,9 @@ class OpenAIBackend(Backend):
                         live[:] = [s for s in live if s != server]
                         todo.appendleft(request)
                         continue
+                    except MediaError as err:  # that example fails, the run goes on
+                        request.failed = f"{request.task} id={request.id}: {err}"
+                        text, seconds = "", 0.0
                     yield request, text, seconds
         finally:
             for future in busy:
