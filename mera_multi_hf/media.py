@@ -209,10 +209,10 @@ def _resampled_blocks(clip, target: int, where: str):
     for start in range(0, total, block):
         first, end = max(0, start - context), min(total, start + block + context)
         clip.seek(first)
-        part = clip.read(end - first, dtype="float32", always_2d=True)
-        if len(part) < end - first:
+        mono = clip.read(end - first, dtype="float32", always_2d=True).mean(axis=1)
+        if len(mono) < end - first:
             raise MediaError(f"{where}: the audio ends before its header says")
-        done = resample(part.mean(axis=1), rate, target)
+        done = resample(mono, rate, target)
         lo, hi = start * up // down, min(len(out), (start + block) * up // down)
         skip = (start - first) * up // down
         out[lo:hi] = done[skip:skip + hi - lo]
