@@ -203,10 +203,20 @@ def json_protocol(error_payload, read_timeout: float):
 
         def connection_made(self, transport):
             super().connection_made(transport)
-            self.loop.call_later(read_timeout, self._first_head_timeout)
+            self.head_of = None  # the cycle after which the next head's deadline runs
+            self.loop.call_later(read_timeout, self._head_timeout, None)
 
-        def _first_head_timeout(self):
-            if self.cycle is None and not self.transport.is_closing():
+        def data_received(self, data: bytes) -> None:
+            # A kept-alive connection's next head has its own deadline from its first
+            # byte (uvicorn only bounds the idle time before it).
+            if self.cycle is not None and self.cycle.response_complete \
+                    and self.head_of is not self.cycle:
+                self.head_of = self.cycle
+                self.loop.call_later(read_timeout, self._head_timeout, self.cycle)
+            super().data_received(data)
+
+        def _head_timeout(self, after):
+            if self.cycle is after and not self.transport.is_closing():
                 self._send_error(408, f"no complete request head within {read_timeout:g} s")
 
         def send_400_response(self, msg: str) -> None:
