@@ -132,9 +132,10 @@ class TooLarge(ValueError):
     status = 413
 
 
-def _check_image(data: bytes, where: str, max_pixels: int) -> None:
+def _check_image(data: bytes, where: str, max_pixels: int, decode: bool = True) -> None:
     """A picture Pillow decodes within ``max_pixels``, else ValueError (the backend must
-    not meet it). The size is read from the header, before any pixel is decoded."""
+    not meet it). The size is read from the header, before any pixel is decoded (and,
+    without ``decode``, only the header is read)."""
     from PIL import Image
 
     try:
@@ -142,7 +143,8 @@ def _check_image(data: bytes, where: str, max_pixels: int) -> None:
             if img.width * img.height > max_pixels:
                 raise TooLarge(f"{where}: {img.width}x{img.height} pixels; the limit is "
                                f"{max_pixels} (max_image_pixels)")
-            img.load()
+            if decode:
+                img.load()
     except TooLarge:
         raise
     except Exception as err:  # noqa: BLE001 - any decoder error means a bad upload
@@ -262,10 +264,12 @@ class ChatService:
         prompt, items = prompt_from_openai(_user_content(body))
         media = [Media(kind=kind, sha256=hashlib.sha256(data).hexdigest(), data=data,
                      limits=self.limits) for kind, data in items]
-        self._check_budget(media)
-        for i, (kind, data) in enumerate(items):
-            if kind == "image":
-                _check_image(data, f"media item {i}", self.limits.max_image_pixels)
+        for decode in (False, True):  # every header, the budget of them all, then decoding
+            for i, (kind, data) in enumerate(items):
+                if kind == "image":
+                    _check_image(data, f"media item {i}", self.limits.max_image_pixels, decode)
+            if not decode:
+                self._check_budget(media)
         max_new = _max_tokens(body, self.max_tokens_limit)
         stops = _stop(body)
         # The hf backend may take stop strings on the request (a `stop` field); when it
