@@ -21,11 +21,10 @@ import soundfile
 from mera_multi_hf import media as media_module
 from mera_multi_hf._paths import SAMPLES_DIR
 from mera_multi_hf.cli import main
-from mera_multi_hf.errors import MediaError
+from mera_multi_hf.errors import MeraError
 from mera_multi_hf.limits import DEFAULT_LIMITS
 from mera_multi_hf.media import Media, sample_frames
 from mera_multi_hf.media_checks import audio_problem, image_problem
-from mera_multi_hf.runner.generate import budget_parts
 from mera_multi_hf.runner.request import Request
 
 MiB = 2 ** 20
@@ -90,7 +89,7 @@ def test_a_clip_over_the_budget_is_refused_before_allocation_by_build_and_evalua
     limits = DEFAULT_LIMITS.with_overrides(memory_budget=4 * MiB)
     why = audio_problem(raw, limits)
     assert "memory budget" in why and "--memory-budget" in why
-    with pytest.raises(MediaError, match="memory budget") as err:
+    with pytest.raises(MeraError, match="memory budget") as err:
         _peak(lambda: Media("audio", "x", raw, field="audio", limits=limits).audio(16_000))
     assert "\n" not in str(err.value)
     _, peak = _peak(lambda: audio_problem(raw, limits))
@@ -137,7 +136,7 @@ def test_a_huge_picture_is_refused_from_its_header():
     limits = DEFAULT_LIMITS.with_overrides(memory_budget=256 * MiB)
     why, peak = _peak(lambda: image_problem(png, limits))
     assert "13000x13000" in why and "memory budget" in why and peak < MiB
-    with pytest.raises(MediaError, match="memory budget"):
+    with pytest.raises(MeraError, match="memory budget"):
         Media("image", "x", png, field="image", limits=limits).image()
 
 
@@ -147,6 +146,8 @@ def _image_request(rid: int, side: int, limits) -> Request:
 
 
 def test_a_batch_over_the_budget_is_split():
+    from mera_multi_hf.runner.generate import budget_parts
+
     limits = DEFAULT_LIMITS.with_overrides(memory_budget=10 * MiB)  # 1000x1000: 3.8 MiB
     batch = [_image_request(i, 1000, limits) for i in range(5)] + \
         [_image_request(9, 4000, limits)]  # 61 MiB: over the budget alone
