@@ -194,11 +194,13 @@ def probe(url: str, api_key: str | None, timeout: float = PROBE_TIMEOUT):
     """One GET (no retries): (status, JSON or None); MeraError when nothing answers."""
     import requests
 
-    from .http_client import short_error
+    from .http_client import ReplyTooLarge, bounded, short_error
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        resp = requests.get(url, headers=headers, timeout=timeout)
+        resp = bounded(requests.get(url, headers=headers, timeout=timeout, stream=True))
+    except ReplyTooLarge as err:
+        raise MeraError(f"{url} sent a reply too large to read: {err}") from None
     except requests.Timeout:
         raise MeraError(f"{url} did not answer within {timeout:g} s") from None
     except requests.RequestException as err:
