@@ -116,12 +116,12 @@ def free_port() -> int:
 def check_processes(processes: int, oversubscribe: bool = False) -> None:
     if processes < 1:
         raise MeraError(f"--processes must be 1 or more, got {processes}")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if processes > 1 and world > 1 and world != processes:
+        raise MeraError(f"--processes {processes} under a launcher that started {world} "
+                        "processes: give one or the other")
     have, what = capacity()
     if processes > have and not oversubscribe:
         raise MeraError(f"--processes {processes} is more than the {have} {what} this process "
                         f"may use: give at most {have}, or add --allow-oversubscribe to share "
                         f"them anyway")
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if processes > 1 and world > 1 and world != processes:
-        raise MeraError(f"--processes {processes} under a launcher that started {world} "
-                        "processes: give one or the other")
