@@ -350,7 +350,7 @@ def run_dialogues(data: TaskData, config: RunConfig, engine, log: SampleLog | No
                           rank=rank, world=world)
     for wave in waves:
         stamp(wave, engine)
-        todo = [r for r in wave if r.key not in logged(None, index, [r])]
+        todo = [r for r in wave if not _reused(logged(None, index, [r]).get(r.key), log)]
         for r in wave:
             if r not in todo:
                 answers[r.key] = index[r.key][r.hash]["generation"]
@@ -363,6 +363,12 @@ def run_dialogues(data: TaskData, config: RunConfig, engine, log: SampleLog | No
             count += len(todo)
         data.requests += wave
     return count
+
+
+def _reused(record: dict | None, log: SampleLog | None) -> bool:
+    """A logged dialogue turn to reuse: not a failed one while generating (a rerun tries
+    it again); the main process's replay (no log) takes what the log holds."""
+    return record is not None and not (log is not None and record.get("failed"))
 
 
 def logged(log: SampleLog | None, index: dict, requests: list[Request]) -> dict[tuple, dict]:
