@@ -53,6 +53,7 @@ class BuildOptions(MediaLimitOptions):
 def cmd_build(options: BuildOptions) -> int:
     from .hub import export_raw, push, shard_size
     from .loading import check_data_task, resolve_source
+    from .preflight import check_extras
     from .tasks import get_task
 
     if options.internal_with_answers and options.push:  # refused before anything is built or sent
@@ -62,6 +63,7 @@ def cmd_build(options: BuildOptions) -> int:
     if options.num_proc is not None and options.num_proc < 1:
         raise MeraError(f"--num-proc {options.num_proc}: must be at least 1")
     task = get_task(options.task)
+    check_extras([task])  # its media decoders import, before anything is read
     shard_size(options.max_shard_size)
     raw = resolve_source(task, options.raw)
     if Path(raw).is_dir():  # another task's folder is named as such, not as field errors

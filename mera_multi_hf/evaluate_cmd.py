@@ -41,6 +41,8 @@ class LaunchOptions:
     processes: int = opt(1, "run N processes on this machine, each on its share of the "
                          "examples (data parallel; one per GPU), as torchrun would start "
                          "them but sooner; the main process scores", metavar="N")
+    allow_oversubscribe: bool = opt(False, "with --processes: allow more processes than the "
+                                    "GPUs (or CPUs) there are (default: refused)")
 
 
 def options_parser():
@@ -62,7 +64,7 @@ def cmd_evaluate(options: list[str]) -> int:
     from .runner.launch import check_processes, launch, under_launcher
 
     processes = values.pop("processes")
-    check_processes(processes)
+    check_processes(processes, values.pop("allow_oversubscribe"))
     if processes > 1 and not under_launcher():  # the processes run this same command
         return launch(processes, options)
     from .runner import RunConfig, run_evaluation

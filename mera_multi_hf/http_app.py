@@ -172,12 +172,38 @@ class Guard:
                 return b"".join(chunks)
 
 
+class _HeadDeadlines:
+    """An h11 protocol whose every request head must be complete within
+    ``head_timeout`` seconds: a new connection's first one from its start, a kept-alive
+    connection's next ones from their first byte (uvicorn only bounds the idle time
+    before them). Past it: 408 and the connection closed."""
+    head_timeout: float
+
+    def connection_made(self, transport):
+        super().connection_made(transport)
+        self.head_of = None  # the cycle after which the head being read comes
+        self.loop.call_later(self.head_timeout, self._head_timeout, None)
+
+    def data_received(self, data: bytes) -> None:
+        if self.cycle is not None and self.cycle.response_complete \
+                and self.head_of is not self.cycle:
+            self.head_of = self.cycle
+            self.loop.call_later(self.head_timeout, self._head_timeout, self.cycle)
+        super().data_received(data)
+
+    def _head_timeout(self, after):
+        if self.cycle is after and not self.transport.is_closing():
+            self._send_error(408, f"no complete request head within {self.head_timeout:g} s")
+
+
 def json_protocol(error_payload, read_timeout: float):
     """uvicorn's h11 protocol, with JSON in place of its plain-text replies (a malformed
     request: 400, with h11's reason; past ``limit_concurrency``: 503) and a read timeout
     on a new connection's first request head."""
 
-    class JsonH11Protocol(H11Protocol):
+    class JsonH11Protocol(_HeadDeadlines, H11Protocol):
+        head_timeout = read_timeout
+
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             self.busy_limit, self.limit_concurrency = self.limit_concurrency, None
@@ -200,14 +226,6 @@ def json_protocol(error_payload, read_timeout: float):
                     return await send_json(send, 503, error_payload(503, message), close=True)
                 return await app(scope, receive, send)
             return bounded
-
-        def connection_made(self, transport):
-            super().connection_made(transport)
-            self.loop.call_later(read_timeout, self._first_head_timeout)
-
-        def _first_head_timeout(self):
-            if self.cycle is None and not self.transport.is_closing():
-                self._send_error(408, f"no complete request head within {read_timeout:g} s")
 
         def send_400_response(self, msg: str) -> None:
             self._send_error(400, self.reason)

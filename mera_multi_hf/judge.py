@@ -351,14 +351,18 @@ class HttpJudge(Judge):
         MeraError line naming the URL and the cause once the retries are spent."""
         import requests
 
-        from .http_client import short_error
+        from .http_client import ReplyTooLarge, bounded, short_error
 
         url = self.url if route == "/classify" else self.base + route
         try:
             if body is None:
-                resp = self._session().get(url, timeout=self.timeout)
+                resp = self._session().get(url, timeout=self.timeout, stream=True)
             else:
-                resp = self._session().post(url, json=body, timeout=self.timeout)
+                resp = self._session().post(url, json=body, timeout=self.timeout, stream=True)
+            resp = bounded(resp)
+        except ReplyTooLarge as err:
+            raise MeraError(f"the judge server at {mask_secrets(url)} sent a reply too large "
+                            f"to read: {err}") from None
         except requests.ConnectionError as err:
             raise MeraError(self._failed(url, f"cannot connect ({short_error(err)}; is the "
                                               "server running?)")) from None

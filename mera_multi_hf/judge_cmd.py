@@ -33,6 +33,9 @@ class JudgeServeOptions(ServerOptions):
                                       f"{DEFAULT_LIMITS.max_judge_items})")
     max_judge_chars: int | None = opt(None, f"characters per input (default: "
                                       f"{DEFAULT_LIMITS.max_judge_chars})")
+    max_judge_request_chars: int | None = opt(None, f"characters of a request's inputs "
+                                              f"together (default "
+                                              f"{DEFAULT_LIMITS.max_judge_request_chars})")
 
 
 def cmd_serve(options: JudgeServeOptions) -> int:

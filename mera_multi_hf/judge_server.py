@@ -23,8 +23,10 @@ another model name gets 404, as from vLLM. With an API key (--api-key, or the
 MERA_JUDGE_API_KEY environment variable, which `ps` does not show) every route but
 /health needs ``Authorization: Bearer <key>`` (else 401). A /classify request with more
 items than ``max_judge_items`` or an item longer than ``max_judge_chars`` characters is
-refused with 413 before anything is tokenised. The model runs one request at a time;
-at most ``max_queue`` more wait (then 503). Every error, a malformed body included, is
+refused with 413 before anything is tokenised, and so are inputs over
+``max_judge_request_chars`` characters together. The model runs one batch at a time,
+the requests taking turns batch by batch (one large request does not hold the others
+up); at most ``max_queue`` more wait (then 503). Every error, a malformed body included, is
 JSON {"object": "error", "message": ..., "type": ..., "code": ...}.
 
 Run:  mera-multi judge serve --model PATH [--host 127.0.0.1] [--port 8000]
@@ -88,21 +90,45 @@ class JudgeService:
         if len(texts[longest]) > limits.max_judge_chars:
             raise BodyError(413, f"input {longest} has {len(texts[longest])} characters; the "
                                  f"limit is {limits.max_judge_chars} (max_judge_chars)")
+        total = sum(map(len, texts))
+        if total > limits.max_judge_request_chars:
+            raise BodyError(413, f"the inputs have {total} characters together; the limit is "
+                                 f"{limits.max_judge_request_chars} (max_judge_request_chars)")
         truncate = body.get("truncate_prompt_tokens")
         if truncate is not None and (type(truncate) is not int or truncate < 1):
             raise BodyError(400, "`truncate_prompt_tokens` must be a positive integer")
         return texts, truncate
 
-    def classify(self, texts: list[str], truncate: int | None) -> dict:
+    async def classify(self, texts: list[str], truncate: int | None) -> dict:
+        """The reply, the model taken one batch at a time (the batches the judge forms
+        itself: by length), so that other requests get their turn in between."""
+        judge = self.judge
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        rows: list = [None] * len(texts)
+        for start in range(0, len(order), judge.batch_size):
+            chunk = order[start:start + judge.batch_size]
+            found = await self.run(judge.probs, [texts[i] for i in chunk], truncate)
+            for i, row in zip(chunk, found):
+                rows[i] = row
+        tokens = 0
+        for start in range(0, len(texts), judge.batch_size):
+            tokens += await self.run(self.count_tokens, texts[start:start + judge.batch_size],
+                                     truncate)
+        return self.reply(rows, tokens)
+
+    def count_tokens(self, texts: list[str], truncate: int | None) -> int:
+        judge = self.judge
+        max_len = min(truncate, judge.max_tokens) if truncate else judge.max_tokens
+        return sum(map(len, judge.tokenizer(texts, truncation=True, max_length=max_len,
+                                            verbose=False)["input_ids"]))
+
+    def reply(self, rows: list, tokens: int) -> dict:
         judge = self.judge
         data = []
-        for i, row in enumerate(judge.probs(texts, truncate=truncate)):
+        for i, row in enumerate(rows):
             best = max(range(len(row)), key=row.__getitem__)
             data.append({"index": i, "label": judge.id2label(best), "probs": row,
                          "num_classes": len(row)})
-        max_len = min(truncate, judge.max_tokens) if truncate else judge.max_tokens
-        tokens = sum(map(len, judge.tokenizer(texts, truncation=True, max_length=max_len,
-                                              verbose=False)["input_ids"]))
         return {"id": f"classify-{uuid.uuid4().hex}", "object": "list",
                 "created": int(time.time()), "model": self.model_name, "data": data,
                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens,
@@ -161,8 +187,7 @@ def create_app(service: JudgeService):
     @app.post("/classify")
     @app.post("/v1/classify")
     async def classify(request: Request):
-        return await answer(request, lambda body: service.run(service.classify,
-                                                              *service.classify_args(body)))
+        return await answer(request, lambda body: service.classify(*service.classify_args(body)))
 
     @app.post("/tokenize")
     async def tokenize(request: Request):
@@ -220,6 +245,7 @@ def from_options(options) -> Server:
     """The server that `judge serve` runs, from its options (judge_cmd.JudgeServeOptions)."""
     limits = DEFAULT_LIMITS.with_overrides(max_judge_items=options.max_judge_items,
                                            max_judge_chars=options.max_judge_chars,
+                                           max_judge_request_chars=options.max_judge_request_chars,
                                            max_body_bytes=options.max_body_bytes)
     return create_server(options.model, options.host, options.port,
                          served_model_name=options.served_model_name, device=options.device,

@@ -35,6 +35,17 @@ class Limits:
     max_judge_chars: int = 200_000
     # Any HTTP request body, in bytes (both servers).
     max_body_bytes: int = 64 * 1024 * 1024
+    # The memory one media item (or one batch's, or one server request's media) may cost
+    # decoded, in bytes, by the rule below: what no single figure limit bounds (their
+    # product). The bundled samples and any official MERA clip or picture are far below.
+    memory_budget: int = 2 * 1024 ** 3
+    # Frames decoded at most to sample a video whose container reports no duration or
+    # frame count (about an hour at 25 fps); the frames are spread over what was read.
+    max_video_scan_frames: int = 100_000
+    # Bytes of one server reply read at most (the openai backend, the served judge).
+    max_reply_bytes: int = 64 * 1024 * 1024
+    # Characters of all the inputs of one judge request together (its work is bounded).
+    max_judge_request_chars: int = 4_000_000
 
     def with_overrides(self, **values) -> "Limits":
         """A copy with the given (non-None) limits replaced."""
@@ -46,6 +57,36 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+
+# The memory rule: what decoding costs at its peak, in bytes, from the header alone.
+# Every decode path (build's checks, the runner, the chat server) asks these before it
+# allocates anything, and refuses what is above ``memory_budget``.
+AUDIO_BLOCK_FRAMES = 1 << 18  # source frames read at once when a clip is decoded in blocks
+
+
+def image_bytes(width: int, height: int) -> int:
+    """A picture decoded (up to 4 bands a pixel, RGBA or CMYK, before RGB)."""
+    return width * height * 4
+
+
+def output_frames(frames: int, rate: int, target: int) -> int:
+    """Samples of a clip of ``frames`` at ``rate`` resampled to ``target``."""
+    return -(-frames * target // rate)
+
+
+def audio_bytes(frames: int, channels: int, rate: int, target: int) -> tuple[int, int]:
+    """(whole, blocks): the peak of decoding a clip to mono at ``target`` Hz all at once
+    (float32 samples of every channel, the float64 copy and result of the resampling)
+    and block by block (the float32 output, one block of every channel)."""
+    out = output_frames(frames, rate, target)
+    whole = frames * (channels * 4 + 12) + out * 12
+    block = min(frames, AUDIO_BLOCK_FRAMES)
+    return whole, out * 4 + block * (channels * 4 + 12) + output_frames(block, rate, target) * 12
+
+
+def video_bytes(width: int, height: int, frames: int) -> int:
+    """The RGB frames kept to sample a video (twice ``frames`` while the count is unknown)."""
+    return width * height * 3 * 2 * frames
 
 # Limit -> the command-line option that overrides it.
 OPTION_NAMES = {name: "--" + name.replace("_", "-") for name in Limits.__dataclass_fields__}

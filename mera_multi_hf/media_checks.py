@@ -21,17 +21,28 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator
 
-from .limits import DEFAULT_LIMITS, OPTION_NAMES, Limits
+from .limits import DEFAULT_LIMITS, OPTION_NAMES, Limits, audio_bytes, image_bytes
 
 
 def _raise(option: str) -> str:
     return f"raise it with {OPTION_NAMES[option]} if this is intended"
 
 
+def budget_problem(cost: int, limits: Limits, what: str) -> str | None:
+    """Why decoding ``what`` (``cost`` bytes by the memory rule of limits.py) is refused."""
+    if cost > limits.memory_budget:
+        return (f"{what} would take {cost / 2**20:.0f} MiB decoded, above the memory budget "
+                f"of {limits.memory_budget / 2**20:.0f} MiB ({_raise('memory_budget')})")
+    return None
+
+
 def pixel_problem(width: int, height: int, limits: Limits, what: str = "image") -> str | None:
     if width * height > limits.max_image_pixels:
         return (f"{what} declares {width}x{height} = {width * height} pixels, above the limit "
                 f"of {limits.max_image_pixels} ({_raise('max_image_pixels')})")
+    if what == "image":
+        return budget_problem(image_bytes(width, height), limits,
+                              f"the {width}x{height} picture")
     return None
 
 
@@ -73,8 +84,11 @@ def image_problem(data: bytes, limits: Limits = DEFAULT_LIMITS) -> str | None:
     return why
 
 
-def audio_header_problem(rate: int, channels: int, frames: int, limits: Limits) -> str | None:
-    """Why an audio header is refused (before anything is decoded or resampled), or None."""
+def audio_header_problem(rate: int, channels: int, frames: int, limits: Limits,
+                         target: int | None = None) -> str | None:
+    """Why an audio header is refused (before anything is decoded or resampled), or None.
+    ``target``: the rate it is resampled to (None: its own, as `build` and the WAV sent
+    to a server have it); decoded in blocks when whole it would exceed the budget."""
     if rate <= 0 or channels <= 0 or frames <= 0:
         return f"audio without samples (rate {rate}, {channels} channels, {frames} frames)"
     if not limits.min_audio_rate <= rate <= limits.max_audio_rate:
@@ -87,7 +101,9 @@ def audio_header_problem(rate: int, channels: int, frames: int, limits: Limits) 
     if frames / rate > limits.max_audio_seconds:
         return (f"audio lasts {frames / rate:.0f} s, above the limit of "
                 f"{limits.max_audio_seconds:g} s ({_raise('max_audio_seconds')})")
-    return None
+    return budget_problem(min(audio_bytes(frames, channels, rate, target or rate)), limits,
+                          f"the {channels}-channel {frames / rate:.0f} s clip at "
+                          f"{target or rate} Hz")
 
 
 def audio_problem(data: bytes, limits: Limits = DEFAULT_LIMITS) -> str | None:
@@ -241,6 +257,10 @@ MEDIA_LIMIT_HELP = {
     "max_video_seconds": "refuse longer videos (seconds, from the header)",
     "max_video_frames": "the most frames a video may give the model (--max-frames is "
                         "checked against it)",
+    "memory_budget": "bytes one media item, one batch's media or one server request's "
+                     "media may take decoded (README: the memory budget)",
+    "max_video_scan_frames": "frames decoded at most from a video whose container reports "
+                             "no duration or frame count",
 }
 
 

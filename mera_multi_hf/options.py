@@ -37,7 +37,7 @@ def _limit(name: str):
 
 @dataclass
 class MediaLimitOptions:
-    """media limits (checked on each file's header, before decoding)"""
+    """media limits and the memory budget (checked on each file's header, before decoding)"""
     max_image_pixels: int | None = _limit("max_image_pixels")
     min_audio_rate: int | None = _limit("min_audio_rate")
     max_audio_rate: int | None = _limit("max_audio_rate")
@@ -45,6 +45,8 @@ class MediaLimitOptions:
     max_audio_seconds: float | None = _limit("max_audio_seconds")
     max_video_seconds: float | None = _limit("max_video_seconds")
     max_video_frames: int | None = _limit("max_video_frames")
+    memory_budget: int | None = _limit("memory_budget")
+    max_video_scan_frames: int | None = _limit("max_video_scan_frames")
 
     def limits(self):
         """The default limits with the ones given replaced (a bad one: MeraError)."""

@@ -34,7 +34,10 @@ def preflight_run(config, specs, sources, engine=None) -> dict:
     """Check what ``run_evaluation`` will need (MeraError on the first missing piece)."""
     started, checks = time.perf_counter(), []
     _timed(checks, "output folder", lambda: check_output(config.output_dir))
+    _timed(checks, "extras", lambda: check_extras(specs))
     if engine is None:  # a ready engine was checked by whoever made it
+        if config.backend == "hf":
+            _timed(checks, "device", lambda: check_device(config.device))
         _timed(checks, "model", lambda: check_model(config))
     for task in specs:
         _timed(checks, f"data {task.key}", lambda task=task: check_source(task, sources[task.key]))
@@ -53,6 +56,76 @@ def preflight_score(task, data, out, judge, judge_url, judge_tokenizer, judge_ap
         _timed(checks, "judge", lambda: check_judge(judge, judge_url, judge_tokenizer,
                                                     judge_api_key))
     return {"ok": True, "seconds": round(time.perf_counter() - started, 3), "checks": checks}
+
+
+def check_extras(specs) -> str:
+    """The modules each task's modality decodes its media with import (its declaration
+    says the modality), else the pip line that installs them."""
+    import importlib
+
+    from .tasks import MODALITY_EXTRAS
+
+    found = []
+    for modality in dict.fromkeys(task.modality for task in specs):
+        extra, modules = MODALITY_EXTRAS[modality]
+        for module in modules:
+            try:
+                importlib.import_module(module)
+            except Exception as err:  # noqa: BLE001 - ImportError, or a broken native library
+                tasks = ", ".join(t.key for t in specs if t.modality == modality)
+                raise MeraError(f"{tasks}: {modality} tasks need {module.split('.')[0]}, which "
+                                f"does not import here ({type(err).__name__}: {err}); install "
+                                f"it with: pip install \"mera-multi-hf[{extra}]\" (in a "
+                                f"checkout: pip install -e \".[{extra}]\")") from None
+        found += modules
+    return ", ".join(found) or "none needed"
+
+
+def check_device(device: str | None) -> str:
+    """--device names a device torch has here: cpu, auto, cuda[:N] with a CUDA build and
+    that many GPUs, or another type torch knows (mps, xpu) that is available."""
+    if device in (None, "auto", "cpu"):
+        return device or "default"
+    import torch
+
+    try:
+        kind = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise MeraError(f"--device {device!r} is not a device torch knows: give cpu, cuda, "
+                        f"cuda:N or auto") from None
+    backend = getattr(torch, kind.type, None)
+    if kind.type == "cuda" and torch.version.cuda is None:
+        raise MeraError(f"--device {device}: this torch ({torch.__version__}) is a CPU build, "
+                        f"without CUDA: install the CUDA build of torch, or run on --device cpu")
+    count = backend.device_count() if hasattr(backend, "device_count") else 0
+    if count == 0 or (kind.index or 0) >= count:
+        raise MeraError(f"--device {device}: {count} {kind.type} device(s) visible here; give "
+                        f"one that exists, or --device cpu")
+    return f"{device} ({count} visible)"
+
+
+def check_model_kind(path: Path) -> str | None:
+    """Why the model folder's config names no generative model (a text classifier, a
+    masked LM, ...) by transformers' own task mappings, or None."""
+    import json
+
+    try:
+        architectures = json.loads((path / "config.json").read_text()).get("architectures")
+    except (OSError, ValueError, AttributeError):
+        return None  # loading it will say what is wrong
+    from transformers.models.auto import modeling_auto as auto
+
+    kinds = {"a text classifier": "SEQUENCE_CLASSIFICATION", "a token classifier":
+             "TOKEN_CLASSIFICATION", "a question-answering model": "QUESTION_ANSWERING",
+             "a masked language model": "MASKED_LM", "an image classifier":
+             "IMAGE_CLASSIFICATION", "an audio classifier": "AUDIO_CLASSIFICATION"}
+    for kind, mapping in kinds.items():
+        names = getattr(auto, f"MODEL_FOR_{mapping}_MAPPING_NAMES", {}).values()
+        classes = {n for v in names for n in ((v,) if isinstance(v, str) else v)}
+        if architectures and all(a in classes for a in architectures):
+            return (f"--model {path} is {kind} ({', '.join(architectures)}), not a generative "
+                    f"model: give an image-text, audio or causal language model")
+    return None
 
 
 def check_output(folder, flag: str = "--output-dir") -> str:
@@ -90,8 +163,13 @@ def check_model(config) -> str:
         return check_server(config.base_url, config.openai_key(), config.model, config.timeout)
     if config.model is None:
         return "the built-in tiny model"
-    return check_hub_model(config.model, "model", "--model", "a folder saved with "
-                           "save_pretrained")
+    found = check_hub_model(config.model, "model", "--model", "a folder saved with "
+                            "save_pretrained")
+    path = Path(config.model).expanduser()
+    why = check_model_kind(path) if path.is_dir() else None
+    if why:
+        raise MeraError(why)
+    return found
 
 
 def check_hub_model(name: str, what: str, flag: str, alternative: str) -> str:
@@ -122,11 +200,13 @@ def probe(url: str, api_key: str | None, timeout: float = PROBE_TIMEOUT):
     """One GET (no retries): (status, JSON or None); MeraError when nothing answers."""
     import requests
 
-    from .http_client import short_error
+    from .http_client import ReplyTooLarge, bounded, short_error
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        resp = requests.get(url, headers=headers, timeout=timeout)
+        resp = bounded(requests.get(url, headers=headers, timeout=timeout, stream=True))
+    except ReplyTooLarge as err:
+        raise MeraError(f"{url} sent a reply too large to read: {err}") from None
     except requests.Timeout:
         raise MeraError(f"{url} did not answer within {timeout:g} s") from None
     except requests.RequestException as err:

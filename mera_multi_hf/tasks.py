@@ -42,6 +42,14 @@ HF_TASK_CATEGORIES = {
     "video": ("video-text-to-text",),
 }
 
+# The modules each modality's media decoding imports, and the pyproject extra that
+# installs them (the preflight checks them before a build or a run).
+MODALITY_EXTRAS = {
+    "image": ("", ("PIL",)),
+    "audio": ("audio", ("soundfile", "scipy.signal")),
+    "video": ("video", ("av",)),
+}
+
 
 @dataclass(frozen=True)
 class DialogueSpec:

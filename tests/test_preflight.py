@@ -113,7 +113,8 @@ def test_a_passing_preflight_is_recorded_in_results_json(tmp_path, capsys):
                  "--no-progress"]) == 0
     record = json.loads((tmp_path / "run" / "results.json").read_text())["run"]["preflight"]
     components = [c["component"] for c in record["checks"]]
-    assert record["ok"] and components == ["output folder", "model", "data ruhhh_image"]
+    assert record["ok"] and components == ["output folder", "extras", "device", "model",
+                                           "data ruhhh_image"]
     assert all(c["ok"] and c["seconds"] >= 0 for c in record["checks"])
 
 

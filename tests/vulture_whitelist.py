@@ -53,3 +53,7 @@ qwen2_vl, qwen3_vl, gemma3, idefics3, llava_onevision, internvl, qwen2_5_omni, p
 # public API that users and the tests call (documented in the README and the cards)
 register_task, read_submission, judge_example_scores, build_random_llava, compare_runs
 _.serve
+# an option field read by name from the parsed flags (evaluate_cmd.LaunchOptions)
+allow_oversubscribe
+# requests' cache of a response body, which http_client.bounded fills as requests would
+_._content

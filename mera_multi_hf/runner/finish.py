@@ -33,9 +33,22 @@ def finish_run(folder, config: RunConfig, loaded: list, records: dict, *, counts
     info["truncated_prompts"] = {
         d.task.key: sum(bool(records[(d.task.key, split, e.id)].get("prompt_tokens_cut"))
                         for e in d.examples) for d in loaded}
+    # examples whose media did not decode within the limits and the budget: empty answers
+    info["failed_examples"] = [
+        {"task": d.task.key, "id": e.id, "reason": rec["failed"]} for d in loaded
+        for e in d.examples if (rec := records[(d.task.key, split, e.id)]).get("failed")]
+    info["media_notes"] = {f"{d.task.key} id={e.id}": rec["media_notes"] for d in loaded
+                           for e in d.examples
+                           if (rec := records[(d.task.key, split, e.id)]).get("media_notes")}
     info["preflight"] = preflight
+    notes = run_notes(config, manifest, loaded)
+    if info["failed_examples"]:
+        first = info["failed_examples"][0]
+        notes.append(f"{len(info['failed_examples'])} examples failed and count as empty "
+                     f"answers (results.json run.failed_examples; a rerun tries them again), "
+                     f"e.g. {first['reason']}")
     out = finalize(folder, parts, config.scoring(), split=split, run_info=info, started=started,
-                   notes=run_notes(config, manifest, loaded))
+                   notes=notes)
     return dict(out, counts=counts)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from ..errors import MediaError
 from .backends import model_for
 from .request import Request, drop_media, load_media
 from .samplelog import SampleLog
@@ -32,6 +33,11 @@ def log_record(request: Request, generation: str, seconds: float, model_id: str)
               "request_hash": request.hash}
     if request.tokens_cut:  # the prompt was cut to fit the model's context
         record["prompt_tokens_cut"] = request.tokens_cut
+    if request.failed:
+        record["failed"] = request.failed
+    notes = list(dict.fromkeys(n for m in request.all_media() for n in m.notes))
+    if notes:  # what decoding did (a video scan cut short)
+        record["media_notes"] = notes
     return record
 
 
@@ -61,11 +67,42 @@ def generate_into_log(engine, mine: list[Request], datasets: dict, log: SampleLo
 def _batched(engine, mine: list[Request], datasets: dict):
     for batch in make_batches(mine, engine.batch_size):
         load_media(batch, datasets[batch[0].task])
-        started = time.perf_counter()
-        generations = engine.generate(batch)
-        seconds = (time.perf_counter() - started) / len(batch)
+        for part in budget_parts(batch, getattr(engine, "max_frames", 1)):
+            yield from _generated(engine, part)
         drop_media(batch)
-        yield [(r, g, seconds) for r, g in zip(batch, generations)]
+
+
+def budget_parts(batch: list[Request], max_frames: int) -> list[list[Request]]:
+    """The batch split so that each part's media, by the memory rule, fit the budget
+    together (an item over it alone goes alone, and fails when it is decoded)."""
+    parts, held = [[]], 0
+    for request in batch:
+        media = request.all_media()
+        cost = sum(m.cost(max_frames) for m in media)
+        budget = media[0].limits.memory_budget if media else cost
+        if parts[-1] and held + cost > budget:
+            parts.append([])
+            held = 0
+        parts[-1].append(request)
+        held += cost
+    return parts
+
+
+def _generated(engine, part: list[Request]):
+    """The part generated; a media item that does not decode fails only its example."""
+    started = time.perf_counter()
+    try:
+        generations = engine.generate(part)
+    except MediaError as err:
+        if len(part) > 1:  # which one: each alone
+            for request in part:
+                yield from _generated(engine, [request])
+            return
+        part[0].failed = str(err)
+        yield [(part[0], "", 0.0)]
+        return
+    seconds = (time.perf_counter() - started) / len(part)
+    yield [(r, g, seconds) for r, g in zip(part, generations)]
 
 
 def _streamed(engine, mine: list[Request], datasets: dict):

@@ -90,6 +90,22 @@ def stop(ranks: list[subprocess.Popen], *, terminate: bool = True) -> None:
             rank.wait()
 
 
+def capacity() -> tuple[int, str]:
+    """(how many, of what) processes this machine runs side by side: one per visible GPU
+    (CUDA_VISIBLE_DEVICES, else the NVIDIA driver's list), else one per CPU this process
+    may run on (its affinity). torch is not imported for it."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        gpus = len([d for d in visible.split(",") if d.strip() and not d.strip().startswith("-")])
+    else:
+        driver = "/proc/driver/nvidia/gpus"
+        gpus = len(os.listdir(driver)) if os.path.isdir(driver) else 0
+    if gpus:
+        return gpus, "GPUs"
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return cpus or 1, "CPUs"
+
+
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 now, for the main process's rendezvous store."""
     with socket.socket() as probe:
@@ -97,10 +113,15 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def check_processes(processes: int) -> None:
+def check_processes(processes: int, oversubscribe: bool = False) -> None:
     if processes < 1:
         raise MeraError(f"--processes must be 1 or more, got {processes}")
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if processes > 1 and world > 1 and world != processes:
         raise MeraError(f"--processes {processes} under a launcher that started {world} "
                         "processes: give one or the other")
+    have, what = capacity()
+    if processes > have and not oversubscribe:
+        raise MeraError(f"--processes {processes} is more than the {have} {what} this process "
+                        f"may use: give at most {have}, or add --allow-oversubscribe to share "
+                        f"them anyway")

@@ -43,6 +43,9 @@ class Request:
     # tokens the model read and wrote, as the backend counted them (the chat server's `usage`)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # why its media could not be decoded (within the limits and the memory budget): the
+    # example is logged as failed, with an empty answer, and retried by a rerun
+    failed: str = ""
 
     @property
     def key(self) -> tuple[str, str, int]:

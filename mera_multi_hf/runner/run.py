@@ -166,7 +166,7 @@ def _run(config: RunConfig, engine, specs, sources, state, folder, started, chec
             data.requests = []
             run_dialogues(data, config, engine, None, index)
     requests = [r for data in loaded for r in data.requests]
-    resumed = sum(1 for r in requests if r.hash in before.get(r.key, {}))
+    resumed = sum(1 for r in requests if answered(before, r))
     counts = {"requested": len(requests), "resumed": resumed,
               "generated": len(requests) - resumed, "generated_here": here}
     doc = manifest.finish(doc, engine, counts)
@@ -190,7 +190,7 @@ def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: Sampl
     returns how many it generated. The log and the engine are closed after it."""
     rank, world = state.process_index, state.num_processes
     requests = [r for data in loaded for r in data.requests]
-    pending = [r for r in requests if r.hash not in before.get(r.key, {})]
+    pending = [r for r in requests if not answered(before, r)]
     show = not config.no_progress and state.is_main_process
     if hasattr(engine, "stream") and state.is_main_process:  # a server answers: meanwhile
         threading.Thread(target=import_outputs_stage, daemon=True).start()
@@ -205,6 +205,12 @@ def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: Sampl
         log.close()
         engine.close()
     return here
+
+
+def answered(before: dict, request: Request) -> bool:
+    """The log holds an answer to resume (a failed example is tried again)."""
+    record = before.get(request.key, {}).get(request.hash)
+    return record is not None and not record.get("failed")
 
 
 def import_outputs_stage() -> None:
@@ -379,7 +385,7 @@ def run_dialogues(data: TaskData, config: RunConfig, engine, log: SampleLog | No
                           rank=rank, world=world)
     for wave in waves:
         stamp(wave, engine)
-        todo = [r for r in wave if r.key not in logged(None, index, [r])]
+        todo = [r for r in wave if not _reused(logged(None, index, [r]).get(r.key), log)]
         for r in wave:
             if r not in todo:
                 answers[r.key] = index[r.key][r.hash]["generation"]
@@ -392,6 +398,12 @@ def run_dialogues(data: TaskData, config: RunConfig, engine, log: SampleLog | No
             count += len(todo)
         data.requests += wave
     return count
+
+
+def _reused(record: dict | None, log: SampleLog | None) -> bool:
+    """A logged dialogue turn to reuse: not a failed one while generating (a rerun tries
+    it again); the main process's replay (no log) takes what the log holds."""
+    return record is not None and not (log is not None and record.get("failed"))
 
 
 def logged(log: SampleLog | None, index: dict, requests: list[Request]) -> dict[tuple, dict]:

@@ -72,12 +72,16 @@ class SampleLog:
                 if (self.folder.path / n).is_file() and not (self.folder.path / n).is_symlink()]
 
     def read(self) -> dict[tuple, dict[str, dict]]:
-        """Every logged record: (task, split, id) -> {request hash: record} (first wins)."""
+        """Every logged record: (task, split, id) -> {request hash: record} (first wins,
+        but an answer replaces a failed example's line: a rerun tried it again)."""
         index: dict[tuple, dict[str, dict]] = {}
         for shard in self.shards():
             for record in read_lines(shard):
                 key = (record["task"], record["split"], int(record["id"]))
-                index.setdefault(key, {}).setdefault(record["request_hash"], record)
+                kept = index.setdefault(key, {})
+                first = kept.setdefault(record["request_hash"], record)
+                if first.get("failed") and not record.get("failed"):
+                    kept[record["request_hash"]] = record
         return index
 
     def append(self, records: list[dict]) -> None:

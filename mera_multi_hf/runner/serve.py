@@ -136,9 +136,10 @@ class TooLarge(ValueError):
     status = 413
 
 
-def _check_image(data: bytes, where: str, max_pixels: int) -> None:
+def _check_image(data: bytes, where: str, max_pixels: int, decode: bool = True) -> None:
     """A picture Pillow decodes within ``max_pixels``, else ValueError (the backend must
-    not meet it). The size is read from the header, before any pixel is decoded."""
+    not meet it). The size is read from the header, before any pixel is decoded (and,
+    without ``decode``, only the header is read)."""
     from PIL import Image
 
     try:
@@ -146,7 +147,8 @@ def _check_image(data: bytes, where: str, max_pixels: int) -> None:
             if img.width * img.height > max_pixels:
                 raise TooLarge(f"{where}: {img.width}x{img.height} pixels; the limit is "
                                f"{max_pixels} (max_image_pixels)")
-            img.load()
+            if decode:
+                img.load()
     except TooLarge:
         raise
     except Exception as err:  # noqa: BLE001 - any decoder error means a bad upload
@@ -250,17 +252,30 @@ class ChatService:
             print(f"serve: generate failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
             raise BodyError(500, f"generation failed: {type(err).__name__}: {err}") from None
 
+    def _check_budget(self, media: list[Media]) -> None:
+        """The request's media together within the memory budget (the rule of limits.py,
+        from their headers), else 413 before anything is decoded."""
+        costs = [m.cost(getattr(self.backend, "max_frames", 1)) for m in media]
+        if sum(costs) > self.limits.memory_budget:
+            raise TooLarge(f"the {len(media)} media items would take {sum(costs) / 2**20:.0f} "
+                           f"MiB decoded (the largest: item {costs.index(max(costs))}), above "
+                           f"the memory budget of {self.limits.memory_budget / 2**20:.0f} MiB "
+                           f"(memory_budget)")
+
     def request(self, body: dict) -> tuple[Request, tuple[str, ...]]:
         _check_options(body)
         if body.get("model") not in (None, self.model_name):
             raise ValueError(f"model {_shown(body.get('model'))} is not served here "
                              f"(this server serves {self.model_name!r})")
         prompt, items = prompt_from_openai(_user_content(body))
-        for i, (kind, data) in enumerate(items):
-            if kind == "image":
-                _check_image(data, f"media item {i}", self.limits.max_image_pixels)
-        media = [Media(kind=kind, sha256=hashlib.sha256(data).hexdigest(), data=data)
-                 for kind, data in items]
+        media = [Media(kind=kind, sha256=hashlib.sha256(data).hexdigest(), data=data,
+                     limits=self.limits) for kind, data in items]
+        for decode in (False, True):  # every header, the budget of them all, then decoding
+            for i, (kind, data) in enumerate(items):
+                if kind == "image":
+                    _check_image(data, f"media item {i}", self.limits.max_image_pixels, decode)
+            if not decode:
+                self._check_budget(media)
         max_new = _max_tokens(body, self.max_tokens_limit)
         stops = _stop(body)
         # The hf backend may take stop strings on the request (a `stop` field); when it
@@ -382,6 +397,8 @@ class ChatServeOptions(ServerOptions):
                                        f"{DEFAULT_LIMITS.max_image_pixels})")
     max_tokens_limit: int = opt(MAX_TOKENS_LIMIT, f"largest max_tokens a request may ask "
                                 f"(default: {MAX_TOKENS_LIMIT})")
+    memory_budget: int | None = opt(None, f"bytes a request's media may take decoded "
+                                    f"(default: {DEFAULT_LIMITS.memory_budget})")
 
 
 def _parser() -> Parser:
@@ -395,7 +412,8 @@ def serve(options: ChatServeOptions) -> int:
     from .backends import make_backend
 
     limits = DEFAULT_LIMITS.with_overrides(max_image_pixels=options.max_image_pixels,
-                                           max_body_bytes=options.max_body_bytes)
+                                           max_body_bytes=options.max_body_bytes,
+                                           memory_budget=options.memory_budget)
     try:
         backend = make_backend("hf", options.model, dtype=options.dtype, device=options.device,
                                max_pixels=options.max_pixels,

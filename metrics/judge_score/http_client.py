@@ -5,7 +5,8 @@ A failed request (connection error, read timeout, HTTP 408/409/425/429/5xx) is
 retried with exponential backoff, ``Retry-After`` respected; POST is retried too
 (generation and classification are idempotent). After the last retry the caller gets
 the last response (``raise_on_status=False``) or the connection error, and turns it
-into one clear line.
+into one clear line. A reply is read as a stream, at most a given size
+(:func:`bounded`): a huge or endless reply is one clear line, never an OOM.
 """
 from __future__ import annotations
 
@@ -16,6 +17,32 @@ from requests.adapters import HTTPAdapter
 from urllib3.util import Retry
 
 RETRY_STATUS = (408, 409, 425, 429, 500, 502, 503, 504)
+REPLY_BYTES = 64 * 1024 * 1024  # a reply read at most (limits.Limits.max_reply_bytes)
+
+
+class ReplyTooLarge(requests.RequestException):
+    """A reply longer than the bound: the server is broken or hostile."""
+
+
+def bounded(response: requests.Response, max_bytes: int = REPLY_BYTES) -> requests.Response:
+    """``response`` (sent with ``stream=True``) with its body read, at most ``max_bytes``
+    (decompressed), so that ``.json()`` and ``.text`` work; ReplyTooLarge past it, from
+    the Content-Length when it says so, else as soon as the bound is crossed."""
+    try:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_bytes:
+            raise ReplyTooLarge(f"the reply declares {int(declared)} bytes, above the bound "
+                                f"of {max_bytes} bytes")
+        chunks, size = [], 0
+        for chunk in response.iter_content(1 << 16):
+            size += len(chunk)
+            if size > max_bytes:
+                raise ReplyTooLarge(f"the reply is longer than the bound of {max_bytes} bytes")
+            chunks.append(chunk)
+        response._content = b"".join(chunks)  # what requests' .content caches once read
+    finally:
+        response.close()
+    return response
 
 
 def make_session(retries: int = 4, backoff: float = 1.0, api_key: str | None = None,

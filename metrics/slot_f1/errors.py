@@ -24,6 +24,11 @@ class Problem:
         return f"{': '.join([', '.join(where), self.message])}"
 
 
+class MediaError(MeraError):
+    """One media item that does not decode, or not within the limits and the memory
+    budget: mid-run, its example is recorded as failed and the run goes on."""
+
+
 class DataValidationError(MeraError):
     """Every problem found in a raw dataset folder, reported together."""
 

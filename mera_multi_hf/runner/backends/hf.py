@@ -369,8 +369,8 @@ class HFBackend(Backend):
                     out.append(("audio", media.audio(self._sampling_rate())))
                 else:
                     out.append(("video", media.frames(self.max_frames, self.max_pixels)))
-            except MeraError as err:
-                raise MeraError(f"{request.task} id={request.id}: {err}") from None
+            except MeraError as err:  # a MediaError stays one: that example fails alone
+                raise type(err)(f"{request.task} id={request.id}: {err}") from None
         return out
 
     def _media_kwargs(self, decoded: list[list[tuple[str, object]]]) -> dict:

@@ -26,7 +26,8 @@ from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from ...errors import MeraError
+from ...errors import MediaError, MeraError
+from ...limits import DEFAULT_LIMITS
 from ...provenance import mask_secrets
 from ..chat import openai_messages
 from ..request import Request
@@ -53,7 +54,8 @@ class OpenAIBackend(Backend):
                  api_key: str | None = None, concurrency: int = DEFAULT_CONCURRENCY,
                  timeout: float = 300.0, max_retries: int = 4, backoff: float = 1.0,
                  max_pixels: int | None = None, batch_size: int | None = None,
-                 seed: int = 1234, stop: tuple[str, ...] | list[str] | None = None):
+                 seed: int = 1234, stop: tuple[str, ...] | list[str] | None = None,
+                 max_reply_bytes: int = DEFAULT_LIMITS.max_reply_bytes):
         self.servers = split_urls(base_url)
         if not self.servers:
             raise MeraError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
@@ -69,6 +71,7 @@ class OpenAIBackend(Backend):
         self.concurrency = concurrency
         self.timeout, self.max_retries, self.backoff = timeout, max(0, max_retries), backoff
         self.max_pixels, self.seed = max_pixels, seed
+        self.max_reply_bytes = max_reply_bytes
         self.stop = check_stop(stop)
         self.batch_size = max(batch_size or 0, self.concurrency)
         self._local = threading.local()
@@ -123,6 +126,9 @@ class OpenAIBackend(Backend):
                         live[:] = [s for s in live if s != server]
                         todo.appendleft(request)
                         continue
+                    except MediaError as err:  # that example fails, the run goes on
+                        request.failed = f"{request.task} id={request.id}: {err}"
+                        text, seconds = "", 0.0
                     yield request, text, seconds
         finally:
             for future in busy:
@@ -166,15 +172,19 @@ class OpenAIBackend(Backend):
     def _complete(self, server: str, request: Request) -> tuple[str, float]:
         import requests
 
-        from ...http_client import RETRY_STATUS, short_error
+        from ...http_client import RETRY_STATUS, ReplyTooLarge, bounded, short_error
 
         where = f"the server at {mask_secrets(server)}"
         failing = (f"{where} is unreachable or failing after {self.max_retries + 1} tries "
                    "({}); check that it is running and that --base-url is right")
         started = time.perf_counter()
         try:
-            response = self._session(server).post(server + "/chat/completions",
-                                                  json=self.body(request), timeout=self.timeout)
+            response = bounded(self._session(server).post(
+                server + "/chat/completions", json=self.body(request), timeout=self.timeout,
+                stream=True), self.max_reply_bytes)
+        except ReplyTooLarge as err:
+            raise MeraError(f"{where} sent a reply too large to read (for {request.task} "
+                            f"id={request.id}): {err}") from None
         except (requests.ConnectionError, requests.Timeout) as err:
             raise _ServerFailed(failing.format(short_error(err))) from None
         if response.status_code in RETRY_STATUS:  # still failing after the retries

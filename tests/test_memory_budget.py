@@ -1,0 +1,239 @@
+"""The memory budget (--memory-budget, mera_multi_hf/limits.py): hostile media made here
+(a long multi-channel FLAC, a PNG whose header declares a huge picture, a raw MPEG-4
+stream without a duration) are decoded within it, split or refused before anything is
+allocated, never a MemoryError. Real files, real decoders, the tiny models, a real
+server on 127.0.0.1; budgets are set small so that nothing here allocates much."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import shutil
+import struct
+import tracemalloc
+import zlib
+
+import numpy as np
+import pytest
+import requests
+import soundfile
+
+from mera_multi_hf import media as media_module
+from mera_multi_hf._paths import SAMPLES_DIR
+from mera_multi_hf.cli import main
+from mera_multi_hf.errors import MeraError
+from mera_multi_hf.limits import DEFAULT_LIMITS
+from mera_multi_hf.media import Media, sample_frames
+from mera_multi_hf.media_checks import audio_problem, image_problem
+from mera_multi_hf.runner.request import Request
+
+MiB = 2 ** 20
+
+
+def _flac(seconds: float, rate: int = 48_000, channels: int = 8, noise: bool = False) -> bytes:
+    """Silence (or noise) written block by block: a long clip that is small on disk."""
+    buf = io.BytesIO()
+    rng = np.random.default_rng(0)
+    with soundfile.SoundFile(buf, "w", rate, channels, format="FLAC", subtype="PCM_16") as out:
+        left = int(seconds * rate)
+        while left:
+            n = min(left, rate * 10)
+            block = (rng.standard_normal((n, channels)) * 0.2 if noise
+                     else np.zeros((n, channels)))
+            out.write(block)
+            left -= n
+    return buf.getvalue()
+
+
+def _png_header(width: int, height: int) -> bytes:
+    """A PNG that declares width x height (its pixel data cut short: never decoded here)."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    head = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) +
+            chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b""))
+
+
+def _small_blocks(monkeypatch, frames: int) -> None:
+    """Blocks of ``frames``: many blocks in a short clip (the rule and the decoder agree)."""
+    monkeypatch.setattr("mera_multi_hf.limits.AUDIO_BLOCK_FRAMES", frames)
+    monkeypatch.setattr(media_module, "AUDIO_BLOCK_FRAMES", frames)
+
+
+def _peak(fn):
+    """(fn's result, the peak bytes Python and numpy allocated while it ran)."""
+    tracemalloc.start()
+    try:
+        result = fn()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_long_multichannel_clip_costs_its_output_size():
+    raw = _flac(60)  # 8 channels at 48 kHz: 92 MB as float32, 3.8 MB at 16 kHz mono
+    Media("audio", "warm", _flac(0.5, 48_000, 2)).audio(16_000)  # scipy imported first
+    limits = DEFAULT_LIMITS.with_overrides(memory_budget=32 * MiB)
+    samples, peak = _peak(lambda: Media("audio", "x", raw, field="audio", limits=limits)
+                          .audio(16_000))
+    assert samples.shape == (60 * 16_000,) and samples.dtype == np.float32
+    assert not samples.any()
+    assert peak < 18 * MiB, peak / MiB  # the whole clip at once: 139 MiB
+    # build checks the same rule: what decodes here is accepted there
+    assert audio_problem(raw, limits) is None
+
+
+def test_a_clip_over_the_budget_is_refused_before_allocation_by_build_and_evaluate():
+    raw = _flac(60)
+    limits = DEFAULT_LIMITS.with_overrides(memory_budget=4 * MiB)
+    why = audio_problem(raw, limits)
+    assert "memory budget" in why and "--memory-budget" in why
+    with pytest.raises(MeraError, match="memory budget") as err:
+        _peak(lambda: Media("audio", "x", raw, field="audio", limits=limits).audio(16_000))
+    assert "\n" not in str(err.value)
+    _, peak = _peak(lambda: audio_problem(raw, limits))
+    assert peak < 2 * MiB
+
+
+@pytest.mark.parametrize("rate,channels", [(44_100, 2), (48_000, 8), (22_050, 1), (16_000, 3)])
+def test_block_resampling_gives_the_whole_clip_samples(rate, channels, monkeypatch):
+    raw = _flac(2.3, rate, channels, noise=True)
+    whole = Media("audio", "x", raw).audio(16_000)
+    _small_blocks(monkeypatch, 5_000)
+    tight = DEFAULT_LIMITS.with_overrides(memory_budget=1 * MiB)  # below the whole-clip cost
+    blocks = Media("audio", "x", raw, limits=tight).audio(16_000)
+    assert np.array_equal(whole, blocks)
+
+
+def test_bundled_audio_samples_decode_as_before():
+    """The samples are far below the budget: the whole-clip path, the same samples as
+    resampling the decoded clip directly."""
+    from scipy.signal import resample_poly
+
+    for name in ("ruEnvAQA", "AQUARIA", "ruTiE-Audio"):
+        for path in sorted((SAMPLES_DIR / name / "samples").glob("*.wav")):
+            raw = path.read_bytes()
+            direct, rate = soundfile.read(io.BytesIO(raw), dtype="float32", always_2d=True)
+            for target in (16_000, 24_000):
+                expect = direct.mean(axis=1)
+                if rate != target:
+                    expect = resample_poly(expect, target, rate).astype(np.float32)
+                assert np.array_equal(Media("audio", "x", raw).audio(target), expect)
+
+
+def test_a_wav_for_a_server_is_written_in_blocks_above_the_budget(monkeypatch):
+    raw = _flac(3, 22_050, 4, noise=True)
+    whole = media_module.wav_bytes(raw)
+    _small_blocks(monkeypatch, 4_096)
+    tight = DEFAULT_LIMITS.with_overrides(memory_budget=1 * MiB)
+    assert media_module.wav_bytes(raw, limits=tight) == whole
+
+
+def test_a_huge_picture_is_refused_from_its_header():
+    png = _png_header(13_000, 13_000)  # 169 MP: under the pixel limit, 645 MiB decoded
+    assert image_problem(png) is None or "memory budget" not in image_problem(png)
+    limits = DEFAULT_LIMITS.with_overrides(memory_budget=256 * MiB)
+    why, peak = _peak(lambda: image_problem(png, limits))
+    assert "13000x13000" in why and "memory budget" in why and peak < MiB
+    with pytest.raises(MeraError, match="memory budget"):
+        Media("image", "x", png, field="image", limits=limits).image()
+
+
+def _image_request(rid: int, side: int, limits) -> Request:
+    return Request(task="t", split="test", id=rid, prompt="<image>", max_new_tokens=4,
+                   media=[Media("image", str(rid), _png_header(side, side), limits=limits)])
+
+
+def test_a_batch_over_the_budget_is_split():
+    from mera_multi_hf.runner.generate import budget_parts
+
+    limits = DEFAULT_LIMITS.with_overrides(memory_budget=10 * MiB)  # 1000x1000: 3.8 MiB
+    batch = [_image_request(i, 1000, limits) for i in range(5)] + \
+        [_image_request(9, 4000, limits)]  # 61 MiB: over the budget alone
+    parts = budget_parts(batch, 1)
+    assert [[r.id for r in p] for p in parts] == [[0, 1], [2, 3], [4], [9]]
+    assert budget_parts(batch[:4], 1) == [batch[:2], batch[2:4]]
+
+
+def notes_line(scan: int) -> str:
+    return (f"video without a duration or frame count: frames sampled from its first {scan} "
+            f"only (--max-video-scan-frames)")
+
+
+def test_video_without_a_duration_stops_at_the_scan_budget():
+    from mera_multi_hf.sample_data.av_common import encode_video
+    from PIL import Image
+
+    pictures = [Image.new("RGB", (16, 16), (4 * i, 80, 160)) for i in range(60)]
+    raw = encode_video(pictures, "m4v", fps=8)  # a raw MPEG-4 stream: no duration, no count
+    limits = DEFAULT_LIMITS.with_overrides(max_video_scan_frames=20)
+    notes: list = []
+    frames = sample_frames(io.BytesIO(raw), 4, limits=limits, notes=notes)
+    reds = [round(f.getpixel((8, 8))[0] / 4) for f in frames]
+    assert len(reds) == 4 and max(reds) < 20 and reds == sorted(reds) and reds[-1] >= 14
+    assert len(notes) == 1 and "first 20" in notes[0]
+    notes.clear()
+    assert len(sample_frames(io.BytesIO(raw), 4, notes=notes)) == 4 and not notes
+    # through a request, the sample line says so
+    from mera_multi_hf.runner.generate import log_record
+
+    item = Media("video", "v", raw, field="video", limits=limits)
+    request = Request(task="t", split="test", id=3, prompt="<video>", media=[item],
+                      max_new_tokens=4)
+    assert len(item.frames(4)) == 4
+    assert log_record(request, "A", 0.1, "m")["media_notes"] == [notes_line(20)]
+
+
+def test_the_chat_server_refuses_request_media_over_the_budget():
+    from mera_multi_hf.runner.backends import make_backend
+    from mera_multi_hf.runner.serve import make_server
+
+    backend = make_backend("hf", None, batch_size=1)
+    limits = DEFAULT_LIMITS.with_overrides(memory_budget=512 * MiB)
+    server = make_server(backend, limits=limits).start()
+    try:
+        uri = "data:image/png;base64," + base64.b64encode(_png_header(6000, 6000)).decode()
+        content = [{"type": "image_url", "image_url": {"url": uri}}] * 8  # 8 x 137 MiB
+        content.append({"type": "text", "text": "Что на картинках?"})
+        body = {"messages": [{"role": "user", "content": content}], "max_tokens": 2}
+        reply, peak = _peak(lambda: requests.post(server.url + "/v1/chat/completions",
+                                                  json=body, timeout=30))
+        assert reply.status_code == 413, reply.text
+        message = reply.json()["error"]["message"]
+        assert "memory budget" in message and "8 media items" in message
+        assert peak < 64 * MiB
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.parametrize("key, folder, clip, count", [
+    ("ruenvaqa", "ruEnvAQA", "high.wav", 6),
+    ("rutie_audio", "ruTiE-Audio", "one.wav", 9),  # a dialogue: the later turns go on
+])
+def test_an_example_over_the_budget_mid_run_fails_alone_and_the_run_goes_on(
+        key, folder, clip, count, tmp_path, capsys):
+    raw = tmp_path / "raw"
+    shutil.copytree(SAMPLES_DIR / folder, raw)
+    (raw / "samples" / clip).write_bytes(_flac(20, 48_000, 8))  # example id 1's clip
+    assert main(["build", key, "--raw", str(raw), "--out", str(tmp_path / "hub"),
+                 "--num-proc", "1"]) == 0
+    out = tmp_path / "run"
+    args = ["evaluate", "--tasks", key, "--data", f"{key}={tmp_path / 'hub'}",
+            "--output-dir", str(out), "--no-progress", "--memory-budget", str(8 * MiB)]
+    assert main(args) == 0
+    run = json.loads((out / "results.json").read_text())["run"]
+    assert run["limits"]["memory_budget"] == 8 * MiB
+    failed = sorted(f["id"] for f in run["failed_examples"])
+    # the clip's examples fail; in a dialogue, so do the turns whose history holds it
+    assert failed[0] == 1 and (failed == [1] or key == "rutie_audio") and len(failed) < count
+    assert all("memory budget" in f["reason"] for f in run["failed_examples"])
+    lines = [json.loads(x) for x in (out / f"samples_{key}_test.jsonl").read_text().splitlines()]
+    assert sorted(x["id"] for x in lines if x.get("failed")) == failed and len(lines) == count
+    # a rerun with a budget that fits tries the failed examples again, and only them
+    capsys.readouterr()
+    assert main(args[:-1] + [str(DEFAULT_LIMITS.memory_budget)]) == 0
+    run = json.loads((out / "results.json").read_text())["run"]
+    assert run["failed_examples"] == []
+    assert f"from the sample log: {count - len(failed)}, generated now: {len(failed)}" in \
+        capsys.readouterr().out
