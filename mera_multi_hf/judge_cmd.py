@@ -34,7 +34,7 @@ class JudgeServeOptions(ServerOptions):
     max_judge_chars: int | None = opt(None, f"characters per input (default: "
                                       f"{DEFAULT_LIMITS.max_judge_chars})")
     max_judge_request_chars: int | None = opt(None, f"characters of a request's inputs "
-                                              f"together (default "
+                                              f"together (default: "
                                               f"{DEFAULT_LIMITS.max_judge_request_chars})")
 
 
