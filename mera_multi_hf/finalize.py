@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from . import json_read
 from .options import ScoringOptions
 from .tasks import TaskSpec
 
@@ -149,15 +150,14 @@ def sample_lines(part: TaskPart, result: dict, split: str, upload: bool = False)
 
 def page_rows(parts, results, files: dict, split: str) -> list[dict]:
     """results.html's rows: every example, from the sample file or the scored predictions."""
-    import json
-
     from .results_html import task_rows
 
     rows = []
     for part, result in zip(parts, results):
         if part.log is not None:
-            lines = files[f"samples_{part.task.key}_{split}.jsonl"].decode("utf-8").splitlines()
-            records = [json.loads(line) for line in lines if line]
+            name = f"samples_{part.task.key}_{split}.jsonl"
+            records = [json_read.loads(line, f"{name}:{n}") for n, line in
+                       enumerate(files[name].splitlines(), 1) if line]
         else:
             records = prediction_records(part.task, part.examples, part.predictions, result)
         rows += task_rows(part.task.key, split, records, part.examples, part.dataset,

@@ -2,10 +2,10 @@
 {id, prediction}, or lm-evaluation-harness `samples_<task>_*.jsonl` logs."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
+from . import json_read
 from .errors import MeraError
 from .json_doubts import unencodable
 
@@ -70,14 +70,6 @@ def _answer_of(record: dict, where: str, positions: dict | None = None) -> tuple
     return example_id, answer
 
 
-def _lines(fh, file: Path):
-    try:
-        yield from fh
-    except UnicodeDecodeError as err:
-        raise MeraError(f"{file}: not UTF-8 text (byte {err.start} of a line: "
-                        f"{err.reason})") from None
-
-
 def prediction_files(path: str | Path) -> list[Path]:
     path = Path(path)
     if path.is_dir():
@@ -113,25 +105,18 @@ def read_predictions(path: str | Path, task_key: str | None = None,
     conflicts = []
     for file in prediction_files(path):
         _check_harness_file(file, task_key)
-        with open(file, encoding="utf-8", errors="strict") as fh:
-            for line_no, line in enumerate(_lines(fh, file), 1):
-                if not line.strip():
-                    continue
-                where = f"{file}:{line_no}"
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise MeraError(f"{where}: not a JSON line ({err.msg}, column {err.colno})") \
-                        from None
-                if not isinstance(record, dict):
-                    raise MeraError(f"{where}: expected a JSON object per line")
-                if task_key and record.get("task") not in (None, task_key):
-                    continue
-                if split and record.get("split") not in (None, split):
-                    continue
-                example_id, answer = _answer_of(record, where, positions)
-                if answers.setdefault(example_id, answer) != answer:
-                    conflicts.append(example_id)
+        # the one reader: a duplicate key, deep nesting or a huge integer is one line
+        for line_no, record in json_read.iter_jsonl(file):
+            where = f"{file}:{line_no}"
+            if not isinstance(record, dict):
+                raise MeraError(f"{where}: expected a JSON object per line")
+            if task_key and record.get("task") not in (None, task_key):
+                continue
+            if split and record.get("split") not in (None, split):
+                continue
+            example_id, answer = _answer_of(record, where, positions)
+            if answers.setdefault(example_id, answer) != answer:
+                conflicts.append(example_id)
     if conflicts:
         raise MeraError(f"{path}: ids answered twice with different answers: "
                         f"{', '.join(map(str, sorted(set(conflicts))[:20]))}")

@@ -1,11 +1,11 @@
 """`mera-multi score`: score predictions made elsewhere and package the submission."""
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import json_read
 from .errors import MeraError
 from .finalize import TaskPart, finalize
 from .options import ScoringOptions, opt
@@ -91,8 +91,9 @@ def model_name(files: list[str]) -> str:
     for file in files:
         for candidate in (Path(file), *sorted(Path(file).parent.glob("results*.json"))):
             try:
-                with open(candidate, encoding="utf-8") as fh:
-                    record = json.loads(fh.readline() if candidate.suffix == ".jsonl" else fh.read())
+                with open(candidate, "rb") as fh:
+                    record = json_read.loads(fh.readline() if candidate.suffix == ".jsonl"
+                                             else fh.read(), str(candidate))
             except (OSError, ValueError):
                 continue
             record = record if isinstance(record, dict) else {}

@@ -16,7 +16,8 @@ def _is_official(data, config: RunConfig) -> bool:
 
 
 def finish_run(folder, config: RunConfig, engine, loaded: list, records: dict, *,
-               counts: dict, started: float, world: int, preflight: dict | None = None) -> dict:
+               counts: dict, started: float, world: int, preflight: dict | None = None,
+               damaged: list[str] = ()) -> dict:
     """Score the merged sample log and write every output (:func:`finalize`)."""
     split = config.split
     parts = [TaskPart(d.task, d.examples, {e.id: records[(d.task.key, split, e.id)]["generation"]
@@ -31,6 +32,12 @@ def finish_run(folder, config: RunConfig, engine, loaded: list, records: dict, *
         d.task.key: sum(bool(records[(d.task.key, split, e.id)].get("prompt_tokens_cut"))
                         for e in d.examples) for d in loaded}
     info["preflight"] = preflight
+    # generations whose lone surrogates were replaced by U+FFFD, per task (sample log)
+    info["unencodable_replaced"] = {
+        d.task.key: sum(bool(records[(d.task.key, split, e.id)].get("unencodable_replaced"))
+                        for e in d.examples) for d in loaded}
+    # sample-log lines skipped as unreadable ("file:line: why"), the file left as it was
+    info["sample_log_damaged"] = {"lines": len(damaged), "first": list(damaged[:20])}
     out = finalize(folder, parts, config.scoring(), split=split, run_info=info, started=started,
                    notes=run_notes(config, engine, loaded))
     return dict(out, counts=counts)

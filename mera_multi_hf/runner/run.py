@@ -126,6 +126,8 @@ def _run(config: RunConfig, engine, specs, sources, state, folder, started, chec
     state.wait_for_everyone()  # the main process has claimed the folder and its logs
     log = SampleLog(folder.path, state.process_index, owned=folder.owned())
     before = log.read()
+    if state.is_main_process:
+        warn_damaged(log.damaged)
     logged(log, before, requests)  # other settings in the folder stop every process here
     state.wait_for_everyone()  # nobody writes before every process has read the log
     here = generate_share(config, engine, loaded, log, before, state)
@@ -146,7 +148,18 @@ def _run(config: RunConfig, engine, specs, sources, state, folder, started, chec
     counts = {"requested": len(requests), "resumed": resumed,
               "generated": len(requests) - resumed, "generated_here": here}
     return finish_run(folder, config, engine, loaded, merged(index, requests), counts=counts,
-                      started=started, world=state.num_processes, preflight=checked)
+                      started=started, world=state.num_processes, preflight=checked,
+                      damaged=log.damaged)
+
+
+def warn_damaged(damaged: list[str]) -> None:
+    """One line per sample-log line skipped: the file is left as it is (never rewritten
+    for it) and the example is generated again; results.json counts them."""
+    import sys
+
+    for line in damaged:
+        print(f"mera-multi: warning: {line}; skipped (its example is generated again)",
+              file=sys.stderr)
 
 
 def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: SampleLog,

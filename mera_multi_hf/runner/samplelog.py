@@ -13,6 +13,7 @@ import json
 import os
 from pathlib import Path
 
+from .. import json_read
 from ..errors import MeraError
 
 LOG_DIR = "logs"
@@ -31,18 +32,28 @@ def request_hash(model: str, revision: str | None, settings: dict, prompt: str,
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
 
 
-def read_lines(path: Path):
-    """The complete records of one shard; a torn or garbled line is skipped."""
+def read_lines(path: Path, damaged: list | None = None):
+    """The complete records of one shard. A torn last line (a kill) is left for the next
+    append to cut; any other line that is unreadable (json_read's limits) or not a record
+    of this tool is skipped in place, and ``damaged`` gets "file:line: why" for it."""
     with open(path, "rb") as f:
-        for raw in f:
+        for number, raw in enumerate(f, 1):
             if not raw.endswith(b"\n"):
                 break  # the last line of a killed run
             try:
-                record = json.loads(raw)
-            except ValueError:
+                record = json_read.loads(raw, f"{path}:{number}", max_bytes=json_read.MAX_LINE_BYTES)
+            except json_read.JsonReadError as err:
+                _note(damaged, str(err))
                 continue
             if _well_formed(record):
                 yield record
+            elif raw.strip():
+                _note(damaged, f"{path}:{number}: not a sample-log record of this tool")
+
+
+def _note(damaged: list | None, line: str) -> None:
+    if damaged is not None:
+        damaged.append(line)
 
 
 def _well_formed(record) -> bool:
@@ -64,6 +75,7 @@ class SampleLog:
         self.path = self.dir / f"samples-rank{rank}.jsonl"
         self.owned = {name for name in owned if name.startswith(f"{LOG_DIR}/")}
         self._file = None
+        self.damaged: list[str] = []  # "file:line: why" of the lines the last read skipped
 
     def shards(self) -> list[Path]:
         if not self.dir.is_dir():
@@ -75,8 +87,9 @@ class SampleLog:
     def read(self) -> dict[tuple, dict[str, dict]]:
         """Every logged record: (task, split, id) -> {request hash: record} (first wins)."""
         index: dict[tuple, dict[str, dict]] = {}
+        self.damaged = []
         for shard in self.shards():
-            for record in read_lines(shard):
+            for record in read_lines(shard, self.damaged):
                 key = (record["task"], record["split"], int(record["id"]))
                 index.setdefault(key, {}).setdefault(record["request_hash"], record)
         return index

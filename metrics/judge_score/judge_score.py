@@ -16,6 +16,8 @@ from .errors import MeraError
 from .filters import RUSLUN_FILTERS
 from .http_client import make_session
 from .judge import get_judge
+# evaluate copies only the files the module imports itself; judge.py reads replies with it
+from .json_read import JsonReadError
 from .judge import judge_scores
 from .masking import mask_secrets
 from .metric_fns import group_mean
