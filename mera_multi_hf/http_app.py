@@ -126,7 +126,9 @@ def validated(model, body: dict):
         info = model.model_fields.get(field)
         want = info.description if info is not None and info.description else first["msg"]
         if first["type"] == "missing":
-            raise BodyError(400, f"`{field}` is missing: it must be {want}") from None
+            where = ".".join(map(str, first["loc"]))
+            raise BodyError(400, f"`{where}` is missing: " + (
+                f"it must be {want}" if where == field else f"`{field}` must be {want}")) from None
         raise BodyError(400, f"`{field}` must be {want}, not {shown(first['input'])}") from None
 
 
