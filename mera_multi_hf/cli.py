@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import sys
 from dataclasses import dataclass
 
+from . import json_read
 from .errors import MeraError
 from .options import MediaLimitOptions
 from .parsing import Parser, add_command, no_abbreviations, opt, text_table
@@ -136,6 +138,18 @@ def check_blank(args: argparse.Namespace) -> None:
                                 "the option out")
 
 
+def check_encodable(argv: list[str]) -> None:
+    """An argument that is not UTF-8 (a file or folder name in another encoding reaches
+    Python as lone surrogates) is refused before any work: every output (the folder's
+    marker, results.json) records names as UTF-8 text."""
+    for i, arg in enumerate(argv):
+        if json_read.SURROGATE.search(arg):
+            option = argv[i - 1] if i and argv[i - 1].startswith("--") and "=" not in arg else "an argument"
+            shown = os.fsencode(arg).decode("utf-8", "backslashreplace")
+            raise MeraError(f"{option} '{shown}' is not UTF-8 text: name files and folders in "
+                            "UTF-8 (nothing was written)")
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None:  # the program itself: at exit the interpreter's last collections would
         # walk every object torch and transformers made (about a second); frozen, they are
@@ -145,6 +159,11 @@ def main(argv: list[str] | None = None) -> int:
 
         atexit.register(gc.freeze)
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        check_encodable(argv)
+    except MeraError as err:
+        print(f"mera-multi: error: {err}", file=sys.stderr)
+        return 2
     if argv[:1] == ["evaluate"]:  # its options come from RunConfig (evaluate_cmd); the
         # other commands' parsers are not built (they import what their help needs)
         parser, args = None, argparse.Namespace(func=evaluate_options, options=argv[1:])
