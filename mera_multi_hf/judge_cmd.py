@@ -73,6 +73,9 @@ def cmd_agreement(options: AgreementOptions) -> int:
     if bool(options.model) == bool(options.url):
         raise MeraError("give exactly one of --model PATH (a judge run here) and --url URL "
                         "(a served judge)")
+    if options.out and Path(options.out).is_dir():  # refused before the judge runs
+        raise MeraError(f"--out {options.out} is a folder: give the JSON report a file name "
+                        f"(e.g. --out {Path(options.out) / 'agreement.json'})")
     records = agreement.read_labelled(options.data)
     window = options.window or WINDOW_TOKENS
     if options.model:
@@ -86,8 +89,12 @@ def cmd_agreement(options: AgreementOptions) -> int:
     print(agreement.format_report(report))
     if options.out:
         out = Path(options.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
+        try:  # the report is printed above: a failed write loses nothing
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
+        except OSError as err:
+            raise MeraError(f"cannot write {out}: {err.strerror or err} (the report is "
+                            "printed above)") from None
         print(f"wrote {out}")
     return 0
 
