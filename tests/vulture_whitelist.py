@@ -51,3 +51,6 @@ qwen2_vl, qwen3_vl, gemma3, idefics3, llava_onevision, internvl, qwen2_5_omni, p
 # public API that users and the tests call (documented in the README and the cards)
 register_task, read_submission, judge_example_scores, build_random_llava, compare_runs
 _.serve
+# pydantic request fields the servers read by name (model_dump, getattr)
+_.input
+_.max_completion_tokens
