@@ -56,7 +56,7 @@ def parse_json_object(raw: bytes, route: str = "the request") -> dict:
         raise BodyError(400, f"the body is not JSON this server reads: {err.reason}") from None
     if not isinstance(body, dict):
         raise BodyError(400, f"the body must be a JSON object, not {type(body).__name__}")
-    if json_read.SURROGATE_ESCAPE.search(raw.decode("utf-8")) and json_read.replace_unencodable(body)[1]:
+    if json_read.may_hold_surrogates(raw) and json_read.replace_unencodable(body)[1]:
         raise BodyError(400, "the body holds a lone surrogate escape (\\ud800-\\udfff not in a "
                              "high+low pair): not valid Unicode text")
     return body

@@ -26,6 +26,15 @@ MAX_LINE_BYTES = 256 * 2**20     # one JSONL line
 # \ud800-\udfff as a JSON escape (raw surrogates cannot be in valid UTF-8 bytes)
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
 SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE_BYTES = re.compile(SURROGATE_ESCAPE.pattern.encode("ascii"))
+
+
+def may_hold_surrogates(data: bytes | str) -> bool:
+    """Whether a document may parse into a lone surrogate (a cheap scan of its text; walk
+    the parsed value with :func:`replace_unencodable` to be sure)."""
+    if isinstance(data, (bytes, bytearray)):
+        return _SURROGATE_ESCAPE_BYTES.search(data) is not None
+    return SURROGATE_ESCAPE.search(data) is not None or SURROGATE.search(data) is not None
 
 
 class JsonReadError(MeraError, ValueError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import json_read
-from ..json_doubts import SURROGATE_ESCAPE, DuplicateKeys, doubts, pairs_hook
+from ..json_doubts import DuplicateKeys, doubts, pairs_hook
 from .files import MAX_JSON_BYTES, FieldError, read_inside
 
 MAX_JSON_DEPTH = json_read.MAX_DEPTH
@@ -33,7 +33,7 @@ def parse_json_doubtful(data: bytes):
                                 object_pairs_hook=lambda pairs: _noted(pairs, found))
     except json_read.JsonReadError as err:
         raise FieldError("", err.reason) from None
-    return value, bool(found) or SURROGATE_ESCAPE.search(data.decode("utf-8")) is not None
+    return value, bool(found) or json_read.may_hold_surrogates(data)
 
 
 def _noted(pairs: list, found: list) -> dict:
