@@ -317,3 +317,21 @@ def test_property_server_replies(reply, tmp_path_factory):
         backend.close()
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize("reply", [b'{"data": ' + DEEP.encode() + b"}", b'{"a": ' + HUGE.encode() + b"}",
+                                   b"\xff\xfe"])
+def test_a_hostile_judge_reply_is_one_line(reply, replying):
+    """The judge client reads the served judge's answers through the reader too."""
+    import requests
+
+    from mera_multi_hf.errors import MeraError
+    from mera_multi_hf.judge import _json_body
+
+    replying.reply = reply
+    url = f"http://127.0.0.1:{replying.server_port}/classify"
+    resp = requests.post(url, json={"input": ["x"]}, timeout=30)
+    with pytest.raises(MeraError) as caught:
+        _json_body(resp, url, lambda u, p: p)
+    message = str(caught.value)
+    assert message.startswith(f"the judge server at {url}") and "\n" not in message, message
