@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 from .errors import MeraError
 
 MAX_DEPTH = 64                   # MERA records nest about 4 levels; deeper is hostile or broken
-MAX_INT_DIGITS = 100             # ids and counts; Python refuses 4,300+ with a traceback
+# Integer digits: Python's own int-str limit (4,300 by default; it keeps int() linear),
+# whose ValueError becomes one line here.
+MAX_INT_DIGITS = sys.get_int_max_str_digits() or None
 MAX_DOCUMENT_BYTES = 2 * 2**30   # one JSON file or body
 MAX_LINE_BYTES = 256 * 2**20     # one JSONL line
 
@@ -61,13 +64,6 @@ class _Duplicate(ValueError):
                          "remove the other")
 
 
-def _int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits (more than "
-                         f"{MAX_INT_DIGITS})")
-    return int(text)
-
-
 def depth(value) -> int:
     """How deeply a parsed JSON value nests (iteratively: no recursion to exhaust)."""
     if not isinstance(value, (dict, list)):
@@ -85,7 +81,8 @@ def depth(value) -> int:
 def loads(data: bytes | str, where: str, *, max_bytes: int = MAX_DOCUMENT_BYTES,
           max_depth: int = MAX_DEPTH, object_pairs_hook=refuse_duplicates):
     """One JSON document (UTF-8 bytes or text) parsed within the limits; JsonReadError
-    names ``where`` and says why otherwise."""
+    names ``where`` and says why otherwise. ``object_pairs_hook=None``: repeated keys
+    are not looked for (the tool's own sample log, read often: about 1.6x faster)."""
     if len(data) > max_bytes:
         raise JsonReadError(where, f"{len(data)} bytes, more than the {max_bytes} a JSON "
                                    "document may have")
@@ -96,7 +93,7 @@ def loads(data: bytes | str, where: str, *, max_bytes: int = MAX_DOCUMENT_BYTES,
             raise JsonReadError(where, f"not UTF-8 text ({err.reason} at byte {err.start})") \
                 from None
     try:
-        value = json.loads(data, parse_int=_int, object_pairs_hook=object_pairs_hook)
+        value = json.loads(data, object_pairs_hook=object_pairs_hook)
     except json.JSONDecodeError as err:
         raise JsonReadError(where, f"malformed JSON at line {err.lineno}, column {err.colno}: "
                                    f"{err.msg}") from None
@@ -105,8 +102,11 @@ def loads(data: bytes | str, where: str, *, max_bytes: int = MAX_DOCUMENT_BYTES,
                                    "levels)") from None
     except _Duplicate as err:
         raise JsonReadError(where, str(err)) from None
-    except ValueError as err:  # an integer too long
-        raise JsonReadError(where, f"unreadable JSON value: {err}") from None
+    except ValueError as err:  # an integer past Python's int-str limit
+        digits = re.search(r"value has (\d+) digits", str(err))
+        reason = f"an integer of {digits.group(1)} digits (more than {MAX_INT_DIGITS})" \
+            if digits else str(err)
+        raise JsonReadError(where, f"unreadable JSON value: {reason}") from None
     # a cheap bound first: fewer brackets than the limit cannot nest deeper than it
     if data.count("[") + data.count("{") > max_depth and depth(value) > max_depth:
         raise JsonReadError(where, f"JSON nested deeper than {max_depth} levels")

@@ -41,7 +41,8 @@ def read_lines(path: Path, damaged: list | None = None):
             if not raw.endswith(b"\n"):
                 break  # the last line of a killed run
             try:
-                record = json_read.loads(raw, f"{path}:{number}", max_bytes=json_read.MAX_LINE_BYTES)
+                record = json_read.loads(raw, f"{path}:{number}", max_bytes=json_read.MAX_LINE_BYTES,
+                                         object_pairs_hook=None)  # our own lines: no repeats
             except json_read.JsonReadError as err:
                 _note(damaged, str(err))
                 continue
