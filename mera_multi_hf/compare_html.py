@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import json_read
+from .errors import MeraError
 from .tasks import get_task
 
 PAGE_NAME = "compare.html"
