@@ -121,12 +121,25 @@ def read_file(path: str | Path, where: str | None = None, **limits):
     return loads(data, where or str(path), **limits)
 
 
+def bounded_lines(fh, limit: int = MAX_LINE_BYTES):
+    """(line number, line) of a binary file, no line held past ``limit`` bytes: a longer
+    one comes back as its first ``limit + 1`` bytes (which :func:`loads` refuses), the
+    rest read past in pieces."""
+    number = 0
+    while line := fh.readline(limit + 1):
+        number += 1
+        rest = line
+        while len(rest) > limit and not rest.endswith(b"\n"):  # skip the rest, piecewise
+            rest = fh.readline(limit + 1) or b"\n"
+        yield number, line
+
+
 def iter_jsonl(path: str | Path, **limits):
     """(line number, value) for each non-blank line of a JSONL file; JsonReadError names
     ``file:line``."""
     limits.setdefault("max_bytes", MAX_LINE_BYTES)
     with open(path, "rb") as fh:
-        for number, line in enumerate(fh, 1):
+        for number, line in bounded_lines(fh, limits["max_bytes"]):
             if line.strip():
                 yield number, loads(line, f"{path}:{number}", **limits)
 

@@ -85,6 +85,18 @@ def test_size_limit_and_what_stays_readable():
     assert json_read.replace_unencodable({"a": ["ok", 1]}) == ({"a": ["ok", 1]}, 0)
 
 
+def test_a_jsonl_line_past_the_limit_is_never_held_whole(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b'{"a": 1}\n' + b'"' + b"x" * 5000 + b'"\n{"b": 2}\n')
+    with open(path, "rb") as fh:
+        lines = list(json_read.bounded_lines(fh, 100))
+    assert [(n, len(line)) for n, line in lines] == [(1, 9), (2, 101), (3, 9)]
+    found = json_read.iter_jsonl(path, max_bytes=100)
+    assert next(found) == (1, {"a": 1})
+    with pytest.raises(JsonReadError, match=f"{path}:2: 101 bytes, more than the 100"):
+        next(found)
+
+
 # ------------------------------------------------------------------------------------
 # Properties: whatever the document, the reader gives json's answer or one line.
 

@@ -157,8 +157,11 @@ def warn_damaged(damaged: list[str]) -> None:
     for it) and the example is generated again; results.json counts them."""
     import sys
 
-    for line in damaged:
+    for line in damaged[:20]:
         print(f"mera-multi: warning: {line}; skipped (its example is generated again)",
+              file=sys.stderr)
+    if len(damaged) > 20:
+        print(f"mera-multi: warning: ... and {len(damaged) - 20} more damaged sample-log lines",
               file=sys.stderr)
 
 

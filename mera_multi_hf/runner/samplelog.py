@@ -37,9 +37,11 @@ def read_lines(path: Path, damaged: list | None = None):
     append to cut; any other line that is unreadable (json_read's limits) or not a record
     of this tool is skipped in place, and ``damaged`` gets "file:line: why" for it."""
     with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            if not raw.endswith(b"\n"):
+        for number, raw in json_read.bounded_lines(f):
+            if not raw.endswith(b"\n") and len(raw) <= json_read.MAX_LINE_BYTES:
                 break  # the last line of a killed run
+            if not raw.strip():
+                continue
             try:
                 record = json_read.loads(raw, f"{path}:{number}", max_bytes=json_read.MAX_LINE_BYTES,
                                          object_pairs_hook=None)  # our own lines: no repeats
@@ -48,7 +50,7 @@ def read_lines(path: Path, damaged: list | None = None):
                 continue
             if _well_formed(record):
                 yield record
-            elif raw.strip():
+            else:
                 _note(damaged, f"{path}:{number}: not a sample-log record of this tool")
 
 
