@@ -22,7 +22,7 @@ from .errors import MeraError
 MAX_DEPTH = 64                   # MERA records nest about 4 levels; deeper is hostile or broken
 # Integer digits: Python's own int-str limit (4,300 by default; it keeps int() linear),
 # whose ValueError becomes one line here.
-MAX_INT_DIGITS = sys.get_int_max_str_digits() or None
+MAX_INT_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 4300)() or None
 MAX_DOCUMENT_BYTES = 2 * 2**30   # one JSON file or body
 MAX_LINE_BYTES = 256 * 2**20     # one JSONL line
 
