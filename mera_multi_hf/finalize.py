@@ -170,9 +170,11 @@ def prediction_records(task, examples, predictions: dict, result: dict) -> list[
     from .scoring import filtered
 
     per_example = result.get("per_example") or {}
+    replaced = getattr(predictions, "replaced", {})  # lone surrogates made U+FFFD
     return [{"id": e.id, "prompt": e.prompt, "generation": predictions[e.id],
              "filtered": filtered(task, [predictions[e.id]])[0], "target": e.gold,
-             "metrics": {m: s[e.id] for m, s in per_example.items() if e.id in s}}
+             "metrics": {m: s[e.id] for m, s in per_example.items() if e.id in s},
+             **({"unencodable_replaced": replaced[e.id]} if e.id in replaced else {})}
             for e in examples if e.id in predictions]
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from . import json_read
 from .errors import MeraError
-from .json_doubts import unencodable
 
 # Keys that hold the model's answer, in the order they are tried.
 ANSWER_KEYS = ("prediction", "generation", "raw_generation", "output", "outputs")
@@ -64,9 +63,6 @@ def _answer_of(record: dict, where: str, positions: dict | None = None) -> tuple
     if not isinstance(answer, str):
         raise MeraError(f"{where}, id={example_id}: no answer text (expected one of "
                         f"{', '.join(ANSWER_KEYS)}, or lm-eval's resps)")
-    why = unencodable(answer)
-    if why:  # it would stop the submission's UTF-8 writer later, with a traceback
-        raise MeraError(f"{where}, id={example_id}, field prediction: {why}")
     return example_id, answer
 
 
@@ -96,12 +92,21 @@ def _check_harness_file(file: Path, task_key: str | None) -> None:
                         f"{task_key} (expected samples_{names[0]}_<date>.jsonl)")
 
 
+class Predictions(dict):
+    """id -> answer, and ``replaced``: id -> how many lone surrogates (no UTF-8 writer
+    takes them) its answer held, each replaced by U+FFFD as the answer was read."""
+
+    def __init__(self):
+        super().__init__()
+        self.replaced: dict[int, int] = {}
+
+
 def read_predictions(path: str | Path, task_key: str | None = None,
-                     split: str | None = None, positions: dict | None = None) -> dict[int, str]:
+                     split: str | None = None, positions: dict | None = None) -> Predictions:
     """id -> answer. Lines of other tasks or splits ("task", "split" fields) are skipped;
     an id answered twice with different texts is an error. ``positions``: (dialog id,
     question id) -> example id, for official ruTiE harness logs whose meta.id is null."""
-    answers: dict[int, str] = {}
+    answers = Predictions()
     conflicts = []
     for file in prediction_files(path):
         _check_harness_file(file, task_key)
@@ -115,6 +120,9 @@ def read_predictions(path: str | Path, task_key: str | None = None,
             if split and record.get("split") not in (None, split):
                 continue
             example_id, answer = _answer_of(record, where, positions)
+            answer, replaced = json_read.replace_unencodable(answer)
+            if replaced:
+                answers.replaced[example_id] = replaced
             if answers.setdefault(example_id, answer) != answer:
                 conflicts.append(example_id)
     if conflicts:

@@ -44,8 +44,10 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
                              no_submission=not submission)
     with OutputFolder(out_dir, inputs=[data]).claim(overwrite) as folder:  # before any work
         part = _task_part(task, predictions_path, data, split)
-        out = finalize(folder, [part], options, split=split, started=started,
-                       run_info=_score_record(predictions_path, checked))
+        record = _score_record(predictions_path, checked)
+        # answers whose lone surrogates were replaced by U+FFFD as they were read
+        record["unencodable_replaced"] = {task.key: len(part.predictions.replaced)}
+        out = finalize(folder, [part], options, split=split, started=started, run_info=record)
     result = out["tasks"][0]
     result["written"] = sorted(out["files"])
     return result
