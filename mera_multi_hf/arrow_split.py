@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from . import json_read
+
 MANIFEST = "mera-splits.json"
 MANIFEST_FORMAT = 1
 
@@ -119,7 +121,7 @@ def read_manifest(cache_dir: str | Path) -> dict[str, ArrowSplit] | None:
     none, it cannot be read, or it was written by another `datasets` or names a file no
     longer as it was."""
     try:
-        manifest = json.loads((Path(cache_dir) / MANIFEST).read_text(encoding="utf-8"))
+        manifest = json_read.read_file(Path(cache_dir) / MANIFEST)
         if manifest.get("format") != MANIFEST_FORMAT or \
                 manifest.get("datasets") != _datasets_version():
             return None

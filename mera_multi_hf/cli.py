@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import masking
+from . import json_read, masking
 from .errors import MeraError
 from .options import MediaLimitOptions
 from .outputs import OVERWRITE_HELP
@@ -160,6 +161,18 @@ def check_blank(args: argparse.Namespace) -> None:
                                 "the option out")
 
 
+def check_encodable(argv: list[str]) -> None:
+    """An argument that is not UTF-8 (a file or folder name in another encoding reaches
+    Python as lone surrogates) is refused before any work: every output (the folder's
+    marker, results.json) records names as UTF-8 text."""
+    for i, arg in enumerate(argv):
+        if json_read.SURROGATE.search(arg):
+            option = argv[i - 1] if i and argv[i - 1].startswith("--") and "=" not in arg else "an argument"
+            shown = os.fsencode(arg).decode("utf-8", "backslashreplace")
+            raise MeraError(f"{option} '{shown}' is not UTF-8 text: name files and folders in "
+                            "UTF-8 (nothing was written)")
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None:  # the program itself: at exit the interpreter's last collections would
         # walk every object torch and transformers made (about a second); frozen, they are
@@ -175,6 +188,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
+    try:
+        check_encodable(argv)
+    except MeraError as err:
+        print(f"mera-multi: error: {err}", file=sys.stderr)
+        return 2
     own = {"evaluate": evaluate_options, "serve": serve_options}
     if argv[:1] and argv[0] in own:  # their parsers are their modules' own (evaluate's from
         # RunConfig); the other commands' parsers are not built (they import what their help needs)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import json_read
 from .errors import MeraError
 from .metric_registry import GROUP_OF, METRICS, display_name
 from .outputs import OVERWRITE_HELP
@@ -35,9 +36,11 @@ def read_run(path: str | Path) -> dict:
         raise MeraError(f"{path}: no results.json (give a folder written by `mera-multi "
                         "evaluate` or `mera-multi score`)")
     try:
-        doc = json.loads(file.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as err:
-        raise MeraError(f"{file}: not a results.json ({err})") from None
+        doc = json_read.read_file(file)
+    except json_read.JsonReadError as err:
+        raise MeraError(f"{file}: not a results.json ({err.reason})") from None
+    except OSError as err:
+        raise MeraError(f"{file}: cannot be read ({err.strerror})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), dict):
         raise MeraError(f"{file}: not a results.json of this tool (no tasks)")
     doc["_folder"] = str(file.parent)
@@ -171,8 +174,7 @@ def prompt_hashes(folder: str, tasks) -> dict:
     out = {}
     for task in tasks:
         for file in sorted(Path(folder).glob(f"samples_{task}_*.jsonl")):
-            with open(file, encoding="utf-8") as fh:
-                rows = [json.loads(line) for line in fh if line.strip()]
+            rows = [row for _, row in json_read.iter_jsonl(file)]
             prompts = [r.get("prompt") for r in sorted(rows, key=lambda r: r.get("id", 0))]
             out[task] = hashlib.sha256(json.dumps(prompts, ensure_ascii=False).encode()).hexdigest()[:16]
     return out

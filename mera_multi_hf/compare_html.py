@@ -5,9 +5,10 @@ right, both right, both wrong) and a search box; everything inline, no network, 
 sample line may show it (never a private split's)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from . import json_read
+from .errors import MeraError
 from .submission import LOCAL_ONLY
 from .tasks import get_task
 
@@ -18,11 +19,10 @@ def _sample_lines(folder: Path, task: str) -> dict[int, dict]:
     """The run's sample lines of one task, by example id (none when it kept no log)."""
     lines = {}
     for file in sorted(folder.glob(f"samples_{task}_*.jsonl")):
-        with open(file, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    record = json.loads(line)
-                    lines[record.get("id")] = record
+        for _, record in json_read.iter_jsonl(file):
+            if not isinstance(record, dict):
+                raise MeraError(f"{file}: a line that is not a JSON object")
+            lines[record.get("id")] = record
     return lines
 
 

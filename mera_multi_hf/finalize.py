@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from . import json_read
 from .options import ScoringOptions
 from .tasks import TaskSpec
 
@@ -271,15 +272,14 @@ def without_gold(record: dict) -> dict:
 
 def page_rows(parts, results, files: dict, split: str) -> list[dict]:
     """results.html's rows: every example, from the sample file or the scored predictions."""
-    import json
-
     from .results_html import task_rows
 
     rows = []
     for part, result in zip(parts, results):
         if part.log is not None:
-            lines = files[f"samples_{part.task.key}_{split}.jsonl"].decode("utf-8").splitlines()
-            records = [json.loads(line) for line in lines if line]
+            name = f"samples_{part.task.key}_{split}.jsonl"
+            records = [json_read.loads(line, f"{name}:{n}") for n, line in
+                       enumerate(files[name].splitlines(), 1) if line]
         else:
             records = prediction_records(part.task, part.examples, part.predictions, result,
                                          part.private)
@@ -294,10 +294,12 @@ def prediction_records(task, examples, predictions: dict, result: dict,
     from .scoring import filtered
 
     per_example = result.get("per_example") or {}
+    replaced = getattr(predictions, "replaced", {})  # lone surrogates made U+FFFD
     return [{"id": e.id, "prompt": e.prompt, "generation": predictions[e.id],
              "filtered": filtered(task, [predictions[e.id]])[0], "target": e.gold,
              "metrics": {m: s[e.id] for m, s in per_example.items() if e.id in s},
-             **({"gold_private": True} if private else {})}
+             **({"gold_private": True} if private else {}),
+             **({"unencodable_replaced": replaced[e.id]} if e.id in replaced else {})}
             for e in examples if e.id in predictions]
 
 

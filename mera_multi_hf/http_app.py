@@ -30,6 +30,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from . import json_read
 from .limits import DEFAULT_LIMITS, Limits
 
 OPEN_ROUTES = frozenset({"/health"})  # answered without the api key (probes)
@@ -44,20 +45,20 @@ class BodyError(ValueError):
         self.status = status
 
 
-def parse_json_object(raw: bytes) -> dict:
-    """The body as a JSON object, else BodyError (400) saying what is wrong with it."""
+def parse_json_object(raw: bytes, route: str = "the request") -> dict:
+    """The body as a JSON object, through the one JSON reader (json_read), else BodyError
+    (400) saying what is wrong with it; a lone surrogate (not valid Unicode) is refused."""
     if not raw:
         raise BodyError(400, "the body is empty: a JSON object is required")
     try:
-        body = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as err:
-        raise BodyError(400, f"the body is not UTF-8 (byte {err.start})") from None
-    except RecursionError:
-        raise BodyError(400, "the body is not JSON this server reads: nested too deeply") from None
-    except ValueError as err:
-        raise BodyError(400, f"the body is not JSON: {err}") from None
+        body = json_read.loads(raw, route, max_bytes=len(raw))
+    except json_read.JsonReadError as err:
+        raise BodyError(400, f"the body is not JSON this server reads: {err.reason}") from None
     if not isinstance(body, dict):
         raise BodyError(400, f"the body must be a JSON object, not {type(body).__name__}")
+    if json_read.may_hold_surrogates(raw) and json_read.replace_unencodable(body)[1]:
+        raise BodyError(400, "the body holds a lone surrogate escape (\\ud800-\\udfff not in a "
+                             "high+low pair): not valid Unicode text")
     return body
 
 
@@ -105,9 +106,36 @@ def json_app(error_payload, title: str) -> FastAPI:
     return app
 
 
-async def read_json(request: Request) -> dict:
-    """The request's body as a JSON object (BodyError, a 400, otherwise)."""
-    return parse_json_object(await request.body())
+async def read_json(request: Request, model=None):
+    """The request's body as a JSON object (BodyError, a 400, otherwise); with ``model``
+    (a pydantic model), validated in strict mode into one (a 400 naming the field)."""
+    body = parse_json_object(await request.body(), f"{request.method} {request.url.path}")
+    return body if model is None else validated(model, body)
+
+
+def validated(model, body: dict):
+    """``body`` as the pydantic ``model`` in strict mode (no "3" for 3), else BodyError 400
+    naming the first wrong field and what it must be (the field's description)."""
+    import pydantic
+
+    try:
+        return model.model_validate(body, strict=True)
+    except pydantic.ValidationError as err:
+        first = err.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else "(body)"
+        info = model.model_fields.get(field)
+        want = info.description if info is not None and info.description else first["msg"]
+        if first["type"] == "missing":
+            where = ".".join(map(str, first["loc"]))
+            raise BodyError(400, f"`{where}` is missing: " + (
+                f"it must be {want}" if where == field else f"`{field}` must be {want}")) from None
+        raise BodyError(400, f"`{field}` must be {want}, not {shown(first['input'])}") from None
+
+
+def shown(value, width: int = 60) -> str:
+    """A value for an error message, cut short (a hostile value can be huge)."""
+    text = repr(value) if isinstance(value, (str, int, float, bool, type(None))) else type(value).__name__
+    return text if len(text) <= width else text[:width] + "..."
 
 
 class Guard:

@@ -8,11 +8,6 @@ file with either is walked (:func:`doubts`) to name the field of each.
 """
 from __future__ import annotations
 
-import re
-
-# \ud800-\udfff written as a JSON escape (a raw surrogate cannot be in valid UTF-8 bytes)
-SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
-
 
 class DuplicateKeys(dict):
     """A parsed JSON object that had a repeated key (the last value kept, as json does)."""

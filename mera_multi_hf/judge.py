@@ -36,6 +36,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from .errors import MeraError
+from .json_read import JsonReadError, loads as read_json
 from .metric_fns import official_answer_part
 from .masking import mask_secrets
 
@@ -435,11 +436,11 @@ def _json_body(resp, url: str, failed):
         raise MeraError(f"the judge server at {mask_secrets(url)} refused the request with HTTP "
                         f"{resp.status_code}: {resp.text[:300]!r}. Check the model name, URL "
                         "and API key.")
-    try:
-        return resp.json()
-    except ValueError:
-        raise MeraError(f"the judge server at {mask_secrets(url)} answered with something that is not JSON: "
-                        f"{resp.text[:200]!r}") from None
+    try:  # the one JSON reader: a deep or huge answer is one line, not a traceback
+        return read_json(resp.content, f"the judge server at {mask_secrets(url)}")
+    except JsonReadError as err:
+        raise MeraError(f"{err.where} answered with something that is not JSON it reads: "
+                        f"{err.reason}") from None
 
 
 # ----------------------------------------------------------------------------------

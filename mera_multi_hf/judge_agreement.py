@@ -13,9 +13,9 @@ Run:  mera-multi judge agreement --data labelled.jsonl --model PATH [--out repor
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from . import json_read
 from .errors import MeraError
 
 FIELDS = ("prompt", "gold", "prediction", "label")
@@ -53,11 +53,11 @@ def _parse_line(raw: bytes):
     that the problem can name the field that holds them."""
     text = raw.decode("utf-8", "surrogateescape")
     try:
-        rec = json.loads(text)
-    except (ValueError, RecursionError) as err:
+        rec = json_read.loads(text, "")
+    except json_read.JsonReadError as err:
         if _has_surrogates(text):
             return None, "not valid UTF-8"
-        return None, f"not JSON ({err})"
+        return None, f"not JSON ({err.reason})"
     if not isinstance(rec, dict):
         return None, "expected a JSON object"
     problem = _bad_field(rec)

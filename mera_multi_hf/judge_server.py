@@ -39,13 +39,35 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from typing import Annotated
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 
 from .judge import API_KEY_ENV
 from .http_app import BodyError, Guard, ModelQueue, Server, json_app, read_json
 from .limits import DEFAULT_LIMITS, Limits
+
+
+class JudgeBody(BaseModel):
+    """The fields of a judge request (validated strictly: no "3" for 3); others ignored."""
+    model: str | None = Field(None, description="a string")
+
+
+class ClassifyBody(JudgeBody):
+    input: str | Annotated[list[str], Field(min_length=1)] = Field(
+        description="a string or a non-empty list of strings")
+    truncate_prompt_tokens: int | None = Field(None, gt=0, description="a positive integer")
+
+
+class TokenizeBody(JudgeBody):
+    prompt: str = Field(description="a string")
+    add_special_tokens: bool = Field(True, description="a boolean")
+
+
+class DetokenizeBody(JudgeBody):
+    tokens: list[int] = Field(description="a list of token ids")
 
 
 
@@ -68,20 +90,13 @@ class JudgeService:
 
     def check_model(self, body: dict) -> None:
         model = body.get("model")
-        if model is None:
-            return
-        if not isinstance(model, str):
-            raise BodyError(400, "`model` must be a string")
-        if model not in self.aliases:
+        if model is not None and model not in self.aliases:
             raise BodyError(404, f"The model `{model}` does not exist. "
                                  f"This server serves `{self.model_name}`.")
 
     def classify_args(self, body: dict) -> tuple[list[str], int | None]:
-        texts = body.get("input")
-        if isinstance(texts, str):
-            texts = [texts]
-        if not (isinstance(texts, list) and texts and all(isinstance(t, str) for t in texts)):
-            raise BodyError(400, "`input` must be a string or a non-empty list of strings")
+        texts = body["input"]
+        texts = [texts] if isinstance(texts, str) else texts
         limits = self.limits
         if len(texts) > limits.max_judge_items:
             raise BodyError(413, f"{len(texts)} inputs in one request; the limit is "
@@ -135,9 +150,7 @@ class JudgeService:
                           "completion_tokens": 0, "prompt_tokens_details": None}}
 
     def tokenize(self, body: dict) -> dict:
-        text, special = body.get("prompt"), body.get("add_special_tokens", True)
-        if not isinstance(text, str) or not isinstance(special, bool):
-            raise BodyError(400, "`prompt` must be a string and `add_special_tokens` a boolean")
+        text, special = body["prompt"], body["add_special_tokens"]
         if len(text) > self.limits.max_judge_chars:
             raise BodyError(413, f"the prompt has {len(text)} characters; the limit is "
                                  f"{self.limits.max_judge_chars} (max_judge_chars)")
@@ -147,8 +160,7 @@ class JudgeService:
     def detokenize(self, body: dict) -> dict:
         ids = body.get("tokens")
         vocab = len(self.judge.tokenizer)
-        if not (isinstance(ids, list) and len(ids) <= self.limits.max_judge_chars
-                and all(type(i) is int and 0 <= i < vocab for i in ids)):
+        if not (len(ids) <= self.limits.max_judge_chars and all(0 <= i < vocab for i in ids)):
             raise BodyError(400, f"`tokens` must be a list of at most "
                                  f"{self.limits.max_judge_chars} token ids in [0, {vocab})")
         return {"prompt": self.judge.tokenizer.decode(ids)}
@@ -174,8 +186,8 @@ def create_app(service: JudgeService):
         return {"tokenizer_class": type(judge.tokenizer).__name__, "sep_token": judge.sep,
                 "cls_token": judge.tokenizer.cls_token, "model_max_length": judge.max_tokens}
 
-    async def answer(request, work):
-        body = await read_json(request)
+    async def answer(request, work, fields):
+        body = (await read_json(request, fields)).model_dump()  # a 400 for a wrong field
         service.check_model(body)
         try:  # a plain JSONResponse: FastAPI's encoder would walk every label again
             return JSONResponse(await work(body))
@@ -187,15 +199,18 @@ def create_app(service: JudgeService):
     @app.post("/classify")
     @app.post("/v1/classify")
     async def classify(request: Request):
-        return await answer(request, lambda body: service.classify(*service.classify_args(body)))
+        return await answer(request, lambda body: service.classify(*service.classify_args(body)),
+                            ClassifyBody)
 
     @app.post("/tokenize")
     async def tokenize(request: Request):
-        return await answer(request, lambda body: service.run(service.tokenize, body))
+        return await answer(request, lambda body: service.run(service.tokenize, body),
+                            TokenizeBody)
 
     @app.post("/detokenize")
     async def detokenize(request: Request):
-        return await answer(request, lambda body: service.run(service.detokenize, body))
+        return await answer(request, lambda body: service.run(service.detokenize, body),
+                            DetokenizeBody)
     return app
 
 

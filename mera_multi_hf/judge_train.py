@@ -69,7 +69,21 @@ def _train_into(stage: Path, data, base: str, *, epochs, learning_rate, batch_si
     trainer = Trainer(model=model, args=args, train_dataset=rows,
                       data_collator=DataCollatorWithPadding(tokenizer))
     trainer.train()
-    trainer.save_model(str(stage / "model"))
-    tokenizer.truncation_side = "right"  # saved as the usual default; judges set their own
-    tokenizer.save_pretrained(str(stage / "model"))
+    _save(trainer, tokenizer, stage / "model")
+
+
+def _save(trainer, tokenizer, model_dir: Path) -> None:
+    """The trained judge into ``model_dir``; a full disk is one line (safetensors raises
+    its own SafetensorError, not an OSError), and the output folder is left as it was."""
+    from safetensors import SafetensorError
+
+    try:
+        trainer.save_model(str(model_dir))
+        tokenizer.truncation_side = "right"  # saved as the usual default; judges set their own
+        tokenizer.save_pretrained(str(model_dir))
+    except (OSError, SafetensorError) as err:
+        reason = getattr(err, "strerror", None) or str(err).splitlines()[0]
+        raise MeraError(f"cannot write the trained judge into {model_dir}: {reason}; the output "
+                        "folder is left as it was (free some space or fix the permissions, "
+                        "then rerun)") from None
 

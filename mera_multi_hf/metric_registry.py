@@ -68,7 +68,7 @@ METRICS = {m.name: m for m in (
                       "Примеры группируются (одни медиа и вопрос); группа засчитывается, "
                       "только если верны все её примеры; среднее по группам.")),
     Metric("judge_score", "Judge score", judge=True, card_name="Judge score", space=True,
-           space_sources=("http_client.py", "judge.py", "masking.py"),
+           space_sources=("http_client.py", "judge.py", "json_read.py", "masking.py"),
            card_text=("The share of answers a judge model labels correct.",
                       "Доля ответов, которые модель-судья признала верными.")),
     Metric("group_judge_score", "Group judge score", of="judge_score", judge=True),

@@ -2,12 +2,11 @@
 {id, prediction}, or lm-evaluation-harness `samples_<task>_*.jsonl` logs."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
+from . import json_read
 from .errors import MeraError
-from .json_doubts import unencodable
 
 # Keys that hold the model's answer, in the order they are tried.
 ANSWER_KEYS = ("prediction", "generation", "raw_generation", "output", "outputs")
@@ -79,18 +78,7 @@ def _answer_of(record: dict, where: str, positions: dict | None = None) -> tuple
     if not isinstance(answer, str):
         raise MeraError(f"{where}, id={example_id}: no answer text (expected one of "
                         f"{', '.join(ANSWER_KEYS)}, or lm-eval's resps)")
-    why = unencodable(answer)
-    if why:  # it would stop the submission's UTF-8 writer later, with a traceback
-        raise MeraError(f"{where}, id={example_id}, field prediction: {why}")
     return example_id, answer
-
-
-def _lines(fh, file: Path):
-    try:
-        yield from fh
-    except UnicodeDecodeError as err:
-        raise MeraError(f"{file}: not UTF-8 text (byte {err.start} of a line: "
-                        f"{err.reason})") from None
 
 
 def prediction_files(path: str | Path) -> list[Path]:
@@ -119,40 +107,46 @@ def _check_harness_file(file: Path, task_key: str | None) -> None:
                         f"{task_key} (expected samples_{names[0]}_<date>.jsonl)")
 
 
+class Predictions(dict):
+    """id -> answer, and ``replaced``: id -> how many lone surrogates (no UTF-8 writer
+    takes them) its answer held, each replaced by U+FFFD as the answer was read."""
+
+    def __init__(self):
+        super().__init__()
+        self.replaced: dict[int, int] = {}
+
+
 def task_lines(path: str | Path, task_key: str | None = None, split: str | None = None):
     """(file, "file:line", record) for every line of the predictions files that belongs
     to the task and split ("task", "split" fields; lines of others are skipped)."""
     for file in prediction_files(path):
         _check_harness_file(file, task_key)
-        with open(file, encoding="utf-8", errors="strict") as fh:
-            for line_no, line in enumerate(_lines(fh, file), 1):
-                if not line.strip():
-                    continue
-                where = f"{file}:{line_no}"
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise MeraError(f"{where}: not a JSON line ({err.msg}, column {err.colno})") \
-                        from None
-                if not isinstance(record, dict):
-                    raise MeraError(f"{where}: expected a JSON object per line")
-                if task_key and record.get("task") not in (None, task_key):
-                    continue
-                if split and record.get("split") not in (None, split):
-                    continue
-                yield file, where, record
+        # the one reader: a duplicate key, deep nesting or a huge integer is one line
+        for line_no, record in json_read.iter_jsonl(file):
+            where = f"{file}:{line_no}"
+            if not isinstance(record, dict):
+                raise MeraError(f"{where}: expected a JSON object per line")
+            if task_key and record.get("task") not in (None, task_key):
+                continue
+            if split and record.get("split") not in (None, split):
+                continue
+            yield file, where, record
 
 
 def read_predictions(path: str | Path, task_key: str | None = None,
-                     split: str | None = None, positions: dict | None = None) -> dict[int, str]:
-    """id -> answer. Lines of other tasks or splits ("task", "split" fields) are skipped;
-    an id answered twice stops it (README: duplicate ids stop `score`). ``positions``:
-    (dialog id, question id) -> example id, for official ruTiE harness logs whose meta.id
-    is null, and (DOC_POSITION, doc_id) -> example id where the harness's order is known."""
-    answers: dict[int, str] = {}
+                     split: str | None = None, positions: dict | None = None) -> Predictions:
+    """id -> answer (and the lone surrogates replaced, :class:`Predictions`). Lines of
+    other tasks or splits ("task", "split" fields) are skipped; an id answered twice stops
+    it (README: duplicate ids stop `score`). ``positions``: (dialog id, question id) ->
+    example id, for official ruTiE harness logs whose meta.id is null, and (DOC_POSITION,
+    doc_id) -> example id where the harness's order is known."""
+    answers = Predictions()
     conflicts, repeated = [], []
     for _, where, record in task_lines(path, task_key, split):
         example_id, answer = _answer_of(record, where, positions)
+        answer, replaced = json_read.replace_unencodable(answer)
+        if replaced:
+            answers.replaced[example_id] = replaced
         if example_id in answers:
             (conflicts if answers[example_id] != answer else repeated).append(example_id)
         answers.setdefault(example_id, answer)

@@ -14,6 +14,7 @@ import os
 import time
 from pathlib import Path
 
+from . import json_read
 from .errors import MeraError
 
 PROBE_TIMEOUT = 10.0
@@ -213,8 +214,8 @@ def probe(url: str, api_key: str | None, timeout: float = PROBE_TIMEOUT):
         raise MeraError(f"{url} is unreachable ({short_error(err)}); is the server "
                         f"running?") from None
     try:
-        body = resp.json()
-    except ValueError:
+        body = json_read.loads(resp.content, url)
+    except json_read.JsonReadError:
         body = None
     return resp.status_code, body
 
@@ -239,7 +240,9 @@ def check_server(base_url: str | None, api_key: str | None, model: str | None,
 
 
 def _check_one_server(base_url: str, api_key: str | None, model: str, timeout: float) -> str:
-    url = base_url.rstrip("/") + "/models"
+    from .runner.backends.openai import join_url
+
+    url = join_url(base_url, "/models")
     status, body = probe(url, api_key, min(timeout, PROBE_TIMEOUT))
     if status != 200:
         raise MeraError(_refused(url, status, "--api-key", "OPENAI_API_KEY"))

@@ -1,11 +1,11 @@
 """`mera-multi score`: score predictions made elsewhere and package the submission."""
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import json_read
 from .errors import MeraError
 from .finalize import TaskPart, finalize, results_table
 from .options import ScoringOptions, opt
@@ -44,6 +44,8 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
     with folder.claim() as folder:  # before any work
         part = _task_part(task, predictions_path, data, split)
         record = _score_record(predictions_path, checked, f"{task.key}/{split}")
+        # answers whose lone surrogates were replaced by U+FFFD as they were read
+        record["unencodable_replaced"] = {task.key: len(part.predictions.replaced)}
         out = finalize(folder, [part], options, split=split, started=started,
                        run_info=dict(record, environment=_environment(judge_url, judge_api_key)))
     result = out["tasks"][0]
@@ -150,7 +152,7 @@ def harness_config(files: list[str]) -> dict | None:
 
     for results in sorted({r for f in files for r in Path(f).parent.glob("results*.json")}):
         try:
-            doc = json.loads(results.read_text(encoding="utf-8"))
+            doc = json_read.read_file(results)
         except (OSError, ValueError, UnicodeDecodeError):
             continue
         if isinstance(doc, dict) and isinstance(doc.get("config"), dict):
@@ -165,8 +167,9 @@ def model_name(files: list[str]) -> str:
     for file in files:
         for candidate in (Path(file), *sorted(Path(file).parent.glob("results*.json"))):
             try:
-                with open(candidate, encoding="utf-8") as fh:
-                    record = json.loads(fh.readline() if candidate.suffix == ".jsonl" else fh.read())
+                with open(candidate, "rb") as fh:
+                    record = json_read.loads(fh.readline() if candidate.suffix == ".jsonl"
+                                             else fh.read(), str(candidate))
             except (OSError, ValueError):
                 continue
             record = record if isinstance(record, dict) else {}

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from . import json_read
 from .errors import MeraError
 from .tasks import get_task
 
@@ -138,6 +139,6 @@ def read_submission(path: str | Path) -> dict[str, dict[int, str]]:
         for name in zf.namelist():
             if "/" in name or not name.endswith(".json"):
                 continue
-            records = json.loads(zf.read(name))["data"]["test"]
+            records = json_read.loads(zf.read(name), f"{path}: {name}")["data"]["test"]
             out[name[:-5]] = {r["meta"]["id"]: r["outputs"] for r in records}
     return out

@@ -4,10 +4,10 @@ with its media, prompt, answer, gold and scores, from the folder's results.json 
 sample files and the run's dataset."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import json_read
 from .errors import MeraError
 from .outputs import OVERWRITE_HELP
 from .parsing import add_command, opt
@@ -32,8 +32,7 @@ def _records(run_dir: Path, run: dict, task, split, examples, result) -> list[di
     predictions scored again against the split."""
     sample_file = run_dir / f"samples_{task.key}_{split}.jsonl"
     if sample_file.is_file():
-        lines = sample_file.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
+        return [record for _, record in json_read.iter_jsonl(sample_file)]
     if run.get("mode") == "score" and examples is not None:
         from .predictions import read_predictions
         from .finalize import prediction_records
@@ -55,8 +54,10 @@ def page_of(run_dir: Path) -> str:
     from .tasks import get_task
 
     try:
-        doc = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+        doc = json_read.read_file(run_dir / "results.json")
         run, results, summary = doc["run"], list(doc["tasks"].values()), doc.get("summary")
+    except json_read.JsonReadError as err:
+        raise MeraError(f"{err}; run `mera-multi evaluate` or `score` first") from None
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise MeraError(f"{run_dir} holds no readable results.json of a run "
                         f"({type(err).__name__}); run `mera-multi evaluate` or `score` first") \

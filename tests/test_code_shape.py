@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mera_multi_hf"
 STAGES = [
     ("foundation", {"_version", "errors", "tasks", "_paths", "atomic", "http_client",
                     "http_app", "citation", "masking", "provenance", "metric_fns", "filters", "media", "prompts",
-                    "offline", "outputs", "limits", "media_checks", "json_doubts",
+                    "offline", "outputs", "limits", "media_checks", "json_doubts", "json_read",
                     "metric_registry", "parsing"}),
     ("raw -> dataset", {"raw", "raw.files", "raw.json_files", "raw.layout", "raw.metadata",
                         "raw.card", "raw.groups", "raw.records", "raw.dataset",

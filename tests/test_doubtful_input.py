@@ -212,16 +212,23 @@ def test_blank_options_are_one_line(tmp_path, capsys, argv, option):
     assert not (tmp_path / "o").exists()
 
 
-def test_a_lone_surrogate_in_a_prediction_is_one_line(tmp_path, capsys):
+def test_a_lone_surrogate_in_a_prediction_is_replaced_and_counted(tmp_path, capsys):
+    """Text is validated where it enters: the answer is scored with U+FFFD in place of the
+    surrogate (it never reaches a UTF-8 writer), counted in results.json and on its row."""
+    import zipfile
+
     from mera_multi_hf import load_task
 
     ids = sorted(m["id"] for m in load_task("ruhhh_image", source="sample", split="test")["meta"])
     preds = tmp_path / "preds.jsonl"
     preds.write_text("".join(json.dumps({"id": i, "prediction": "A" if i != ids[2] else "A\udfff"})
                              + "\n" for i in ids), encoding="utf-8")
-    code = main(["score", "--task", "ruhhh_image", "--predictions", str(preds), "--out",
-                 str(tmp_path / "out"), "--data", "sample"])
-    err = [line for line in capsys.readouterr().err.splitlines() if "mera-multi" in line]
-    assert code == 2 and len(err) == 1 and err[0].startswith("mera-multi: error: ")
-    err = err[0]
-    assert f"preds.jsonl:3, id={ids[2]}, field prediction: text that is not valid Unicode" in err
+    args = ["score", "--task", "ruhhh_image", "--predictions", str(preds), "--out",
+            str(tmp_path / "out"), "--data", "sample"]
+    assert main(args) == 0, capsys.readouterr().err
+    run = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["run"]
+    assert run["unencodable_replaced"] == {"ruhhh_image": 1}
+    with zipfile.ZipFile(tmp_path / "out" / "submission.zip") as zf:
+        rows = json.loads(zf.read("ruHHH_Image.json"))["data"]["test"]
+    assert {r["meta"]["id"]: r["outputs"] for r in rows}[ids[2]] == "A\ufffd"
+    assert main(args) == 0  # a rerun does not fail on it either

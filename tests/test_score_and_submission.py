@@ -153,7 +153,7 @@ def test_score_user_mistakes_are_one_line(raw_sample, sample_test, tmp_path, cap
     (tmp_path / "bad.jsonl").write_text('{"id": 1, "prediction": "A"}\n{oops\n')
     assert main(["score", "--task", "ruhhh_image", "--predictions", str(tmp_path / "bad.jsonl"),
                  "--data", str(raw_sample), "--out", str(tmp_path / "x")]) == 2
-    assert "bad.jsonl:2: not a JSON line" in capsys.readouterr().err
+    assert "bad.jsonl:2: malformed JSON" in capsys.readouterr().err
 
 
 def test_submission_checks_ids(tmp_path):

@@ -223,6 +223,12 @@ MALFORMED = [  # (body, words the message must hold)
     (_user("x", stop=7), ["`stop` must be"]),
     (_user("x", stream="yes"), ["`stream` must be true or false"]),
     (_user("x", model=["tiny"]), ["`model` must be a string"]),
+    # strict field types (pydantic), in the server's own error shape, not FastAPI's 422
+    (_user("x", temperature="hot"), ["`temperature` must be a number, not 'hot'"]),
+    (_user("x", seed=1.5), ["`seed` must be an integer"]),
+    (_user("x", stream="yes"), ["`stream` must be a boolean"]),
+    ({"messages": [{"content": "x"}]}, ["`messages` must be a non-empty list"]),
+    (_user("x\ud800"), ["lone surrogate"]),  # not valid Unicode: a 400, not a 500
 ]
 
 

@@ -57,3 +57,6 @@ _.serve
 allow_oversubscribe
 # requests' cache of a response body, which http_client.bounded fills as requests would
 _._content
+# pydantic request fields the servers read by name (model_dump, getattr)
+_.input
+_.max_completion_tokens

@@ -16,7 +16,8 @@ def _is_official(data, config: RunConfig) -> bool:
 
 
 def finish_run(folder, config: RunConfig, loaded: list, records: dict, *, counts: dict,
-               manifest: dict, logged: dict, started: float, preflight: dict | None = None) -> dict:
+               manifest: dict, logged: dict, started: float, preflight: dict | None = None,
+               damaged: list[str] = ()) -> dict:
     """Score the merged sample log and write every output (:func:`finalize`); the run's
     record comes from its manifest."""
     split = config.split
@@ -41,6 +42,12 @@ def finish_run(folder, config: RunConfig, loaded: list, records: dict, *, counts
                            for e in d.examples
                            if (rec := records[(d.task.key, split, e.id)]).get("media_notes")}
     info["preflight"] = preflight
+    # generations whose lone surrogates were replaced by U+FFFD, per task (sample log)
+    info["unencodable_replaced"] = {
+        d.task.key: sum(bool(records[(d.task.key, split, e.id)].get("unencodable_replaced"))
+                        for e in d.examples) for d in loaded}
+    # sample-log lines skipped as unreadable ("file:line: why"), the file left as it was
+    info["sample_log_damaged"] = {"lines": len(damaged), "first": list(damaged[:20])}
     notes = run_notes(config, manifest, loaded)
     if info["failed_examples"]:
         first = info["failed_examples"][0]

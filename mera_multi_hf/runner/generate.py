@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from .. import json_read
 from ..errors import MediaError
 from .backends import model_for
 from .request import Request, drop_media, load_media
@@ -26,7 +27,10 @@ def make_batches(requests: list[Request], batch_size: int) -> list[list[Request]
 
 def log_record(request: Request, generation: str, seconds: float, model_id: str) -> dict:
     """What the sample log keeps of one answer: never media bytes, never gold answers
-    (the derived files take those from the current references)."""
+    (the derived files take those from the current references). A lone surrogate in
+    the generation (a server's reply may hold one; no UTF-8 writer takes it) is replaced
+    by U+FFFD here, where every generation enters the log, and counted."""
+    generation, replaced = json_read.replace_unencodable(generation)
     record = {"task": request.task, "split": request.split, "id": request.id,
               "prompt": request.prompt, "media_sha256": [m.sha256 for m in request.media],
               "generation": generation, "time_s": round(seconds, 4), "model": model_id,
@@ -38,6 +42,8 @@ def log_record(request: Request, generation: str, seconds: float, model_id: str)
     notes = list(dict.fromkeys(n for m in request.all_media() for n in m.notes))
     if notes:  # what decoding did (a video scan cut short)
         record["media_notes"] = notes
+    if replaced:
+        record["unencodable_replaced"] = replaced
     return record
 
 
@@ -55,9 +61,10 @@ def generate_into_log(engine, mine: list[Request], datasets: dict, log: SampleLo
         steps = _streamed(engine, mine, datasets) if hasattr(engine, "stream") \
             else _batched(engine, mine, datasets)
         for done in steps:  # (request, generation, seconds) triples, logged as they come
-            log.append([log_record(r, g, s, model_for(engine, {m.kind for m in r.all_media()}))
-                        for r, g, s in done])
-            generated.update((r.key, g) for r, g, _ in done)
+            records = [log_record(r, g, s, model_for(engine, {m.kind for m in r.all_media()}))
+                       for r, g, s in done]
+            log.append(records)  # a dialogue's next turn sees the answer as logged
+            generated.update((r.key, rec["generation"]) for (r, _, _), rec in zip(done, records))
             bar.update(len(done))
     finally:
         bar.close()

@@ -145,6 +145,8 @@ def _run(config: RunConfig, engine, specs, sources, state, folder, started, chec
     state.wait_for_everyone()  # the main process has claimed the folder and its logs
     log = SampleLog(folder, state.process_index)
     before = log.read()
+    if state.is_main_process:
+        warn_damaged(log.damaged)
     logged(log, before, requests)  # other settings in the folder stop every process here
     session = new_session(config, engine, loaded, state.num_processes, typed, started)
     doc = open_manifest(folder, config, engine, loaded, session)
@@ -173,7 +175,7 @@ def _run(config: RunConfig, engine, specs, sources, state, folder, started, chec
     write_manifest(folder, doc)
     return finish_run(folder, config, loaded, merged(index, requests), counts=counts,
                       manifest=doc, logged=logged_counts(index), started=started,
-                      preflight=checked)
+                      preflight=checked, damaged=log.damaged)
 
 
 def logged_counts(index: dict) -> dict[tuple, int]:
@@ -182,6 +184,19 @@ def logged_counts(index: dict) -> dict[tuple, int]:
     for task, split, _ in index:
         counts[(task, split)] = counts.get((task, split), 0) + 1
     return counts
+
+
+def warn_damaged(damaged: list[str]) -> None:
+    """One line per sample-log line skipped: the file is left as it is (never rewritten
+    for it) and the example is generated again; results.json counts them."""
+    import sys
+
+    for line in damaged[:20]:
+        print(f"mera-multi: warning: {line}; skipped (its example is generated again)",
+              file=sys.stderr)
+    if len(damaged) > 20:
+        print(f"mera-multi: warning: ... and {len(damaged) - 20} more damaged sample-log lines",
+              file=sys.stderr)
 
 
 def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: SampleLog,

@@ -12,6 +12,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from .. import json_read
 
 LOG_DIR = "logs"
 
@@ -29,18 +30,31 @@ def request_hash(model: str, revision: str | None, settings: dict, prompt: str,
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
 
 
-def read_lines(path: Path):
-    """The complete records of one shard; a torn or garbled line is skipped."""
+def read_lines(path: Path, damaged: list | None = None):
+    """The complete records of one shard. A torn last line (a kill) is left for the next
+    append to cut; any other line that is unreadable (json_read's limits) or not a record
+    of this tool is skipped in place, and ``damaged`` gets "file:line: why" for it."""
     with open(path, "rb") as f:
-        for raw in f:
-            if not raw.endswith(b"\n"):
+        for number, raw in json_read.bounded_lines(f):
+            if not raw.endswith(b"\n") and len(raw) <= json_read.MAX_LINE_BYTES:
                 break  # the last line of a killed run
+            if not raw.strip():
+                continue
             try:
-                record = json.loads(raw)
-            except ValueError:
+                record = json_read.loads(raw, f"{path}:{number}", max_bytes=json_read.MAX_LINE_BYTES,
+                                         object_pairs_hook=None)  # our own lines: no repeats
+            except json_read.JsonReadError as err:
+                _note(damaged, str(err))
                 continue
             if _well_formed(record):
                 yield record
+            else:
+                _note(damaged, f"{path}:{number}: not a sample-log record of this tool")
+
+
+def _note(damaged: list | None, line: str) -> None:
+    if damaged is not None:
+        damaged.append(line)
 
 
 def _well_formed(record) -> bool:
@@ -63,6 +77,7 @@ class SampleLog:
         self.name = f"{LOG_DIR}/samples-rank{rank}.jsonl"
         self.path = folder.path / self.name
         self._file = None
+        self.damaged: list[str] = []  # "file:line: why" of the lines the last read skipped
 
     def shards(self) -> list[Path]:
         owned = self.folder.owned()
@@ -75,8 +90,9 @@ class SampleLog:
         """Every logged record: (task, split, id) -> {request hash: record} (first wins,
         but an answer replaces a failed example's line: a rerun tried it again)."""
         index: dict[tuple, dict[str, dict]] = {}
+        self.damaged = []
         for shard in self.shards():
-            for record in read_lines(shard):
+            for record in read_lines(shard, self.damaged):
                 key = (record["task"], record["split"], int(record["id"]))
                 kept = index.setdefault(key, {})
                 first = kept.setdefault(record["request_hash"], record)

@@ -39,9 +39,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import Request as FastAPIRequest
 from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
 
 from ..errors import MeraError
 from ..http_app import BodyError, Guard, ModelQueue, Server, json_app, read_json
+from ..http_app import shown as _shown
 from ..limits import DEFAULT_LIMITS, Limits, ServerOptions
 from ..media import Media
 from ..parsing import Parser, add_dataclass_options, opt
@@ -52,12 +54,6 @@ DEFAULT_MAX_TOKENS = 256  # when the request gives none (as vLLM: up to the cont
 MAX_TOKENS_LIMIT = 8192
 _DATA_URI = re.compile(r"data:([\w.+-]+/[\w.+-]+)(?:;[\w.+-]+=[\w.+-]+)*;base64,", re.ASCII)
 _MEDIA_PARTS = {"image_url": "image", "video_url": "video", "audio_url": "audio"}
-
-
-def _shown(value, width: int = 60) -> str:
-    """A value for an error message, cut short (a hostile value can be huge)."""
-    text = repr(value) if isinstance(value, (str, int, float, bool, type(None))) else type(value).__name__
-    return text if len(text) <= width else text[:width] + "..."
 
 
 def prompt_from_openai(content) -> tuple[str, list[tuple[str, bytes]]]:
@@ -156,10 +152,11 @@ def _check_image(data: bytes, where: str, max_pixels: int, decode: bool = True) 
                          f"{_shown(str(err))})") from None
 
 
-def _max_tokens(body: dict, limit: int) -> int:
-    given = {k: body[k] for k in ("max_completion_tokens", "max_tokens") if body.get(k) is not None}
+def _max_tokens(body: ChatCompletionRequest, limit: int) -> int:
+    given = {k: getattr(body, k) for k in ("max_completion_tokens", "max_tokens")
+             if getattr(body, k) is not None}
     for name, value in given.items():
-        if type(value) is not int or value < 1:
+        if value < 1:
             raise ValueError(f"`{name}` must be an integer of at least 1, not {_shown(value)}")
         if value > limit:
             raise ValueError(f"`{name}` is {value}; this server generates at most {limit} tokens")
@@ -168,11 +165,10 @@ def _max_tokens(body: dict, limit: int) -> int:
     return next(iter(given.values()), DEFAULT_MAX_TOKENS)
 
 
-def _stop(body: dict) -> tuple[str, ...]:
-    stop = body.get("stop")
-    stops = () if stop is None else (stop,) if isinstance(stop, str) else stop
-    if not isinstance(stops, (list, tuple)) or not all(isinstance(s, str) and s for s in stops):
-        raise ValueError(f"`stop` must be a non-empty string or a list of them, not {_shown(stop)}")
+def _stop(body: ChatCompletionRequest) -> tuple[str, ...]:
+    stops = () if body.stop is None else (body.stop,) if isinstance(body.stop, str) else body.stop
+    if not all(stops):
+        raise ValueError(f"`stop` must be a non-empty string or a list of them, not {_shown(body.stop)}")
     return tuple(stops)
 
 
@@ -180,27 +176,43 @@ def _cut_at_stop(text: str, stops: tuple[str, ...]) -> str:
     return text[:min((i for i in (text.find(s) for s in stops) if i >= 0), default=len(text))]
 
 
-def _check_options(body: dict) -> None:
-    if body.get("stream") not in (None, False, True):
-        raise ValueError(f"`stream` must be true or false, not {_shown(body.get('stream'))}")
-    if body.get("n") not in (None, 1):
-        raise ValueError(f"`n` must be 1 here (one greedy answer), not {_shown(body.get('n'))}")
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        raise ValueError(f"`model` must be a string, not {_shown(model)}")
+def _check_options(body: ChatCompletionRequest) -> None:
+    if body.n not in (None, 1):
+        raise ValueError(f"`n` must be 1 here (one greedy answer), not {_shown(body.n)}")
 
 
-def _user_content(body: dict):
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise ValueError(f"`messages` must be a non-empty list of messages, not {_shown(messages)}")
-    for i, message in enumerate(messages):
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise ValueError(f"messages[{i}] must be an object with a string `role`")
-    users = [m for m in messages if m["role"] == "user"]
+def _user_content(body: ChatCompletionRequest):
+    users = [m for m in body.messages if m.role == "user"]
     if len(users) != 1:
         raise ValueError("exactly one user message is supported")
-    return users[0].get("content")
+    return users[0].content
+
+
+class ChatMessage(BaseModel):
+    role: str = Field(description="a string")
+    content: object = None  # text or content parts: prompt_from_openai says what is wrong
+
+
+class StreamOptions(BaseModel):
+    include_usage: bool | None = Field(None, description="a boolean")
+
+
+class ChatCompletionRequest(BaseModel):
+    """The fields this server reads, with their types (validated strictly: no "3" for 3);
+    other fields an OpenAI client sends are ignored. Ranges are checked by the service."""
+    messages: list[ChatMessage] = Field(min_length=1, description="a non-empty list of "
+                                        "messages (objects with a string `role`)")
+    model: str | None = Field(None, description="a string")
+    max_tokens: int | None = Field(None, description="an integer of at least 1")
+    max_completion_tokens: int | None = Field(None, description="an integer of at least 1")
+    stop: str | list[str] | None = Field(None, description="a non-empty string or a list of them")
+    stream: bool | None = Field(None, description="a boolean")
+    stream_options: StreamOptions | None = Field(None, description="an object such as "
+                                                 "{\"include_usage\": true}")
+    n: int | None = Field(None, description="an integer")
+    temperature: float | None = Field(None, description="a number")
+    top_p: float | None = Field(None, description="a number")
+    seed: int | None = Field(None, description="an integer")
 
 
 def error_payload(status: int, message: str) -> dict:
@@ -226,7 +238,7 @@ class ChatService:
         self.parse_pool.shutdown(wait=True)
         self.queue.close()
 
-    async def complete(self, body: dict) -> dict:
+    async def complete(self, body: ChatCompletionRequest) -> dict:
         loop = asyncio.get_running_loop()
         try:  # parsing and image decoding, outside the lock, within the pixel bound
             request, stops = await loop.run_in_executor(self.parse_pool, self.request, body)
@@ -262,10 +274,10 @@ class ChatService:
                            f"the memory budget of {self.limits.memory_budget / 2**20:.0f} MiB "
                            f"(memory_budget)")
 
-    def request(self, body: dict) -> tuple[Request, tuple[str, ...]]:
+    def request(self, body: ChatCompletionRequest) -> tuple[Request, tuple[str, ...]]:
         _check_options(body)
-        if body.get("model") not in (None, self.model_name):
-            raise ValueError(f"model {_shown(body.get('model'))} is not served here "
+        if body.model not in (None, self.model_name):
+            raise ValueError(f"model {_shown(body.model)} is not served here "
                              f"(this server serves {self.model_name!r})")
         prompt, items = prompt_from_openai(_user_content(body))
         media = [Media(kind=kind, sha256=hashlib.sha256(data).hexdigest(), data=data,
@@ -302,21 +314,14 @@ def create_app(service: ChatService):
     @app.post("/v1/chat/completions")
     @app.post("/chat/completions")
     async def chat_completions(request: FastAPIRequest):
-        body = await read_json(request)
-        include_usage = _include_usage(body)
+        body = await read_json(request, ChatCompletionRequest)
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
         reply = await service.complete(body)  # a bad request fails here, before any chunk
-        if body.get("stream"):
+        if body.stream:
             return StreamingResponse(stream_chunks(reply, include_usage),
                                      media_type="text/event-stream")
         return reply
     return app
-
-
-def _include_usage(body: dict) -> bool:
-    options = body.get("stream_options")
-    if options is not None and not isinstance(options, dict):
-        raise BodyError(400, f"`stream_options` must be an object, not {_shown(options)}")
-    return bool((options or {}).get("include_usage"))
 
 
 def stream_chunks(reply: dict, include_usage: bool = False):

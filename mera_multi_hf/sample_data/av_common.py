@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
+from .. import json_read
 from ..tasks import TASKS
 from .common import COLOURS, Sample, write_raw
 
@@ -104,7 +105,7 @@ def write_av(sample: Sample, out_dir: str | Path, modality: str,
     tools that made the media, its metrics (name -> human score)."""
     out = write_raw(sample, out_dir)
     path = out / "raw_dataset_meta.json"
-    meta = json.loads(path.read_text(encoding="utf-8"))
+    meta = json_read.read_file(path)
     metrics = metrics or {"Exact match": 0.0}
     meta.update(modalities=["text", modality],
                 synt_source_models=["numpy", "soundfile"] if modality == "audio"

@@ -13,6 +13,7 @@ import evaluate
 from .citation import CITATION as _CITATION
 from .errors import MeraError
 from .filters import RUSLUN_FILTERS
+from .metric_fns import check_batch
 from .metric_fns import exact_match_scores
 from .metric_fns import extract_answer
 from .metric_fns import mean_score
@@ -90,6 +91,12 @@ class ExactMatch(evaluate.Metric):
             reference_urls=["https://mera.a-ai.ru/en/multi",
                             "https://github.com/MERA-Evaluation/MERA_MULTIMODAL"],
         )
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch, its inputs checked first (evaluate would split a string into its
+        characters, truncate a float group id and report mismatched lengths as Arrow's)."""
+        check_batch({"predictions": predictions, "references": references, **kwargs})
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def _infer_feature_from_batch(self, batch):
         require_examples(batch)  # evaluate reads the reference type off the first example

@@ -13,6 +13,7 @@ import evaluate
 from .citation import CITATION as _CITATION
 from .errors import MeraError
 from .filters import RUSLUN_FILTERS
+from .metric_fns import check_batch
 from .metric_fns import exact_match_scores
 from .metric_fns import group_mean
 from .metric_fns import mean_score
@@ -68,6 +69,12 @@ class GroupExactMatch(evaluate.Metric):
             }),
             reference_urls=["https://huggingface.co/datasets/MERA-evaluation/ruHHH-Image"],
         )
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch, its inputs checked first (evaluate would split a string into its
+        characters, truncate a float group id and report mismatched lengths as Arrow's)."""
+        check_batch({"predictions": predictions, "references": references, **kwargs})
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def _compute(self, predictions, references, group_ids, mode="mera", answer_kind="letter"):
         warn_if_squad_on_letters(mode, answer_kind)  # ruHHH answers are letters

@@ -155,6 +155,42 @@ def exact_match_scores(predictions: Sequence[str], references: Sequence[str | Se
     return out
 
 
+class MetricInputError(MeraError, ValueError):
+    """Inputs of the wrong shape or type for a metric: one sentence saying which and why."""
+
+
+def check_batch(batch: dict, integers: tuple[str, ...] = ("group_ids",)) -> None:
+    """The columns of one ``compute``/``add_batch`` call, checked before evaluate encodes
+    them: each a sequence with one item per example (a string would be split into its
+    characters), all of one length, and no float in the ``integers`` columns (a float
+    group id would be truncated into another group)."""
+    sizes = {}
+    for name, column in batch.items():
+        if column is None:
+            continue
+        if isinstance(column, (str, bytes, dict)) or not hasattr(column, "__len__"):
+            raise MetricInputError(f"`{name}` must be a list with one item per example, not "
+                                   f"{type(column).__name__} {str(column)[:40]!r}")
+        sizes[name] = len(column)
+    if len(set(sizes.values())) > 1:
+        raise MetricInputError("the inputs must pair up one to one, but their lengths differ: " +
+                               ", ".join(f"{k} {v}" for k, v in sizes.items()))
+    for name in integers:
+        if batch.get(name) is not None:
+            _check_integers(batch[name], name)
+
+
+def _check_integers(values, name: str) -> None:
+    """No float, complex or bool among the ids (strings are ids too: they sort)."""
+    array = values if isinstance(values, np.ndarray) else np.asarray(values, dtype=object)
+    if array.dtype.kind in "iuUS":
+        return
+    for i, v in enumerate(values):
+        if isinstance(v, (bool, float, complex, np.bool_, np.floating, np.complexfloating)):
+            raise MetricInputError(f"`{name}[{i}]` is {type(v).__name__} {v!r}: {name} must be "
+                                   "integers (a float would be truncated into another group)")
+
+
 def require_examples(batch: dict) -> None:
     """No examples is an error with a sentence (evaluate would read the first example's
     type off an empty batch and fail with a bare IndexError)."""
@@ -179,6 +215,7 @@ def group_scores(scores, group_ids) -> np.ndarray:
     [0, 1, 1]
     """
     scores = np.asarray(scores)
+    check_batch({"group_ids": group_ids})
     ids = np.asarray(group_ids)
     if scores.shape != ids.shape or scores.ndim != 1:
         raise MeraError(f"got {scores.size} scores but {ids.size} group ids: every example "

@@ -16,8 +16,11 @@ from .errors import MeraError
 from .filters import RUSLUN_FILTERS
 from .http_client import make_session
 from .judge import get_judge
+# evaluate copies only the files the module imports itself; judge.py reads replies with it
+from .json_read import JsonReadError
 from .judge import judge_scores
 from .masking import mask_secrets
+from .metric_fns import check_batch
 from .metric_fns import group_mean
 from .metric_fns import mean_score
 from .metric_fns import require_examples
@@ -124,6 +127,12 @@ class JudgeScore(evaluate.Metric):
             ],
             reference_urls=["https://huggingface.co/MERA-evaluation/MERA_Answer_judge"],
         )
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch, its inputs checked first (evaluate would split a string into its
+        characters, truncate a float group id and report mismatched lengths as Arrow's)."""
+        check_batch({"predictions": predictions, "references": references, **kwargs})
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def _infer_feature_from_batch(self, batch):
         require_examples(batch)  # evaluate reads the reference type off the first example

@@ -13,6 +13,7 @@ import evaluate
 from .citation import CITATION as _CITATION
 from .errors import MeraError
 from .filters import RUSLUN_FILTERS
+from .metric_fns import check_batch
 from .metric_fns import mean_score
 from .metric_fns import ruslun_scores
 
@@ -82,6 +83,12 @@ class SlotF1(evaluate.Metric):
                                         "references": datasets.Value("string")}),
             reference_urls=["https://huggingface.co/datasets/MERA-evaluation/ruSLUn"],
         )
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch, its inputs checked first (evaluate would split a string into its
+        characters, truncate a float group id and report mismatched lengths as Arrow's)."""
+        check_batch({"predictions": predictions, "references": references, **kwargs})
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def _compute(self, predictions, references, case_insensitive=False):
         scores = ruslun_scores(predictions, references, case_insensitive=case_insensitive)

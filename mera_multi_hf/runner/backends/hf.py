@@ -106,6 +106,21 @@ def _multimodal_class(config):
     return None
 
 
+# Heads that classify or fill in text rather than generate it (a judge is one).
+_NOT_GENERATIVE = re.compile(r"For(Sequence|Token)Classification|ForQuestionAnswering|"
+                             r"ForMultipleChoice|ForMaskedLM|ForNextSentencePrediction")
+
+
+def _check_generative(config, model_id: str) -> None:
+    """A checkpoint whose every architecture is a classifier (or a masked LM) is refused:
+    loaded as a causal LM its head would be random and its tokenizer unfit to stop on."""
+    names = getattr(config, "architectures", None) or []
+    if names and all(_NOT_GENERATIVE.search(n) for n in names):
+        raise MeraError(f"--model {model_id}: a {', '.join(names)} checkpoint is not a model "
+                        "that generates text; give an image-text, audio-text or causal "
+                        "language model (the answer judge goes to --judge)")
+
+
 HARNESS_MAX_LENGTH = 2048                         # the harness's _DEFAULT_MAX_LENGTH
 UNSET_MAX_LENGTH = 1000000000000000019884624838656  # transformers' "no limit" (int(1e30))
 
@@ -282,6 +297,7 @@ class HFBackend(Backend):
         transformers.logging.disable_progress_bar()
         try:
             config = transformers.AutoConfig.from_pretrained(self.path, **kwargs)
+            _check_generative(config, self.model_id)  # before any weight is read
             auto = _multimodal_class(config)
             self.text_only = auto is None
             if self.text_only:  # a language model: media are dropped (with a warning)
@@ -436,7 +452,11 @@ class HFBackend(Backend):
         """The harness's left truncation: every per-token tensor keeps its last
         ``max_length - max_new_tokens`` columns (left padding: a shorter row loses only
         padding). Returns (inputs, the rows whose cut removed media tokens)."""
-        keep = max(1, self.max_length - max_new_tokens)
+        if max_new_tokens >= self.max_length:  # no room left for any prompt
+            raise MeraError(f"--max-new-tokens {max_new_tokens} is not below {self.model_id}'s "
+                            f"context of {self.max_length} tokens: every prompt would be cut "
+                            f"to one token; give at most {self.max_length - 1}, well below it")
+        keep = self.max_length - max_new_tokens
         ids = inputs["input_ids"]
         if ids.shape[1] <= keep:
             return inputs, []

@@ -25,7 +25,9 @@ import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from urllib.parse import urlsplit, urlunsplit
 
+from ... import json_read
 from ...errors import MediaError, MeraError
 from ...limits import DEFAULT_LIMITS
 from ...provenance import mask_secrets
@@ -41,6 +43,13 @@ def split_urls(base_url) -> list[str]:
     """--base-url as given (one URL, a comma-separated list, or a list of either)."""
     items = [base_url] if isinstance(base_url, str) else list(base_url or [])
     return [u.strip().rstrip("/") for item in items for u in str(item).split(",") if u.strip()]
+
+
+def join_url(base: str, route: str) -> str:
+    """``route`` appended to the path of ``base``: a query (a key some gateways take in
+    the URL) stays after it, not before it."""
+    parts = urlsplit(base)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + route))
 
 
 class _ServerFailed(Exception):
@@ -180,8 +189,8 @@ class OpenAIBackend(Backend):
         started = time.perf_counter()
         try:
             response = bounded(self._session(server).post(
-                server + "/chat/completions", json=self.body(request), timeout=self.timeout,
-                stream=True), self.max_reply_bytes)
+                join_url(server, "/chat/completions"), json=self.body(request),
+                timeout=self.timeout, stream=True), self.max_reply_bytes)
         except ReplyTooLarge as err:
             raise MeraError(f"{where} sent a reply too large to read (for {request.task} "
                             f"id={request.id}): {err}") from None
@@ -192,9 +201,15 @@ class OpenAIBackend(Backend):
         if response.status_code != 200:
             raise MeraError(f"{where} refused a request for {request.task} id={request.id}: "
                             f"HTTP {response.status_code} {_error_text(response)}")
+        try:  # the one JSON reader: a deep or huge reply is one line, not a traceback
+            reply = json_read.loads(response.content, f"{where} (POST /chat/completions)")
+        except json_read.JsonReadError as err:
+            raise MeraError(f"{err} (for {request.task} id={request.id})") from None
         try:
-            text = response.json()["choices"][0]["message"]["content"] or ""
-        except (ValueError, KeyError, IndexError, TypeError):
+            text = reply["choices"][0]["message"]["content"] or ""
+            if not isinstance(text, str):
+                raise TypeError
+        except (KeyError, IndexError, TypeError):
             raise MeraError(f"{where} sent an answer that is not a chat completion (for "
                             f"{request.task} id={request.id}): {response.text[:200]!r}") from None
         return cut_at_stop(text, request.stop), time.perf_counter() - started
@@ -202,7 +217,7 @@ class OpenAIBackend(Backend):
 
 def _error_text(response) -> str:
     try:
-        err = response.json().get("error")
+        err = json_read.loads(response.content, "the reply").get("error")
         return str(err.get("message") if isinstance(err, dict) else err)[:300]
     except (ValueError, AttributeError):
         return response.text[:300].replace("\n", " ")
