@@ -106,12 +106,11 @@ def coverage_change(folder, parts, split: str) -> dict | None:
     """What the reports cover now against what the reports they replace covered (tasks,
     split, examples): None when the same (or no reports of this tool's are replaced),
     else both and a one-line note."""
-    import json
 
     if "results.json" not in folder.owned():
         return None
     try:
-        old = json.loads((folder.path / "results.json").read_text(encoding="utf-8"))["run"]
+        old = json_read.read_file(folder.path / "results.json")["run"]
         before = {k: {"split": old["split"], "n": n} for k, n in old["n_examples"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # not a results file this version can read: nothing to compare

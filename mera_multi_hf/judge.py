@@ -478,7 +478,6 @@ def get_judge(judge: str | Judge | None = None, judge_url: str | None = None,
         options["tokenizer"] = judge_tokenizer
     if judge_url:  # the key from the environment is part of what the cache tells apart
         from .http_client import key_or_env
-
         options["api_key"] = key_or_env(options.get("api_key"), API_KEY_ENV)
     key = ("http", judge_url) if judge_url else ("local", str(judge))
     key += tuple(sorted((k, repr(v)) for k, v in options.items()))

@@ -108,10 +108,10 @@ def check_device(device: str | None) -> str:
 def check_model_kind(path: Path) -> str | None:
     """Why the model folder's config names no generative model (a text classifier, a
     masked LM, ...) by transformers' own task mappings, or None."""
-    import json
+    from . import json_read
 
     try:
-        architectures = json.loads((path / "config.json").read_text()).get("architectures")
+        architectures = json_read.read_file(path / "config.json").get("architectures")
     except (OSError, ValueError, AttributeError):
         return None  # loading it will say what is wrong
     from transformers.models.auto import modeling_auto as auto

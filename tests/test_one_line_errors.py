@@ -88,7 +88,7 @@ def test_judge_train_on_a_full_disk_is_one_line(judge_dir, labelled, tmp_path, c
 def test_a_text_classifier_as_model_is_one_line(judge_dir, tmp_path, capsys):
     assert main(["evaluate", "--model", str(judge_dir), "--data", "sample", "--limit", "1",
                  "--no-progress", "--output-dir", str(tmp_path / "run")]) == 2
-    _one_line(capsys, "BertForSequenceClassification", "not a model that generates text")
+    _one_line(capsys, "BertForSequenceClassification", "a text classifier")  # the preflight
     assert "MISSING" not in capsys.readouterr().out  # refused before its weights load
 
 

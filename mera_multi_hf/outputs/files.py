@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import secrets
 import shutil
 from pathlib import Path
 
+from .. import json_read
 from ..errors import MeraError
 from .fs import (_DIR, _NEW, PLAIN_MODE, _as_bytes, _entry, _open_root, _plain_file,
                  _replace_at, _temp, _walk_to, write_error)
@@ -68,8 +68,8 @@ def _check_replaceable(dir_fd, path: Path, current, kind: str, overwrite: bool, 
     with os.fdopen(fd, "rb") as fh:
         head = fh.read(64 << 20)
     try:
-        doc = json.loads(head)
-    except (ValueError, RecursionError):
+        doc = json_read.loads(head, str(path))
+    except ValueError:
         doc = None
     if not (isinstance(doc, dict) and doc.get("kind") == report_kind(kind)):
         raise MeraError(f"{flag} {path} is not a report that {KINDS[kind]} wrote; this tool "

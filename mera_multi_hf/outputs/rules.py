@@ -2,11 +2,11 @@
 marker that says which kind wrote which file."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
+from .. import json_read
 from .fs import MARKER, _safe_name
 
 STAGING_PREFIX = ".mera-multi-staging-"
@@ -81,8 +81,8 @@ def read_marker(folder) -> dict:
     try:
         fd = os.open(Path(os.fsdecode(folder)) / MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         with os.fdopen(fd, "rb") as fh:
-            doc = json.loads(fh.read(8 << 20))
-    except (OSError, ValueError, RecursionError):
+            doc = json_read.loads(fh.read(8 << 20), str(folder))
+    except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
+from .. import json_read
 from ..errors import MeraError
 from ..masking import mask_secrets
 
@@ -46,7 +47,7 @@ def read_manifest(folder) -> dict | None:
     if MANIFEST not in folder.owned():
         return None
     try:
-        doc = json.loads((folder.path / MANIFEST).read_text(encoding="utf-8"))
+        doc = json_read.read_file(folder.path / MANIFEST)
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) and isinstance(doc.get("fixed"), dict) else None

@@ -106,21 +106,6 @@ def _multimodal_class(config):
     return None
 
 
-# Heads that classify or fill in text rather than generate it (a judge is one).
-_NOT_GENERATIVE = re.compile(r"For(Sequence|Token)Classification|ForQuestionAnswering|"
-                             r"ForMultipleChoice|ForMaskedLM|ForNextSentencePrediction")
-
-
-def _check_generative(config, model_id: str) -> None:
-    """A checkpoint whose every architecture is a classifier (or a masked LM) is refused:
-    loaded as a causal LM its head would be random and its tokenizer unfit to stop on."""
-    names = getattr(config, "architectures", None) or []
-    if names and all(_NOT_GENERATIVE.search(n) for n in names):
-        raise MeraError(f"--model {model_id}: a {', '.join(names)} checkpoint is not a model "
-                        "that generates text; give an image-text, audio-text or causal "
-                        "language model (the answer judge goes to --judge)")
-
-
 HARNESS_MAX_LENGTH = 2048                         # the harness's _DEFAULT_MAX_LENGTH
 UNSET_MAX_LENGTH = 1000000000000000019884624838656  # transformers' "no limit" (int(1e30))
 
@@ -297,7 +282,6 @@ class HFBackend(Backend):
         transformers.logging.disable_progress_bar()
         try:
             config = transformers.AutoConfig.from_pretrained(self.path, **kwargs)
-            _check_generative(config, self.model_id)  # before any weight is read
             auto = _multimodal_class(config)
             self.text_only = auto is None
             if self.text_only:  # a language model: media are dropped (with a warning)
