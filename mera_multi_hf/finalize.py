@@ -245,7 +245,8 @@ def public_logs(parts, results, split: str) -> dict[str, bytes]:
         if part.log is not None:
             logs[f"samples_{part.task.key}_{split}.jsonl"] = sample_lines(part, result, split,
                                                                           upload=True)
-        for name, records in (part.given_logs or {}).items():
+        for name, records in (part.given_logs or {}).items():  # as given, less any surrogate
+            records = json_read.replace_unencodable(records)[0]
             logs[name] = _jsonl([json.dumps(without_gold(r) if part.private else r,
                                             ensure_ascii=False) for r in records])
     return logs

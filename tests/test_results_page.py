@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ from urllib.parse import quote
 import pytest
 
 from mera_multi_hf.cli import main
+from mera_multi_hf.outputs import MARKER
 
 TASKS = "ruhhh_image,rutie_image,ruenvaqa,commonvideoqa,runaturalsciencevqa"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -116,6 +118,9 @@ def test_gold_is_shown_only_where_the_split_may_show_it(run_dir):
 def test_view_rebuilds_the_page_of_an_older_run(run_dir, tmp_path, capsys):
     old = tmp_path / "old"
     shutil.copytree(run_dir, old)
+    marker = json.loads((old / MARKER).read_text(encoding="utf-8"))  # made here, by a version
+    (old / MARKER).write_text(json.dumps({"folder": os.path.realpath(old),  # before the page
+                                          "files": sorted(set(marker["files"]) - {"results.html"})}))
     (old / "results.html").unlink()
     assert main(["view", str(old)]) == 0
     rebuilt = (old / "results.html").read_text(encoding="utf-8")

@@ -22,8 +22,11 @@ def check_report_file(path, *, kind: str, overwrite: bool, inputs=(), flag: str 
     called before the work, so that nothing done is lost. Reads only."""
     path = Path(os.fsdecode(path))
     why = refusal(path, inputs)
-    if why or os.path.isdir(path) and not os.path.islink(path):
-        raise MeraError(f"{flag} {path} is {why or 'a folder'}; give the name of a new file")
+    if why:
+        raise MeraError(f"{flag} {path} is {why}; give the name of a new file")
+    if os.path.isdir(path) and not os.path.islink(path):
+        raise MeraError(f"{flag} {path} is a folder: give the report a file name (e.g. "
+                        f"{flag} {path / (kind + '.json')})")
     if os.path.isdir(path.parent):
         dir_fd = _open_root(path.parent, create=False)
         try:
