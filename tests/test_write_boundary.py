@@ -53,6 +53,7 @@ ALLOWED = {
     ("compare.py", "savefig"): "into an in-memory buffer",
     ("leaderboard.py", "savefig"): "into an in-memory buffer",
     ("results_html.py", "save"): "a PIL thumbnail into an in-memory buffer",
+    ("results_html.py", "open"): "PyAV writes the WebM preview into an in-memory buffer",
     ("sample_data/*", "*"): "the developer command that rewrites the bundled raw samples "
                             "inside the package (python -m mera_multi_hf.sample_data)",
 }
@@ -82,8 +83,9 @@ def _writes(call: ast.Call) -> str | None:
     if name == "open" and owner == "os":
         flags = {n.attr for n in ast.walk(call) if isinstance(n, ast.Attribute)}
         return "os.open" if flags & WRITE_FLAGS else None
-    if name in ("open", "fdopen") and owner not in ("Image", "av"):
-        mode = _mode(call, 0 if owner and owner != "os" and name == "open" else 1)
+    if name in ("open", "fdopen") and owner != "Image":  # PIL's open only reads
+        # the mode is open()'s, os.fdopen()'s and av.open()'s second argument, Path.open()'s first
+        mode = _mode(call, 1 if owner in (None, "os", "av") else 0)
         return None if mode is not None and not set(mode) & WRITE_MODES else name
     if owner in MODULE_MUTATORS and name in MODULE_MUTATORS[owner]:
         return f"{owner}.{name}"
@@ -138,7 +140,7 @@ def test_the_scan_finds_writes(tmp_path):
     source = ("open(p, 'w'); open(p); p.open('ab'); p.write_text('x'); os.replace(a, b); "
               "os.open(p, os.O_WRONLY | os.O_CREAT); os.open(p, os.O_RDONLY); "
               "shutil.rmtree(p); tempfile.mkdtemp(dir=p); model.save_pretrained(p); "
-              "'a'.replace('a', 'b'); Image.open(p)")
+              "'a'.replace('a', 'b'); Image.open(p); av.open(p); av.open(p, 'w')")
     calls = [_writes(n) for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)]
     assert [c for c in calls if c] == ["open", "open", "write_text", "os.replace", "os.open",
-                                       "shutil.rmtree", "mkdtemp", "save_pretrained"]
+                                       "shutil.rmtree", "mkdtemp", "save_pretrained", "open"]
