@@ -123,12 +123,6 @@ def mask_secrets(text: str) -> str:
     return _QUERY.sub(_query_value, text)
 
 
-def masked_files(files: dict) -> dict:
-    """A set of files to write with every text file masked (bytes are data or binary)."""
-    return {name: mask_secrets(data) if isinstance(data, str) else data
-            for name, data in files.items()}
-
-
 class MaskedStream:
     """A text stream (stdout, stderr) that masks whatever is written to it."""
 

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from .atomic import sha256_bytes
-from .masking import mask_secrets, masked_files
+from .masking import mask_secrets
 from .metric_registry import display_name
 from .tasks import TASKS
 
@@ -101,7 +101,8 @@ def summary_rows(task_results: list[dict]) -> list[tuple[str, ...]]:
 def totals_rows(summary: dict, leaderboard: bool = True) -> list[tuple[str, str, str]]:
     """The modality scores and the totals; ``leaderboard``: a run on official test splits,
     the only kind with a leaderboard-like total."""
-    rows = [(modality, fmt_interval(agg["score"], agg.get("uncertainty")), f"{agg['n_tasks']} tasks")
+    rows = [(modality, fmt_interval(agg["score"], agg.get("uncertainty")),
+             f"{agg['n_tasks']} tasks")
             for modality, agg in summary["modality"].items()]
     overall, official = summary["overall"], summary["official_total"]
     rows.append(("all scored tasks", fmt_interval(overall["score"], overall.get("uncertainty")),
@@ -240,9 +241,11 @@ def write_outputs(folder, files: dict[str, bytes | str], doc: dict) -> dict[str,
     sha256, comes last, and no results.json is ever beside a half-replaced set. Every
     text file is masked here, as it is serialised (bytes: the sample logs, the ZIP and
     the chart, are data)."""
-    files = masked_files(files)
+    from .outputs import as_written
+
+    files = {name: as_written(data) for name, data in files.items()}  # masked once, here
     doc["run"]["files"] = {name: sha256_bytes(data) for name, data in files.items()}
-    text = mask_secrets(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+    text = as_written(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     private = (doc["run"].get("gold_private") or {}).get("files", [])  # kept 0600
     return folder.write_set({**files, RESULTS: text}, index=RESULTS, private=private)
 

@@ -28,12 +28,13 @@ into a staging folder that this module makes inside the output folder.
 from .files import (cache_file, cache_folder, cache_lock, check_report_file, report_kind,
                     stage_file, write_report_file)
 from .folder import OutputFolder, add_files
-from .fs import LOCK, MARKER, OWN, PLAIN_MODE, PRIVATE_MODE, LinkRefused, shown, write_error
+from .fs import (LOCK, MARKER, OWN, PLAIN_MODE, PRIVATE_MODE, LinkRefused, as_written, shown,
+                 write_error)
 from .rules import (KINDS, OVERWRITE_HELP, folder_kind, legacy_kinds, read_marker, refusal,
                     trusted_listing)
 
 __all__ = ["KINDS", "LOCK", "MARKER", "OVERWRITE_HELP", "OWN", "PLAIN_MODE", "PRIVATE_MODE",
-           "LinkRefused", "OutputFolder", "add_files", "cache_file", "cache_folder",
+           "LinkRefused", "OutputFolder", "add_files", "as_written", "cache_file", "cache_folder",
            "cache_lock", "check_report_file", "folder_kind", "legacy_kinds", "read_marker",
            "refusal", "report_kind", "shown", "stage_file", "trusted_listing", "write_error",
            "write_report_file"]

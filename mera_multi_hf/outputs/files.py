@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import json_read
 from ..errors import MeraError
-from .fs import (_DIR, _NEW, PLAIN_MODE, _as_bytes, _entry, _open_root, _plain_file,
+from .fs import (_DIR, _NEW, PLAIN_MODE, as_written, _entry, _open_root, _plain_file,
                  _replace_at, _temp, _walk_to, write_error)
 from .rules import KINDS, refusal
 
@@ -51,7 +51,7 @@ def write_report_file(path, data, *, kind: str, overwrite: bool, inputs=(),
             current = _entry(dir_fd, path.name)
             if current is not None:  # again, at the moment of writing
                 _check_replaceable(dir_fd, path, current, kind, overwrite, flag)
-            tmp = _temp(dir_fd, path.name, _as_bytes(data), PLAIN_MODE)
+            tmp = _temp(dir_fd, path.name, as_written(data), PLAIN_MODE)
             _replace_at(dir_fd, tmp, path.name)
         finally:
             os.close(dir_fd)
@@ -128,7 +128,7 @@ def cache_file(target, data) -> None:
     """Write one file of the cache at once (a concurrent reader sees all or nothing)."""
     dir_fd, base = _cache_parent(Path(target))
     try:
-        _replace_at(dir_fd, _temp(dir_fd, base, _as_bytes(data), PLAIN_MODE), base)
+        _replace_at(dir_fd, _temp(dir_fd, base, as_written(data), PLAIN_MODE), base)
     finally:
         os.close(dir_fd)
 
@@ -139,7 +139,7 @@ def stage_file(folder, name: str, data) -> Path:
     try:
         out = os.open(name, _NEW, PLAIN_MODE, dir_fd=fd)
         with os.fdopen(out, "wb") as fh:
-            fh.write(_as_bytes(data))
+            fh.write(as_written(data))
     finally:
         os.close(fd)
     return Path(folder) / name

@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 
 from ..errors import MeraError
-from .fs import (LOCK, MARKER, OWN, PLAIN_MODE, PRIVATE_MODE, LinkRefused, _as_bytes, _close,
+from .fs import (LOCK, MARKER, OWN, PLAIN_MODE, PRIVATE_MODE, LinkRefused, as_written, _close,
                  _entry, _leftover, _open_root, _plain_file, _private_mode, _replace_at, _temp,
                  _unlink_at, _unlink_at_path, _utf8, _walk_to, shown, write_error)
 from .rules import (KINDS, MARKER_FORMAT, STAGING_PREFIX, SUGGESTED_SUBFOLDER, _real,
@@ -296,7 +296,7 @@ class OutputFolder:
             if not isinstance(data, Path):
                 mode = PRIVATE_MODE if private else PLAIN_MODE
                 try:
-                    return dir_fd, _temp(dir_fd, base, _as_bytes(data), mode), None
+                    return dir_fd, _temp(dir_fd, base, as_written(data), mode), None
                 except OSError as err:  # name the file a full disk stopped
                     raise OSError(err.errno, err.strerror, str(self.path / name)) from None
             src_fd, src = _walk_to(self._root(), self._staged_name(data), create=False)

@@ -123,7 +123,7 @@ def shown(path) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
-def _as_bytes(data) -> bytes:
+def as_written(data) -> bytes:
     """What a file holds: text is masked first (a secret the run knows never reaches a
     file); bytes are data (sample logs, pictures, ZIPs) and are written as they are."""
     if isinstance(data, str):
