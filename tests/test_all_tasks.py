@@ -4,7 +4,11 @@ holding exactly its sample's test ids, and one result per task."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import zipfile
+from pathlib import Path
 
 from mera_multi_hf.cli import main
 from mera_multi_hf.sample_data import SAMPLES, bundled_sample
@@ -59,3 +63,55 @@ def _every_task_names_its_model(out, doc, printed) -> None:
                 public = logs.read(f"samples_{task.key}_test.jsonl").decode().splitlines()
         assert {json.loads(line)["model"] for line in public} == {model}, task.key
     assert "audio_model" in doc["run"]["backend_options"]  # both models' options recorded
+
+
+# The golden record of the bundled run: every number of results.json's "tasks" and
+# "summary" (by its path) and every submission answer (by task file and id). A change
+# of layout or of code that is meant to keep behaviour must keep it; a change that means
+# to alter a number rewrites it on purpose: MERA_WRITE_GOLDEN=1 python -m pytest -k golden.
+GOLDEN = Path(__file__).parent / "golden" / "all_tasks.json"
+
+
+def _numbers(node, path=""):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _numbers(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _numbers(value, f"{path}[{index}]")
+    elif isinstance(node, (int, float)) and not isinstance(node, bool):
+        yield path, node
+
+
+def _golden_record(out) -> dict:
+    doc = json.loads((out / "results.json").read_text())
+    numbers = dict(_numbers({"tasks": doc["tasks"], "summary": doc["summary"]}))
+    answers = {}
+    with zipfile.ZipFile(out / "submission.zip") as zf:
+        for name in sorted(n for n in zf.namelist() if n.endswith(".json")):
+            rows = json.loads(zf.read(name))["data"]["test"]
+            answers[name] = {str(r["meta"]["id"]): r["outputs"] for r in rows}
+    return {"numbers": numbers, "answers": answers}
+
+
+def test_golden_numbers_and_answers_of_the_bundled_run(tmp_path):
+    """`--tasks all` on the bundled samples gives exactly the recorded numbers and answers.
+    Run as a separate process through `python -m mera_multi_hf`, the one entry that no
+    move of the package's modules changes."""
+    out = tmp_path / "golden"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-m", "mera_multi_hf", "evaluate", "--tasks", "all",
+                           "--output-dir", str(out), "--no-progress", "--max-new-tokens", "4"],
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = _golden_record(out)
+    if os.environ.get("MERA_WRITE_GOLDEN") == "1":
+        GOLDEN.write_text(json.dumps(record, ensure_ascii=False, indent=1, sort_keys=True) + "\n",
+                          encoding="utf-8")
+    golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    assert record["answers"] == golden["answers"]
+    changed = {p: (golden["numbers"].get(p), v) for p, v in record["numbers"].items()
+               if golden["numbers"].get(p) != v}
+    missing = sorted(set(golden["numbers"]) - set(record["numbers"]))
+    assert not changed and not missing, (dict(list(changed.items())[:10]), missing[:10])
