@@ -86,7 +86,8 @@ def build_all(tasks: list[str], root: Path) -> tuple[float, list]:
 
 
 def evaluate_all(tasks: list[str], root: Path) -> tuple[float, list]:
-    from mera_multi_hf.runner import RunConfig, run_evaluation
+    from mera_multi_hf.evaluation import run_evaluation
+    from mera_multi_hf.runner import RunConfig
 
     out = root / "run"
     started = time.perf_counter()

@@ -91,7 +91,7 @@ def bare_loop(backend, ds, prompts: dict[int, str], batch_size: int, max_new_tok
 
 def runner(backend, raw: Path, out: Path, batch_size: int) -> tuple[float, dict[int, str], dict[int, str]]:
     """(seconds, answers, prompts) of one run_evaluation with a loaded HFBackend."""
-    from mera_multi_hf.runner import run_evaluation
+    from mera_multi_hf.evaluation import run_evaluation
 
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()

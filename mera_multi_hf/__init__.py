@@ -30,8 +30,14 @@ def __getattr__(name):
         from .prompts import render_prompt
         return render_prompt
     if name == "run_evaluation":
-        from . import runner
-        return getattr(runner, name)
+        from .evaluation import run_evaluation
+        return run_evaluation
+    if name == "RunConfig":
+        from .runner.config import RunConfig
+        return RunConfig
+    if name == "MeraBuilder":
+        from .builder import MeraBuilder
+        return MeraBuilder
     if name == "load_metric":
         from .metrics_loading import load_metric
         return load_metric
@@ -39,4 +45,4 @@ def __getattr__(name):
 
 
 __all__ = ["__version__", "MeraError", "TASKS", "TaskSpec", "get_task", "load_task", "render_prompt",
-           "load_metric", "run_evaluation"]
+           "load_metric", "run_evaluation", "RunConfig", "MeraBuilder"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from . import json_read, masking
 from .errors import MeraError
-from .options import MediaLimitOptions
+from .media_checks import MediaLimitOptions
 from .outputs import OVERWRITE_HELP
 from .parsing import Parser, add_command, no_abbreviations, opt, text_table
 

@@ -67,7 +67,8 @@ def cmd_evaluate(options: list[str]) -> int:
     check_processes(processes, values.pop("allow_oversubscribe"))
     if processes > 1 and not under_launcher():  # the processes run this same command
         return launch(processes, options)
-    from .runner import RunConfig, run_evaluation
+    from .evaluation import run_evaluation
+    from .runner import RunConfig
 
     result = run_evaluation(RunConfig(**values), typed=options)
     if result is None:  # not the main process of a data-parallel run

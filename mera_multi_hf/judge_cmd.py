@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from .errors import MeraError
 from .judge import API_KEY_ENV
-from .limits import DEFAULT_LIMITS, ServerOptions
+from .limits import DEFAULT_LIMITS
+from .server_options import ServerOptions
 from .outputs import OVERWRITE_HELP
 from .parsing import add_command, opt
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._paths import cache_root  # noqa: F401  (imported from here too)
+from ._paths import cache_root
 from ._version import __version__
 from .errors import MeraError
 from .limits import Limits

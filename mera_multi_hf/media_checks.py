@@ -19,9 +19,11 @@ import warnings
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, fields
 from typing import Callable, Iterable, Iterator
 
 from .limits import DEFAULT_LIMITS, OPTION_NAMES, Limits, audio_bytes, image_bytes
+from .parsing import opt
 
 
 def _raise(option: str) -> str:
@@ -247,7 +249,7 @@ def _done(sent: tuple):
 
 
 # The limits media are checked against (build and decode), with what each option does;
-# every one is an option of `build` and `evaluate` (options.MediaLimitOptions).
+# every one is an option of `build` and `evaluate` (MediaLimitOptions, below).
 MEDIA_LIMIT_HELP = {
     "max_image_pixels": "refuse pictures (and video frames) whose header declares more pixels",
     "min_audio_rate": "refuse audio whose header declares a lower sample rate (Hz)",
@@ -279,3 +281,27 @@ def media_limits(values: dict, base: Limits = DEFAULT_LIMITS) -> Limits:
         raise MeraError(f"{OPTION_NAMES['min_audio_rate']} {limits.min_audio_rate} is above "
                         f"{OPTION_NAMES['max_audio_rate']} {limits.max_audio_rate}")
     return limits
+
+
+def _limit(name: str):
+    """A media limit's option: its text and default come from the one set of limits."""
+    return opt(None, f"{MEDIA_LIMIT_HELP[name]} (default: {getattr(DEFAULT_LIMITS, name)})",
+               metavar="N")
+
+
+@dataclass
+class MediaLimitOptions:
+    """media limits and the memory budget (checked on each file's header, before decoding)"""
+    max_image_pixels: int | None = _limit("max_image_pixels")
+    min_audio_rate: int | None = _limit("min_audio_rate")
+    max_audio_rate: int | None = _limit("max_audio_rate")
+    max_audio_channels: int | None = _limit("max_audio_channels")
+    max_audio_seconds: float | None = _limit("max_audio_seconds")
+    max_video_seconds: float | None = _limit("max_video_seconds")
+    max_video_frames: int | None = _limit("max_video_frames")
+    memory_budget: int | None = _limit("memory_budget")
+    max_video_scan_frames: int | None = _limit("max_video_scan_frames")
+
+    def limits(self):
+        """The default limits with the ones given replaced (a bad one: MeraError)."""
+        return media_limits({f.name: getattr(self, f.name) for f in fields(MediaLimitOptions)})

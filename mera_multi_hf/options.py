@@ -1,11 +1,9 @@
-"""Option sets that several commands share, as dataclasses: each field is one flag
+"""The scoring options, shared by `evaluate` and `score`: each field is one flag
 (`mera_multi_hf.parsing.add_dataclass_options`) and one keyword of the Python API."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from .limits import DEFAULT_LIMITS
-from .media_checks import MEDIA_LIMIT_HELP, media_limits
 from .metric_fns import EM_MODES
 from .parsing import opt
 
@@ -27,27 +25,3 @@ class ScoringOptions:
     def scoring(self) -> ScoringOptions:
         """These options alone (what :func:`mera_multi_hf.finalize.finalize` takes)."""
         return ScoringOptions(**{f.name: getattr(self, f.name) for f in fields(ScoringOptions)})
-
-
-def _limit(name: str):
-    """A media limit's option: its text and default come from the one set of limits."""
-    return opt(None, f"{MEDIA_LIMIT_HELP[name]} (default: {getattr(DEFAULT_LIMITS, name)})",
-               metavar="N")
-
-
-@dataclass
-class MediaLimitOptions:
-    """media limits and the memory budget (checked on each file's header, before decoding)"""
-    max_image_pixels: int | None = _limit("max_image_pixels")
-    min_audio_rate: int | None = _limit("min_audio_rate")
-    max_audio_rate: int | None = _limit("max_audio_rate")
-    max_audio_channels: int | None = _limit("max_audio_channels")
-    max_audio_seconds: float | None = _limit("max_audio_seconds")
-    max_video_seconds: float | None = _limit("max_video_seconds")
-    max_video_frames: int | None = _limit("max_video_frames")
-    memory_budget: int | None = _limit("memory_budget")
-    max_video_scan_frames: int | None = _limit("max_video_scan_frames")
-
-    def limits(self):
-        """The default limits with the ones given replaced (a bad one: MeraError)."""
-        return media_limits({f.name: getattr(self, f.name) for f in fields(MediaLimitOptions)})

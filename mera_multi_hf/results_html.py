@@ -144,7 +144,7 @@ def _histories(task, examples, records: dict, context: int | None) -> dict[int, 
     """A dialogue task's earlier turns per example, with the model's reduced answers."""
     if not task.dialogue or not examples:
         return {}
-    from .runner.dialogue import dialogues, reduce_answer
+    from .dialogue_positions import dialogues, reduce_answer
 
     turns = task.dialogue.context_turns if context is None else context
     out = {}

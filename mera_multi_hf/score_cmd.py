@@ -89,7 +89,7 @@ def _places(task, examples, harness_order: bool) -> dict:
 
     places = {}
     if task.dialogue:
-        from .runner.dialogue import positions
+        from .dialogue_positions import positions
         places = {p: i for i, p in positions(task, examples).items()}
     if harness_order:
         places.update({(DOC_POSITION, n): e.id for n, e in enumerate(examples)})

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from statistics import fmean
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import MeraError
-from .examples import Example
 from .filters import apply_filters
 from .metric_registry import JUDGED, UNOFFICIAL, aggregate, per_example_functions
 from .tasks import TASKS, TaskSpec
+
+if TYPE_CHECKING:  # scoring reads an example's id, gold, group and prompt
+    from .examples import Example
 
 def filtered(task: TaskSpec, predictions: list[str]) -> list[str]:
     """The predictions as the official scoring sees them (the task's filters)."""

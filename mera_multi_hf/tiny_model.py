@@ -80,7 +80,7 @@ def tiny_audio_model_path() -> Path:
 def _built(name: str, build) -> Path:
     """``<cache_root>/models/<name>``, made by ``build(folder)`` once (atomically: a
     temporary folder renamed into place; a concurrent build of the same recipe wins)."""
-    from .loading import cache_root
+    from ._paths import cache_root
 
     from .outputs import cache_folder
 

@@ -132,7 +132,7 @@ def cluster_keys(task, examples) -> list[int]:
     if task.cluster_by == "group":
         return [e.group for e in examples]
     if task.cluster_by == "dialogue":
-        from .runner.dialogue import positions
+        from .dialogue_positions import positions
 
         where = positions(task, examples)
         return [where[e.id][0] for e in examples]

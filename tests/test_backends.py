@@ -17,7 +17,7 @@ from PIL import Image
 
 from mera_multi_hf.limits import Limits
 from mera_multi_hf.errors import MeraError
-from mera_multi_hf.runner import run_evaluation
+from mera_multi_hf.evaluation import run_evaluation
 from mera_multi_hf.runner.backends import Backend, RoutingBackend, cut_at_stop, make_backend
 from mera_multi_hf.runner.backends.hf import HFBackend
 from mera_multi_hf.runner.backends.openai import OpenAIBackend

@@ -37,7 +37,7 @@ def _check_output(out: Path) -> None:
 
 
 def test_evaluate_run_writes_the_chart(tmp_path):
-    from mera_multi_hf.runner import run_evaluation
+    from mera_multi_hf.evaluation import run_evaluation
 
     run_evaluation(tasks="ruhhh_image", data="sample", output_dir=str(tmp_path / "run"),
                    batch_size=8, limit=12)

@@ -100,7 +100,7 @@ def test_different_data_is_refused_unless_forced(tmp_path, capsys):
 
 
 def test_evaluate_run_against_score_of_lm_eval_logs(tmp_path, capsys):
-    from mera_multi_hf.runner import run_evaluation
+    from mera_multi_hf.evaluation import run_evaluation
 
     run_evaluation(tasks="ruhhh_image", data="sample", output_dir=tmp_path / "run",
                    batch_size=8, no_progress=True)

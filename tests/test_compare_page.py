@@ -21,7 +21,7 @@ FLIPPED = 5  # the first ids whose answer run B turns to the other letter
 def compared(tmp_path_factory):
     """An evaluate run (A) and a score run (B) of lm-eval logs holding A's answers with the
     first FLIPPED flipped; the expected outcome of every id, from A's own sample lines."""
-    from mera_multi_hf.runner import run_evaluation
+    from mera_multi_hf.evaluation import run_evaluation
 
     root = tmp_path_factory.mktemp("cmp")
     run_evaluation(tasks="ruhhh_image", data="sample", output_dir=root / "a", no_progress=True)

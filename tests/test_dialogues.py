@@ -10,8 +10,8 @@ import zipfile
 import pytest
 from PIL import Image
 
-from mera_multi_hf.runner import run_evaluation
-from mera_multi_hf.runner.dialogue import reduce_answer
+from mera_multi_hf.evaluation import run_evaluation
+from mera_multi_hf.dialogue_positions import reduce_answer
 from mera_multi_hf.tasks import TASKS, DialogueSpec, TaskSpec, register_task
 
 BUILDER = '''
@@ -163,6 +163,7 @@ def test_dialogue_context_is_a_setting_and_zero_means_none(toy, tmp_path):
 def test_dialogues_run_on_the_tiny_model_and_split_between_processes(toy, tmp_path):
     from mera_multi_hf import load_task
     from mera_multi_hf.examples import make_examples
+    from mera_multi_hf import dialogue_positions
     from mera_multi_hf.runner import dialogue
 
     raw, _ = toy
@@ -210,6 +211,7 @@ ORACLE = [
 
 def test_rutie_positions_context_and_submission_ids_follow_the_official_arithmetic():
     from mera_multi_hf.examples import Example
+    from mera_multi_hf import dialogue_positions
     from mera_multi_hf.runner import dialogue
     from mera_multi_hf.submission import submission_ids
 
@@ -217,7 +219,7 @@ def test_rutie_positions_context_and_submission_ids_follow_the_official_arithmet
     examples = [Example(task.key, i, n, f"q{i}", (), "A", i, meta={"dialog_id": d, "question_id": q},
                         instruction=f"q{i}")
                 for n, (i, (d, q), *_) in enumerate(reversed(ORACLE))]  # order does not matter
-    assert dialogue.positions(task, examples) == {i: pos for i, _, pos, _, _ in ORACLE}
+    assert dialogue_positions.positions(task, examples) == {i: pos for i, _, pos, _, _ in ORACLE}
     seen = {}
     for wave in dialogue.walk(task, examples, context_turns=2, answer=lambda r: "A",
                               make=_fake_requests):
@@ -225,18 +227,19 @@ def test_rutie_positions_context_and_submission_ids_follow_the_official_arithmet
     assert seen == {i: [f"q{c}" for c in ctx] for i, _, _, ctx, _ in ORACLE}
     assert submission_ids(task.key, [row[0] for row in ORACLE]) == \
         {i: sub for i, *_, sub in ORACLE}
-    assert sorted(dialogue.meta_disagreements(task, examples)) == [7, 10]
+    assert sorted(dialogue_positions.meta_disagreements(task, examples)) == [7, 10]
 
 
 @pytest.mark.parametrize("key", ["rutie_image", "rutie_audio"])
 def test_bundled_rutie_samples_agree_with_the_official_positions(key):
     from mera_multi_hf import load_task
     from mera_multi_hf.examples import make_examples
+    from mera_multi_hf import dialogue_positions
     from mera_multi_hf.runner import dialogue
     from mera_multi_hf.submission import submission_ids
 
     examples = make_examples(TASKS[key], load_task(key, source="sample", split="test"))
-    assert dialogue.meta_disagreements(TASKS[key], examples) == []
+    assert dialogue_positions.meta_disagreements(TASKS[key], examples) == []
     ids = sorted(e.id for e in examples)
     assert ids == [1, 2, 3, 501, 502, 503, 1001, 1002, 1003]  # the smallest is not 11
     assert submission_ids(key, ids) == dict(zip(ids, [11, 12, 13, 511, 512, 513,

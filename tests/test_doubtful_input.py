@@ -173,7 +173,8 @@ def test_ruslun_object_answers_are_stored_as_the_official_string(tmp_path):
 
 def test_api_misuses_raise_a_sentence():
     from mera_multi_hf import load_metric, load_task, render_prompt
-    from mera_multi_hf.runner import RunConfig, run_evaluation
+    from mera_multi_hf.evaluation import run_evaluation
+    from mera_multi_hf.runner import RunConfig
 
     cases = [
         (lambda: load_task(None), TypeError, "a task is named by its key"),

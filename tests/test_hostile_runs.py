@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from mera_multi_hf.cli import main
 from mera_multi_hf.errors import MeraError
 from mera_multi_hf.predictions import read_predictions
-from mera_multi_hf.runner import run_evaluation
+from mera_multi_hf.evaluation import run_evaluation
 from mera_multi_hf.sample_data import bundled_sample
 
 SAMPLE = bundled_sample()

@@ -239,7 +239,7 @@ def test_a_family_killed_mid_run_resumes_to_the_uninterrupted_answers(tmp_path):
     """The kill-test machinery of test_runner_processes on a family other than the demo's."""
     import subprocess
 
-    from mera_multi_hf.runner import run_evaluation
+    from mera_multi_hf.evaluation import run_evaluation
     from test_runner_processes import (_complete_lines, _env, _evaluate, _results,
                                        _sigkill_once_logged)
 

@@ -70,7 +70,7 @@ def test_home_cwd_package_caches_and_root_are_always_refused(raw_sample, home, t
     from huggingface_hub import constants
 
     import mera_multi_hf
-    from mera_multi_hf.loading import cache_root
+    from mera_multi_hf._paths import cache_root
 
     work = tmp_path / "work" / "sub"
     work.mkdir(parents=True)

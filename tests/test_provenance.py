@@ -18,7 +18,7 @@ import pytest
 from mera_multi_hf.cli import main
 from mera_multi_hf.compare import compare_runs
 from mera_multi_hf.outputs import read_marker
-from mera_multi_hf.runner import run_evaluation
+from mera_multi_hf.evaluation import run_evaluation
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_judge import build_tiny_judge  # noqa: E402

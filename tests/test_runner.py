@@ -14,7 +14,8 @@ import pytest
 from mera_multi_hf.cli import main
 from mera_multi_hf.errors import MeraError
 from mera_multi_hf.limits import DEFAULT_LIMITS
-from mera_multi_hf.runner import make_batches, run_evaluation
+from mera_multi_hf.evaluation import run_evaluation
+from mera_multi_hf.runner import make_batches
 from mera_multi_hf.runner.samplelog import SampleLog
 
 NO_PUNCT = str.maketrans("", "", string.punctuation)

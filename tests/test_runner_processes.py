@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from mera_multi_hf.runner import run_evaluation
+from mera_multi_hf.evaluation import run_evaluation
 from mera_multi_hf.sample_data import bundled_sample
 
 SAMPLE_IDS = sorted(r["meta"]["id"] for r in json.loads(

@@ -172,7 +172,7 @@ def test_submission_checks_ids(tmp_path):
 
 
 def test_scoring_a_runner_sample_log_reproduces_the_run(tmp_path):
-    from mera_multi_hf.runner import run_evaluation
+    from mera_multi_hf.evaluation import run_evaluation
 
     run = run_evaluation(tasks="ruhhh_image", data="sample", output_dir=tmp_path / "run",
                          batch_size=4, no_progress=True)
@@ -240,7 +240,8 @@ def test_evaluate_takes_the_scoring_options_of_score(tmp_path):
     """`evaluate` and `score` share ScoringOptions: --no-submission works for both."""
     from mera_multi_hf.evaluate_cmd import options_parser
     from mera_multi_hf.options import ScoringOptions
-    from mera_multi_hf.runner import RunConfig, run_evaluation
+    from mera_multi_hf.evaluation import run_evaluation
+    from mera_multi_hf.runner import RunConfig
     from mera_multi_hf.score_cmd import ScoreConfig
 
     assert issubclass(RunConfig, ScoringOptions) and issubclass(ScoreConfig, ScoringOptions)

@@ -1,4 +1,4 @@
-"""The runner: MERA Multi tasks through a model, logged, resumable, scored.
+"""The runner: MERA Multi tasks through a model into a sample log, resumable.
 
 - :mod:`.request`         examples -> generation requests (prompt + media)
 - :mod:`.chat`            requests as chat messages (chat template, chat-completions API)
@@ -6,10 +6,9 @@
 - :mod:`.backends`        the Backend protocol; ``hf`` (transformers) and ``openai`` (a server)
 - :mod:`.samplelog`       the per-sample JSONL log, shards per process, resumption
 - :mod:`.config`          :class:`RunConfig`, every option of a run (the CLI is generated from it)
-- :mod:`.run`             :func:`run_evaluation`: plan, load, requests, resume (data parallel)
+- :mod:`.run`             :func:`run_tasks`: plan, load, requests, resume (data parallel)
 - :mod:`.generate`        this process's share through the backend into the sample log
 - :mod:`.manifest`        run_manifest.json: the run's fixed settings and its sessions
-- :mod:`.finish`          the sample files and the run's record, then finalize (shared with `score`)
 - :mod:`.launch`          ``evaluate --processes N``: the data-parallel processes, without a launcher
 - :mod:`.dialogue`        dialogue tasks (ruTiE): turns, context, official positions
 - :mod:`.serve`           a small OpenAI-compatible server over the hf backend
@@ -19,13 +18,10 @@ from .config import RunConfig
 
 def __getattr__(name):
     # The run (and datasets behind it) loads on first use: the CLI's parser needs only RunConfig.
-    if name == "run_evaluation":
-        from .run import run_evaluation
-        return run_evaluation
     if name == "make_batches":
         from .generate import make_batches
         return make_batches
     raise AttributeError(name)
 
 
-__all__ = ["RunConfig", "run_evaluation", "make_batches"]
+__all__ = ["RunConfig", "make_batches"]

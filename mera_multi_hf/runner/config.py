@@ -10,7 +10,8 @@ from pathlib import Path
 
 from ..errors import MeraError
 from ..masking import remember_options
-from ..options import MediaLimitOptions, ScoringOptions, opt as _opt
+from ..media_checks import MediaLimitOptions
+from ..options import ScoringOptions, opt as _opt
 from ..outputs import OVERWRITE_HELP
 
 from .backends import DEFAULT_CONCURRENCY, MAX_CONCURRENCY

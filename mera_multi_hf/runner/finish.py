@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..finalize import TaskPart, finalize
 from ..tiny_model import TINY_MODEL_ID
-from . import dialogue
+from ..dialogue_positions import meta_disagreements
 from .config import RunConfig
 
 
@@ -82,7 +82,7 @@ def run_record(config: RunConfig, manifest: dict, loaded) -> dict:
     record.update({
         "limit": config.limit,
         # ruTiE: examples whose meta placed them elsewhere than the official arithmetic
-        "dialogue_meta_disagrees": {d.task.key: len(dialogue.meta_disagreements(d.task, d.examples))
+        "dialogue_meta_disagrees": {d.task.key: len(meta_disagreements(d.task, d.examples))
                                     for d in loaded if d.task.dialogue},
         "batch_size": session["batch_size"], "num_processes": session["num_processes"],
         "limits": config.limits().as_record(),

@@ -3,16 +3,15 @@
     plan (tasks, sources) -> load (dataset -> examples) -> requests -> resume (sample log)
     -> generate (this process's share) -> merge -> score -> outputs (one consistent set)
 
-:func:`run_evaluation` serves the CLI (``mera-multi evaluate``) and Python. Under a
-multi-process launch every process runs it: each takes a disjoint stride of the
+:func:`run_tasks` is the generating part of ``run_evaluation`` (which checks first and
+finishes after: :mod:`mera_multi_hf.evaluation`). Under a multi-process launch every
+process runs it: each takes a disjoint stride of the
 requests not yet in the sample log and writes its own log shard; the main process then
 merges the shards by (task, split, id), scores and writes.
 """
 from __future__ import annotations
 
-import dataclasses
 import threading
-import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -20,10 +19,10 @@ from pathlib import Path
 from ..errors import MeraError
 from ..examples import Example, make_examples
 from ..outputs import OutputFolder
-from ..preflight import preflight_run
 from ..tasks import TaskSpec, get_task, resolve_tasks
 from .config import RunConfig
 from .generate import generate_into_log
+from ..dialogue_positions import warn_meta
 from . import dialogue, manifest
 from .manifest import MANIFEST
 from .request import Request, arrow_view, build_requests
@@ -42,22 +41,16 @@ class TaskData:
     requests: list[Request] = field(default_factory=list)
 
 
-def run_evaluation(config: RunConfig | None = None, *, engine=None,
-                   typed: list[str] | None = None, **options) -> dict | None:
-    """Evaluate a model on MERA Multi tasks; returns the run summary (None on the other
-    processes of a data-parallel run).
+def run_tasks(config: RunConfig, specs: list[TaskSpec], sources: dict, *, engine=None,
+              typed: list[str] | None = None, started: float, finish, warm_up=None) -> dict | None:
+    """Generate every task's answers into the run folder's sample log (this process's
+    share, resuming what is logged), then, on the main process, hand the merged log to
+    ``finish(folder, loaded, records, counts=, manifest=, logged=, damaged=)`` inside the
+    folder's lock; returns what it returns (None on the other processes).
 
-    ``config``: a :class:`RunConfig`; keyword ``options`` set or override its fields
-    (``run_evaluation(model="Qwen/Qwen2.5-VL-3B-Instruct", tasks="ruhhh_image")``).
-    ``engine``: a ready :class:`~mera_multi_hf.runner.backends.Backend` instead of the one
-    the config names. ``typed``: the options as typed on the command line (the CLI's, for
-    the record). Writes into ``output_dir`` (default ``runs/<model name>``).
+    ``warm_up()``: run in a thread while this process only waits (for a server's answers
+    or the other processes), to import what ``finish`` needs meanwhile.
     """
-    config = dataclasses.replace(config, **options) if config else RunConfig(**options)
-    started = time.time()
-    specs = select_tasks(config.tasks)
-    sources = task_sources(config, specs)
-    checked = preflight_run(config, specs, sources, engine=engine)  # before any work
     state = process_state(config.device, config.backend)
     if config.device == "auto" and state.num_processes > 1:
         raise MeraError("--device auto spreads one model over all GPUs: run it as one process, "
@@ -74,7 +67,8 @@ def run_evaluation(config: RunConfig | None = None, *, engine=None,
     folder.check()  # every process, before any work
     _claim(folder, _log_names(folder, state.num_processes) + [MANIFEST], state)
     with folder:
-        return _run(config, engine, specs, sources, state, folder, started, checked, typed)
+        return _run(config, engine, specs, sources, state, folder, started, typed, finish,
+                    warm_up)
 
 
 def _claim(folder, logs: list[str], state) -> None:
@@ -133,8 +127,8 @@ def write_manifest(folder, doc: dict) -> None:
     folder.put(MANIFEST, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
 
 
-def _run(config: RunConfig, engine, specs, sources, state, folder, started, checked,
-         typed) -> dict | None:
+def _run(config: RunConfig, engine, specs, sources, state, folder, started, typed, finish,
+         warm_up) -> dict | None:
     loaded = [load_task_data(task, sources[task.key], config, state) for task in specs]
     for data in loaded:
         if not data.task.dialogue:
@@ -154,14 +148,12 @@ def _run(config: RunConfig, engine, specs, sources, state, folder, started, chec
     if state.is_main_process:
         write_manifest(folder, doc)  # before any generation
     state.wait_for_everyone()
-    here = generate_share(config, engine, loaded, log, before, state)
-    if state.is_main_process and state.num_processes > 1:  # idle until the others finish
-        threading.Thread(target=import_outputs_stage, daemon=True).start()
+    here = generate_share(config, engine, loaded, log, before, state, warm_up)
+    if warm_up and state.is_main_process and state.num_processes > 1:  # idle until the rest finish
+        threading.Thread(target=warm_up, daemon=True).start()
     state.wait_for_everyone()
     if not state.is_main_process:
         return None
-    from .finish import finish_run
-
     index = log.read()
     for data in loaded:  # the main process replays every dialogue from the merged log
         if data.task.dialogue:
@@ -173,9 +165,8 @@ def _run(config: RunConfig, engine, specs, sources, state, folder, started, chec
               "generated": len(requests) - resumed, "generated_here": here}
     doc = manifest.finish(doc, engine, counts)
     write_manifest(folder, doc)
-    return finish_run(folder, config, loaded, merged(index, requests), counts=counts,
-                      manifest=doc, logged=logged_counts(index), started=started,
-                      preflight=checked, damaged=log.damaged)
+    return finish(folder, loaded, merged(index, requests), counts=counts, manifest=doc,
+                  logged=logged_counts(index), damaged=log.damaged)
 
 
 def logged_counts(index: dict) -> dict[tuple, int]:
@@ -200,15 +191,15 @@ def warn_damaged(damaged: list[str]) -> None:
 
 
 def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: SampleLog,
-                   before: dict, state) -> int:
+                   before: dict, state, warm_up=None) -> int:
     """This process's share: a stride of the pending requests, then its dialogues;
     returns how many it generated. The log and the engine are closed after it."""
     rank, world = state.process_index, state.num_processes
     requests = [r for data in loaded for r in data.requests]
     pending = [r for r in requests if not answered(before, r)]
     show = not config.no_progress and state.is_main_process
-    if hasattr(engine, "stream") and state.is_main_process:  # a server answers: meanwhile
-        threading.Thread(target=import_outputs_stage, daemon=True).start()
+    if warm_up and hasattr(engine, "stream") and state.is_main_process:  # a server answers
+        threading.Thread(target=warm_up, daemon=True).start()
     try:
         here = len(generate_into_log(
             engine, pending[rank::world], {d.task.key: d.dataset for d in loaded}, log,
@@ -226,19 +217,6 @@ def answered(before: dict, request: Request) -> bool:
     """The log holds an answer to resume (a failed example is tried again)."""
     record = before.get(request.key, {}).get(request.hash)
     return record is not None and not record.get("failed")
-
-
-def import_outputs_stage() -> None:
-    """Import what scoring and the outputs need (the chart's matplotlib most of all), and
-    draw a first chart, while this process only waits (for a server's answers, or for the
-    other processes to finish their shares), rather than after."""
-    import importlib
-
-    try:
-        importlib.import_module("mera_multi_hf.runner.finish")
-        importlib.import_module("mera_multi_hf.charts").warm_up()  # fonts loaded, caches full
-    except Exception:  # noqa: BLE001 - imported again where it is used, errors and all
-        return
 
 
 def select_tasks(names) -> list[TaskSpec]:
@@ -363,7 +341,7 @@ def load_task_data(task: TaskSpec, source, config: RunConfig, state) -> TaskData
     ds = arrow_view(ds)
     examples = make_examples(task, ds)
     if task.dialogue and state.is_main_process:
-        dialogue.warn_meta(task, examples)
+        warn_meta(task, examples)
     return TaskData(task, source, ds, examples, fingerprint, full_size)
 
 

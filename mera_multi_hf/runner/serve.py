@@ -44,7 +44,8 @@ from pydantic import BaseModel, Field
 from ..errors import MeraError
 from ..http_app import BodyError, Guard, ModelQueue, Server, json_app, read_json
 from ..http_app import shown as _shown
-from ..limits import DEFAULT_LIMITS, Limits, ServerOptions
+from ..limits import DEFAULT_LIMITS, Limits
+from ..server_options import ServerOptions
 from ..media import Media
 from ..parsing import Parser, add_dataclass_options, opt
 from ..prompts import MEDIA_SLOT
