@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields
 
 from .limits import DEFAULT_LIMITS
 from .media_checks import MEDIA_LIMIT_HELP, media_limits
-from .metric_fns import EM_MODES
+from .metric_exact_match import EM_MODES
 from .parsing import opt
 
 
