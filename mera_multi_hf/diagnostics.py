@@ -19,7 +19,8 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from .metric_fns import _parse_prediction, normalize
+from .metric_exact_match import normalize
+from .metric_ruslun import _parse_prediction
 from .metric_registry import averaged_over_examples, display_name
 
 SHOWN_IDS = 10  # example ids listed with a count

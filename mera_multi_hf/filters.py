@@ -1,9 +1,10 @@
-"""Prediction filters as data: what the official harness does to a generation before
-scoring it and before packing it into the submission (docs/official-protocol.md,
-"Filters and metrics per task" and "Submission ids and files").
+"""Prediction filters, each registered under its official name: what the official harness
+does to a generation before scoring it and before packing it into the submission
+(docs/official-protocol.md, "Filters and metrics per task" and "Submission ids and files").
 
-A task declares its filters by name (``TaskSpec.score_filters`` / ``submit_filters``);
-``apply_filters`` runs them in order. The official filter chains are:
+A filter is registered by ``@register_filter("name")``; a task declares its filters by
+name (``TaskSpec.score_filters`` / ``submit_filters``); ``apply_filters`` runs them in
+order. The official filter chains are:
 
 - most tasks: none (the full cut generation is compared);
 - ruTiE's generate variant (``custom_generate_task.yaml``): ``remove_whitespace``,
@@ -27,7 +28,21 @@ _FENCE = re.compile(r"^```(?:\w+)?\s*(.*)\s*```$", re.DOTALL)
 # A leading "json" (any case) followed by ":" or a line break, with the spaces around.
 _JSON_PREFIX = re.compile(r"^\s*json\s*[:\n\r]\s*", re.IGNORECASE)
 
+# name -> filter, filled by @register_filter in the order of this file.
+FILTERS: dict[str, Callable[[str], str]] = {}
 
+
+def register_filter(name: str):
+    """Register the decorated function as the prediction filter ``name``."""
+    def register(fn: Callable[[str], str]) -> Callable[[str], str]:
+        if name in FILTERS:
+            raise MeraError(f"the prediction filter {name!r} is registered twice")
+        FILTERS[name] = fn
+        return fn
+    return register
+
+
+@register_filter("remove_whitespace")
 def remove_whitespace(text: str) -> str:
     """The harness's ``remove_whitespace``: leading whitespace off.
 
@@ -37,11 +52,13 @@ def remove_whitespace(text: str) -> str:
     return text.lstrip()
 
 
+@register_filter("take_first")
 def take_first(text: str) -> str:
     """The harness's ``take_first`` on one answer: the answer itself."""
     return text
 
 
+@register_filter("lowercase")
 def lowercase(text: str) -> str:
     """The harness's ``lowercase``.
 
@@ -60,6 +77,7 @@ def _unquote(text: str) -> str:
     return value if isinstance(value, str) else str(value)
 
 
+@register_filter("slot_clean")
 def slot_clean(text: str) -> str:
     """ruSLUn's cleaner (``ruslunscoring``): the JSON text inside common wrappers.
 
@@ -87,17 +105,6 @@ def slot_clean(text: str) -> str:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         text = _unquote(text)
     return text.strip()
-
-
-FILTERS: dict[str, Callable[[str], str]] = {
-    "remove_whitespace": remove_whitespace,
-    "take_first": take_first,
-    "lowercase": lowercase,
-    "slot_clean": slot_clean,
-}
-
-# The official chain of ruSLUn, for callers that score raw generations.
-RUSLUN_FILTERS = ("lowercase", "slot_clean")
 
 
 def check_filters(names: Sequence[str]) -> tuple[str, ...]:

@@ -210,7 +210,7 @@ def sample_lines(part: TaskPart, result: dict, split: str, upload: bool = False)
     made for upload (``upload``: logs_public.zip) carries no target and no metric."""
     import json
 
-    from .metric_fns import extract_answer
+    from .metric_extraction import extract_answer
     from .scoring import filtered
 
     task, per_example, lines = part.task, result.get("per_example") or {}, []

@@ -1,30 +1,40 @@
 """Every metric the project reports, once: how it is made per example, how it is
 aggregated, its display name, its direction, and whether the leaderboard ranks by it or
 a judge makes it. Scoring, the reports, the chart, the comparisons and the dataset
-cards read it; the formulas themselves are in :mod:`mera_multi_hf.metric_fns`.
+cards read it; the formulas themselves are in the metric_* modules, one per family.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
-from . import metric_fns
+from .metric_exact_match import exact_match_scores, warn_if_squad_on_letters
+from .metric_extraction import extract_answer
+from .metric_groups import group_mean
+from .metric_ruslun import slot_f1_scores
 
 
 def _exact_match(golds, preds, em_mode, task):
     """EM, and beside it the project's extra: EM of the answer extracted from a wordy reply."""
-    metric_fns.warn_if_squad_on_letters(em_mode, task.answer_kind)
-    extracted = [metric_fns.extract_answer(p, task.choices or None) for p in preds]
-    return {"exact_match": metric_fns.exact_match_scores(preds, golds, mode=em_mode),
-            "exact_match_extracted": metric_fns.exact_match_scores(extracted, golds,
-                                                                   mode=em_mode)}
+    warn_if_squad_on_letters(em_mode, task.answer_kind)
+    extracted = [extract_answer(p, task.choices or None) for p in preds]
+    return {"exact_match": exact_match_scores(preds, golds, mode=em_mode),
+            "exact_match_extracted": exact_match_scores(extracted, golds, mode=em_mode)}
 
 
 def _slots(golds, preds, em_mode, task):
-    intent, slots = metric_fns.slot_f1_scores(preds, golds, filtered=True)  # filters applied
+    intent, slots = slot_f1_scores(preds, golds, filtered=True)  # filters applied
     return {"intent_exact_match": intent, "slot_f1": slots}
+
+
+# The two aggregations a Metric may take, named by their function's __name__: "mean",
+# and "group_mean" (metric_groups.group_mean: the mean over groups of "every example of
+# the group scored 1").
+def mean(scores, groups) -> float:
+    """The mean over examples (``groups`` unused); no examples give 0."""
+    return float(np.mean(scores)) if len(scores) else 0.0
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,8 @@ class Metric:
     # None: made from another metric or by the judge.
     per_example: Callable | None = None
     of: str | None = None            # a group metric: the per-example metric it groups
+    # (scores, group ids) -> the task's number: `mean`, or `group_mean` of ``of``'s scores
+    aggregate: Callable[[Sequence, Sequence], float] = mean
     higher_is_better: bool = True
     leaderboard: bool = True         # may be a task's leaderboard metric (which
     # ones a task is ranked by is its declaration's `leaderboard`)
@@ -44,14 +56,7 @@ class Metric:
     card_name: str | None = None     # the name the official dataset cards use
     card_text: tuple[str, str] = ("", "")  # (en, ru) default description on a dataset card
     space: bool = False              # has an evaluate module, the Space folder metrics/<name>/
-    space_sources: tuple[str, ...] = ()  # package modules its folder carries beyond the common ones
     task_options: tuple[str, ...] = ()   # compute() options a task declaration gives (load_metric)
-
-    @property
-    def aggregation(self) -> str:
-        """mean: the mean over examples; group_mean: the mean over groups of "every
-        example of the group scored 1" (the groups of ``of``'s scores)."""
-        return "group_mean" if self.of else "mean"
 
 
 METRICS = {m.name: m for m in (
@@ -61,17 +66,18 @@ METRICS = {m.name: m for m in (
                       "task's normalisation).",
                       "Доля примеров, где ответ совпал с правильным (после нормализации "
                       "задачи).")),
-    Metric("group_exact_match", "Group exact match", of="exact_match", space=True,
+    Metric("group_exact_match", "Group exact match", of="exact_match", aggregate=group_mean,
+           space=True,
            task_options=("mode", "answer_kind"), card_name="Group Exact match",
            card_text=("Examples are grouped (same media and question); a group counts only "
                       "when all its examples are right; the mean over groups.",
                       "Примеры группируются (одни медиа и вопрос); группа засчитывается, "
                       "только если верны все её примеры; среднее по группам.")),
     Metric("judge_score", "Judge score", judge=True, card_name="Judge score", space=True,
-           space_sources=("http_client.py", "judge.py", "json_read.py", "masking.py"),
            card_text=("The share of answers a judge model labels correct.",
                       "Доля ответов, которые модель-судья признала верными.")),
-    Metric("group_judge_score", "Group judge score", of="judge_score", judge=True),
+    Metric("group_judge_score", "Group judge score", of="judge_score", aggregate=group_mean,
+           judge=True),
     Metric("intent_exact_match", "Intent exact match", _slots),
     Metric("slot_f1", "Slot F1", _slots, space=True),  # its module makes intent EM too
     Metric("exact_match_extracted", "Exact match after answer extraction (not official)",
@@ -97,7 +103,7 @@ def display_name(name: str) -> str:
 
 def averaged_over_examples(names) -> list[str]:
     """Those of ``names`` that are means over examples (not over groups), in their order."""
-    return [n for n in names if n in METRICS and METRICS[n].aggregation == "mean"]
+    return [n for n in names if n in METRICS and METRICS[n].aggregate is mean]
 
 
 def per_example_functions(names) -> list[Callable]:
@@ -111,14 +117,14 @@ def per_example_functions(names) -> list[Callable]:
 
 
 def aggregate(scores: dict, groups: list, names) -> dict[str, float]:
-    """Each of ``names`` that ``scores`` (name -> per-example array) can make: the mean,
-    or for a group metric the group mean of its per-example metric."""
+    """Each of ``names`` that ``scores`` (name -> per-example array) can make, by its
+    metric's aggregate: the mean, or for a group metric the group mean of its
+    per-example metric (a name not in the registry: the mean)."""
     out = {}
     for name in names:
         metric = METRICS.get(name)
-        if metric is not None and metric.aggregation == "group_mean":
-            if metric.of in scores:
-                out[name] = metric_fns.group_mean(scores[metric.of], groups)
-        elif name in scores:
-            out[name] = float(np.mean(scores[name])) if len(scores[name]) else 0.0
+        source = metric.of if metric is not None and metric.of else name
+        if source in scores:
+            aggregate = metric.aggregate if metric is not None else mean
+            out[name] = aggregate(scores[source], groups)
     return out

@@ -1,10 +1,10 @@
 """`mera-multi metrics export|push`: the evaluate modules as Hub Spaces.
 
-Each folder metrics/<name>/ is already a Space: <name>.py imports its logic relatively
-from sibling files (``from .metric_fns import ...``), which `evaluate` copies with it,
-and those siblings are byte-for-byte copies of this package's sources (a test checks
-it). `export` writes the folder with fresh copies of those sources and the examples
-rewritten for the Hub name; `push` uploads the export.
+A Space is one flat folder: the evaluate module (space_modules/<name>.py), every package
+module it imports as a sibling file (:mod:`mera_multi_hf.flat_modules`), its card
+README.md, app.py and requirements.txt, the examples rewritten for the Hub name. The
+committed metrics/<name>/ folders are this export (a test keeps them equal); `push`
+uploads it.
 """
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MeraError
-from .metrics_loading import METRICS, SIBLING_SOURCES, metric_path
+from .flat_modules import flat_folder
+from .metrics_loading import METRICS
 from .outputs import OVERWRITE_HELP
 from .parsing import add_command, opt
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+SPACE_SOURCES = Path(__file__).resolve().parent / "space_modules"
 DEFAULT_NAMESPACE = "mera_multi"
-SPACE_FILES = ("README.md", "app.py")
 
 
 def _doc_rewrites(namespace: str) -> list[tuple[str, str]]:
@@ -30,17 +30,19 @@ def _doc_rewrites(namespace: str) -> list[tuple[str, str]]:
 
 
 def space_files(name: str, namespace: str = DEFAULT_NAMESPACE) -> dict[str, str]:
-    """The files of one metric's Space: the folder's own (examples rewritten for the Hub
-    name) and fresh copies of the package sources it imports relatively."""
-    folder = Path(metric_path(name))
-    files = {}
-    for file in (f"{name}.py", *SPACE_FILES, "requirements.txt"):
-        text = (folder / file).read_text(encoding="utf-8")
+    """{file name: text} of one metric's Space: its module and the package modules it
+    imports (flattened), its card, app.py and requirements.txt (examples rewritten for
+    the Hub name)."""
+    files = flat_folder(f"space_modules.{name}")
+    own = {f"{name}.py": files[f"{name}.py"],
+           "README.md": (SPACE_SOURCES / "cards" / f"{name}.md").read_text(encoding="utf-8"),
+           "app.py": (SPACE_SOURCES / "app.py").read_text(encoding="utf-8"),
+           "requirements.txt": (SPACE_SOURCES / "requirements" / f"{name}.txt").read_text(
+               encoding="utf-8")}
+    for file, text in own.items():
         for old, new in _doc_rewrites(namespace):
             text = text.replace(old, new)
         files[file] = text
-    for file in SIBLING_SOURCES[name]:
-        files[file] = (PACKAGE_DIR / file).read_text(encoding="utf-8")
     return files
 
 
@@ -159,8 +161,8 @@ def add_parser(sub) -> None:
     add_command(actions, "export", ExportOptions, cmd_export,
                 help="write each metric's Space folder into --out",
                 description="Write into --out one Space folder per metric, <metric>/: the "
-                            "evaluate module, its README.md card and app.py, and copies of the "
-                            "package sources it imports.")
+                            "evaluate module, its README.md card, app.py, requirements.txt and, "
+                            "as flat sibling files, the package modules it imports.")
     add_command(actions, "push", PushOptions, cmd_push,
                 help="publish the Space folders as <namespace>/<metric>",
                 description="Upload each metric's Space folder (exported afresh into a "

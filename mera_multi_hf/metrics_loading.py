@@ -5,12 +5,9 @@ from ._paths import bundled_dir
 from .errors import MeraError
 from .metric_registry import METRICS as REGISTRY
 
-# The metrics with an evaluate module (a Space folder metrics/<name>/), from the registry.
+# The metrics with an evaluate module (a Space folder metrics/<name>/, written by
+# `mera-multi metrics export`), from the registry.
 METRICS = tuple(m.name for m in REGISTRY.values() if m.space)
-# The package modules each metric folder carries as sibling files (byte-for-byte copies,
-# imported relatively by <name>.py), so that the folder runs as a Space without this package.
-COMMON_SOURCES = ("citation.py", "errors.py", "filters.py", "metric_fns.py")
-SIBLING_SOURCES = {name: COMMON_SOURCES + REGISTRY[name].space_sources for name in METRICS}
 
 
 def metric_path(name: str) -> str:

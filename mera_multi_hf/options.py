@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from .metric_fns import EM_MODES
+from .metric_exact_match import EM_MODES
 from .parsing import opt
 
 

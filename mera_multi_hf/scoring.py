@@ -1,7 +1,7 @@
 """Scores from the task declarations: per-example metrics, group metrics, breakdowns,
 and the summaries over tasks. Writing the reports is :mod:`mera_multi_hf.reports`.
 
-The formulas live in :mod:`mera_multi_hf.metric_fns`; which metrics a task has, its EM
+The formulas live in the metric_* modules; which metrics a task has, its EM
 mode, its filters and its breakdowns come from its :class:`~mera_multi_hf.tasks.TaskSpec`.
 """
 from __future__ import annotations

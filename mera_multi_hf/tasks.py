@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 
 from .citation import CITATION  # noqa: F401 - cards, builders and metric modules show it
 from .errors import MeraError
-from .filters import RUSLUN_FILTERS  # the metric modules own ruSLUn's rules: Spaces run alone
-from .metric_fns import RUSLUN_METRICS
+from .ruslun_rules import RUSLUN_FILTERS, RUSLUN_METRICS
 
 LETTERS = "ABCDEFGHIJ"
 

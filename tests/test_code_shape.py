@@ -13,7 +13,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mera_multi_hf"
 # Stages in data-flow order; a module may import from its own stage or an earlier one.
 STAGES = [
     ("foundation", {"_version", "errors", "tasks", "_paths", "atomic", "http_client",
-                    "http_app", "citation", "masking", "provenance", "metric_fns", "filters", "media", "prompts",
+                    "http_app", "citation", "masking", "provenance", "metric_inputs", "metric_exact_match",
+                    "metric_extraction", "metric_groups", "metric_ruslun", "ruslun_rules", "filters", "media", "prompts",
                     "offline", "outputs", "limits", "media_checks", "json_doubts", "json_read",
                     "metric_registry", "parsing"}),
     ("raw -> dataset", {"raw", "raw.files", "raw.json_files", "raw.layout", "raw.metadata",
@@ -31,6 +32,7 @@ STAGES = [
     ("commands", {"mera_multi_hf", "runner", "runner.config", "runner.run", "runner.finish",
                   "runner.manifest", "cli", "__main__",
                   "evaluate_cmd", "score_cmd", "judge_cmd", "metrics_export", "metrics_loading",
+                  "flat_modules", "space_modules",
                   "compare", "leaderboard", "preflight", "view_cmd", "finalize", "options"}),
 ]
 RANK = {name: i for i, (_, names) in enumerate(STAGES) for name in names}

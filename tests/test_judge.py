@@ -22,7 +22,7 @@ from mera_multi_hf import judge_agreement as agreement_mod
 from mera_multi_hf.errors import MeraError
 from mera_multi_hf.judge import (HttpJudge, Judge, LocalJudge, get_judge, judge_example_scores,
                                  judge_scores, raw_inputs, token_windows)
-from mera_multi_hf.metric_fns import group_mean
+from mera_multi_hf.metric_groups import group_mean
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_judge import build_tiny_judge  # noqa: E402

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mera_multi_hf.metric_groups import group_mean
 from mera_multi_hf.metric_registry import (CARD_TEXT, GROUP_OF, METRICS, UNOFFICIAL, aggregate,
                                            display_name, per_example_functions)
 from mera_multi_hf.tasks import TASKS
@@ -24,7 +25,8 @@ def test_every_declared_metric_is_registered_with_its_kind():
 
 def test_group_metrics_group_a_registered_per_example_metric():
     assert GROUP_OF == {"group_exact_match": "exact_match", "group_judge_score": "judge_score"}
-    assert {m.aggregation for m in METRICS.values()} == {"mean", "group_mean"}
+    assert {m.aggregate.__name__ for m in METRICS.values()} == {"mean", "group_mean"}
+    assert all((m.aggregate is group_mean) == bool(m.of) for m in METRICS.values())
     # groups 1: [1, 1] all right; 2: [1, 0] not: group mean 1/2, plain mean 3/4
     scores = {"exact_match": np.array([1.0, 1.0, 1.0, 0.0])}
     got = aggregate(scores, [1, 1, 2, 2], ["exact_match", "group_exact_match", "judge_score"])

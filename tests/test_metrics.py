@@ -1,4 +1,4 @@
-"""The metric library (mera_multi_hf.metric_fns) and the evaluate modules in metrics/."""
+"""The metric library (mera_multi_hf.metric_* by family) and the evaluate modules in metrics/."""
 from __future__ import annotations
 
 import doctest
@@ -14,10 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mera_multi_hf import metric_fns
+from mera_multi_hf import metric_exact_match, metric_extraction, metric_groups, metric_ruslun
 from mera_multi_hf.errors import MeraError
-from mera_multi_hf.metric_fns import (exact_match_scores, extract_answer, group_mean, group_scores,
-                                      normalize, slot_f1_scores, warn_if_squad_on_letters)
+from mera_multi_hf.metric_exact_match import exact_match_scores, normalize, warn_if_squad_on_letters
+from mera_multi_hf.metric_extraction import extract_answer
+from mera_multi_hf.metric_groups import group_mean, group_scores
+from mera_multi_hf.metric_ruslun import slot_f1_scores
 
 REPO = Path(__file__).resolve().parent.parent
 METRICS = ("exact_match", "group_exact_match", "slot_f1", "judge_score")
@@ -235,13 +237,13 @@ def test_ruslun_table(prediction, gold, intent, f1, official):
 def test_ruslun_whole_table_at_once_never_aborts():
     preds = [row[0] for row in RUSLUN_TABLE]
     golds = [row[1] for row in RUSLUN_TABLE]
-    scores = metric_fns.ruslun_scores(preds, golds)
+    scores = metric_ruslun.ruslun_scores(preds, golds)
     assert scores["intent_exact_match"].tolist() == [row[2] for row in RUSLUN_TABLE]
     assert scores["slot_f1"].tolist() == pytest.approx([row[3] for row in RUSLUN_TABLE])
 
 
 def test_ruslun_case_insensitive_variant_is_beside_the_official_one():
-    scores = metric_fns.ruslun_scores(
+    scores = metric_ruslun.ruslun_scores(
         ['{"intent": "SetAlarm", "slots": [{"time": "Семь утра"}]}'],
         ["{'intent': 'SetAlarm', 'slots': [{'time': 'Семь утра'}, {'date': 'завтра'}]}"],
         case_insensitive=True)
@@ -250,7 +252,7 @@ def test_ruslun_case_insensitive_variant_is_beside_the_official_one():
     assert {k: v.tolist() for k, v in scores.items()} == {
         "intent_exact_match": [0.0], "slot_f1": [0.0],
         "intent_exact_match_ci": [1.0], "slot_f1_ci": [pytest.approx(2 / 3)]}
-    assert set(metric_fns.ruslun_scores(["{}"], ["{'intent': 'x'}"])) == {"intent_exact_match",
+    assert set(metric_ruslun.ruslun_scores(["{}"], ["{'intent': 'x'}"])) == {"intent_exact_match",
                                                                           "slot_f1"}
 
 
@@ -261,10 +263,10 @@ def test_ruslun_prefiltered_predictions_are_not_filtered_twice():
     once = apply_filters(("lowercase", "slot_clean"), raw)
     assert once == 'json:\n{"intent": "a", "slots": []}'  # one prefix goes, as officially
     gold = "{'intent': 'a', 'slots': []}"
-    assert metric_fns.ruslun_scores([raw], [gold])["intent_exact_match"].tolist() == [0.0]
-    assert metric_fns.ruslun_scores([once], [gold], filtered=True)["intent_exact_match"].tolist() == [0.0]
+    assert metric_ruslun.ruslun_scores([raw], [gold])["intent_exact_match"].tolist() == [0.0]
+    assert metric_ruslun.ruslun_scores([once], [gold], filtered=True)["intent_exact_match"].tolist() == [0.0]
     # filtering the filtered text again would strip the second prefix and score 1
-    assert metric_fns.ruslun_scores([once], [gold])["intent_exact_match"].tolist() == [1.0]
+    assert metric_ruslun.ruslun_scores([once], [gold])["intent_exact_match"].tolist() == [1.0]
 
 
 def test_slot_f1_multiset_and_gold_cases():
@@ -315,8 +317,8 @@ def test_filters_registry():
     ("ОТВЕТ", "", ""),
 ])
 def test_answer_part_official_and_lenient(text, official, lenient):
-    assert metric_fns.official_answer_part(text) == official == text.split("ОТВЕТ")[-1].strip()
-    assert metric_fns.lenient_answer_part(text) == lenient
+    assert metric_extraction.official_answer_part(text) == official == text.split("ОТВЕТ")[-1].strip()
+    assert metric_extraction.lenient_answer_part(text) == lenient
 
 
 def test_library_doctests_pass():
@@ -324,7 +326,8 @@ def test_library_doctests_pass():
 
     from mera_multi_hf import filters
 
-    for module in (metric_fns, judge, metrics_loading, filters):
+    for module in (metric_exact_match, metric_extraction, metric_groups, metric_ruslun, judge,
+                   metrics_loading, filters):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 
@@ -390,7 +393,11 @@ def test_judge_module_refuses_without_a_judge(modules):
 
 
 @pytest.mark.parametrize("name", METRICS)
-def test_module_docstring_examples_run(name, modules):
+def test_module_docstring_examples_run(name, modules, tmp_path, monkeypatch):
+    # The examples load the Hub name (mera_multi/<name>), which evaluate reads from
+    # ./mera_multi/<name>/ first: here, the committed folders.
+    (tmp_path / "mera_multi").symlink_to(REPO / "metrics", target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
     module = sys.modules[type(modules[name]).__module__]
     text = module._KWARGS_DESCRIPTION
     test = doctest.DocTestParser().get_doctest(text, {}, f"{name}._KWARGS_DESCRIPTION",

@@ -16,9 +16,12 @@ import yaml
 
 from mera_multi_hf import load_metric
 from mera_multi_hf.judge import judge_example_scores
-from mera_multi_hf.metric_fns import exact_match_scores, group_mean
+from mera_multi_hf.errors import MeraError
+from mera_multi_hf.flat_modules import flat_folder
+from mera_multi_hf.metric_exact_match import exact_match_scores
+from mera_multi_hf.metric_groups import group_mean
 from mera_multi_hf.metrics_export import export_metrics
-from mera_multi_hf.metrics_loading import METRICS, SIBLING_SOURCES
+from mera_multi_hf.metrics_loading import METRICS
 
 
 REPO = Path(__file__).resolve().parent.parent
@@ -59,7 +62,7 @@ class Refuse(importlib.abc.MetaPathFinder):
             raise ImportError("mera_multi_hf is not visible here")
 sys.meta_path.insert(0, Refuse())
 try:
-    import mera_multi_hf.metric_fns
+    import mera_multi_hf.metric_inputs
     visible = True
 except ImportError:
     visible = False
@@ -105,8 +108,9 @@ def test_export_writes_space_folders(exported):
     assert sorted(p.name for p in exported.iterdir() if not p.name.startswith(".")) == sorted(METRICS)
     for name in METRICS:
         folder = exported / name
-        assert sorted(p.name for p in folder.iterdir()) == sorted(
-            ["README.md", "app.py", "requirements.txt", f"{name}.py", *SIBLING_SOURCES[name]])
+        own = {"README.md", "app.py", "requirements.txt", f"{name}.py"}
+        siblings = sorted(p.name for p in folder.iterdir() if p.name not in own)
+        assert own <= {p.name for p in folder.iterdir()} and "errors.py" in siblings
         card = (folder / "README.md").read_text(encoding="utf-8")
         meta = yaml.safe_load(card.split("---\n")[1])
         assert meta["sdk"] == "gradio" and meta["app_file"] == "app.py"
@@ -124,27 +128,60 @@ def test_export_writes_space_folders(exported):
             # optional; gradio, app.py's, comes with the Space SDK of the card)
             optional = {"transformers", "torch", "gradio"}
             assert third_party_imports(source) - optional <= set(requirements), file
-        # every sibling a sibling imports relatively is imported by the module itself too
-        # (evaluate copies only the module's own relative imports)
-        module = (folder / f"{name}.py").read_text(encoding="utf-8")
-        for sibling in SIBLING_SOURCES[name]:
-            assert f"from .{sibling[:-3]} import" in module, (name, sibling)
+        # the module names every sibling in an unindented `from .x import` line (evaluate
+        # copies only the module's own relative imports), and every relative import of
+        # every file is a sibling that is there
+        module = (folder / f"{name}.py").read_text(encoding="utf-8").splitlines()
+        for sibling in siblings:
+            assert any(ln.startswith(f"from .{sibling[:-3]} import ") for ln in module), sibling
+        for file in folder.glob("*.py"):
+            for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.level:
+                    assert node.level == 1 and f"{node.module}.py" in siblings, (file, node.module)
         for dist in requirements:
             assert __import__("importlib.metadata").metadata.version(dist)
     judge_reqs = _requirements(exported / "judge_score")
     assert {"requests", "urllib3", "numpy"} <= set(judge_reqs)
 
 
-def test_space_siblings_are_the_package_sources_byte_for_byte(exported):
-    """One source: the committed folders and an export carry the package files unchanged."""
-    package = REPO / "mera_multi_hf"
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.name.startswith(".")}
+
+
+def test_committed_folders_are_what_export_writes(exported):
+    """metrics/<name>/ is the export, file for file and byte for byte."""
+    committed = REPO / "metrics"
+    assert sorted(p.name for p in committed.iterdir() if p.is_dir()) == sorted(METRICS)
     for name in METRICS:
-        for file in SIBLING_SOURCES[name]:
-            source = (package / file).read_bytes()
-            assert (exported / name / file).read_bytes() == source
-            assert (REPO / "metrics" / name / file).read_bytes() == source, (
-                f"metrics/{name}/{file} differs from mera_multi_hf/{file}: copy it again "
-                f"(cp mera_multi_hf/{file} metrics/{name}/{file})")
+        assert _tree(committed / name) == _tree(exported / name), (
+            f"metrics/{name}/ is not what the export writes: run `mera-multi metrics export "
+            f"--out DIR` and copy DIR/{name}/ over metrics/{name}/")
+
+
+def test_each_space_carries_only_the_modules_its_module_imports(exported):
+    carried = {name: {p.name for p in (exported / name).glob("*.py")} - {"app.py", f"{name}.py"}
+               for name in METRICS}
+    assert carried["exact_match"] == {"citation.py", "errors.py", "metric_inputs.py",
+                                      "metric_exact_match.py", "metric_extraction.py"}
+    assert carried["slot_f1"] == {"citation.py", "errors.py", "metric_inputs.py",
+                                  "metric_ruslun.py", "filters.py", "ruslun_rules.py"}
+    assert "judge.py" in carried["judge_score"] and "filters.py" not in carried["judge_score"]
+    # a copied module is the package's source with only its package imports rewritten
+    package = (REPO / "mera_multi_hf" / "judge.py").read_text(encoding="utf-8")
+    assert (exported / "judge_score" / "judge.py").read_text(encoding="utf-8") == package
+
+
+def test_flattening_rewrites_imports_from_any_depth():
+    """A module below a sub-package imports with two dots; flat, it reads one."""
+    files = flat_folder("raw.records")
+    assert "records.py" in files and "errors.py" in files
+    for text in files.values():
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                assert node.level == 1 and f"{node.module}.py" in files, node.module
+    with pytest.raises(MeraError, match="single-file modules only.*outputs is a package"):
+        flat_folder("metrics_export")  # it imports the outputs package
 
 
 def test_load_metric_task_fills_the_declared_options():

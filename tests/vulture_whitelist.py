@@ -43,6 +43,11 @@ _.post_processor
 _.send_400_response
 poll_interval
 optimize
+# prediction filters, registered by @register_filter and run by name (filters.FILTERS)
+remove_whitespace, take_first, lowercase, slot_clean
+# the evaluate modules of the Spaces (space_modules/): evaluate finds the class, calls _compute
+ExactMatch, GroupExactMatch, JudgeScore, SlotF1
+_._compute
 # FastAPI routes (registered by decorator) and uvicorn --factory entry points
 health
 tokenizer_info

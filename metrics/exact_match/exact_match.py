@@ -1,26 +1,23 @@
 """MERA Multi exact match: the official EM of the benchmark's image, audio and video tasks.
 
-A thin `evaluate` wrapper: the formula lives in metric_fns.py beside it.
+A thin `evaluate` wrapper: the formula lives in metric_exact_match.py beside it.
 """
 import datasets
 import evaluate
 
-# The logic lives in sibling files: byte-for-byte copies of the mera_multi_hf sources
-# (tests/test_metrics_export.py checks it), which `evaluate` copies with this module.
-# Each sibling is imported here, even one only another sibling uses: `evaluate` copies
-# the files this module imports relatively, not theirs. (No comment may follow a
+# The logic lives in the package modules imported here; `mera-multi metrics export`
+# writes each one beside this module as a flat sibling file (imports rewritten to
+# `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
 from .citation import CITATION as _CITATION
-from .errors import MeraError
-from .filters import RUSLUN_FILTERS
-from .metric_fns import check_batch
-from .metric_fns import exact_match_scores
-from .metric_fns import extract_answer
-from .metric_fns import mean_score
-from .metric_fns import require_examples
-from .metric_fns import warn_if_squad_on_letters
-
-_COPIED_FOR = (MeraError, RUSLUN_FILTERS)  # used by the other siblings
+from .metric_exact_match import exact_match_scores
+from .metric_exact_match import warn_if_squad_on_letters
+from .metric_extraction import extract_answer
+from .metric_inputs import check_batch
+from .metric_inputs import mean_score
+from .metric_inputs import require_examples
+# The modules only the others import: evaluate copies the files named here.
+from .errors import __name__ as _errors_module
 
 
 _DESCRIPTION = """\
@@ -58,8 +55,8 @@ Returns:
     exact_match_extracted (`float`): only with `extract=True`: EM after answer extraction.
 
 Examples:
-    >>> from mera_multi_hf import load_metric
-    >>> exact_match = load_metric("exact_match")
+    >>> import evaluate
+    >>> exact_match = evaluate.load("mera_multi/exact_match")
     >>> exact_match.compute(predictions=["a", "B.", "Ответ: C"], references=["A", "B", "C"])
     {'exact_match': 0.6666666666666666}
 

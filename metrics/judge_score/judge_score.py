@@ -1,31 +1,28 @@
 """MERA Multi judge score: answers rated by the MERA answer judge (a binary classifier).
 
 A thin `evaluate` wrapper: input building, token windows and the backends live in
-judge.py beside it, the group formula in metric_fns.py.
+judge.py beside it, the group formula in metric_groups.py.
 """
 import datasets
 import evaluate
 
-# The logic lives in sibling files: byte-for-byte copies of the mera_multi_hf sources
-# (tests/test_metrics_export.py checks it), which `evaluate` copies with this module.
-# Each sibling is imported here, even one only another sibling uses: `evaluate` copies
-# the files this module imports relatively, not theirs. (No comment may follow a
+# The logic lives in the package modules imported here; `mera-multi metrics export`
+# writes each one beside this module as a flat sibling file (imports rewritten to
+# `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
 from .citation import CITATION as _CITATION
-from .errors import MeraError
-from .filters import RUSLUN_FILTERS
-from .http_client import make_session
 from .judge import get_judge
-# evaluate copies only the files the module imports itself; judge.py reads replies with it
-from .json_read import JsonReadError
 from .judge import judge_scores
-from .masking import mask_secrets
-from .metric_fns import check_batch
-from .metric_fns import group_mean
-from .metric_fns import mean_score
-from .metric_fns import require_examples
-
-_COPIED_FOR = (MeraError, RUSLUN_FILTERS, make_session, mask_secrets)  # used by the other siblings
+from .metric_groups import group_mean
+from .metric_inputs import check_batch
+from .metric_inputs import mean_score
+from .metric_inputs import require_examples
+# The modules only the others import: evaluate copies the files named here.
+from .errors import __name__ as _errors_module
+from .http_client import __name__ as _http_client_module
+from .json_read import __name__ as _json_read_module
+from .masking import __name__ as _masking_module
+from .metric_extraction import __name__ as _metric_extraction_module
 
 
 _DESCRIPTION = """\
@@ -71,8 +68,8 @@ Returns:
     group_judge_score (`float`): only with `group_ids`.
 
 Examples:
-    >>> from mera_multi_hf import load_metric
-    >>> judge_score = load_metric("judge_score")
+    >>> import evaluate
+    >>> judge_score = evaluate.load("mera_multi/judge_score")
     >>> judge_score.compute(predictions=["B"], references=["B"], prompts=["A или B?"])  # doctest: +ELLIPSIS, +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
     ...

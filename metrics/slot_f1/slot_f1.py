@@ -1,23 +1,22 @@
 """MERA Multi slot F1 and intent exact match (ruSLUn).
 
-A thin `evaluate` wrapper: the formula lives in metric_fns.py beside it.
+A thin `evaluate` wrapper: the formula lives in metric_ruslun.py beside it.
 """
 import datasets
 import evaluate
 
-# The logic lives in sibling files: byte-for-byte copies of the mera_multi_hf sources
-# (tests/test_metrics_export.py checks it), which `evaluate` copies with this module.
-# Each sibling is imported here, even one only another sibling uses: `evaluate` copies
-# the files this module imports relatively, not theirs. (No comment may follow a
+# The logic lives in the package modules imported here; `mera-multi metrics export`
+# writes each one beside this module as a flat sibling file (imports rewritten to
+# `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
 from .citation import CITATION as _CITATION
-from .errors import MeraError
-from .filters import RUSLUN_FILTERS
-from .metric_fns import check_batch
-from .metric_fns import mean_score
-from .metric_fns import ruslun_scores
-
-_COPIED_FOR = (MeraError, RUSLUN_FILTERS)  # used by the other siblings
+from .metric_inputs import check_batch
+from .metric_inputs import mean_score
+from .metric_ruslun import ruslun_scores
+# The modules only the others import: evaluate copies the files named here.
+from .errors import __name__ as _errors_module
+from .filters import __name__ as _filters_module
+from .ruslun_rules import __name__ as _ruslun_rules_module
 
 
 _DESCRIPTION = """\
@@ -54,8 +53,8 @@ Returns:
     slot_f1_ci, intent_exact_match_ci (`float`): only with `case_insensitive=True`.
 
 Examples:
-    >>> from mera_multi_hf import load_metric
-    >>> slot_f1 = load_metric("slot_f1")
+    >>> import evaluate
+    >>> slot_f1 = evaluate.load("mera_multi/slot_f1")
     >>> gold = "{'intent': 'alarm_set', 'slots': [{'time': 'семь утра'}, {'date': 'завтра'}]}"
     >>> slot_f1.compute(
     ...     predictions=['```json\\n{"intent": "alarm_set", "slots": [{"time": "Семь утра"}]}\\n```',
