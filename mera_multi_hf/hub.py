@@ -24,7 +24,7 @@ from .builder import ALL_DOMAINS
 from .errors import MeraError
 from .hub_layout import build_configs, joined_info, stage_data
 from .limits import Limits
-from .metric_registry import CARD_TEXT
+from .metric_cards import CARD_TEXT
 from .outputs import MARKER, OutputFolder, read_marker  # noqa: F401  (MARKER: read from here too)
 from .raw import fill_readme
 from .raw.card import INTERNAL_TAG, PRIVATE_LICENSE_NAME

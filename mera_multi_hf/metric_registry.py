@@ -53,29 +53,17 @@ class Metric:
     # ones a task is ranked by is its declaration's `leaderboard`)
     judge: bool = False              # computed only when a judge model is given
     official: bool = True            # False: the project's extra, never an official number
-    card_name: str | None = None     # the name the official dataset cards use
-    card_text: tuple[str, str] = ("", "")  # (en, ru) default description on a dataset card
     space: bool = False              # has an evaluate module, the Space folder metrics/<name>/
     task_options: tuple[str, ...] = ()   # compute() options a task declaration gives (load_metric)
 
 
 METRICS = {m.name: m for m in (
     Metric("exact_match", "Exact match", _exact_match, space=True,
-           task_options=("mode", "answer_kind", "choices"), card_name="Exact match",
-           card_text=("The share of examples whose answer equals the gold answer (after the "
-                      "task's normalisation).",
-                      "Доля примеров, где ответ совпал с правильным (после нормализации "
-                      "задачи).")),
+           task_options=("mode", "answer_kind", "choices")),
     Metric("group_exact_match", "Group exact match", of="exact_match", aggregate=group_mean,
            space=True,
-           task_options=("mode", "answer_kind"), card_name="Group Exact match",
-           card_text=("Examples are grouped (same media and question); a group counts only "
-                      "when all its examples are right; the mean over groups.",
-                      "Примеры группируются (одни медиа и вопрос); группа засчитывается, "
-                      "только если верны все её примеры; среднее по группам.")),
-    Metric("judge_score", "Judge score", judge=True, card_name="Judge score", space=True,
-           card_text=("The share of answers a judge model labels correct.",
-                      "Доля ответов, которые модель-судья признала верными.")),
+           task_options=("mode", "answer_kind")),
+    Metric("judge_score", "Judge score", judge=True, space=True),
     Metric("group_judge_score", "Group judge score", of="judge_score", aggregate=group_mean,
            judge=True),
     Metric("intent_exact_match", "Intent exact match", _slots),
@@ -92,7 +80,6 @@ UNOFFICIAL = tuple(m.name for m in METRICS.values() if not m.official)
 JUDGED = next(m.name for m in METRICS.values() if m.judge and not m.of)
 # Names shown for what is not a metric but sits in the same tables.
 _OTHER_NAMES = {"task_score": "Task score (mean of the leaderboard metrics computed)"}
-CARD_TEXT = {m.card_name: m.card_text for m in METRICS.values() if m.card_name}
 
 
 def display_name(name: str) -> str:

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from mera_multi_hf.metric_groups import group_mean
-from mera_multi_hf.metric_registry import (CARD_TEXT, GROUP_OF, METRICS, UNOFFICIAL, aggregate,
-                                           display_name, per_example_functions)
+from mera_multi_hf.metric_cards import CARD_TEXT, METRIC_CARDS
+from mera_multi_hf.metric_registry import (GROUP_OF, METRICS, UNOFFICIAL, aggregate, display_name,
+                                           per_example_functions)
 from mera_multi_hf.tasks import TASKS
 
 
@@ -94,3 +95,8 @@ def test_compare_reads_the_direction_of_a_metric(monkeypatch):
     lower = replace(METRICS["exact_match"], name="errors", higher_is_better=False)
     monkeypatch.setitem(compare.METRICS, "errors", lower)  # a lower-is-better metric
     assert compare.verdict(record, "errors") == "B better"
+
+
+def test_every_card_description_names_a_registered_metric():
+    assert set(METRIC_CARDS) <= set(METRICS)
+    assert all(en and ru for en, ru in CARD_TEXT.values())
