@@ -63,4 +63,4 @@ _.max_completion_tokens
 # results.json's record fields (records.py), read by name through dataclasses.fields and
 # getattr in to_dict
 official_metrics, judge_not_computed, unofficial, leaderboard_metrics, task_score_metrics
-task_score_definition, official_total, not_scorable, partial_task_scores
+task_score_definition, official_total, not_scorable, partial_task_scores, schema_version
