@@ -304,8 +304,13 @@ def test_a_clip_that_cannot_be_re_encoded_shows_its_frames(monkeypatch):
     item, = rows[0]["media"]
     assert item["kind"] == "note" and "could not be re-encoded" in item["note"]
     assert len(item["frames"]) == 3 and all(f.startswith("data:image/jpeg") for f in item["frames"])
-    page = results_html.render([{"task": "commonvideoqa", "split": "test", "n_examples": 1,
-                                 "metrics": {}}], {"model": "m"}, rows)
+    from mera_multi_hf.records import TaskResult
+    from mera_multi_hf.tasks import get_task
+
+    task = get_task("commonvideoqa")
+    result = TaskResult(task.key, task.class_name, task.modality, task.public, "test", 1,
+                        list(task.metrics), [], {}, {})
+    page = results_html.render([result], {"model": "m"}, rows)
     assert page.count('class="frame"') == 3 and "its frames are shown" in page
     assert "<video" not in page
 
