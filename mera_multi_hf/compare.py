@@ -24,27 +24,23 @@ from .errors import MeraError
 from .metric_registry import GROUP_OF, METRICS, display_name
 from .outputs import OVERWRITE_HELP
 from .parsing import add_command, opt
-from .uncertainty import (Units, describe, mean_of, mean_over_tasks, replicates, rng_for,
-                          settings, stderr, table_units)
+from .records import Results
+from .uncertainty import (
+    Units,
+    describe,
+    mean_of,
+    mean_over_tasks,
+    replicates,
+    rng_for,
+    settings,
+    stderr,
+    table_units,
+)
 
 
-def read_run(path: str | Path) -> dict:
-    """A run's results.json (the folder or the file itself), with its path."""
-    path = Path(path)
-    file = path / "results.json" if path.is_dir() else path
-    if not file.is_file():
-        raise MeraError(f"{path}: no results.json (give a folder written by `mera-multi "
-                        "evaluate` or `mera-multi score`)")
-    try:
-        doc = json_read.read_file(file)
-    except json_read.JsonReadError as err:
-        raise MeraError(f"{file}: not a results.json ({err.reason})") from None
-    except OSError as err:
-        raise MeraError(f"{file}: cannot be read ({err.strerror})") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), dict):
-        raise MeraError(f"{file}: not a results.json of this tool (no tasks)")
-    doc["_folder"] = str(file.parent)
-    return doc
+def read_run(path: str | Path) -> Results:
+    """A run's results.json (the folder or the file itself), with its folder."""
+    return Results.read(path)
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
@@ -183,11 +179,12 @@ def prompt_hashes(folder: str, tasks) -> dict:
 def protocol_differences(a: dict, b: dict, tasks) -> list[dict]:
     """Every recorded setting that differs: generation, model and revision, prompt
     source and hashes, dialogue context, metric modes, the judge, the data source."""
-    fa = _flat({k: a["run"].get(k) for k in PROTOCOL})
-    fb = _flat({k: b["run"].get(k) for k in PROTOCOL})
+    run_a, run_b = a.run.to_dict(), b.run.to_dict()
+    fa = _flat({k: run_a.get(k) for k in PROTOCOL})
+    fb = _flat({k: run_b.get(k) for k in PROTOCOL})
     diffs = [{"field": k, "a": fa.get(k), "b": fb.get(k)} for k in sorted(set(fa) | set(fb))
              if fa.get(k) != fb.get(k)]
-    ha, hb = prompt_hashes(a["_folder"], tasks), prompt_hashes(b["_folder"], tasks)
+    ha, hb = prompt_hashes(a.folder, tasks), prompt_hashes(b.folder, tasks)
     for task in tasks:
         if ha.get(task) != hb.get(task):
             diffs.append({"field": f"prompt_sha256.{task}", "a": ha.get(task, "not logged"),
@@ -195,8 +192,9 @@ def protocol_differences(a: dict, b: dict, tasks) -> list[dict]:
     return diffs
 
 
-def _scored(doc: dict) -> dict:
-    return {k: r for k, r in doc["tasks"].items() if r.get("scorable") and r.get("examples")}
+def _scored(doc: Results) -> dict:
+    """Task -> results.json's entry, of the tasks scored with a per-example table."""
+    return {k: r.to_dict() for k, r in doc.tasks.items() if r.scorable and r.examples}
 
 
 def compare_runs(path_a, path_b, *, force: bool = False) -> dict:
@@ -204,12 +202,12 @@ def compare_runs(path_a, path_b, *, force: bool = False) -> dict:
     return compare_docs(read_run(path_a), read_run(path_b), force=force)
 
 
-def compare_docs(a: dict, b: dict, *, force: bool = False) -> dict:
-    """The comparison of two runs' results.json documents (as read_run reads them)."""
+def compare_docs(a: Results, b: Results, *, force: bool = False) -> dict:
+    """The comparison of two runs' results (as read_run reads them)."""
     ta, tb = _scored(a), _scored(b)
     common = [k for k in ta if k in tb]
     if not common:
-        raise MeraError(f"{a['_folder']} and {b['_folder']} share no task scored with per-example "
+        raise MeraError(f"{a.folder} and {b.folder} share no task scored with per-example "
                         "results (runs scored before this version have none: score them again)")
     tasks, totals = {}, []
     for key in common:
@@ -234,17 +232,17 @@ def compare_docs(a: dict, b: dict, *, force: bool = False) -> dict:
             "protocol_differences": protocol_differences(a, b, common),
             "not_compared": {"only_in_a": sorted(set(ta) - set(tb)),
                              "only_in_b": sorted(set(tb) - set(ta)),
-                             "not_scored": sorted((set(a["tasks"]) | set(b["tasks"]))
+                             "not_scored": sorted((set(a.tasks) | set(b.tasks))
                                                   - set(ta) - set(tb))},
             "tasks": tasks, "overall": overall}
 
 
-def gold_private(a: dict, b: dict, tasks) -> dict | None:
+def gold_private(a: Results, b: Results, tasks) -> dict | None:
     """compare.json's and compare.html's mark: per-example outcomes of a private split
     (who got which example right) give its gold answers back, so the files are local only."""
     from .submission import LOCAL_ONLY, gold_derived
 
-    private = sorted({k for doc in (a, b) for k in tasks if gold_derived(doc["tasks"][k])})
+    private = sorted({k for doc in (a, b) for k in tasks if gold_derived(doc.tasks[k])})
     if not private:
         return None
     return {"local_only": LOCAL_ONLY, "tasks": private, "files": ["compare.json", "compare.html"],
@@ -252,10 +250,10 @@ def gold_private(a: dict, b: dict, tasks) -> dict | None:
             "answers: never upload or publish these files"}
 
 
-def _about(doc: dict) -> dict:
-    run = doc.get("run", {})
-    return {"folder": doc["_folder"], "run_id": run.get("run_id"), "model": run.get("model"),
-            "mode": run.get("mode"), "label": str(run.get("model"))}
+def _about(doc: Results) -> dict:
+    run = doc.run
+    return {"folder": doc.folder, "run_id": run.run_id, "model": run.model,
+            "mode": run.mode, "label": str(run.model)}
 
 
 def _num(x, digits: int = 4) -> str:

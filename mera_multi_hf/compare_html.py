@@ -26,22 +26,22 @@ def _sample_lines(folder: Path, task: str) -> dict[int, dict]:
     return lines
 
 
-def _answers(doc: dict, task: str, lines: dict) -> dict:
+def _answers(doc, task: str, lines: dict) -> dict:
     """id -> the run's answer: its sample log, else (a `score` run) its predictions."""
     if lines:
         return {i: r.get("generation", "") for i, r in lines.items()}
     from .predictions import read_predictions
 
     answers = {}
-    for file in doc["run"].get("predictions") or []:
+    for file in doc.run.details.get("predictions") or []:
         if Path(file).exists():
-            answers.update(read_predictions(file, task, doc["run"].get("split")))
+            answers.update(read_predictions(file, task, doc.run.split))
     return answers
 
 
-def _right(task: str, result: dict) -> dict:
+def _right(task: str, result) -> dict:
     """id -> whether the task's first official per-example metric scored 1."""
-    table = result.get("examples") or {}
+    table = result.examples or {}
     main = next((m for m in get_task(task).metrics if m in table.get("scores", {})), None)
     if main is None:
         return {}
@@ -52,11 +52,11 @@ OUTCOMES = {(True, False): "only-a", (False, True): "only-b", (True, True): "bot
             (False, False): "both-wrong"}
 
 
-def _task_rows(task: str, doc_a: dict, doc_b: dict) -> list[dict]:
-    la = _sample_lines(Path(doc_a["_folder"]), task)
-    lb = _sample_lines(Path(doc_b["_folder"]), task)
+def _task_rows(task: str, doc_a, doc_b) -> list[dict]:
+    la = _sample_lines(Path(doc_a.folder), task)
+    lb = _sample_lines(Path(doc_b.folder), task)
     ans_a, ans_b = _answers(doc_a, task, la), _answers(doc_b, task, lb)
-    right_a, right_b = _right(task, doc_a["tasks"][task]), _right(task, doc_b["tasks"][task])
+    right_a, right_b = _right(task, doc_a.tasks[task]), _right(task, doc_b.tasks[task])
     rows = []
     for example_id in sorted(set(right_a) & set(right_b), key=str):
         line = la.get(example_id) or lb.get(example_id) or {}
@@ -68,7 +68,7 @@ def _task_rows(task: str, doc_a: dict, doc_b: dict) -> list[dict]:
     return rows
 
 
-def compare_rows(doc_a: dict, doc_b: dict, tasks) -> list[dict]:
+def compare_rows(doc_a, doc_b, tasks) -> list[dict]:
     """One row per example both runs scored, in task and id order (``doc_*``: the runs'
     results.json as compare reads them)."""
     return [row for task in tasks for row in _task_rows(task, doc_a, doc_b)]
@@ -87,6 +87,6 @@ def render(result: dict, rows: list[dict]) -> str:
         tasks=sorted({r["task"] for r in rows}))
 
 
-def compare_page(result: dict, doc_a: dict, doc_b: dict) -> str:
+def compare_page(result: dict, doc_a, doc_b) -> str:
     """compare.html of a comparison (compare_runs' result) of these two runs."""
     return render(result, compare_rows(doc_a, doc_b, list(result["tasks"])))

@@ -55,9 +55,10 @@ def finalize(folder, parts: list[TaskPart], options: ScoringOptions, *, split: s
 
     notes = mark_private(parts, split) + list(notes)
     judge = make_judge(options)
-    results = [dict(score_task(p.task, p.examples, p.predictions, em_mode=options.em_mode,
-                               judge=judge, split=split), model=p.model or run_info.get("model"))
+    results = [score_task(p.task, p.examples, p.predictions, em_mode=options.em_mode,
+                          judge=judge, split=split, model=p.model or run_info.get("model"))
                for p in parts]
+    docs = [r.to_dict() for r in results]  # results.json's form, what the reports render
     run = run_record(parts, results, judge, split, run_info, started)
     run["coverage_change"] = coverage_change(folder, parts, split)
     official = run["official_test_split"]
@@ -68,13 +69,13 @@ def finalize(folder, parts: list[TaskPart], options: ScoringOptions, *, split: s
     files = {f"samples_{p.task.key}_{split}.jsonl": sample_lines(p, r, split)
              for p, r in zip(parts, results) if p.log is not None}
     notes += secrets_in_data(parts, files)
-    files.update(report_files(results, summary, run, official))
+    files.update(report_files(docs, summary, run, official))
     files[PAGE_NAME] = render(results, run, page_rows(parts, results, files, split), notes,
                              summary)
     if split == "test" and not options.no_submission:
-        files["submission.zip"] = submission(parts, public_logs(parts, results, split))
+        files["submission.zip"] = submission(parts, results, public_logs(parts, results, split))
     written = write_outputs(folder, files, results_doc(results, summary, run))
-    return {"output_dir": str(folder.path), "run": run, "tasks": results, "summary": summary,
+    return {"output_dir": str(folder.path), "run": run, "tasks": docs, "summary": summary,
             "files": written, "notes": notes}
 
 
@@ -92,7 +93,7 @@ def run_record(parts, results, judge, split, run_info: dict, started: float) -> 
            "official_test_split": {p.task.key: p.official for p in parts},
            "gold_private": gold_private(parts, results, split),
            "dataset_fingerprint": {p.task.key: p.fingerprint for p in parts},
-           "metric_modes": {r["task"]: r.get("metric_modes", {}) for r in results},
+           "metric_modes": {r.task: r.metric_modes for r in results},
            "judge": judge.describe() if judge is not None else None,
            "bootstrap": bootstrap_settings(), "versions": package_versions(), "preflight": None}
     run.update(run_info)
@@ -192,16 +193,16 @@ def result_notes(results, split: str, official: dict) -> list[str]:
         notes.append("no model-index.yaml: it is written only for tasks run on the whole "
                      "official test split from the Hub")
     for result in results:
-        if not result.get("scorable"):
+        if not result.scorable:
             public = (" although the task is public, this copy's test answers are blanked (as "
                       "on the ruSLUn Hub copy): local scoring needs a copy with answers (a raw "
-                      "folder with them, or --split shots);") if result["public"] else ""
-            notes.append(f"{result['task']}/{split}: cannot score here: the gold answers "
+                      "folder with them, or --split shots);") if result.public else ""
+            notes.append(f"{result.task}/{split}: cannot score here: the gold answers "
                          f"are hidden;{public} submit submission.zip to the MERA site for scores")
     return notes
 
 
-def sample_lines(part: TaskPart, result: dict, split: str, upload: bool = False) -> bytes:
+def sample_lines(part: TaskPart, result, split: str, upload: bool = False) -> bytes:
     """samples_<task>_<split>.jsonl, rebuilt from the current references: each logged
     generation with today's target, filtered answer and per-example scores (the judge's
     too, when one scored).
@@ -211,16 +212,14 @@ def sample_lines(part: TaskPart, result: dict, split: str, upload: bool = False)
     import json
 
     from .metric_extraction import extract_answer
-    from .scoring import filtered
 
-    task, per_example, lines = part.task, result.get("per_example") or {}, []
+    answers, lines = result.answer_of(), []
     for example, logged in zip(part.examples, part.log):
-        record, generation = dict(logged), logged["generation"]
+        record, answer = dict(logged), answers[example.id]  # its generation, filtered once
         record["model"] = part.model or record.get("model")  # the task's, from the manifest
-        record.update(target=example.gold, filtered=filtered(task, [generation])[0],
-                      extracted=extract_answer(generation, task.choices or None),
-                      metrics={m: s[example.id] for m, s in per_example.items()
-                               if example.id in s})
+        record.update(target=example.gold, filtered=answer.filtered,
+                      extracted=extract_answer(answer.output, part.task.choices or None),
+                      metrics=dict(answer.scores))
         if part.private:
             if upload:
                 del record["target"], record["metrics"]
@@ -281,23 +280,20 @@ def page_rows(parts, results, files: dict, split: str) -> list[dict]:
             records = [json_read.loads(line, f"{name}:{n}") for n, line in
                        enumerate(files[name].splitlines(), 1) if line]
         else:
-            records = prediction_records(part.task, part.examples, part.predictions, result,
-                                         part.private)
+            records = prediction_records(part.examples, part.predictions, result, part.private)
         rows += task_rows(part.task.key, split, records, part.examples, part.dataset,
                           context=part.context)
     return rows
 
 
-def prediction_records(task, examples, predictions: dict, result: dict,
-                       private: bool = False) -> list[dict]:
-    """Sample-file-like records of scored predictions (what results.html shows)."""
-    from .scoring import filtered
-
-    per_example = result.get("per_example") or {}
+def prediction_records(examples, predictions: dict, result, private: bool = False) -> list[dict]:
+    """Sample-file-like records of scored predictions (what results.html shows); the
+    filtered answers and scores are the scoring's (``result``: a TaskResult)."""
+    answers = result.answer_of()
     replaced = getattr(predictions, "replaced", {})  # lone surrogates made U+FFFD
     return [{"id": e.id, "prompt": e.prompt, "generation": predictions[e.id],
-             "filtered": filtered(task, [predictions[e.id]])[0], "target": e.gold,
-             "metrics": {m: s[e.id] for m, s in per_example.items() if e.id in s},
+             "filtered": answers[e.id].filtered, "target": e.gold,
+             "metrics": dict(answers[e.id].scores),
              **({"gold_private": True} if private else {}),
              **({"unencodable_replaced": replaced[e.id]} if e.id in replaced else {})}
             for e in examples if e.id in predictions]
@@ -319,13 +315,14 @@ def results_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def submission(parts, logs: dict) -> bytes:
-    """submission.zip: every task's answers (checked against its ids) and, from a run,
-    the public copies of its sample logs."""
-    from .submission import packed, submission_answers, submission_bytes
+def submission(parts, results, logs: dict) -> bytes:
+    """submission.zip: every task's answers (checked against its ids), as the scoring
+    filtered them (``ExampleResult.submitted``), and, from a run, the public copies of its
+    sample logs."""
+    from .submission import packed, submission_bytes
 
     answers, ids = {}, {}
-    for p in parts:
+    for p, result in zip(parts, results):
         answers[p.task.key], ids[p.task.key] = packed(
-            p.task.key, submission_answers(p.task.key, p.predictions), [e.id for e in p.examples])
+            p.task.key, {a.id: a.submitted for a in result.answers}, [e.id for e in p.examples])
     return submission_bytes(answers, ids, logs or None)

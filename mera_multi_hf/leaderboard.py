@@ -16,33 +16,34 @@ from .compare import read_run, write_report
 from .errors import MeraError
 from .outputs import OVERWRITE_HELP
 from .parsing import add_command, opt
+from .records import Results
 from .reports import fmt_interval
 from .tasks import MODALITIES, TASKS
 
 
-def _official(doc: dict) -> bool:
+def _official(doc: Results) -> bool:
     """The whole official test split of every scored task (what evaluate records)."""
-    flags = doc["run"].get("official_test_split") or {}
-    scored = [k for k, r in doc["tasks"].items() if r.get("scorable")]
+    flags = doc.run.details.get("official_test_split") or {}
+    scored = [k for k, r in doc.tasks.items() if r.scorable]
     return bool(scored) and all(flags.get(k) for k in scored)
 
 
-def _row(doc: dict) -> dict:
-    run, summary = doc.get("run", {}), doc.get("summary", {})
-    scored = {k: r for k, r in doc["tasks"].items() if r.get("scorable")}
+def _row(doc: Results) -> dict:
+    run, summary = doc.run, doc.summary
+    scored = {k: r for k, r in doc.tasks.items() if r.scorable}
     return {
-        "model": str(run.get("model")), "run_id": run.get("run_id"), "folder": doc["_folder"],
-        "mode": run.get("mode"), "split": run.get("split"), "official_test_split": _official(doc),
-        "tasks": {k: {"score": r["task_score"], "uncertainty": r.get("task_score_uncertainty")}
+        "model": str(run.model), "run_id": run.run_id, "folder": doc.folder,
+        "mode": run.mode, "split": run.split, "official_test_split": _official(doc),
+        "tasks": {k: {"score": r.task_score, "uncertainty": r.task_score_uncertainty}
                   for k, r in scored.items()},
         "modality": {m: {"score": e["score"], "uncertainty": e.get("uncertainty")}
-                     for m, e in summary.get("modality", {}).items()},
-        "total": {"score": summary.get("overall", {}).get("score"),
-                  "uncertainty": summary.get("overall", {}).get("uncertainty")},
+                     for m, e in summary.modality.items()},
+        "total": {"score": summary.overall.get("score"),
+                  "uncertainty": summary.overall.get("uncertainty")},
         "coverage": {"tasks": len(scored), "of_tasks": len(TASKS),
-                     "examples": sum(r["n_examples"] for r in scored.values()),
+                     "examples": sum(r.n_examples for r in scored.values()),
                      "of_examples": sum(TASKS[k].test_size for k in scored if k in TASKS)},
-        "not_scorable": sorted(k for k, r in doc["tasks"].items() if not r.get("scorable")),
+        "not_scorable": sorted(k for k, r in doc.tasks.items() if not r.scorable),
     }
 
 

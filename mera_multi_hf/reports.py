@@ -229,10 +229,11 @@ def _stderr_entries(entry, uncertainty: dict | None) -> list:
                     metric_value=round(uncertainty["stderr"], 4))]
 
 
-def results_doc(task_results: list[dict], summary: dict, run_info: dict) -> dict:
-    return {"run": run_info, "summary": summary,
-            "tasks": {r["task"]: {k: v for k, v in r.items() if k != "per_example"}
-                      for r in task_results}}
+def results_doc(task_results: list, summary: dict, run_info: dict) -> dict:
+    """results.json's document, from the typed records (``task_results``: TaskResult)."""
+    from .records import Results
+
+    return Results.of(run_info, summary, task_results).to_dict()
 
 
 def write_outputs(folder, files: dict[str, bytes | str], doc: dict) -> dict[str, Path]:

@@ -233,10 +233,10 @@ def _within_budget(rows: list[dict], budget: int = PAGE_MEDIA_BUDGET) -> None:
                                    "note": "not embedded (the page's media limit is reached)"}
 
 
-def render(task_results: list[dict], run_info: dict, rows: list[dict],
+def render(task_results: list, run_info: dict, rows: list[dict],
            notes: list[str] = (), summary: dict | None = None) -> str:
-    """The page as HTML text; ``summary``: the run's totals (scoring.summarize), shown
-    as in results.md."""
+    """The page as HTML text; ``task_results``: TaskResult records (mera_multi_hf.records);
+    ``summary``: the run's totals (scoring.summarize), shown as in results.md."""
     import jinja2
 
     _within_budget(rows)
@@ -244,13 +244,13 @@ def render(task_results: list[dict], run_info: dict, rows: list[dict],
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
         autoescape=True, trim_blocks=True, lstrip_blocks=True,
     ).get_template("results_page.html.j2")
-    tasks = list(dict.fromkeys(r["task"] for r in task_results))
+    tasks = list(dict.fromkeys(r.task for r in task_results))
     private = any(gold_derived(r) for r in task_results)
     return template.render(
         local_only=LOCAL_ONLY if private else None,
         title=f"MERA Multi results: {run_info.get('model', 'unnamed model')}",
         run_id=run_info.get("run_id", ""), notes=list(notes),
-        summary=_summary(task_results, summary, run_info),
+        summary=_summary([r.to_dict() for r in task_results], summary, run_info),
         tasks=[{"key": t, "name": TASKS[t].class_name} for t in tasks],
         categories=sorted({r["category"] for r in rows if r["category"]}),
         domains=sorted({r["domain"] for r in rows if r["domain"]}), rows=rows)

@@ -13,24 +13,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .errors import MeraError
-from .filters import apply_filters
 from .metric_registry import JUDGED, UNOFFICIAL, aggregate, per_example_functions
+from .records import TaskResult, example_results
 from .tasks import TASKS, TaskSpec
+
 
 if TYPE_CHECKING:  # scoring reads an example's id, gold, group and prompt
     from .examples import Example
 
-def filtered(task: TaskSpec, predictions: list[str]) -> list[str]:
-    """The predictions as the official scoring sees them (the task's filters)."""
-    return [apply_filters(task.score_filters, p) for p in predictions]
-
-
-def per_example_scores(task: TaskSpec, golds: list, predictions: list[str],
+def per_example_scores(task: TaskSpec, golds: list, preds: list[str],
                        em_mode: str | None = None) -> dict[str, np.ndarray]:
     """Metric name -> per-example scores of the official metrics (group metrics and the
-    judge aside) and the unofficial extracted EM, for examples whose gold is known."""
+    judge aside) and the unofficial extracted EM, for examples whose gold is known;
+    ``preds``: the answers after the task's filters (ExampleResult.filtered)."""
     em_mode = em_mode or task.em_mode
-    preds = filtered(task, predictions)
     scores: dict[str, np.ndarray] = {}
     for make in per_example_functions(task.metrics):
         scores.update(make(golds, preds, em_mode, task))
@@ -46,45 +42,49 @@ def _check_complete(task: TaskSpec, examples: list[Example], predictions: dict, 
 
 
 def score_task(task: TaskSpec, examples: list[Example], predictions: dict[int, str], *,
-               em_mode: str | None = None, judge=None, split: str = "test") -> dict:
+               em_mode: str | None = None, judge=None, split: str = "test",
+               model: str | None = None) -> TaskResult:
     """The metrics of one task for predictions keyed by id.
 
     ``judge``: a ready judge (:func:`mera_multi_hf.judge.get_judge`) or None. Judge metrics
     are computed only with one; the task score averages them with EM where the leaderboard
-    ranks the task by both (``task_score_metrics``).
+    ranks the task by both (``task_score_metrics``). Every answer is filtered once here
+    (``TaskResult.answers``): the scores, the logs and the submission read that value.
     """
     em_mode = em_mode or task.em_mode
     _check_complete(task, examples, predictions, split)
+    answers = example_results(task, examples, predictions)
     groups = [e.group for e in examples]
-    result = {"task": task.key, "class_name": task.class_name, "modality": task.modality,
-              "public": task.public, "split": split, "n_examples": len(examples),
-              "official_metrics": list(task.metrics), "judge_metrics": list(task.judge_metrics),
-              "metric_modes": {"exact_match": em_mode, "filters": list(task.score_filters)},
-              "human_baseline": dict(task.human_baseline)}
-    if task.has_groups:
-        result["n_groups"] = len(set(groups))
+    result = TaskResult(
+        task=task.key, class_name=task.class_name, modality=task.modality, public=task.public,
+        split=split, n_examples=len(examples), official_metrics=list(task.metrics),
+        judge_metrics=list(task.judge_metrics),
+        metric_modes={"exact_match": em_mode, "filters": list(task.score_filters)},
+        human_baseline=dict(task.human_baseline), answers=answers, model=model,
+        n_groups=len(set(groups)) if task.has_groups else None)
     if not examples or any(e.gold is None for e in examples):
-        result.update(scorable=False, metrics={}, note="gold answers are hidden in this split: "
-                      "submit the ZIP to the MERA site for scores")
+        result.note = ("gold answers are hidden in this split: submit the ZIP to the MERA "
+                       "site for scores")
         return result
     golds = [e.gold for e in examples]
-    preds = [predictions[e.id] for e in examples]
+    preds = [a.filtered for a in answers]
     scores = per_example_scores(task, golds, preds, em_mode)
     if judge is not None and task.judge_metrics:
         from .judge import judge_scores
         scores[JUDGED] = np.asarray(  # the judge sees what the metrics see
-            judge_scores(judge, filtered(task, preds), golds, [e.prompt for e in examples]),
-            dtype=float)
-        result["metric_modes"]["judge"] = judge.describe()
-    result["metrics"] = aggregate(scores, groups, task.metrics)
-    result["judge"] = aggregate(scores, groups, task.judge_metrics)
-    result["judge_not_computed"] = [m for m in task.judge_metrics if m not in result["judge"]]
-    result["unofficial"] = aggregate(scores, groups, UNOFFICIAL)
-    result.update(task_score(task, result))
-    result["scorable"] = True
-    result["breakdown"] = _breakdowns(task, examples, scores, groups)
-    result["per_example"] = {m: dict(zip((e.id for e in examples), map(float, s)))
-                             for m, s in scores.items()}
+            judge_scores(judge, preds, golds, [e.prompt for e in examples]), dtype=float)
+        result.metric_modes["judge"] = judge.describe()
+    result.metrics = aggregate(scores, groups, task.metrics)
+    result.judge = aggregate(scores, groups, task.judge_metrics)
+    result.judge_not_computed = [m for m in task.judge_metrics if m not in result.judge]
+    result.unofficial = aggregate(scores, groups, UNOFFICIAL)
+    for name, value in task_score(task, {"metrics": result.metrics,
+                                         "judge": result.judge}).items():
+        setattr(result, name, value)
+    result.scorable = True
+    result.breakdown = _breakdowns(task, examples, scores, groups)
+    for position, answer in enumerate(answers):
+        answer.scores = {m: float(s[position]) for m, s in scores.items()}
     _add_uncertainty(task, examples, scores, result, preds, em_mode)
     return result
 
@@ -101,15 +101,19 @@ def task_score(task: TaskSpec, result: dict) -> dict:
             "local_estimate": task.local_estimate}
 
 
-def _add_uncertainty(task, examples, scores, result, preds, em_mode) -> None:
+def _add_uncertainty(task, examples, scores, result: TaskResult, preds, em_mode) -> None:
     """The per-example table (kept in results.json: compare reads it), every score's
     interval, and the answer diagnostics."""
     from .diagnostics import diagnostics
     from .uncertainty import add_task_uncertainty, example_table
 
-    result["examples"] = example_table(task, examples, scores)
-    add_task_uncertainty(result)
-    result["diagnostics"] = diagnostics(task, examples, filtered(task, preds), em_mode)
+    table = result.to_dict()  # the uncertainty is computed on results.json's form
+    table["examples"] = example_table(task, examples, scores)
+    add_task_uncertainty(table)
+    result.examples, result.uncertainty = table["examples"], table["uncertainty"]
+    result.task_score_uncertainty = table["task_score_uncertainty"]
+    result.breakdown = table["breakdown"]  # each row with its interval
+    result.diagnostics = diagnostics(task, examples, preds, em_mode)
 
 
 def _breakdowns(task: TaskSpec, examples: list[Example], scores, groups) -> dict:
@@ -131,31 +135,31 @@ def _breakdowns(task: TaskSpec, examples: list[Example], scores, groups) -> dict
     return out
 
 
-def summarize(task_results: list[dict]) -> dict:
+def summarize(task_results: list[TaskResult]) -> dict:
     """Task scores (the mean of each task's leaderboard metrics) averaged per modality, over
     all scored tasks, and over the private tasks (the leaderboard's set)."""
-    scored = [r for r in task_results if r.get("scorable")]
+    scored = [r for r in task_results if r.scorable]
     by_modality = defaultdict(list)
     for r in scored:
-        by_modality[r["modality"]].append(r["task_score"])
-    private = [r["task_score"] for r in scored if not r["public"]]
+        by_modality[r.modality].append(r.task_score)
+    private = [r.task_score for r in scored if not r.public]
     n_private = sum(not t.public for t in TASKS.values())
     summary = {
         "task_score_definition": "the mean of the task's leaderboard metrics (the MERA "
                                  "README's task table) that were computed; the other metrics "
                                  "are supplementary",
-        "tasks": {r["task"]: r["task_score"] for r in scored},
+        "tasks": {r.task: r.task_score for r in scored},
         "modality": {m: {"score": fmean(v), "n_tasks": len(v)} for m, v in sorted(by_modality.items())},
-        "overall": {"score": fmean(r["task_score"] for r in scored) if scored else None,
+        "overall": {"score": fmean(r.task_score for r in scored) if scored else None,
                     "n_tasks": len(scored)},
         "official_total": {"score": fmean(private) if private else None,
                            "n_tasks": len(private), "of": n_private,
                            "complete": len(private) == n_private},
-        "not_scorable": [r["task"] for r in task_results if not r.get("scorable")],
+        "not_scorable": [r.task for r in task_results if not r.scorable],
         # tasks whose score misses a leaderboard metric (the judge's JS was not computed)
-        "partial_task_scores": [r["task"] for r in scored if r.get("task_score_partial")],
+        "partial_task_scores": [r.task for r in scored if r.task_score_partial],
     }
     from .uncertainty import add_summary_uncertainty
 
-    add_summary_uncertainty(summary, scored)
+    add_summary_uncertainty(summary, [r.to_dict() for r in scored])
     return summary

@@ -29,11 +29,11 @@ def hides_answers(task, split: str, data_private: bool = False) -> bool:
 LOCAL_ONLY = "local only: holds private answers"
 
 
-def gold_derived(result: dict) -> bool:
-    """Whether a task's scoring result holds per-example scores (verdicts right/wrong)
-    derived from a private split's gold answers."""
-    return bool(result.get("scorable")) and hides_answers(get_task(result["task"]),
-                                                          result["split"])
+def gold_derived(result) -> bool:
+    """Whether a task's scoring result (a :class:`~mera_multi_hf.records.TaskResult`)
+    holds per-example scores (verdicts right/wrong) derived from a private split's gold
+    answers."""
+    return result.scorable and hides_answers(get_task(result.task), result.split)
 
 
 def _pairs(answers: PairsOrMap) -> list[tuple[int, str]]:
@@ -87,7 +87,7 @@ def submission_bytes(answers: Mapping[str, PairsOrMap],
     """The ZIP, after checking every task's answers against its test ids.
 
     ``answers``: task key -> {id: output} or [(id, output), ...], the outputs already
-    filtered as the task declares (:func:`submission_answers`); ``expected_ids``: task key
+    filtered as the task declares (``ExampleResult.submitted``); ``expected_ids``: task key
     -> the test split's ids (checked when given); ``logs``: file name -> the sample log,
     packed as ``logs_public.zip`` the way the official packer adds its logs (no media).
     """
@@ -121,15 +121,6 @@ def packed(task_key: str, answers: Mapping[int, str], ids: Iterable[int]):
     """(answers, expected ids) keyed by the packer's ids (:func:`submission_ids`)."""
     to_sub = submission_ids(task_key, ids)
     return {to_sub[i]: text for i, text in answers.items()}, sorted(to_sub.values())
-
-
-def submission_answers(task_key: str, predictions: Mapping[int, str]) -> dict[int, str]:
-    """What the official packer takes (``filtered_resps[0]``): the cut generation with the
-    task's submission filters applied."""
-    from .filters import apply_filters
-
-    task = get_task(task_key)
-    return {i: apply_filters(task.submit_filters, text) for i, text in predictions.items()}
 
 
 def read_submission(path: str | Path) -> dict[str, dict[int, str]]:

@@ -43,28 +43,30 @@ def _records(run_dir: Path, run: dict, task, split, examples, result) -> list[di
             predictions.update(read_predictions(file, task.key, split))
         scored = score_task(task, examples, predictions, split=split)
         # a scoring is of one task: the run's gold_private record is that task's
-        return prediction_records(task, examples, predictions, scored,
+        return prediction_records(examples, predictions, scored,
                                   private=bool(run.get("gold_private")))
     raise MeraError(f"{run_dir} has no {sample_file.name}: the examples of {task.key} are "
                     f"not at hand")
 
 
 def page_of(run_dir: Path) -> str:
+    from .records import Results
     from .results_html import render, task_rows
     from .tasks import get_task
 
     try:
-        doc = json_read.read_file(run_dir / "results.json")
-        run, results, summary = doc["run"], list(doc["tasks"].values()), doc.get("summary")
-    except json_read.JsonReadError as err:
+        doc = Results.read(run_dir / "results.json")
+    except MeraError as err:
         raise MeraError(f"{err}; run `mera-multi evaluate` or `score` first") from None
-    except (OSError, ValueError, KeyError, TypeError) as err:
+    except (ValueError, KeyError, TypeError) as err:
         raise MeraError(f"{run_dir} holds no readable results.json of a run "
                         f"({type(err).__name__}); run `mera-multi evaluate` or `score` first") \
             from None
+    run, results = doc.run.to_dict(), list(doc.tasks.values())
+    summary = doc.summary.to_dict() if doc.summary.overall else None  # a file without one
     sources, notes, rows = run.get("dataset_source"), [], []
     for result in results:
-        task, split = get_task(result["task"]), result.get("split", run.get("split", "test"))
+        task, split = get_task(result.task), result.split or run.get("split", "test")
         source = sources.get(task.key) if isinstance(sources, dict) else sources
         dataset, examples = _load_split(task, source, split, notes)
         records = _records(run_dir, run, task, split, examples, result)

@@ -26,7 +26,7 @@ STAGES = [
     ("generations", {"runner.backends", "runner.backends.hf", "runner.backends.openai",
                      "tiny_model", "tiny_models", "runner.serve", "predictions"}),
     ("log", {"runner.samplelog", "runner.generate"}),
-    ("scores", {"scoring", "judge", "judge_agreement", "judge_train", "judge_server",
+    ("scores", {"scoring", "records", "judge", "judge_agreement", "judge_train", "judge_server",
                 "uncertainty", "diagnostics"}),
     ("reports and submission", {"reports", "charts", "submission", "results_html", "compare_html"}),
     ("commands", {"mera_multi_hf", "runner", "runner.config", "runner.run", "runner.finish",

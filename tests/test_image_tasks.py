@@ -298,9 +298,9 @@ def test_rucommonvqa_any_acceptable_answer_scores_and_the_judge_sees_the_list():
     for pick in (0, -1):  # the first or the last acceptable answer, case and punctuation changed
         predictions = {e.id: (e.gold[pick] if isinstance(e.gold, list) else e.gold).upper() + "!"
                        for e in examples}
-        assert score_task(spec, examples, predictions)["metrics"]["exact_match"] == 1.0
+        assert score_task(spec, examples, predictions).metrics["exact_match"] == 1.0
     wrong = {e.id: "; ".join(e.gold) for e in examples}
-    assert score_task(spec, examples, wrong)["metrics"]["exact_match"] == \
+    assert score_task(spec, examples, wrong).metrics["exact_match"] == \
         pytest.approx(sum(len(e.gold) == 1 for e in examples) / len(examples))
     first = examples[0]
     assert raw_inputs(first.prompt, first.gold, "три", "|")[0] == \
@@ -319,11 +319,11 @@ def test_domain_score_is_the_size_weighted_mean(task):
     predictions = {e.id: e.gold if e.breakdown["domain"] in right else "нет ответа"
                    for e in examples}
     result = score_task(spec, examples, predictions)
-    by_domain = result["breakdown"]["domain"]
+    by_domain = result.breakdown["domain"]
     assert {d: r["n_examples"] for d, r in by_domain.items()} == sizes
     weighted = sum(sizes[d] * r["exact_match"] for d, r in by_domain.items()) / len(examples)
     unweighted = sum(r["exact_match"] for r in by_domain.values()) / len(by_domain)
-    assert result["metrics"]["exact_match"] == pytest.approx(weighted)
+    assert result.metrics["exact_match"] == pytest.approx(weighted)
     assert weighted == pytest.approx(sum(sizes[d] for d in right) / len(examples))
     assert weighted != pytest.approx(unweighted)
 

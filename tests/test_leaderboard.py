@@ -25,7 +25,7 @@ def _result(key: str, n: int, accuracy: float, seed: int):
 
 def _run(folder, name, results, official=False):
     info = {"run_id": name, "mode": "evaluate", "model": name, "split": "test",
-            "official_test_split": {r["task"]: official for r in results}}
+            "official_test_split": {r.task: official for r in results}}
     with OutputFolder(folder, kind="run").claim() as out:  # as a run writes it
         write_outputs(out, {}, results_doc(results, summarize(results), info))
     return str(folder)

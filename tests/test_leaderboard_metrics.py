@@ -51,12 +51,12 @@ def test_rutie_em_is_strict_and_reported_as_a_local_estimate():
     # strict: no case folding, punctuation counts; leading whitespace off (the filter)
     predictions = {1: "  A", 2: "b", 3: "Б", 501: "C."}
     result = score_task(TASKS["rutie_image"], examples, predictions)
-    assert result["metric_modes"]["exact_match"] == "strict"
-    assert result["metrics"]["exact_match"] == pytest.approx(2 / 4)
-    assert result["local_estimate"] is True
-    labels = [label for label, _, _ in metric_rows(result)]
+    assert result.metric_modes["exact_match"] == "strict"
+    assert result.metrics["exact_match"] == pytest.approx(2 / 4)
+    assert result.local_estimate is True
+    labels = [label for label, _, _ in metric_rows(result.to_dict())]
     assert "Exact match (local estimate)" in labels
-    text = markdown([result], summarize([result]), {"model": "m", "run_id": "r"})
+    text = markdown([result.to_dict()], summarize([result]), {"model": "m", "run_id": "r"})
     assert "rutie_image: task score 0.5000 = mean of Exact match" in text
     assert "a local estimate (strict EM against the gold letter)" in text
 
@@ -66,7 +66,7 @@ def test_model_index_and_chart_carry_the_leaderboard_task_score():
     from mera_multi_hf.reports import model_index
 
     examples = _rutie_examples()
-    result = score_task(TASKS["rutie_image"], examples, {1: "A", 2: "B", 3: "x", 501: "y"})
+    result = score_task(TASKS["rutie_image"], examples, {1: "A", 2: "B", 3: "x", 501: "y"}).to_dict()
     block = model_index([result], "m", {"rutie_image": True})
     assert "type: task_score" in block and "value: 0.5" in block
     (panel,) = panels([result])

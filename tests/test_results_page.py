@@ -156,6 +156,7 @@ def test_the_page_stays_small_on_the_whole_sample(tmp_path):
 
     from mera_multi_hf.examples import make_examples
     from mera_multi_hf.loading import load_task
+    from mera_multi_hf.records import TaskResult
     from mera_multi_hf.results_html import THUMBNAIL, render, task_rows
     from mera_multi_hf.tasks import TASKS as ALL
 
@@ -166,7 +167,8 @@ def test_the_page_stays_small_on_the_whole_sample(tmp_path):
         records = [{"id": e.id, "prompt": e.prompt, "generation": "A", "filtered": "A",
                     "target": e.gold, "metrics": {}} for e in examples]
         rows += task_rows(key, "test", records, examples, ds)
-        results.append({"task": key, "split": "test", "n_examples": len(examples), "metrics": {}})
+        results.append(TaskResult(key, task.class_name, task.modality, task.public, "test",
+                                  len(examples), list(task.metrics), [], {}, {}))
     page = render(results, {"model": "m"}, rows)
     assert len(rows) > 100 and len(page) < 2_000_000
     for uri in re.findall(r'data:image/jpeg;base64,([^"]+)', page):
@@ -302,8 +304,13 @@ def test_a_clip_that_cannot_be_re_encoded_shows_its_frames(monkeypatch):
     item, = rows[0]["media"]
     assert item["kind"] == "note" and "could not be re-encoded" in item["note"]
     assert len(item["frames"]) == 3 and all(f.startswith("data:image/jpeg") for f in item["frames"])
-    page = results_html.render([{"task": "commonvideoqa", "split": "test", "n_examples": 1,
-                                 "metrics": {}}], {"model": "m"}, rows)
+    from mera_multi_hf.records import TaskResult
+    from mera_multi_hf.tasks import get_task
+
+    task = get_task("commonvideoqa")
+    result = TaskResult(task.key, task.class_name, task.modality, task.public, "test", 1,
+                        list(task.metrics), [], {}, {})
+    page = results_html.render([result], {"model": "m"}, rows)
     assert page.count('class="frame"') == 3 and "its frames are shown" in page
     assert "<video" not in page
 

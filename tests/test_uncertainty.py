@@ -66,7 +66,8 @@ def _scored(key, answer):
 
 
 def test_every_metric_breakdown_task_score_and_total_has_an_interval():
-    result = _scored("ruhhh_image", lambda e: "A" if e.id % 3 else "B")
+    scored = _scored("ruhhh_image", lambda e: "A" if e.id % 3 else "B")
+    result = scored.to_dict()  # as results.json holds it
     for metric, value in result["metrics"].items():
         u = result["uncertainty"][metric]
         assert set(u) == FIELDS and u["cluster"] == "group" and u["low"] <= value <= u["high"]
@@ -75,7 +76,7 @@ def test_every_metric_breakdown_task_score_and_total_has_an_interval():
     for rows in result["breakdown"].values():
         for row in rows.values():
             assert set(row["uncertainty"]) == {m for m in row if m in result["metrics"]}
-    summary = summarize([result])
+    summary = summarize([scored])
     for entry in [*summary["modality"].values(), summary["overall"], summary["official_total"]]:
         # one task: the total's resamples are that task's score's (resampled consistently)
         assert entry["uncertainty"] == result["task_score_uncertainty"]
@@ -84,8 +85,8 @@ def test_every_metric_breakdown_task_score_and_total_has_an_interval():
 def test_example_tasks_give_lm_evals_stderr_and_intervals_are_reproducible():
     from lm_eval.api.metrics import mean_stderr
 
-    first = _scored("weird", lambda e: "A")
-    again = _scored("weird", lambda e: "A")
+    first = _scored("weird", lambda e: "A").to_dict()
+    again = _scored("weird", lambda e: "A").to_dict()
     u = first["uncertainty"]["exact_match"]
     assert u["cluster"] == "example" and u["n_clusters"] == first["n_examples"]
     values = first["examples"]["scores"]["exact_match"]
@@ -99,7 +100,7 @@ def test_cluster_keys_come_from_the_declaration():
         {t.key for t in TASKS.values() if t.has_groups}
     assert {t.key for t in TASKS.values() if t.cluster_by == "dialogue"} == \
         {t.key for t in TASKS.values() if t.dialogue}
-    result = _scored("rutie_image", lambda e: "A")
+    result = _scored("rutie_image", lambda e: "A").to_dict()
     table = result["examples"]
     assert result["uncertainty"]["exact_match"]["cluster"] == "dialogue"
     assert result["uncertainty"]["exact_match"]["n_clusters"] == len(set(table["cluster"])) < \
@@ -111,7 +112,7 @@ def test_model_index_carries_each_standard_error():
 
     from mera_multi_hf.reports import model_index
 
-    result = _scored("weird", lambda e: "A")
+    result = _scored("weird", lambda e: "A").to_dict()
     block = yaml.safe_load(model_index([result], "m", {"weird": True}))
     metrics = {m["type"]: m["value"] for m in block["model-index"][0]["results"][0]["metrics"]}
     assert metrics["exact_match"] == round(result["metrics"]["exact_match"], 4)

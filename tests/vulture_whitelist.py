@@ -65,3 +65,7 @@ _._content
 # pydantic request fields the servers read by name (model_dump, getattr)
 _.input
 _.max_completion_tokens
+# results.json's record fields (records.py), read by name through dataclasses.fields and
+# getattr in to_dict
+official_metrics, judge_not_computed, unofficial, leaderboard_metrics, task_score_metrics
+task_score_definition, official_total, not_scorable, partial_task_scores, schema_version
