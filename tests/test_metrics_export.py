@@ -162,7 +162,7 @@ def test_committed_folders_are_what_export_writes(exported):
 def test_each_space_carries_only_the_modules_its_module_imports(exported):
     carried = {name: {p.name for p in (exported / name).glob("*.py")} - {"app.py", f"{name}.py"}
                for name in METRICS}
-    assert carried["exact_match"] == {"citation.py", "errors.py", "metric_inputs.py",
+    assert carried["exact_match"] == {"citation.py", "errors.py", "metric_inputs.py", "answer_marker.py",
                                       "metric_exact_match.py", "metric_extraction.py"}
     assert carried["slot_f1"] == {"citation.py", "errors.py", "metric_inputs.py",
                                   "metric_ruslun.py", "filters.py", "ruslun_rules.py"}

@@ -6,23 +6,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from .answer_marker import ANSWER_MARKER, official_answer_part
 from .errors import MeraError
 
-ANSWER_MARKER = "ОТВЕТ"
 _ANSWER_MARK_ANY_CASE = re.compile(ANSWER_MARKER, re.IGNORECASE)
-
-
-def official_answer_part(prediction: str) -> str:
-    """The judge's second input (official): ``prediction.split("ОТВЕТ")[-1].strip()``.
-
-    Case-sensitive; with no marker this is the whole prediction stripped.
-
-    >>> official_answer_part("Рассуждаю... ОТВЕТ: синий ")
-    ': синий'
-    >>> official_answer_part("Ответ: синий")
-    'Ответ: синий'
-    """
-    return prediction.split(ANSWER_MARKER)[-1].strip()
 
 
 def lenient_answer_part(text: str) -> str:

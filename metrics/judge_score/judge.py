@@ -8,7 +8,7 @@ exactly as the official protocol:
   separator token and str(gold) Python's ``str`` of the typed gold (a list of
   acceptable answers gives its repr, ``['кот', 'кошка']``);
 - a second input with the prediction replaced by
-  ``metric_extraction.official_answer_part(prediction)`` = ``prediction.split("ОТВЕТ")[-1].strip()``
+  ``answer_marker.official_answer_part(prediction)`` = ``prediction.split("ОТВЕТ")[-1].strip()``
   (case-sensitive; with no marker the whole prediction stripped) when that is not empty;
 - an input whose ``tokenizer.encode`` (special tokens included) is longer than 7995
   tokens is judged twice: the decoded first 7995 tokens and the decoded last 7995;
@@ -37,7 +37,7 @@ import numpy as np
 
 from .errors import MeraError
 from .json_read import JsonReadError, loads as read_json
-from .metric_extraction import official_answer_part
+from .answer_marker import official_answer_part
 from .masking import mask_secrets
 
 DEFAULT_JUDGE = "MERA-evaluation/MERA_Answer_judge"
