@@ -58,11 +58,15 @@ def go_offline() -> None:
 
 
 def in_hub_cache(repo_id: str, repo_type: str = "model") -> bool:
-    """Whether the local Hub cache holds a snapshot of this repository."""
-    from huggingface_hub import constants
+    """Whether the local Hub cache holds a snapshot of this repository (any revision)."""
+    from huggingface_hub import CacheNotFound, scan_cache_dir
 
-    folder = Path(constants.HF_HUB_CACHE) / f"{repo_type}s--{repo_id.replace('/', '--')}"
-    return (folder / "snapshots").is_dir() and any((folder / "snapshots").iterdir())
+    try:
+        cache = scan_cache_dir()  # the cache as huggingface_hub itself reads it
+    except (CacheNotFound, OSError, ValueError):  # no cache folder, or a file there
+        return False
+    return any(repo.repo_id == repo_id and repo.repo_type == repo_type and repo.revisions
+               for repo in cache.repos)
 
 
 def did_you_mean(name: str, candidates) -> str:
