@@ -59,14 +59,25 @@ def go_offline() -> None:
 
 def in_hub_cache(repo_id: str, repo_type: str = "model") -> bool:
     """Whether the local Hub cache holds a snapshot of this repository (any revision)."""
-    from huggingface_hub import CacheNotFound, scan_cache_dir
+    from huggingface_hub import constants
 
-    try:
-        cache = scan_cache_dir()  # the cache as huggingface_hub itself reads it
-    except (CacheNotFound, OSError, ValueError):  # no cache folder, or a file there
-        return False
-    return any(repo.repo_id == repo_id and repo.repo_type == repo_type and repo.revisions
-               for repo in cache.repos)
+    return (repo_type, repo_id) in _cached_repos(constants.HF_HUB_CACHE)
+
+
+def _cached_repos(folder: str) -> frozenset:
+    """(repo type, repo id) of every repository with a snapshot in the Hub cache
+    ``folder``, as huggingface_hub's own scan reads them. Scanned once per process and
+    folder: a scan reads every repository's files, and offline (the only time it is
+    asked) nothing is added to the cache."""
+    from huggingface_hub import scan_cache_dir
+
+    if ("cache", folder) not in _STATE:
+        try:
+            repos = scan_cache_dir(folder).repos if os.path.isdir(folder) else ()
+        except OSError:  # an unreadable cache: nothing in it can be loaded either
+            repos = ()
+        _STATE["cache", folder] = frozenset((r.repo_type, r.repo_id) for r in repos if r.revisions)
+    return _STATE["cache", folder]
 
 
 def did_you_mean(name: str, candidates) -> str:
