@@ -16,6 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from . import json_read
+from .datasets_hook import fingerprint
 
 MANIFEST = "mera-splits.json"
 MANIFEST_FORMAT = 1
@@ -36,7 +37,7 @@ class ArrowSplit:
         """A `datasets.Dataset` (an ArrowSplit as it is): its rows in order, indices applied."""
         if isinstance(ds, ArrowSplit):
             return ds
-        return cls(ds.with_format("arrow")[:], ds.features.to_dict(), ds._fingerprint)
+        return cls(ds.with_format("arrow")[:], ds.features.to_dict(), fingerprint(ds))
 
     def __len__(self) -> int:
         return self.table.num_rows
@@ -136,31 +137,30 @@ def _open(cache_dir: Path, entry: dict) -> ArrowSplit | None:
     paths = [cache_dir / name for name, *_ in entry["files"]]
     if any(_stamp(p) != stamp for p, (_, *stamp) in zip(paths, entry["files"])):
         return None
-    tables = [pa.ipc.open_stream(pa.memory_map(str(p))).read_all().replace_schema_metadata()
-              for p in paths]
+    tables = [_read_arrow(p) for p in paths]
     return ArrowSplit(pa.concat_tables(tables) if len(tables) > 1 else tables[0],
                       entry["features"], entry["fingerprint"])
 
 
 def _files_of(ds, cache_dir: Path) -> list[str] | None:
     """The Arrow files (relative to ``cache_dir``) whose rows, in order, are the split as
-    loaded; None when it is anything else (an indices mapping, a transformed table)."""
-    if ds._indices is not None:
+    loaded; None when it is anything else (an indices mapping, a transformed table).
+    Told by reading the files as a later load will and comparing them with the split
+    `datasets` gives (public API only: ``cache_files`` and the Arrow format)."""
+    paths = [Path(os.path.realpath(f["filename"])) for f in ds.cache_files]
+    if not paths or not all(p.is_relative_to(cache_dir) for p in paths):
         return None
-    table = ds.data
-    blocks = [table] if not hasattr(table, "blocks") else \
-        [row[0] if len(row) == 1 else None for row in table.blocks]
-    files = []
-    for block in blocks:
-        path = getattr(block, "path", None)
-        if path is None or any(replay[0] != "replace_schema_metadata"
-                               for replay in getattr(block, "replays", ())):
-            return None
-        path = Path(os.path.realpath(path))
-        if not path.is_relative_to(cache_dir):
-            return None
-        files.append(str(path.relative_to(cache_dir)))
-    return files
+    try:
+        tables = [_read_arrow(p) for p in paths]
+        same = pa.concat_tables(tables).equals(ds.with_format("arrow")[:])
+    except (OSError, pa.ArrowException):  # not one stream file, or other columns
+        return None
+    return [str(p.relative_to(cache_dir)) for p in paths] if same else None
+
+
+def _read_arrow(path: Path) -> pa.Table:
+    """An Arrow stream file memory-mapped, as `datasets` writes its cache files."""
+    return pa.ipc.open_stream(pa.memory_map(str(path))).read_all().replace_schema_metadata()
 
 
 def write_manifest(cache_dir: str | Path, dsd) -> None:
@@ -173,7 +173,7 @@ def write_manifest(cache_dir: str | Path, dsd) -> None:
         if files is None:
             return
         splits[split] = {"files": [[f, *_stamp(cache_dir / f)] for f in files],
-                         "features": ds.features.to_dict(), "fingerprint": ds._fingerprint}
+                         "features": ds.features.to_dict(), "fingerprint": fingerprint(ds)}
     manifest = {"format": MANIFEST_FORMAT, "datasets": _datasets_version(), "splits": splits}
     from .outputs import cache_file
 

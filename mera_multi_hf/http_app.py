@@ -7,8 +7,10 @@ head). :class:`Guard`, a small ASGI middleware in front of the app, adds what uv
 leaves to the app: bearer authentication on every route but ``/health`` (checked before
 the body is read), the body-size bound of :mod:`mera_multi_hf.limits` (413 from the
 Content-Length, before reading), and a read timeout (408: a slow or half-sent client
-holds a connection, never a thread). :func:`json_protocol` makes uvicorn's own replies
-(a malformed request head, the concurrency limit) JSON too, in the app's error format.
+holds a connection, never a thread); Starlette's exception handlers make the app's
+errors JSON. What uvicorn does before or outside the app (its replies to a malformed
+head or past the concurrency limit, a deadline on request heads) is the one private
+hook, :mod:`mera_multi_hf.uvicorn_hook`, which makes those JSON in the same format.
 :class:`Server` runs it all on a socket bound at construction, in the foreground or in
 a thread (tests and notebooks).
 """
@@ -20,18 +22,15 @@ import json
 import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from http import HTTPStatus
 
-import h11
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
-
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from . import json_read
 from .limits import DEFAULT_LIMITS, Limits
+from .uvicorn_hook import json_protocol
 
 OPEN_ROUTES = frozenset({"/health"})  # answered without the api key (probes)
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -200,81 +199,6 @@ class Guard:
                 return b"".join(chunks)
 
 
-class _HeadDeadlines:
-    """An h11 protocol whose every request head must be complete within
-    ``head_timeout`` seconds: a new connection's first one from its start, a kept-alive
-    connection's next ones from their first byte (uvicorn only bounds the idle time
-    before them). Past it: 408 and the connection closed."""
-    head_timeout: float
-
-    def connection_made(self, transport):
-        super().connection_made(transport)
-        self.head_of = None  # the cycle after which the head being read comes
-        self.loop.call_later(self.head_timeout, self._head_timeout, None)
-
-    def data_received(self, data: bytes) -> None:
-        if self.cycle is not None and self.cycle.response_complete \
-                and self.head_of is not self.cycle:
-            self.head_of = self.cycle
-            self.loop.call_later(self.head_timeout, self._head_timeout, self.cycle)
-        super().data_received(data)
-
-    def _head_timeout(self, after):
-        if self.cycle is after and not self.transport.is_closing():
-            self._send_error(408, f"no complete request head within {self.head_timeout:g} s")
-
-
-def json_protocol(error_payload, read_timeout: float):
-    """uvicorn's h11 protocol, with JSON in place of its plain-text replies (a malformed
-    request: 400, with h11's reason; past ``limit_concurrency``: 503) and a read timeout
-    on a new connection's first request head."""
-
-    class JsonH11Protocol(_HeadDeadlines, H11Protocol):
-        head_timeout = read_timeout
-
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.busy_limit, self.limit_concurrency = self.limit_concurrency, None
-            self.app, self.reason = self._bounded(self.app), "Invalid HTTP request received."
-            next_event = self.conn.next_event
-
-            def remembering():  # keeps h11's reason for the 400 reply
-                try:
-                    return next_event()
-                except h11.RemoteProtocolError as err:
-                    self.reason = f"invalid HTTP request: {err}"
-                    raise
-            self.conn.next_event = remembering
-
-        def _bounded(self, app):
-            async def bounded(scope, receive, send):
-                limit = self.busy_limit  # uvicorn's own test, made with this task counted
-                if limit is not None and (len(self.connections) >= limit or len(self.tasks) > limit):
-                    message = f"the server is busy (limit_concurrency {limit}); retry shortly"
-                    return await send_json(send, 503, error_payload(503, message), close=True)
-                return await app(scope, receive, send)
-            return bounded
-
-        def send_400_response(self, msg: str) -> None:
-            self._send_error(400, self.reason)
-
-        def _send_error(self, status: int, message: str) -> None:
-            body = json_bytes(error_payload(status, message))
-            head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
-                    f"content-type: application/json\r\ncontent-length: {len(body)}\r\n"
-                    f"connection: close\r\n\r\n").encode()
-            self.transport.write(head + body)
-            self.transport.close()
-
-        def shutdown(self) -> None:
-            if self.cycle is not None and not self.cycle.response_started and self.cycle.more_body:
-                self.transport.close()  # a half-sent request: nothing to finish
-            else:
-                super().shutdown()
-
-    return JsonH11Protocol
-
-
 class ModelQueue:
     """One model call at a time, on one thread of its own, with at most ``max_queue``
     requests waiting their turn (past it BodyError 503, at once)."""
@@ -339,8 +263,14 @@ class Server:
         self.socket = _listen(host, port)
         self.server_address = self.socket.getsockname()[:2]
         self.server_port = self.server_address[1]
+        busy = f"the server is busy (limit_concurrency {limit_concurrency}); retry shortly"
+
+        async def busy_app(scope, receive, send):
+            await send_json(send, 503, error_payload(503, busy), close=True)
+        protocol = json_protocol(lambda status, message: json_bytes(error_payload(status, message)),
+                                 read_timeout, busy_app)
         config = uvicorn.Config(
-            self.guard, http=json_protocol(error_payload, read_timeout), lifespan="off",
+            self.guard, http=protocol, lifespan="off",
             limit_concurrency=limit_concurrency, timeout_keep_alive=timeout_keep_alive,
             h11_max_incomplete_event_size=max_head_bytes, timeout_graceful_shutdown=5,
             log_level="info" if verbose else "warning", access_log=verbose,

@@ -58,11 +58,26 @@ def go_offline() -> None:
 
 
 def in_hub_cache(repo_id: str, repo_type: str = "model") -> bool:
-    """Whether the local Hub cache holds a snapshot of this repository."""
+    """Whether the local Hub cache holds a snapshot of this repository (any revision)."""
     from huggingface_hub import constants
 
-    folder = Path(constants.HF_HUB_CACHE) / f"{repo_type}s--{repo_id.replace('/', '--')}"
-    return (folder / "snapshots").is_dir() and any((folder / "snapshots").iterdir())
+    return (repo_type, repo_id) in _cached_repos(constants.HF_HUB_CACHE)
+
+
+def _cached_repos(folder: str) -> frozenset:
+    """(repo type, repo id) of every repository with a snapshot in the Hub cache
+    ``folder``, as huggingface_hub's own scan reads them. Scanned once per process and
+    folder: a scan reads every repository's files, and offline (the only time it is
+    asked) nothing is added to the cache."""
+    from huggingface_hub import scan_cache_dir
+
+    if ("cache", folder) not in _STATE:
+        try:
+            repos = scan_cache_dir(folder).repos if os.path.isdir(folder) else ()
+        except OSError:  # an unreadable cache: nothing in it can be loaded either
+            repos = ()
+        _STATE["cache", folder] = frozenset((r.repo_type, r.repo_id) for r in repos if r.revisions)
+    return _STATE["cache", folder]
 
 
 def did_you_mean(name: str, candidates) -> str:

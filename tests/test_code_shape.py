@@ -16,7 +16,7 @@ STAGES = [
                     "http_app", "citation", "masking", "provenance", "metric_inputs", "metric_exact_match",
                     "metric_extraction", "metric_groups", "metric_ruslun", "ruslun_rules", "filters", "media", "prompts",
                     "offline", "outputs", "limits", "media_checks", "json_doubts", "json_read",
-                    "metric_registry", "parsing"}),
+                    "metric_registry", "parsing", "uvicorn_hook", "datasets_hook"}),
     ("raw -> dataset", {"raw", "raw.files", "raw.json_files", "raw.layout", "raw.metadata",
                         "raw.card", "raw.groups", "raw.records", "raw.dataset",
                         "builder", "builders", "hub", "hub_layout", "sample_data"}),

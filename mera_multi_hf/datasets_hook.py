@@ -1,0 +1,16 @@
+"""The one private hook into `datasets`: a Dataset's fingerprint.
+
+`datasets` gives every Dataset a fingerprint (the hash chain of its data files and of
+each transform since), and records it as ``Dataset._fingerprint``; no public attribute
+or function returns it (``datasets.fingerprint.generate_fingerprint`` makes a new one
+from a Dataset's state, which is not the one a transformed Dataset carries). A run and
+`score` record it as results.json's ``dataset_fingerprint``, so it must be the very one
+`datasets` gave. Tested against the installed `datasets` in tests/test_library_hooks.py;
+pyproject.toml's `datasets` range covers only the versions it was tested on.
+"""
+from __future__ import annotations
+
+
+def fingerprint(ds) -> str:
+    """The fingerprint `datasets` gave the Dataset ``ds``."""
+    return ds._fingerprint
