@@ -73,7 +73,7 @@ def _entry_points() -> dict:
 
 def known_kinds() -> list[str]:
     """Every kind that may be asked for: the built-in ones, then the installed ones."""
-    return list(BUILT_IN) + sorted(set(_entry_points()) - set(BUILT_IN))
+    return list(BUILT_IN) + sorted((set(_entry_points()) | set(_REGISTERED)) - set(BUILT_IN))
 
 
 def is_known(kind: str) -> bool:
