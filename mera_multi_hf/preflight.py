@@ -163,7 +163,7 @@ def check_source(task, source) -> str:
 def check_media(kind: str, specs, engine=None) -> None:
     """MeraError for a task whose media the backend does not take (its declared
     capabilities), before any work."""
-    from .runner.backends.registry import backend_spec, capabilities_of
+    from .runner.backends import backend_spec, capabilities_of
 
     takes = capabilities_of(engine).media if engine else backend_spec(kind).capabilities.media
     refused = [t.key for t in specs if t.modality not in takes]

@@ -14,7 +14,7 @@ from ..options import MediaLimitOptions, ScoringOptions, opt as _opt
 from ..outputs import OVERWRITE_HELP
 
 from .backends import DEFAULT_CONCURRENCY, MAX_CONCURRENCY
-from .backends.registry import BackendChoices, backend_spec, check_kind
+from .backends import BackendChoices, backend_spec, check_kind
 
 
 # options that hold a number (None allowed), checked so that a wrong type is a sentence

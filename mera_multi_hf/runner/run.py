@@ -22,7 +22,7 @@ from ..examples import Example, make_examples
 from ..outputs import OutputFolder
 from ..preflight import preflight_run
 from ..tasks import TaskSpec, get_task, resolve_tasks
-from .backends.registry import capabilities_of
+from .backends import capabilities_of
 from .config import RunConfig
 from .generate import generate_into_log
 from . import dialogue, manifest

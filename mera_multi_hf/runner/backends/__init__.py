@@ -42,15 +42,112 @@ only for a kind that is not built in.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
+from ...errors import MeraError
 from .base import (DEFAULT_CONCURRENCY, MAX_CONCURRENCY, Backend, check_stop,  # noqa: F401 - public
                    cut_at_stop)
-from .registry import (Capabilities, backend_options, backend_spec,  # noqa: F401 - public
-                       capabilities_of, known_kinds, register_backend)
+from .registry import (REGISTERED, BackendSpec, Capabilities,  # noqa: F401 - public
+                       capabilities_of, register_backend)
 
 if TYPE_CHECKING:
     from ..request import Request
+
+ENTRY_POINT_GROUP = "mera_multi_hf.backends"
+
+
+# The built-in kinds: each one's module, imported on its first lookup (its
+# @register_backend fills the registry); imported by name, so the import graph sees it.
+def _import_hf():
+    from . import hf  # noqa: F401
+
+
+def _import_openai():
+    from . import openai  # noqa: F401
+
+
+BUILT_IN = {"hf": _import_hf, "openai": _import_openai}
+
+
+def _entry_points() -> dict:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def known_kinds() -> list[str]:
+    """Every kind that may be asked for: the built-in ones, then the installed ones."""
+    return list(BUILT_IN) + sorted((set(_entry_points()) | set(REGISTERED)) - set(BUILT_IN))
+
+
+def is_known(kind: str) -> bool:
+    """Whether ``kind`` names a backend, without importing it (built-in: no scan)."""
+    return kind in BUILT_IN or kind in REGISTERED or kind in _entry_points()
+
+
+def unknown_backend(kind) -> MeraError:
+    return MeraError(f"unknown backend {kind!r}; choose one of {', '.join(known_kinds())}")
+
+
+def check_kind(kind) -> None:
+    """MeraError for a kind that no backend has."""
+    if not isinstance(kind, str) or not is_known(kind):
+        raise unknown_backend(kind)
+
+
+def backend_spec(kind: str) -> BackendSpec:
+    """The registered backend ``kind``; its module is imported on the first lookup."""
+    if kind not in REGISTERED:
+        if kind in BUILT_IN:
+            BUILT_IN[kind]()
+        else:
+            _load_entry_point(kind)
+    return REGISTERED[kind]
+
+
+def _load_entry_point(kind) -> None:
+    point = _entry_points().get(kind) if isinstance(kind, str) else None
+    if point is None:
+        raise unknown_backend(kind)
+    loaded = point.load()  # importing its module runs its @register_backend
+    spec = next((s for s in REGISTERED.values() if s.cls is loaded), None)
+    if spec is None:
+        raise MeraError(f"backend {kind!r} ({point.value}) is not registered: decorate the "
+                        "class with mera_multi_hf.runner.backends.register_backend")
+    REGISTERED[kind] = dataclasses.replace(spec, kind=kind)
+
+
+def backend_options(kind: str, options: dict) -> dict:
+    """``options`` (flat keywords) as backend ``kind`` takes them: every field of its
+    options dataclass, those not given at their defaults. A name that another backend
+    takes is left out (a caller may pass every option of a run); a name that none takes
+    is a TypeError."""
+    spec = backend_spec(kind)
+    taken = spec.option_names()
+    stray = set(options) - taken
+    for other in BUILT_IN:
+        if stray and other != kind:
+            stray -= backend_spec(other).option_names()
+    if stray:  # only then are the installed backends loaded to read their options
+        for other in set(_entry_points()) - set(BUILT_IN) - {kind}:
+            stray -= backend_spec(other).option_names()
+    if stray:
+        raise TypeError(f"make_backend: unknown option(s) {', '.join(sorted(stray))}")
+    chosen = spec.options(**{k: v for k, v in options.items() if k in taken})
+    return {name: getattr(chosen, name) for name in taken}
+
+
+class BackendChoices:
+    """``--backend``'s choices for argparse: a built-in kind is checked without a scan;
+    the installed kinds are listed only when the help or an error shows the choices."""
+
+    def __contains__(self, kind) -> bool:
+        return isinstance(kind, str) and is_known(kind)
+
+    def __iter__(self):
+        return iter(known_kinds())
+
 
 
 def make_backend(kind: str, model: str | None, **options) -> Backend:
