@@ -139,15 +139,22 @@ def backend_options(kind: str, options: dict) -> dict:
 
 
 class BackendChoices:
-    """``--backend``'s choices for argparse: a built-in kind is checked without a scan;
-    the installed kinds are listed only when the help or an error shows the choices."""
+    """``--backend``'s choices for argparse. A built-in kind is checked without a scan of
+    the installed packages, and the help lists the built-in kinds (``--help`` stays as
+    fast as before); once a kind was not found, the error lists every kind there is."""
+
+    def __init__(self):
+        self.missed = False
 
     def __contains__(self, kind) -> bool:
-        return isinstance(kind, str) and is_known(kind)
+        found = isinstance(kind, str) and is_known(kind)
+        self.missed = self.missed or not found
+        return found
 
     def __iter__(self):
-        return iter(known_kinds())
-
+        if self.missed:
+            return iter(known_kinds())
+        return iter(list(BUILT_IN) + sorted(set(REGISTERED) - set(BUILT_IN)))
 
 
 def make_backend(kind: str, model: str | None, **options) -> Backend:
