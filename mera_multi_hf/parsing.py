@@ -69,9 +69,9 @@ def no_abbreviations(parser: argparse.ArgumentParser) -> None:
     parser.allow_abbrev = False
     parser.error = _masked_error(parser)
     for action in parser._actions:
-        for sub in getattr(action, "choices", None) or ():
-            if isinstance(action.choices, dict):
-                no_abbreviations(action.choices[sub])
+        if isinstance(action.choices, dict):  # subcommands (a lazy choices list is not read)
+            for sub in action.choices.values():
+                no_abbreviations(sub)
 
 
 def _masked_error(parser):

@@ -36,6 +36,7 @@ def preflight_run(config, specs, sources, engine=None) -> dict:
     started, checks = time.perf_counter(), []
     _timed(checks, "output folder", lambda: check_output(config.output_dir))
     _timed(checks, "extras", lambda: check_extras(specs))
+    check_media(config.backend, specs, engine)
     if engine is None:  # a ready engine was checked by whoever made it
         if config.backend == "hf":
             _timed(checks, "device", lambda: check_device(config.device))
@@ -159,9 +160,24 @@ def check_source(task, source) -> str:
     return f"{kind}: {resolved}" + (f" ({note})" if note else "")
 
 
+def check_media(kind: str, specs, engine=None) -> None:
+    """MeraError for a task whose media the backend does not take (its declared
+    capabilities), before any work."""
+    from .runner.backends import backend_spec, capabilities_of
+
+    takes = capabilities_of(engine).media if engine else backend_spec(kind).capabilities.media
+    refused = [t.key for t in specs if t.modality not in takes]
+    if refused:
+        raise MeraError(f"preflight: the {kind} backend takes {', '.join(sorted(takes)) or 'no media'}"
+                        f", not the {'/'.join(sorted({t.modality for t in specs} - takes))} of "
+                        f"{', '.join(refused)}: choose other tasks or another backend")
+
+
 def check_model(config) -> str:
     if config.backend == "openai":
         return check_server(config.base_url, config.openai_key(), config.model, config.timeout)
+    if config.backend != "hf":  # an installed backend checks its model as it loads
+        return f"the {config.backend} backend's model {config.model or '(its default)'}"
     if config.model is None:
         return "the built-in tiny model"
     found = check_hub_model(config.model, "model", "--model", "a folder saved with "

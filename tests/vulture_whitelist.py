@@ -53,6 +53,8 @@ health
 tokenizer_info
 chat_completions
 app_from_env
+# backends registered by @register_backend and made by kind (registry.BUILT_IN names the module)
+OpenAIBackend
 # the tiny-model recipes, named by string in the families table (tiny_models/__init__.py)
 qwen2_vl, qwen3_vl, gemma3, idefics3, llava_onevision, internvl, qwen2_5_omni, phi4_multimodal
 # public API that users and the tests call (documented in the README and the cards)

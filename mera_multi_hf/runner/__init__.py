@@ -3,7 +3,7 @@
 - :mod:`.request`         examples -> generation requests (prompt + media)
 - :mod:`.chat`            requests as chat messages (chat template, chat-completions API)
 - :mod:`.dialogue`        ruTiE's dialogues: questions asked in order, earlier turns as history
-- :mod:`.backends`        the Backend protocol; ``hf`` (transformers) and ``openai`` (a server)
+- :mod:`.backends`        the Backend protocol, the registry; ``hf`` (transformers), ``openai`` (a server)
 - :mod:`.samplelog`       the per-sample JSONL log, shards per process, resumption
 - :mod:`.config`          :class:`RunConfig`, every option of a run (the CLI is generated from it)
 - :mod:`.run`             :func:`run_tasks`: plan, load, requests, resume (data parallel)

@@ -15,8 +15,7 @@ from ..options import ScoringOptions, opt as _opt
 from ..outputs import OVERWRITE_HELP
 
 from .backends import DEFAULT_CONCURRENCY, MAX_CONCURRENCY
-
-BACKENDS = ("hf", "openai")
+from .backends import BackendChoices, backend_spec, check_kind
 
 
 # options that hold a number (None allowed), checked so that a wrong type is a sentence
@@ -67,7 +66,9 @@ class RunConfig(ScoringOptions, MediaLimitOptions):
     overwrite: bool = _opt(False, OVERWRITE_HELP)
     # generation
     backend: str = _opt("hf", "hf: transformers in this process; openai: an OpenAI-compatible "
-                        "chat-completions server", choices=BACKENDS)
+                        "chat-completions server; or a backend an installed package "
+                        "adds (entry point group mera_multi_hf.backends)",
+                        choices=BackendChoices())
     batch_size: int = _opt(8, "examples per generate call (hf). Greedy answers do not depend on it")
     max_new_tokens: int | None = _opt(None, "override every task's answer length (official: 256)")
     stop: list[str] | None = _opt(None, "override the stop strings (official: a blank line, "
@@ -122,8 +123,7 @@ class RunConfig(ScoringOptions, MediaLimitOptions):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise MeraError(f"--{name.replace('_', '-')} must be at least 1 (got {value})")
-        if self.backend not in BACKENDS:
-            raise MeraError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
+        check_kind(self.backend)
         if self.dialogue_context is not None and self.dialogue_context < 0:
             raise MeraError("--dialogue-context must be 0 or more")
         if self.max_retries < 0 or self.timeout <= 0:
@@ -157,6 +157,12 @@ class RunConfig(ScoringOptions, MediaLimitOptions):
     def openai_key(self) -> str | None:
         """The openai backend's key: --api-key, else $OPENAI_API_KEY."""
         return self.api_key or os.environ.get("OPENAI_API_KEY") or None
+
+    def backend_options(self) -> dict:
+        """This run's options for its backend: the fields of that backend's options
+        dataclass that this config has too, by name (one mapping for every backend)."""
+        taken = backend_spec(self.backend).option_names()
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name in taken}
 
     def environment(self) -> dict:
         """The values this run takes from the environment (named, never shown)."""

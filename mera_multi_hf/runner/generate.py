@@ -8,7 +8,7 @@ import time
 
 from .. import json_read
 from ..errors import MediaError
-from .backends import model_for
+from .backends import capabilities_of, model_for
 from .request import Request, drop_media, load_media
 from .samplelog import SampleLog
 
@@ -58,7 +58,7 @@ def generate_into_log(engine, mine: list[Request], datasets: dict, log: SampleLo
     bar = tqdm(total=len(mine), disable=not show, unit="ex", desc=label)
     generated: dict[tuple, str] = {}
     try:
-        steps = _streamed(engine, mine, datasets) if hasattr(engine, "stream") \
+        steps = _streamed(engine, mine, datasets) if capabilities_of(engine).streaming \
             else _batched(engine, mine, datasets)
         for done in steps:  # (request, generation, seconds) triples, logged as they come
             records = [log_record(r, g, s, model_for(engine, {m.kind for m in r.all_media()}))

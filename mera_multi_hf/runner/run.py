@@ -20,6 +20,7 @@ from ..errors import MeraError
 from ..examples import Example, make_examples
 from ..outputs import OutputFolder
 from ..tasks import TaskSpec, get_task, resolve_tasks
+from .backends import capabilities_of
 from .config import RunConfig
 from .generate import generate_into_log
 from ..dialogue_positions import warn_meta
@@ -198,7 +199,7 @@ def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: Sampl
     requests = [r for data in loaded for r in data.requests]
     pending = [r for r in requests if not answered(before, r)]
     show = not config.no_progress and state.is_main_process
-    if warm_up and hasattr(engine, "stream") and state.is_main_process:  # a server answers
+    if warm_up and capabilities_of(engine).streaming and state.is_main_process:  # a server answers
         threading.Thread(target=warm_up, daemon=True).start()
     try:
         here = len(generate_into_log(
@@ -308,15 +309,7 @@ def first_if(condition: bool, state):
 def make_engine(config: RunConfig):
     from .backends import make_backend
 
-    return make_backend(config.backend, config.model, revision=config.revision,
-                        dtype=config.dtype, device=config.device, max_pixels=config.max_pixels,
-                        max_frames=config.max_frames,
-                        trust_remote_code=config.trust_remote_code,
-                        prompt_mode=config.prompt_mode, batch_size=config.batch_size,
-                        base_url=config.base_url, api_key=config.api_key,
-                        concurrency=config.concurrency, timeout=config.timeout,
-                        max_retries=config.max_retries, seed=config.seed,
-                        stop=tuple(config.stop) if config.stop is not None else None)
+    return make_backend(config.backend, config.model, **config.backend_options())
 
 
 def output_dir(config: RunConfig, engine) -> Path:

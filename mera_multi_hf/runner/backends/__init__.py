@@ -10,51 +10,166 @@ at most ``request.max_new_tokens`` new tokens (256 by default), a stop at the fi
 ``request.stop`` (the few-shot delimiter "\\n\\n" by default) or EOS, and the text cut at
 the first stop string afterwards.
 
-What the backends share (the protocol, the stop strings) is :mod:`.base`; the backends
-import it, never this package, so ``make_backend`` may import them.
+What the backends share (the protocol, the stop strings) is :mod:`.base`; the registry
+of backends by name is :mod:`.registry`. The backends import those, never this package.
+
+Adding a backend: a class with the :class:`Backend` members, decorated with its kind, the
+dataclass of the options it takes and what it can do::
+
+    @dataclass
+    class EchoOptions:                       # every option it takes, with its default
+        batch_size: int = 8
+        stop: tuple[str, ...] | None = None
+
+    @register_backend("echo", options=EchoOptions,
+                      capabilities=Capabilities(streaming=False, media=frozenset({"image"})))
+    class EchoBackend:
+        name = "echo"
+        def __init__(self, model, **options): ...   # called as cls(model, **EchoOptions fields)
+
+``capabilities.streaming``: the class has ``stream(requests, prepare)`` (answers logged as
+each completes; else ``generate`` gets batches); ``capabilities.media``: the media kinds
+it takes (a task of another modality is refused before any work). A run fills the
+options from its RunConfig fields of the same names (``batch_size``, ``stop``, ``seed``,
+...). An installed package makes its backend a ``--backend`` choice with an entry point
+in the group ``mera_multi_hf.backends``, e.g. in its pyproject.toml::
+
+    [project.entry-points."mera_multi_hf.backends"]
+    echo = "mypkg:EchoBackend"
+
+The built-in kinds (hf, openai) are imported on first use, the installed ones looked up
+only for a kind that is not built in.
 """
 from __future__ import annotations
 
-import inspect
+import dataclasses
 from typing import TYPE_CHECKING
 
 from ...errors import MeraError
 from .base import (DEFAULT_CONCURRENCY, MAX_CONCURRENCY, Backend, check_stop,  # noqa: F401 - public
                    cut_at_stop)
+from .registry import (REGISTERED, BackendSpec, Capabilities,  # noqa: F401 - public
+                       capabilities_of, register_backend)
 
 if TYPE_CHECKING:
     from ..request import Request
 
-KINDS = ("hf", "openai")
+ENTRY_POINT_GROUP = "mera_multi_hf.backends"
 
 
-def _backend_class(kind: str):
-    if kind == "hf":
-        from .hf import HFBackend
-
-        return HFBackend
-    if kind == "openai":
-        from .openai import OpenAIBackend
-
-        return OpenAIBackend
-    raise MeraError(f"unknown backend {kind!r}; choose one of {', '.join(KINDS)}")
+# The built-in kinds: each one's module, imported on its first lookup (its
+# @register_backend fills the registry); imported by name, so the import graph sees it.
+def _import_hf():
+    from . import hf  # noqa: F401
 
 
-def _options(cls) -> set[str]:
-    return set(inspect.signature(cls.__init__).parameters) - {"self", "model"}
+def _import_openai():
+    from . import openai  # noqa: F401
+
+
+BUILT_IN = {"hf": _import_hf, "openai": _import_openai}
+
+
+def _entry_points() -> dict:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def known_kinds() -> list[str]:
+    """Every kind that may be asked for: the built-in ones, then the installed ones."""
+    return list(BUILT_IN) + sorted((set(_entry_points()) | set(REGISTERED)) - set(BUILT_IN))
+
+
+def is_known(kind: str) -> bool:
+    """Whether ``kind`` names a backend, without importing it (built-in: no scan)."""
+    return kind in BUILT_IN or kind in REGISTERED or kind in _entry_points()
+
+
+def unknown_backend(kind) -> MeraError:
+    return MeraError(f"unknown backend {kind!r}; choose one of {', '.join(known_kinds())}")
+
+
+def check_kind(kind) -> None:
+    """MeraError for a kind that no backend has."""
+    if not isinstance(kind, str) or not is_known(kind):
+        raise unknown_backend(kind)
+
+
+def backend_spec(kind: str) -> BackendSpec:
+    """The registered backend ``kind``; its module is imported on the first lookup."""
+    if kind not in REGISTERED:
+        if kind in BUILT_IN:
+            BUILT_IN[kind]()
+        else:
+            _load_entry_point(kind)
+    return REGISTERED[kind]
+
+
+def _load_entry_point(kind) -> None:
+    point = _entry_points().get(kind) if isinstance(kind, str) else None
+    if point is None:
+        raise unknown_backend(kind)
+    loaded = point.load()  # importing its module runs its @register_backend
+    spec = next((s for s in REGISTERED.values() if s.cls is loaded), None)
+    if spec is None:
+        raise MeraError(f"backend {kind!r} ({point.value}) is not registered: decorate the "
+                        "class with mera_multi_hf.runner.backends.register_backend")
+    REGISTERED[kind] = dataclasses.replace(spec, kind=kind)
+
+
+def backend_options(kind: str, options: dict) -> dict:
+    """``options`` (flat keywords) as backend ``kind`` takes them: every field of its
+    options dataclass, those not given at their defaults. A name that another backend
+    takes is left out (a caller may pass every option of a run); a name that none takes
+    is a TypeError."""
+    spec = backend_spec(kind)
+    taken = spec.option_names()
+    stray = set(options) - taken
+    for other in BUILT_IN:
+        if stray and other != kind:
+            stray -= backend_spec(other).option_names()
+    if stray:  # only then are the installed backends loaded to read their options
+        for other in set(_entry_points()) - set(BUILT_IN) - {kind}:
+            stray -= backend_spec(other).option_names()
+    if stray:
+        raise TypeError(f"make_backend: unknown option(s) {', '.join(sorted(stray))}")
+    chosen = spec.options(**{k: v for k, v in options.items() if k in taken})
+    return {name: getattr(chosen, name) for name in taken}
+
+
+class BackendChoices:
+    """``--backend``'s choices for argparse. A built-in kind is checked without a scan of
+    the installed packages, and the help lists the built-in kinds (``--help`` stays as
+    fast as before); once a kind was not found, the error lists every kind there is."""
+
+    def __init__(self):
+        self.missed = False
+
+    def __contains__(self, kind) -> bool:
+        found = isinstance(kind, str) and is_known(kind)
+        self.missed = self.missed or not found
+        return found
+
+    def __iter__(self):
+        if self.missed:
+            return iter(known_kinds())
+        return iter(list(BUILT_IN) + sorted(set(REGISTERED) - set(BUILT_IN)))
 
 
 def make_backend(kind: str, model: str | None, **options) -> Backend:
-    """The backend ``kind`` ("hf" or "openai") for ``model``.
+    """The backend ``kind`` (hf, openai, or an installed one) for ``model``.
 
-    Options a backend does not take but the other one does are ignored, so a caller may
-    pass every field of its run configuration; a name neither takes is a TypeError.
+    ``options`` are keywords of the backend's options dataclass
+    (:class:`~.hf_options.HFOptions`, :class:`~.openai.OpenAIOptions`, ...); those another
+    backend takes are ignored, so a caller may pass every field of its run configuration;
+    a name that none takes is a TypeError.
 
     hf (transformers in this process; ``model``: Hub id, local folder, or None for the
     built-in tiny model): ``revision``, ``dtype`` (auto | float32 | bfloat16 | float16),
     ``device`` (cpu, cuda, cuda:1, auto; default: this process's accelerate device),
-    ``max_pixels``, ``trust_remote_code``, ``prompt_mode`` (auto | chat | plain),
-    ``batch_size``, ``stop``.
+    ``max_pixels``, ``max_frames``, ``trust_remote_code``, ``prompt_mode`` (auto | chat |
+    plain), ``batch_size``, ``stop``.
 
     openai (a chat-completions server; ``model``: the served model name): ``base_url``
     (required, up to /v1), ``api_key`` (default $OPENAI_API_KEY; never recorded),
@@ -64,13 +179,8 @@ def make_backend(kind: str, model: str | None, **options) -> Backend:
     ``stop``: the run's stop strings (default: the official "\\n\\n"), recorded in
     ``settings()``; each request carries its own copy in ``Request.stop``.
     """
-    cls = _backend_class(kind)
-    taken = _options(cls)
-    known = set().union(*(_options(_backend_class(k)) for k in KINDS))
-    unknown = set(options) - known
-    if unknown:
-        raise TypeError(f"make_backend: unknown option(s) {', '.join(sorted(unknown))}")
-    mine = {k: v for k, v in options.items() if k in taken}
+    mine = backend_options(kind, options)
+    cls = backend_spec(kind).cls
     if kind == "hf" and model in (None, "tiny"):  # the demo: two built-in models
         from ...tiny_model import TINY_AUDIO_MODEL_ID, TINY_MODEL_ID
 
@@ -90,6 +200,8 @@ class RoutingBackend:
     """Two plain backends behind one: requests with audio go to ``audio``, the rest to
     ``main`` (the demo's tiny LLaVA and tiny Qwen2-Audio). It records as ``main`` does,
     with the audio model named in its settings and info."""
+
+    capabilities = Capabilities(streaming=False)  # both parts are hf backends
 
     def __init__(self, main: Backend, audio: Backend):
         self.main, self.audio = main, audio

@@ -43,10 +43,8 @@ from .traits import GENERIC, traits_for
 from ..chat import chat_messages, plain_dialogue
 from ..request import Request
 from .base import Backend, check_stop, cut_at_stop
-
-DTYPES = ("auto", "float32", "bfloat16", "float16")
-DEFAULT_MAX_FRAMES = 8
-PROMPT_MODES = ("auto", "chat", "plain")
+from .hf_options import HFOptions
+from .registry import ALL_MEDIA, Capabilities, register_backend
 
 
 def resolve_model(model: str | None, revision: str | None = None) -> tuple[str, str, str | None]:
@@ -180,27 +178,20 @@ class NewTokensStop:
         return self.criteria(input_ids[:, self.start:], scores, **kwargs)
 
 
+@register_backend("hf", options=HFOptions, capabilities=Capabilities(media=ALL_MEDIA))
 class HFBackend(Backend):
     name = "hf"
 
-    def __init__(self, model: str | None = None, *, revision: str | None = None,
-                 dtype: str = "auto", device: str | None = None, max_pixels: int | None = None,
-                 trust_remote_code: bool = False, prompt_mode: str = "auto", batch_size: int = 8,
-                 stop: tuple[str, ...] | list[str] | None = None,
-                 max_frames: int | None = DEFAULT_MAX_FRAMES):
-        if dtype not in DTYPES:
-            raise MeraError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
-        if prompt_mode not in PROMPT_MODES:
-            raise MeraError(f"unknown prompt mode {prompt_mode!r}; choose one of {', '.join(PROMPT_MODES)}")
-        self.model_id, self.path, self.revision = resolve_model(model, revision)
+    def __init__(self, model: str | None = None, **options):
+        """``options``: the fields of :class:`HFOptions` (checked there)."""
+        o = HFOptions(**options)
+        self.model_id, self.path, self.revision = resolve_model(model, o.revision)
         self.from_hub = not Path(self.path).is_dir()
-        self.dtype, self.device_arg, self.max_pixels = dtype, device, max_pixels
-        self.trust_remote_code, self.prompt_mode = trust_remote_code, prompt_mode
-        self.batch_size = batch_size
-        self.stop = check_stop(stop)
-        self.max_frames = max_frames or DEFAULT_MAX_FRAMES
-        if self.max_frames < 1:
-            raise MeraError(f"--max-frames must be at least 1 (got {max_frames})")
+        self.dtype, self.device_arg, self.max_pixels = o.dtype, o.device, o.max_pixels
+        self.trust_remote_code, self.prompt_mode = o.trust_remote_code, o.prompt_mode
+        self.batch_size = o.batch_size
+        self.stop = check_stop(o.stop)
+        self.max_frames = o.max_frames
         self.traits, self.family_note = GENERIC, None   # known once the processor loads
         self.video_input: str | None = None   # how videos reach the model (see _video_path)
         self.model = None

@@ -24,6 +24,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
@@ -34,6 +35,7 @@ from ...provenance import mask_secrets
 from ..chat import openai_messages
 from ..request import Request
 from .base import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, Backend, check_stop, cut_at_stop
+from .registry import ALL_MEDIA, Capabilities, register_backend
 
 if TYPE_CHECKING:  # requests is imported by the first request, not by make_backend's
     import requests  # look at every backend's options (an hf run never needs it)
@@ -56,15 +58,35 @@ class _ServerFailed(Exception):
     """A server still unreachable or failing after its retries (another may answer)."""
 
 
+@dataclass
+class OpenAIOptions:
+    """``base_url``: up to /v1, several comma-separated or as a list; ``api_key``: default
+    $OPENAI_API_KEY, never recorded (nor shown by repr); ``concurrency``: requests in
+    flight per server; ``timeout``: seconds per request; ``max_retries`` and ``backoff``:
+    of a failed request; ``seed``: sent, as the harness does; ``stop``: the run's stop
+    strings (None: the official "\\n\\n"); ``max_reply_bytes``: the most a reply may take."""
+    base_url: str | list[str] | None = None
+    api_key: str | None = field(default=None, repr=False)
+    concurrency: int = DEFAULT_CONCURRENCY
+    timeout: float = 300.0
+    max_retries: int = 4
+    backoff: float = 1.0
+    max_pixels: int | None = None
+    batch_size: int | None = None
+    seed: int = 1234
+    stop: tuple[str, ...] | list[str] | None = None
+    max_reply_bytes: int = DEFAULT_LIMITS.max_reply_bytes
+
+
+@register_backend("openai", options=OpenAIOptions,
+                  capabilities=Capabilities(streaming=True, media=ALL_MEDIA))
 class OpenAIBackend(Backend):
     name = "openai"
 
-    def __init__(self, model: str, base_url: str | list[str] | None = None, *,
-                 api_key: str | None = None, concurrency: int = DEFAULT_CONCURRENCY,
-                 timeout: float = 300.0, max_retries: int = 4, backoff: float = 1.0,
-                 max_pixels: int | None = None, batch_size: int | None = None,
-                 seed: int = 1234, stop: tuple[str, ...] | list[str] | None = None,
-                 max_reply_bytes: int = DEFAULT_LIMITS.max_reply_bytes):
+    def __init__(self, model: str, base_url: str | list[str] | None = None, **options):
+        """``options``: the other fields of :class:`OpenAIOptions`."""
+        o = OpenAIOptions(base_url=base_url, **options)
+        api_key, concurrency = o.api_key, o.concurrency
         self.servers = split_urls(base_url)
         if not self.servers:
             raise MeraError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
@@ -78,11 +100,11 @@ class OpenAIBackend(Backend):
         self.base_url = ",".join(self.servers)
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.concurrency = concurrency
-        self.timeout, self.max_retries, self.backoff = timeout, max(0, max_retries), backoff
-        self.max_pixels, self.seed = max_pixels, seed
-        self.max_reply_bytes = max_reply_bytes
-        self.stop = check_stop(stop)
-        self.batch_size = max(batch_size or 0, self.concurrency)
+        self.timeout, self.max_retries, self.backoff = o.timeout, max(0, o.max_retries), o.backoff
+        self.max_pixels, self.seed = o.max_pixels, o.seed
+        self.max_reply_bytes = o.max_reply_bytes
+        self.stop = check_stop(o.stop)
+        self.batch_size = max(o.batch_size or 0, self.concurrency)
         self._local = threading.local()
         self._pool: ThreadPoolExecutor | None = None
 
