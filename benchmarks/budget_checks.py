@@ -28,8 +28,8 @@ from pathlib import Path
 @contextlib.contextmanager
 def budget_off():
     """The budget checks replaced by no-ops (the decoders unchanged otherwise)."""
-    from mera_multi_hf import media, media_checks
-    from mera_multi_hf.runner import generate
+    from mera_multi_hf.data import media_decode as media, media_checks
+    from mera_multi_hf.generation import generate
 
     saved = (media_checks.budget_problem, media.budget_problem, media.Media.cost,
              generate.budget_parts)
@@ -46,8 +46,8 @@ def budget_off():
 @contextlib.contextmanager
 def budget_timed(spent: list):
     """The budget checks as shipped, their own seconds added to ``spent[0]``."""
-    from mera_multi_hf import media, media_checks
-    from mera_multi_hf.runner import generate
+    from mera_multi_hf.data import media_decode as media, media_checks
+    from mera_multi_hf.generation import generate
 
     def timed(fn):
         def run(*args, **kwargs):
@@ -72,7 +72,7 @@ def budget_timed(spent: list):
 def build_all(tasks: list[str], root: Path) -> tuple[float, list]:
     import hashlib
 
-    from mera_multi_hf.cli import BuildOptions, cmd_build
+    from mera_multi_hf.cli.main import BuildOptions, cmd_build
 
     started, rows = time.perf_counter(), []
     for task in tasks:
@@ -86,8 +86,8 @@ def build_all(tasks: list[str], root: Path) -> tuple[float, list]:
 
 
 def evaluate_all(tasks: list[str], root: Path) -> tuple[float, list]:
-    from mera_multi_hf.evaluation import run_evaluation
-    from mera_multi_hf.runner import RunConfig
+    from mera_multi_hf.pipeline.evaluate import run_evaluation
+    from mera_multi_hf.generation import RunConfig
 
     out = root / "run"
     started = time.perf_counter()
@@ -107,7 +107,7 @@ def main() -> None:
     parser.add_argument("--tasks", default="ruhhh_image,ruenvaqa,commonvideoqa")
     args = parser.parse_args()
     tasks = args.tasks.split(",")
-    from mera_multi_hf.loading import quiet_progress
+    from mera_multi_hf.data.loading import quiet_progress
 
     quiet_progress()
     with tempfile.TemporaryDirectory() as tmp:

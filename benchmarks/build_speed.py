@@ -28,14 +28,14 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from mera_multi_hf.sample_data import ITEMS, PROMPTS
+from mera_multi_hf.demo.sample_data import ITEMS, PROMPTS
 
 BASELINE = r"""
 import json, resource, sys
 from pathlib import Path
 import datasets
-from mera_multi_hf.builders import builder_class
-from mera_multi_hf.tasks import get_task
+from mera_multi_hf.data.builders import builder_class
+from mera_multi_hf.tasks.table import get_task
 
 raw, out, cache = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 prompts = json.loads((raw / "raw_dataset_meta.json").read_text())["prompts"]
@@ -57,7 +57,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 OURS = r"""
 import resource, sys
-from mera_multi_hf.cli import main
+from mera_multi_hf.cli.main import main
 assert main(["build", "ruhhh_image", "--raw", sys.argv[1], "--out", sys.argv[2]] + sys.argv[3:]) == 0
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
@@ -133,7 +133,7 @@ def check_same_rows(ours: Path, baseline: Path, n: int) -> None:
 
 def decode_seconds(folder: Path) -> float:
     """The build's image check (a full decode) over every file, on one thread."""
-    from mera_multi_hf.media_checks import image_problem
+    from mera_multi_hf.data.media_checks import image_problem
 
     files = [p.read_bytes() for p in sorted(folder.iterdir())]
     start = time.perf_counter()

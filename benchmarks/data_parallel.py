@@ -46,8 +46,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from mera_multi_hf.tiny_model import RANDOM_LLAVA_SIZES as SIZES  # noqa: E402
-from mera_multi_hf.tiny_model import build_random_llava  # noqa: E402
+from mera_multi_hf.demo.builtin_models import RANDOM_LLAVA_SIZES as SIZES  # noqa: E402
+from mera_multi_hf.demo.builtin_models import build_random_llava  # noqa: E402
 
 
 def launch_command(launcher: str | None, procs: int, args: list[str]) -> list[str]:
@@ -148,7 +148,7 @@ def main(argv=None) -> int:
     try:
         model = build_random_llava(work / f"llava-{args.size}", args.size)
         raw = make_raw(work / "raw", args.n) if not (work / "raw").is_dir() else work / "raw"
-        from mera_multi_hf.loading import load_task
+        from mera_multi_hf.data.loading import load_task
 
         load_task("ruhhh_image", source=raw, split="test")  # the one-time Parquet export
         command = ["evaluate", "--model", str(model), "--tasks", "ruhhh_image", "--data", str(raw),

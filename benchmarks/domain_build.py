@@ -28,14 +28,14 @@ import time
 from pathlib import Path
 
 from build_speed import picture  # benchmarks/ is the script's folder
-from mera_multi_hf.raw import parse_json_doubtful
-from mera_multi_hf.sample_data import bundled_sample
-from mera_multi_hf.tasks import get_task
+from mera_multi_hf.data.raw import parse_json_doubtful
+from mera_multi_hf.demo.sample_data import bundled_sample
+from mera_multi_hf.tasks.table import get_task
 
 TASK = get_task("unisciencevqa")
 BUILD = r"""
 import resource, sys
-from mera_multi_hf.cli import main
+from mera_multi_hf.cli.main import main
 assert main(["build", "unisciencevqa", "--raw", sys.argv[1], "--out", sys.argv[2]]) == 0
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """

@@ -28,7 +28,7 @@ import numpy as np
 
 
 def audio_clips(n: int) -> list[bytes]:
-    from mera_multi_hf.sample_data.av_common import clip
+    from mera_multi_hf.demo.sample_data.av_common import clip
 
     return [clip("tone", 200 + 7 * i, seconds=1.0, rate=22_050, channels=2).data
             for i in range(n)]
@@ -37,7 +37,7 @@ def audio_clips(n: int) -> list[bytes]:
 def videos(n: int, seconds: float, size=(96, 72), fps: int = 25) -> list[bytes]:
     from PIL import Image
 
-    from mera_multi_hf.sample_data.av_common import encode_video
+    from mera_multi_hf.demo.sample_data.av_common import encode_video
 
     frames = int(seconds * fps)
     out = []
@@ -48,7 +48,7 @@ def videos(n: int, seconds: float, size=(96, 72), fps: int = 25) -> list[bytes]:
 
 
 def project_audio(clips):
-    from mera_multi_hf.media import Media
+    from mera_multi_hf.data.media_decode import Media
 
     return [Media("audio", "x", data).audio(16_000) for data in clips]
 
@@ -67,7 +67,7 @@ def direct_audio(clips):
 
 
 def project_video(clips, frames: int):
-    from mera_multi_hf.media import Media
+    from mera_multi_hf.data.media_decode import Media
 
     return [Media("video", "x", data).frames(frames) for data in clips]
 
@@ -127,7 +127,7 @@ def child(kind: str, path: str, frames: int) -> None:
     """One RSS measurement in this fresh process: print the peak in MiB."""
     import av  # noqa: F401 (loaded before the baseline)
 
-    import mera_multi_hf.media  # noqa: F401
+    import mera_multi_hf.data.media_decode  # noqa: F401
 
     with open(path, "rb") as fh:
         clip = [fh.read()]

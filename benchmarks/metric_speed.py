@@ -4,7 +4,7 @@ Generates N realistic model answers (mostly option letters, some with case, punc
 spaces or an "Ответ:" prefix, some short Russian phrases) with gold letters and groups of
 1-6 examples (as in ruHHH), then times, best of R rounds:
 
-  (a) mera_multi_hf.metric_exact_match.exact_match_scores(mode="mera") + group_mean;
+  (a) mera_multi_hf.scoring.metric_exact_match.exact_match_scores(mode="mera") + group_mean;
   (b) the same exact match alone;
   (c) lm_eval.api.metrics.exact_match_hf_evaluate(ignore_case=True,
       ignore_punctuation=True) over the same strings (no group score: it has none).
@@ -24,8 +24,8 @@ import time
 
 import numpy as np
 
-from mera_multi_hf.metric_exact_match import exact_match_scores
-from mera_multi_hf.metric_groups import group_mean
+from mera_multi_hf.scoring.metric_exact_match import exact_match_scores
+from mera_multi_hf.scoring.metric_groups import group_mean
 
 LETTERS = "ABCD"
 PHRASES = ["синий", "Синий.", "два", "не знаю", "кошка", "На картинке кошка", "да", "Нет!"]

@@ -66,7 +66,7 @@ def _rounds(sides: dict, rounds: int, args) -> dict:
 def split_check(rows: int, cell_kb: int, rounds: int) -> None:
     import datasets
 
-    from mera_multi_hf.arrow_split import ArrowSplit, _files_of
+    from mera_multi_hf.data.arrow_split import ArrowSplit, _files_of
 
     root = Path(tempfile.mkdtemp()).resolve()
     cells = [os.urandom(cell_kb * 1024) for _ in range(rows)]
@@ -100,7 +100,7 @@ def hub_cache(repos: int, rounds: int) -> None:
             os.symlink(f"../../blobs/b{f}", repo / "snapshots" / commit / f"f{f}.json")
     from huggingface_hub import constants
 
-    from mera_multi_hf import offline
+    from mera_multi_hf.core import offline
 
     constants.HF_HUB_CACHE = str(root)
     ask = [f"org/m{repos - 1}", "org/absent"]

@@ -35,7 +35,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 def make_raw(out: Path, n: int) -> Path:
     """The bundled sample's examples (test + shots) repeated to n test examples."""
-    from mera_multi_hf.sample_data import bundled_sample
+    from mera_multi_hf.demo.sample_data import bundled_sample
 
     src = bundled_sample()
     shutil.copytree(src / "samples", out / "samples")
@@ -66,7 +66,7 @@ def bare_loop(backend, ds, prompts: dict[int, str], batch_size: int, max_new_tok
     """The same batches with nothing around them (see the module docstring)."""
     import torch
 
-    from mera_multi_hf.prompts import content_parts
+    from mera_multi_hf.tasks.prompts import content_parts
 
     images = {row["meta"]["id"]: row["inputs"]["image"].convert("RGB") for row in ds}
     chats = {i: backend.processor.apply_chat_template(
@@ -91,7 +91,7 @@ def bare_loop(backend, ds, prompts: dict[int, str], batch_size: int, max_new_tok
 
 def runner(backend, raw: Path, out: Path, batch_size: int) -> tuple[float, dict[int, str], dict[int, str]]:
     """(seconds, answers, prompts) of one run_evaluation with a loaded HFBackend."""
-    from mera_multi_hf.evaluation import run_evaluation
+    from mera_multi_hf.pipeline.evaluate import run_evaluation
 
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
@@ -104,7 +104,7 @@ def runner(backend, raw: Path, out: Path, batch_size: int) -> tuple[float, dict[
 
 
 def model_path(kind: str, work: Path) -> str:
-    from mera_multi_hf.tiny_model import build_random_llava, tiny_model_path
+    from mera_multi_hf.demo.builtin_models import build_random_llava, tiny_model_path
 
     if kind in ("tiny", "small"):
         return str(tiny_model_path(kind))
@@ -121,8 +121,8 @@ def main(argv=None) -> int:
 
     import torch
 
-    from mera_multi_hf.loading import load_task
-    from mera_multi_hf.runner.backends.hf import HFBackend
+    from mera_multi_hf.data.loading import load_task
+    from mera_multi_hf.generation.backends.hf import HFBackend
 
     work = Path(tempfile.mkdtemp(prefix="mera-overhead-"))
     os.environ.setdefault("MERA_MULTI_CACHE", str(work / "cache"))

@@ -39,15 +39,15 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 OLD_COMMIT = "9aed840"
 START = {  # code run in the server's process: prints its port, serves until killed
-    # the judge server: mera_multi_hf.judge_server now, judge_model/server.py at 9aed840
-    "judge": "import sys, importlib, importlib.util as u; from mera_multi_hf._paths import load_module_from_file as L; "
-             "m = importlib.import_module('mera_multi_hf.judge_server') "
-             "if u.find_spec('mera_multi_hf.judge_server') else "
+    # the judge server: mera_multi_hf.serving.judge_server now, judge_model/server.py at 9aed840
+    "judge": "import sys, importlib, importlib.util as u; from mera_multi_hf.core.paths import load_module_from_file as L; "
+             "m = importlib.import_module('mera_multi_hf.serving.judge_server') "
+             "if u.find_spec('mera_multi_hf.serving.judge_server') else "
              "L(sys.argv[1] + '/judge_model/server.py', 'judge_server'); "
              "s = m.create_server(sys.argv[2], '127.0.0.1', 0, device='cpu', read_timeout=60); "
              "print(s.server_address[1], flush=True); m.run_foreground(s)",
-    "chat": "import sys; from mera_multi_hf.runner.backends.hf import HFBackend; "
-            "from mera_multi_hf.runner.serve import make_server; b = HFBackend(None); b.load(); "
+    "chat": "import sys; from mera_multi_hf.generation.backends.hf import HFBackend; "
+            "from mera_multi_hf.serving.chat_server import make_server; b = HFBackend(None); b.load(); "
             "s = make_server(b, port=0, read_timeout=60, workers=8); "
             "print(s.server_address[1], flush=True); s.serve_until_interrupted('')",
 }

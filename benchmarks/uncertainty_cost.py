@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 import time
 
-import mera_multi_hf.scoring as scoring
-from mera_multi_hf import uncertainty
-from mera_multi_hf.examples import Example
-from mera_multi_hf.tasks import get_task
+import mera_multi_hf.scoring.score as scoring
+from mera_multi_hf.scoring import uncertainty
+from mera_multi_hf.data.examples import Example
+from mera_multi_hf.tasks.table import get_task
 
 CASES = [("unisciencevqa", 7432, 1, 6), ("schoolsciencevqa", 4227, 1, 7), ("ruhhh_video", 911, 3, 4)]
 

@@ -3,11 +3,11 @@
     python dataset_scripts/aquaria.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
 
 The same as `mera-multi build aquaria ...` (every option of `mera-multi build --help`); the
-builder is mera_multi_hf/builders/aquaria.py.
+builder is mera_multi_hf/data/builders/aquaria.py.
 """
 import sys
 
-from mera_multi_hf.cli import main
+from mera_multi_hf.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["build", "aquaria", *sys.argv[1:]]))

@@ -3,11 +3,11 @@
     python dataset_scripts/realvqa.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
 
 The same as `mera-multi build realvqa ...` (every option of `mera-multi build --help`); the
-builder is mera_multi_hf/builders/realvqa.py.
+builder is mera_multi_hf/data/builders/realvqa.py.
 """
 import sys
 
-from mera_multi_hf.cli import main
+from mera_multi_hf.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["build", "realvqa", *sys.argv[1:]]))

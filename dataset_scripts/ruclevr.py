@@ -3,11 +3,11 @@
     python dataset_scripts/ruclevr.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
 
 The same as `mera-multi build ruclevr ...` (every option of `mera-multi build --help`); the
-builder is mera_multi_hf/builders/ruclevr.py.
+builder is mera_multi_hf/data/builders/ruclevr.py.
 """
 import sys
 
-from mera_multi_hf.cli import main
+from mera_multi_hf.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["build", "ruclevr", *sys.argv[1:]]))

@@ -3,11 +3,11 @@
     python dataset_scripts/runaturalsciencevqa.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
 
 The same as `mera-multi build runaturalsciencevqa ...` (every option of `mera-multi build --help`); the
-builder is mera_multi_hf/builders/runaturalsciencevqa.py.
+builder is mera_multi_hf/data/builders/runaturalsciencevqa.py.
 """
 import sys
 
-from mera_multi_hf.cli import main
+from mera_multi_hf.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["build", "runaturalsciencevqa", *sys.argv[1:]]))

@@ -8,8 +8,8 @@ the server is mera_multi_hf/judge_server.py.
 """
 import sys
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.judge_server import app_from_env  # noqa: F401 - for uvicorn --factory
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.serving.judge_server import app_from_env  # noqa: F401 - for uvicorn --factory
 
 if __name__ == "__main__":
     sys.exit(main(["judge", "serve", *sys.argv[1:]]))

@@ -7,7 +7,7 @@ mera_multi_hf/judge_train.py.
 """
 import sys
 
-from mera_multi_hf.cli import main
+from mera_multi_hf.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["judge", "train", *sys.argv[1:]]))

@@ -1,8 +1,8 @@
 """mera-multi-hf: the MERA Multi benchmark on the Hugging Face stack."""
-from ._version import __version__
+from mera_multi_hf._version import __version__
 
-from .errors import MeraError  # noqa: E402
-from .tasks import TASKS, TaskSpec, get_task  # noqa: E402
+from mera_multi_hf.core.errors import MeraError  # noqa: E402
+from mera_multi_hf.tasks.table import TASKS, TaskSpec, get_task  # noqa: E402
 
 
 def _plain_bars_in_notebooks() -> None:
@@ -24,22 +24,22 @@ _plain_bars_in_notebooks()
 def __getattr__(name):
     # Heavy pieces load on first use so `import mera_multi_hf` and the CLI stay quick.
     if name == "load_task":
-        from .loading import load_task
+        from mera_multi_hf.data.loading import load_task
         return load_task
     if name == "render_prompt":
-        from .prompts import render_prompt
+        from mera_multi_hf.tasks.prompts import render_prompt
         return render_prompt
     if name == "run_evaluation":
-        from .evaluation import run_evaluation
+        from mera_multi_hf.pipeline.evaluate import run_evaluation
         return run_evaluation
     if name == "RunConfig":
-        from .runner.config import RunConfig
+        from mera_multi_hf.generation.config import RunConfig
         return RunConfig
     if name == "MeraBuilder":
-        from .builder import MeraBuilder
+        from mera_multi_hf.data.builder import MeraBuilder
         return MeraBuilder
     if name == "load_metric":
-        from .metrics_loading import load_metric
+        from mera_multi_hf.spaces.loading import load_metric
         return load_metric
     raise AttributeError(name)
 

@@ -1,6 +1,6 @@
 """`python -m mera_multi_hf ...` (and `accelerate launch -m mera_multi_hf ...`)."""
 import sys
 
-from .cli import main
+from mera_multi_hf.cli.main import main
 
 sys.exit(main())

@@ -96,7 +96,7 @@ else:
     print("no chart: the gold answers of this split are hidden (score on the MERA site)")'''),
     ("md", "## 4. The submission\n\nOne `<ClassName>.json` per task, ready for the MERA site."),
     ("code", '''\
-from mera_multi_hf.submission import read_submission
+from mera_multi_hf.reporting.submission import read_submission
 
 answers = read_submission("runs/demo/submission.zip")
 print({name: len(rows) for name, rows in answers.items()})'''),
@@ -104,7 +104,7 @@ print({name: len(rows) for name, rows in answers.items()})'''),
            "form) reads a JSONL of `{\"id\", \"prediction\"}`, this project's sample log or "
            "lm-evaluation-harness logs and writes the same reports."),
     ("code", '''\
-from mera_multi_hf.score_cmd import score_predictions
+from mera_multi_hf.cli.score import score_predictions
 
 test = load_task("ruhhh_image", source="sample")["test"]
 Path("preds.jsonl").write_text("".join(json.dumps({"id": m["id"], "prediction": "A"}) + "\\n"
@@ -154,7 +154,7 @@ print(load_metric("slot_f1").compute(
 import json
 from pathlib import Path
 import evaluate
-from mera_multi_hf.metrics_export import export_metrics
+from mera_multi_hf.spaces.export import export_metrics
 
 folders = export_metrics("spaces", namespace="mera_multi")
 print([sorted(p.name for p in f.iterdir()) for f in folders][0])
@@ -174,7 +174,7 @@ BUILD = [
 import shutil
 import sys
 from pathlib import Path
-from mera_multi_hf.sample_data import bundled_sample
+from mera_multi_hf.demo.sample_data import bundled_sample
 
 raw = Path("raw/ruHHH-Image")   # put your own raw folder here
 shutil.copytree(bundled_sample(), raw, dirs_exist_ok=True)
@@ -203,7 +203,7 @@ try:
 except Exception:   # not on Colab, or no such secret
     pass
 if token:
-    from mera_multi_hf.hub import push
+    from mera_multi_hf.data.publish import push
     print("published", push("hub/ruHHH-Image", REPO_ID, private=True, token=token))
 else:
     print("no HF_TOKEN: the dataset stays local in hub/ruHHH-Image")'''),
@@ -218,7 +218,7 @@ JUDGE = [
     ("code", '''\
 import sys
 import torch
-from mera_multi_hf.tiny_models import family_model_path
+from mera_multi_hf.demo.tiny_models import family_model_path
 
 GPU = torch.cuda.is_available()
 DEVICE = "cuda" if GPU else "cpu"

@@ -30,7 +30,7 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
 @pytest.fixture
 def raw_sample(tmp_path) -> Path:
     """A private, writable copy of the bundled raw ruHHH-Image sample."""
-    from mera_multi_hf.sample_data import bundled_sample
+    from mera_multi_hf.demo.sample_data import bundled_sample
 
     target = tmp_path / "ruHHH-Image"
     shutil.copytree(bundled_sample(), target)
@@ -40,7 +40,7 @@ def raw_sample(tmp_path) -> Path:
 @pytest.fixture(scope="module")
 def served_judge(tmp_path_factory):
     """The tiny judge (tests/tiny_judge.py) behind the package's judge server on 127.0.0.1."""
-    from mera_multi_hf import judge_server
+    from mera_multi_hf.serving import judge_server
     from tiny_judge import build_tiny_judge
 
     judge_dir = build_tiny_judge(tmp_path_factory.mktemp("tiny-judge"))

@@ -12,7 +12,7 @@ import tempfile
 import venv
 from pathlib import Path
 
-from mera_multi_hf.metrics_loading import METRICS
+from mera_multi_hf.spaces.loading import METRICS
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -10,9 +10,9 @@ import sys
 import zipfile
 from pathlib import Path
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.sample_data import SAMPLES, bundled_sample
-from mera_multi_hf.tasks import TASKS, MODALITIES
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.demo.sample_data import SAMPLES, bundled_sample
+from mera_multi_hf.tasks.table import TASKS, MODALITIES
 
 
 def _test_ids(task_key: str) -> list[int]:
@@ -48,7 +48,7 @@ def _every_task_names_its_model(out, doc, printed) -> None:
     the manifest and every sample line (those in logs_public.zip too) say so."""
     import io
 
-    from mera_multi_hf.tiny_model import TINY_AUDIO_MODEL_ID, TINY_MODEL_ID
+    from mera_multi_hf.demo.builtin_models import TINY_AUDIO_MODEL_ID, TINY_MODEL_ID
 
     manifest = json.loads((out / "run_manifest.json").read_text())
     for task in TASKS.values():

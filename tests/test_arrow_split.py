@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from mera_multi_hf.arrow_split import MANIFEST, ArrowSplit, flat_columns, read_manifest, validity
-from mera_multi_hf.examples import make_examples
-from mera_multi_hf.loading import _cache_dir, _prepared, load_split, load_task
-from mera_multi_hf.runner.request import build_requests
-from mera_multi_hf.sample_data import SAMPLES
+from mera_multi_hf.data.arrow_split import MANIFEST, ArrowSplit, flat_columns, read_manifest, validity
+from mera_multi_hf.data.examples import make_examples
+from mera_multi_hf.data.loading import _cache_dir, _prepared, load_split, load_task
+from mera_multi_hf.generation.request import build_requests
+from mera_multi_hf.demo.sample_data import SAMPLES
 
 
 @pytest.mark.parametrize("key", sorted(SAMPLES))
@@ -42,7 +42,7 @@ def test_a_split_read_without_datasets_is_the_split_datasets_loads(key):
 
 
 def dsd_task(key):
-    from mera_multi_hf.tasks import get_task
+    from mera_multi_hf.tasks.table import get_task
 
     return get_task(key)
 

@@ -16,20 +16,20 @@ import numpy as np
 import pytest
 import soundfile
 
-from mera_multi_hf._paths import SAMPLES_DIR
-from mera_multi_hf.cli import main
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.media import Media, frame_indices, sample_frames
-from mera_multi_hf.prompts import render_prompt
-from mera_multi_hf.raw import RawDataset
-from mera_multi_hf.runner.backends import make_backend
-from mera_multi_hf.runner.backends.hf import FRAMES_AS_IMAGES
-from mera_multi_hf.runner.backends.openai import OpenAIBackend
-from mera_multi_hf.runner.request import Request
-from mera_multi_hf.runner.serve import make_server
-from mera_multi_hf.sample_data.av_common import clip, encode_video
-from mera_multi_hf.tasks import get_task
-from mera_multi_hf.tiny_model import TINY_AUDIO_MODEL_ID
+from mera_multi_hf.core.paths import SAMPLES_DIR
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.data.media_decode import Media, frame_indices, sample_frames
+from mera_multi_hf.tasks.prompts import render_prompt
+from mera_multi_hf.data.raw import RawDataset
+from mera_multi_hf.generation.backends import make_backend
+from mera_multi_hf.generation.backends.hf import FRAMES_AS_IMAGES
+from mera_multi_hf.generation.backends.openai import OpenAIBackend
+from mera_multi_hf.generation.request import Request
+from mera_multi_hf.serving.chat_server import make_server
+from mera_multi_hf.demo.sample_data.av_common import clip, encode_video
+from mera_multi_hf.tasks.table import get_task
+from mera_multi_hf.demo.builtin_models import TINY_AUDIO_MODEL_ID
 
 NAMES = {"ruenvaqa": "ruEnvAQA", "ruslun": "ruSLUn", "aquaria": "AQUARIA",
          "rutie_audio": "ruTiE-Audio", "ruhhh_video": "ruHHH-Video",
@@ -49,7 +49,7 @@ def _data_args(keys) -> list[str]:
 
 @pytest.mark.parametrize("key", list(NAMES))
 def test_bundled_sample_is_what_the_generator_writes(key, tmp_path):
-    module = importlib.import_module(f"mera_multi_hf.sample_data.{key}")
+    module = importlib.import_module(f"mera_multi_hf.demo.sample_data.{key}")
     fresh, shipped = module.write_sample(tmp_path / key), SAMPLES_DIR / NAMES[key]
     files = sorted(p.relative_to(shipped) for p in shipped.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file())

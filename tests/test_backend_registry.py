@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.runner import RunConfig
-from mera_multi_hf.runner.backends import (Capabilities, backend_spec, capabilities_of,
-                                           cut_at_stop, make_backend, register_backend)
-from mera_multi_hf.runner.backends.hf_options import HFOptions
-from mera_multi_hf.runner.backends.openai import OpenAIOptions
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.generation import RunConfig
+from mera_multi_hf.generation.backends import Capabilities, backend_spec, capabilities_of, cut_at_stop, make_backend, register_backend
+from mera_multi_hf.generation.backends.hf_options import HFOptions
+from mera_multi_hf.generation.backends.openai import OpenAIOptions
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -26,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 ECHO_PACKAGE = '''
 from dataclasses import dataclass
 
-from mera_multi_hf.runner.backends import Capabilities, cut_at_stop, register_backend
+from mera_multi_hf.generation.backends import Capabilities, cut_at_stop, register_backend
 
 
 @dataclass
@@ -118,10 +117,10 @@ def test_without_the_package_the_kind_is_unknown(tmp_path):
 
 
 def test_the_built_in_kinds_load_on_first_use_only():
-    probe = ("import sys, mera_multi_hf.cli; from mera_multi_hf.runner import RunConfig; "
+    probe = ("import sys, mera_multi_hf.cli.main; from mera_multi_hf.generation import RunConfig; "
              "RunConfig(backend='openai'); "
              "print(sorted(m for m in ('torch', 'transformers', 'requests', 'importlib.metadata',"
-             " 'mera_multi_hf.runner.backends.hf', 'mera_multi_hf.runner.backends.openai')"
+             " 'mera_multi_hf.generation.backends.hf', 'mera_multi_hf.generation.backends.openai')"
              " if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
                           text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(REPO)))
@@ -202,7 +201,7 @@ def test_a_registered_backend_takes_its_options_and_its_capabilities_are_read(tm
     assert (engine.letter, engine.batch_size) == ("C", 2)  # the others' options ignored
     with pytest.raises(TypeError, match="no_backend_takes_this"):
         make_backend("test-letters", None, no_backend_takes_this=1)
-    from mera_multi_hf.runner import run_evaluation
+    from mera_multi_hf.pipeline.evaluate import run_evaluation
 
     config = dict(tasks="ruhhh_image", data="sample", limit=3, no_progress=True)
     run_evaluation(RunConfig(output_dir=str(tmp_path / "s"), **config), engine=engine)

@@ -15,17 +15,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from PIL import Image
 
-from mera_multi_hf.limits import Limits
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.evaluation import run_evaluation
-from mera_multi_hf.runner.backends import Backend, RoutingBackend, cut_at_stop, make_backend
-from mera_multi_hf.runner.backends.hf import HFBackend
-from mera_multi_hf.runner.backends.openai import OpenAIBackend
-from mera_multi_hf.media import Media, limit_pixels
-from mera_multi_hf.prompts import content_parts, plain_prompt
-from mera_multi_hf.runner.chat import openai_messages
-from mera_multi_hf.runner.request import Request
-from mera_multi_hf.runner.serve import make_server, prompt_from_openai
+from mera_multi_hf.core.limits import Limits
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.pipeline.evaluate import run_evaluation
+from mera_multi_hf.generation.backends import Backend, RoutingBackend, cut_at_stop, make_backend
+from mera_multi_hf.generation.backends.hf import HFBackend
+from mera_multi_hf.generation.backends.openai import OpenAIBackend
+from mera_multi_hf.data.media_decode import Media, limit_pixels
+from mera_multi_hf.tasks.prompts import content_parts, plain_prompt
+from mera_multi_hf.generation.chat import openai_messages
+from mera_multi_hf.generation.request import Request
+from mera_multi_hf.serving.chat_server import make_server, prompt_from_openai
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +176,7 @@ def test_audio_goes_as_a_mono_16_bit_wav_at_its_own_rate():
 def chatty_backend(tmp_path_factory):
     """A random LLaVA (the tiny model's config and processor, unit-scale random weights,
     no EOS nudge) that writes long, input-dependent noise: stop strings get exercised."""
-    from mera_multi_hf.tiny_model import build_random_llava
+    from mera_multi_hf.demo.builtin_models import build_random_llava
 
     out = build_random_llava(tmp_path_factory.mktemp("chatty"), size=None, seed=3)
     backend = HFBackend(str(out), batch_size=4)
@@ -262,7 +262,7 @@ def test_max_length_is_derived_as_the_harness_does(tiny_backend):
 
     from transformers import GPT2Config, LlamaConfig, LlavaConfig
 
-    from mera_multi_hf.runner.backends.hf import context_length
+    from mera_multi_hf.generation.backends.hf import context_length
 
     tokenizer = copy.copy(tiny_backend.tokenizer)
     tokenizer.model_max_length = 333
@@ -476,7 +476,7 @@ def test_openai_client_error_is_not_retried(flaky):
 
 
 def test_unreachable_server_cli_prints_one_line(tmp_path, capsys):
-    from mera_multi_hf.cli import main
+    from mera_multi_hf.cli.main import main
 
     with socket.socket() as s:  # a port that nothing listens on
         s.bind(("127.0.0.1", 0))
@@ -493,7 +493,7 @@ def test_unreachable_server_cli_prints_one_line(tmp_path, capsys):
 def test_text_only_model_uses_causal_lm_and_drops_media(tmp_path):
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from mera_multi_hf.tiny_model import tiny_model_path
+    from mera_multi_hf.demo.builtin_models import tiny_model_path
 
     tok = AutoTokenizer.from_pretrained(tiny_model_path())
     config = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,

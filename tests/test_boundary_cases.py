@@ -1,4 +1,4 @@
-"""The output boundary (mera_multi_hf/outputs/) at work, command by command: one
+"""The output boundary (mera_multi_hf/core/outputs/) at work, command by command: one
 command never empties another's folder, the inputs of a command are never touched, no
 link planted under an output folder is ever written through, and ``--overwrite`` never
 reaches a foreign entry. Every case runs with and without ``--overwrite`` and checks
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.outputs import MARKER, LinkRefused, OutputFolder, cache_folder
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.outputs import MARKER, LinkRefused, OutputFolder, cache_folder
 
 from test_build_hostile import tree_hash
 

@@ -13,11 +13,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.http_app import Server, json_app
-from mera_multi_hf.judge import HttpJudge
-from mera_multi_hf.runner.backends.openai import OpenAIBackend
-from mera_multi_hf.runner.request import Request
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.serving.app import Server, json_app
+from mera_multi_hf.judge.judges import HttpJudge
+from mera_multi_hf.generation.backends.openai import OpenAIBackend
+from mera_multi_hf.generation.request import Request
 
 MiB = 2 ** 20
 

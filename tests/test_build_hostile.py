@@ -20,12 +20,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.errors import DataValidationError, MeraError
-from mera_multi_hf.hub import MARKER, export_raw
-from mera_multi_hf.limits import Limits
-from mera_multi_hf.sample_data import bundled_sample
-from mera_multi_hf.tasks import get_task
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.errors import DataValidationError, MeraError
+from mera_multi_hf.data.publish import MARKER, export_raw
+from mera_multi_hf.core.limits import Limits
+from mera_multi_hf.demo.sample_data import bundled_sample
+from mera_multi_hf.tasks.table import get_task
 
 TASK = get_task("ruhhh_image")
 

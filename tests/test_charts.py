@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mera_multi_hf.atomic import sha256_bytes
-from mera_multi_hf.charts import HUMAN_COLOR, chart_png, panels
+from mera_multi_hf.core.hashing import sha256_bytes
+from mera_multi_hf.reporting.charts import HUMAN_COLOR, chart_png, panels
 
 
 def _pixels(png: bytes) -> np.ndarray:
@@ -37,7 +37,7 @@ def _check_output(out: Path) -> None:
 
 
 def test_evaluate_run_writes_the_chart(tmp_path):
-    from mera_multi_hf.evaluation import run_evaluation
+    from mera_multi_hf.pipeline.evaluate import run_evaluation
 
     run_evaluation(tasks="ruhhh_image", data="sample", output_dir=str(tmp_path / "run"),
                    batch_size=8, limit=12)
@@ -45,7 +45,7 @@ def test_evaluate_run_writes_the_chart(tmp_path):
 
 
 def test_score_run_writes_the_chart(tmp_path):
-    from mera_multi_hf.loading import load_task
+    from mera_multi_hf.data.loading import load_task
 
     test = load_task("ruhhh_image", source="sample")["test"]
     preds = tmp_path / "preds.jsonl"
@@ -90,7 +90,7 @@ def test_human_baseline_is_drawn_only_when_known():
 
 
 def test_import_does_not_load_matplotlib():
-    code = "import sys, mera_multi_hf, mera_multi_hf.reports; print('matplotlib' in sys.modules)"
+    code = "import sys, mera_multi_hf, mera_multi_hf.reporting.reports; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stderr
 
@@ -105,7 +105,7 @@ def test_chart_size_grows_with_the_labels(n_tasks):
 # What is drawn, read from the figure's artists (not from pixels).
 
 def _axes(results):
-    from mera_multi_hf.charts import figure
+    from mera_multi_hf.reporting.charts import figure
 
     fig = figure(results, title="MERA Multi: m")
     fig.canvas.draw()
@@ -132,7 +132,7 @@ def test_a_zero_has_a_mark_and_a_value_label():
 
 
 def test_every_task_is_in_the_summary_with_its_official_name_and_n():
-    from mera_multi_hf.tasks import TASKS
+    from mera_multi_hf.tasks.table import TASKS
 
     results = []
     for key, task in TASKS.items():

@@ -13,16 +13,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from mera_multi_hf.cli import TASK_COLUMNS, build_parser, main
-from mera_multi_hf.evaluate_cmd import options_parser
-from mera_multi_hf.parsing import Parser
-from mera_multi_hf.runner.serve import _parser as serve_parser
+from mera_multi_hf.cli.main import TASK_COLUMNS, build_parser, main
+from mera_multi_hf.cli.evaluate import options_parser
+from mera_multi_hf.core.arguments import Parser
+from mera_multi_hf.serving.chat_server import _parser as serve_parser
 
 
 def _parsers():
     """(name, parser) of every command and sub-command."""
     found = [("mera-multi", build_parser()), ("evaluate", options_parser()),
-             ("runner.serve", serve_parser())]
+             ("serving.chat_server", serve_parser())]
     todo = [found[0]]
     while todo:
         name, parser = todo.pop()
@@ -91,7 +91,7 @@ def test_tasks_help_explains_every_column(capsys):
 HEAVY = ("torch", "transformers", "accelerate", "pandas", "datasets", "matplotlib")
 PROBE = """
 import json, sys
-from mera_multi_hf.cli import main
+from mera_multi_hf.cli.main import main
 for argv in json.loads(sys.argv[1]):
     try:
         main(argv)
@@ -116,9 +116,9 @@ def test_every_option_comes_from_a_dataclass_field():
     dataclass, and names that field."""
     from dataclasses import MISSING
 
-    from mera_multi_hf.parsing import FIELD_TAG
+    from mera_multi_hf.core.arguments import FIELD_TAG
 
-    from mera_multi_hf.sample_data.__main__ import parser as sample_parser
+    from mera_multi_hf.demo.sample_data.__main__ import parser as sample_parser
 
     checked = 0
     for name, parser in PARSERS + [("sample_data", sample_parser())]:
@@ -145,10 +145,10 @@ def _options_of(argv):
 
 
 def test_a_command_gets_the_dataclass_a_python_caller_builds():
-    from mera_multi_hf.cli import BuildOptions
-    from mera_multi_hf.judge_cmd import TrainOptions
-    from mera_multi_hf.leaderboard import LeaderboardOptions
-    from mera_multi_hf.metrics_export import ExportOptions
+    from mera_multi_hf.cli.main import BuildOptions
+    from mera_multi_hf.cli.judge import TrainOptions
+    from mera_multi_hf.reporting.leaderboard import LeaderboardOptions
+    from mera_multi_hf.spaces.export import ExportOptions
 
     assert _options_of(["build", "ruhhh_image", "--raw", "sample", "--out", "o",
                         "--max_image_pixels", "5", "--max-audio-seconds", "2.5"]) == \
@@ -170,7 +170,7 @@ def test_a_fields_help_and_default_show_in_help():
     generated option shows and takes."""
     from dataclasses import dataclass
 
-    from mera_multi_hf.parsing import add_dataclass_options, opt
+    from mera_multi_hf.core.arguments import add_dataclass_options, opt
 
     @dataclass
     class Shared:
@@ -227,7 +227,7 @@ class _Chat(BaseHTTPRequestHandler):
 OPENAI_HEAVY = ("torch", "transformers", "accelerate", "pandas", "datasets")
 RUN_PROBE = """
 import atexit, sys
-from mera_multi_hf.cli import main
+from mera_multi_hf.cli.main import main
 atexit.register(lambda: print("HEAVY", sorted(m for m in %r if m in sys.modules)))
 sys.exit(main(sys.argv[1:]))
 """ % (OPENAI_HEAVY,)

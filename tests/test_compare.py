@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.compare import compare_runs, mcnemar_exact
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.examples import Example
-from mera_multi_hf.outputs import OutputFolder
-from mera_multi_hf.reports import results_doc, write_outputs
-from mera_multi_hf.scoring import score_task, summarize
-from mera_multi_hf.tasks import get_task
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.reporting.compare import compare_runs, mcnemar_exact
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.data.examples import Example
+from mera_multi_hf.core.outputs import OutputFolder
+from mera_multi_hf.reporting.reports import results_doc, write_outputs
+from mera_multi_hf.scoring.score import score_task, summarize
+from mera_multi_hf.tasks.table import get_task
 
 
 @pytest.mark.parametrize("only_a,only_b", [(0, 0), (3, 0), (9, 5), (40, 22), (7, 7), (0, 25),
@@ -100,7 +100,7 @@ def test_different_data_is_refused_unless_forced(tmp_path, capsys):
 
 
 def test_evaluate_run_against_score_of_lm_eval_logs(tmp_path, capsys):
-    from mera_multi_hf.evaluation import run_evaluation
+    from mera_multi_hf.pipeline.evaluate import run_evaluation
 
     run_evaluation(tasks="ruhhh_image", data="sample", output_dir=tmp_path / "run",
                    batch_size=8, no_progress=True)
@@ -116,7 +116,7 @@ def test_evaluate_run_against_score_of_lm_eval_logs(tmp_path, capsys):
     assert main(["score", "--task", "ruhhh_image", "--predictions", str(logs), "--data", "sample",
                  "--out", str(tmp_path / "scored")]) == 0
     capsys.readouterr()
-    from mera_multi_hf.uncertainty import settings
+    from mera_multi_hf.scoring.uncertainty import settings
 
     for folder in ("run", "scored"):  # the bootstrap's seed and resamples are recorded
         assert json.loads((tmp_path / folder / "results.json").read_text())["run"]["bootstrap"] \

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mera_multi_hf.cli import main
+from mera_multi_hf.cli.main import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_results_page import _chromium, _visible, needs_chromium  # noqa: E402
@@ -21,7 +21,7 @@ FLIPPED = 5  # the first ids whose answer run B turns to the other letter
 def compared(tmp_path_factory):
     """An evaluate run (A) and a score run (B) of lm-eval logs holding A's answers with the
     first FLIPPED flipped; the expected outcome of every id, from A's own sample lines."""
-    from mera_multi_hf.evaluation import run_evaluation
+    from mera_multi_hf.pipeline.evaluate import run_evaluation
 
     root = tmp_path_factory.mktemp("cmp")
     run_evaluation(tasks="ruhhh_image", data="sample", output_dir=root / "a", no_progress=True)

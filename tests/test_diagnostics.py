@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 from scipy.stats import chi2, chi2_contingency, kendalltau
 
-from mera_multi_hf.diagnostics import chi2_sf, diagnostics, kendall_tau_b
-from mera_multi_hf.examples import Example
-from mera_multi_hf.tasks import get_task
+from mera_multi_hf.scoring.diagnostics import chi2_sf, diagnostics, kendall_tau_b
+from mera_multi_hf.data.examples import Example
+from mera_multi_hf.tasks.table import get_task
 
 # a task declared with pairwise ranking that is not ruHHH by name: the declaration drives it
 PAIRS = replace(get_task("ruhhh_image"), key="my_pairs")

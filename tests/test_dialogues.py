@@ -10,13 +10,13 @@ import zipfile
 import pytest
 from PIL import Image
 
-from mera_multi_hf.evaluation import run_evaluation
-from mera_multi_hf.dialogue_positions import reduce_answer
-from mera_multi_hf.tasks import TASKS, DialogueSpec, TaskSpec, register_task
+from mera_multi_hf.pipeline.evaluate import run_evaluation
+from mera_multi_hf.tasks.dialogue import reduce_answer
+from mera_multi_hf.tasks.table import TASKS, DialogueSpec, TaskSpec, register_task
 
 BUILDER = '''
 import datasets
-from mera_multi_hf.builder import MeraBuilder
+from mera_multi_hf.data.builder import MeraBuilder
 
 class ToyDialogue(MeraBuilder):
     TASK_KEY = "toy_dialogue"
@@ -162,9 +162,8 @@ def test_dialogue_context_is_a_setting_and_zero_means_none(toy, tmp_path):
 
 def test_dialogues_run_on_the_tiny_model_and_split_between_processes(toy, tmp_path):
     from mera_multi_hf import load_task
-    from mera_multi_hf.examples import make_examples
-    from mera_multi_hf import dialogue_positions
-    from mera_multi_hf.runner import dialogue
+    from mera_multi_hf.data.examples import make_examples
+    from mera_multi_hf.generation import dialogue
 
     raw, _ = toy
     result = run_evaluation(tasks="toy_dialogue", data=str(raw), output_dir=str(tmp_path / "t"),
@@ -182,7 +181,7 @@ def test_dialogues_run_on_the_tiny_model_and_split_between_processes(toy, tmp_pa
 
 
 def _fake_requests(items):
-    from mera_multi_hf.runner.request import Request
+    from mera_multi_hf.generation.request import Request
 
     return [Request("toy_dialogue", "test", e.id, e.prompt, [], 4, index=e.index) for e in items]
 
@@ -210,10 +209,10 @@ ORACLE = [
 
 
 def test_rutie_positions_context_and_submission_ids_follow_the_official_arithmetic():
-    from mera_multi_hf.examples import Example
-    from mera_multi_hf import dialogue_positions
-    from mera_multi_hf.runner import dialogue
-    from mera_multi_hf.submission import submission_ids
+    from mera_multi_hf.data.examples import Example
+    from mera_multi_hf.tasks import dialogue as dialogue_positions
+    from mera_multi_hf.generation import dialogue
+    from mera_multi_hf.reporting.submission import submission_ids
 
     task = TASKS["rutie_image"]
     examples = [Example(task.key, i, n, f"q{i}", (), "A", i, meta={"dialog_id": d, "question_id": q},
@@ -233,10 +232,9 @@ def test_rutie_positions_context_and_submission_ids_follow_the_official_arithmet
 @pytest.mark.parametrize("key", ["rutie_image", "rutie_audio"])
 def test_bundled_rutie_samples_agree_with_the_official_positions(key):
     from mera_multi_hf import load_task
-    from mera_multi_hf.examples import make_examples
-    from mera_multi_hf import dialogue_positions
-    from mera_multi_hf.runner import dialogue
-    from mera_multi_hf.submission import submission_ids
+    from mera_multi_hf.data.examples import make_examples
+    from mera_multi_hf.tasks import dialogue as dialogue_positions
+    from mera_multi_hf.reporting.submission import submission_ids
 
     examples = make_examples(TASKS[key], load_task(key, source="sample", split="test"))
     assert dialogue_positions.meta_disagreements(TASKS[key], examples) == []
@@ -249,7 +247,7 @@ def test_bundled_rutie_samples_agree_with_the_official_positions(key):
 def test_meta_that_disagrees_is_warned_recorded_and_overruled(tmp_path):
     import shutil
 
-    from mera_multi_hf.sample_data import bundled_sample
+    from mera_multi_hf.demo.sample_data import bundled_sample
 
     raw = tmp_path / "ruTiE-Image"
     shutil.copytree(bundled_sample("rutie_image"), raw)

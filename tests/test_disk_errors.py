@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from mera_multi_hf.cli import main
+from mera_multi_hf.cli.main import main
 
 from test_build_hostile import tree_hash
 

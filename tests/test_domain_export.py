@@ -18,14 +18,14 @@ import pytest
 import yaml
 from PIL import Image
 
-from mera_multi_hf.builders import builder_class
-from mera_multi_hf.cli import main
-from mera_multi_hf.media_checks import MEDIA_CHECKS
-from mera_multi_hf.raw import dataset as raw_dataset
-from mera_multi_hf.raw import record_domain
-from mera_multi_hf.raw import records as raw_records
-from mera_multi_hf.sample_data import bundled_sample
-from mera_multi_hf.tasks import get_task
+from mera_multi_hf.data.builders import builder_class
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.data.media_checks import MEDIA_CHECKS
+from mera_multi_hf.data.raw import dataset as raw_dataset
+from mera_multi_hf.data.raw import record_domain
+from mera_multi_hf.data.raw import records as raw_records
+from mera_multi_hf.demo.sample_data import bundled_sample
+from mera_multi_hf.tasks.table import get_task
 
 TASK = get_task("runaturalsciencevqa")
 SIZES = {"biology": 130, "chemistry": 7, "physics": 12, "earth_science": 5}  # test records
@@ -146,8 +146,8 @@ def test_problems_of_a_folder_read_domain_by_domain_are_each_reported_once(tmp_p
     """The single-folder form read domain config by domain config: a record naming no
     known domain, a broken picture, ids repeated across domains and across splits are each
     one problem, all reported at once; the file's notes are said once too."""
-    from mera_multi_hf.errors import DataValidationError
-    from mera_multi_hf.hub import export_raw
+    from mera_multi_hf.core.errors import DataValidationError
+    from mera_multi_hf.data.publish import export_raw
 
     raw = tmp_path / "raw"
     splits = _raw_folder(raw, per_domain=False)

@@ -12,13 +12,13 @@ import yaml
 from PIL import Image
 
 from mera_multi_hf import get_task, load_task
-from mera_multi_hf.cli import main
-from mera_multi_hf.errors import DataValidationError
-from mera_multi_hf.examples import make_examples
-from mera_multi_hf.loading import source_kind
-from mera_multi_hf.raw import domain_key
-from mera_multi_hf.sample_data import bundled_sample
-from mera_multi_hf.tasks import TASKS
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.errors import DataValidationError
+from mera_multi_hf.data.examples import make_examples
+from mera_multi_hf.data.loading import source_kind
+from mera_multi_hf.data.raw import domain_key
+from mera_multi_hf.demo.sample_data import bundled_sample
+from mera_multi_hf.tasks.table import TASKS
 
 DOMAIN_SIZES = {"biology": 3, "chemistry": 5, "physics": 1, "earth_science": 2}
 
@@ -250,7 +250,7 @@ def test_the_readme_sentence_loads_every_domain_export(task, tmp_path, monkeypat
 def test_the_builder_declares_one_config_per_domain_and_all(tmp_path):
     """BUILDER_CONFIGS as the datasets template has them: ``all`` (the default) and one per
     domain; a domain config builds only its domain's records, with datasets' own writer."""
-    from mera_multi_hf.builders import builder_class
+    from mera_multi_hf.data.builders import builder_class
 
     task = TASKS["runaturalsciencevqa"]
     cls = builder_class(task)

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.hub import export_raw
-from mera_multi_hf.raw import RawDataset
-from mera_multi_hf.sample_data import bundled_sample
-from mera_multi_hf.tasks import get_task
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.data.publish import export_raw
+from mera_multi_hf.data.raw import RawDataset
+from mera_multi_hf.demo.sample_data import bundled_sample
+from mera_multi_hf.tasks.table import get_task
 
 TASK = get_task("ruhhh_image")
 
@@ -173,8 +173,8 @@ def test_ruslun_object_answers_are_stored_as_the_official_string(tmp_path):
 
 def test_api_misuses_raise_a_sentence():
     from mera_multi_hf import load_metric, load_task, render_prompt
-    from mera_multi_hf.evaluation import run_evaluation
-    from mera_multi_hf.runner import RunConfig
+    from mera_multi_hf.pipeline.evaluate import run_evaluation
+    from mera_multi_hf.generation import RunConfig
 
     cases = [
         (lambda: load_task(None), TypeError, "a task is named by its key"),

@@ -12,9 +12,9 @@ import pytest
 from PIL import Image
 
 from mera_multi_hf import load_task
-from mera_multi_hf.hub import export_raw
-from mera_multi_hf.sample_data import bundled_sample
-from mera_multi_hf.tasks import get_task
+from mera_multi_hf.data.publish import export_raw
+from mera_multi_hf.demo.sample_data import bundled_sample
+from mera_multi_hf.tasks.table import get_task
 
 # The official rule restated as data. datasets/<Task>/upload_dataset_to_HF.ipynb declares
 # every media input as: images datasets.Image(decode=False), audio datasets.Audio(),

@@ -9,9 +9,9 @@ import ast
 import re
 from pathlib import Path
 
-from mera_multi_hf.cli import build_parser
-from mera_multi_hf.evaluate_cmd import options_parser
-from mera_multi_hf.runner.serve import _parser as serve_parser
+from mera_multi_hf.cli.main import build_parser
+from mera_multi_hf.cli.evaluate import options_parser
+from mera_multi_hf.serving.chat_server import _parser as serve_parser
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "mera_multi_hf"
@@ -19,16 +19,16 @@ FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9_-]*[a-z0-9]")
 # where an invocation ends: another command, a pipe, the end of a code span or sentence
 END = re.compile(r"&&|\|\||[|;`\n]|\)|\"|'|\. ")
 # a command module -> the commands whose messages it writes (their options, together)
-MODULES = {"score_cmd.py": ["score"], "evaluate_cmd.py": ["evaluate"],
-           "runner/config.py": ["evaluate"], "runner/run.py": ["evaluate"],
-           "runner/finish.py": ["evaluate"], "runner/launch.py": ["evaluate"],
+MODULES = {"cli/score.py": ["score"], "cli/evaluate.py": ["evaluate"],
+           "generation/config.py": ["evaluate"], "generation/run.py": ["evaluate"],
+           "pipeline/finish.py": ["evaluate"], "generation/launch.py": ["evaluate"],
            # the whole command line's module: `tasks --help` names evaluate's and score's
-           "cli.py": ["", "build", "tasks", "evaluate", "score"], "view_cmd.py": ["view"], "compare.py": ["compare"],
-           "leaderboard.py": ["leaderboard"], "metrics_export.py": ["metrics export",
+           "cli/main.py": ["", "build", "tasks", "evaluate", "score"], "cli/view.py": ["view"], "reporting/compare.py": ["compare"],
+           "reporting/leaderboard.py": ["leaderboard"], "spaces/export.py": ["metrics export",
                                                                    "metrics push"],
-           "judge_cmd.py": ["judge serve", "judge agreement", "judge train"],
-           "preflight.py": ["evaluate", "score"], "options.py": ["evaluate", "score", "build"],
-           "tiny_models/__init__.py": ["models"]}
+           "cli/judge.py": ["judge serve", "judge agreement", "judge train"],
+           "pipeline/preflight.py": ["evaluate", "score"], "scoring/options.py": ["evaluate", "score", "build"],
+           "demo/tiny_models/__init__.py": ["models"]}
 # other programs' command lines, whose flags are theirs
 OTHERS = ("accelerate", "torchrun", "vllm", "uvicorn", "pip ", "python -m build")
 
@@ -45,7 +45,7 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
                     found[f"{name} {sub}".strip()] = child
                     todo.append((f"{name} {sub}".strip(), child))
     found["evaluate"] = options_parser()  # these two commands' parsers are their own
-    found["serve"] = found["runner.serve"] = serve_parser()
+    found["serve"] = found["serving.chat_server"] = serve_parser()
     return found
 
 
@@ -58,11 +58,11 @@ def _flags(*names: str) -> set[str]:
 
 def _invocations(text: str):
     """(command, the flags its invocation names) for each `mera-multi CMD ...`,
-    `-m mera_multi_hf CMD ...` and `python -m mera_multi_hf.runner.serve ...` in text."""
-    pattern = r"(?:mera-multi|-m mera_multi_hf(?=\s))((?:\s+[a-z]+){0,2})|mera_multi_hf\.runner\.serve"
+    `-m mera_multi_hf CMD ...` and `python -m mera_multi_hf.serving.chat_server ...` in text."""
+    pattern = r"(?:mera-multi|-m mera_multi_hf(?=\s))((?:\s+[a-z]+){0,2})|mera_multi_hf\.serving\.chat_server"
     for match in re.finditer(pattern, text):
         words = (match.group(1) or "").split()
-        command = "runner.serve" if match.group(1) is None else next(
+        command = "serving.chat_server" if match.group(1) is None else next(
             (" ".join(words[:n]) for n in (2, 1) if " ".join(words[:n]) in COMMANDS), None)
         if command is None:
             continue
@@ -120,5 +120,5 @@ def test_the_check_finds_a_flag_that_does_not_exist():
     found = dict(_invocations("run `mera-multi judge serve --model M --no-such-flag 1`"))
     assert found == {"judge serve": ["--model", "--no-such-flag"]}
     assert "--no-such-flag" not in _flags("judge serve") and "--model" in _flags("judge serve")
-    assert dict(_invocations("python -m mera_multi_hf.runner.serve --port 1 | x --y")) == {
-        "runner.serve": ["--port"]}
+    assert dict(_invocations("python -m mera_multi_hf.serving.chat_server --port 1 | x --y")) == {
+        "serving.chat_server": ["--port"]}

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.predictions import read_predictions
-from mera_multi_hf.evaluation import run_evaluation
-from mera_multi_hf.sample_data import bundled_sample
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.scoring.predictions import read_predictions
+from mera_multi_hf.pipeline.evaluate import run_evaluation
+from mera_multi_hf.demo.sample_data import bundled_sample
 
 SAMPLE = bundled_sample()
 TEST_IDS = sorted(r["meta"]["id"] for r in json.loads(
@@ -109,7 +109,7 @@ def test_a_run_never_touches_files_it_did_not_write(tmp_path, decoy):
     assert (out / "results.json").is_file()
     samples = tmp_path / "run" / "samples_ruhhh_image_test.jsonl"
     with pytest.raises(MeraError):  # 3 of 26 answered: refused, nothing written
-        from mera_multi_hf.score_cmd import score_predictions
+        from mera_multi_hf.cli.score import score_predictions
         score_predictions("ruhhh_image", samples, tmp_path / "scored", data="sample")
     assert not (tmp_path / "scored").exists()
     import shutil
@@ -132,7 +132,7 @@ def test_garbled_sample_log_lines_are_generated_again(tmp_path):
 
 
 def test_url_credentials_and_keys_are_never_written(tmp_path):
-    from mera_multi_hf.provenance import mask_secrets
+    from mera_multi_hf.core.provenance import mask_secrets
 
     assert mask_secrets("--base-url http://ann:pa55@127.0.0.1:8000/v1 --api-key sk-1 "
                         "--judge-api-key jk-2") == \

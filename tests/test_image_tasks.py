@@ -16,13 +16,13 @@ import yaml
 from PIL import Image, ImageChops
 
 from mera_multi_hf import MeraError, get_task, load_task
-from mera_multi_hf.builder import task_features
-from mera_multi_hf.cli import main
-from mera_multi_hf.examples import make_examples
-from mera_multi_hf.hub import export_raw
-from mera_multi_hf.judge import raw_inputs
-from mera_multi_hf.sample_data import bundled_sample, write_sample
-from mera_multi_hf.scoring import score_task
+from mera_multi_hf.data.builder import task_features
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.data.examples import make_examples
+from mera_multi_hf.data.publish import export_raw
+from mera_multi_hf.judge.judges import raw_inputs
+from mera_multi_hf.demo.sample_data import bundled_sample, write_sample
+from mera_multi_hf.scoring.score import score_task
 
 S = datasets.Value("string")
 I32 = datasets.Value("int32")

@@ -1,4 +1,4 @@
-"""The one JSON reader (mera_multi_hf/json_read.py) and the places that read through it:
+"""The one JSON reader (mera_multi_hf/core/json_read.py) and the places that read through it:
 hostile JSON (deep nesting, huge integers, repeated keys, lone surrogates) in predictions,
 sample logs, results.json and server replies ends in one line naming where, never in a
 traceback; a damaged sample-log line is skipped in place and counted; a lone surrogate in
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from mera_multi_hf import json_read
-from mera_multi_hf.cli import main
-from mera_multi_hf.json_read import JsonReadError
+from mera_multi_hf.core import json_read
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.json_read import JsonReadError
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mera_multi_hf"
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -24,12 +24,12 @@ HUGE = "9" * 5000
 
 # The only modules that may call json.load/json.loads themselves, and why.
 ALLOWED = {
-    "json_read.py": "the reader itself",
-    "metric_ruslun.py": "ruSLUn's official parsers of answers and gold, carried by the slot_f1 "
+    "core/json_read.py": "the reader itself",
+    "scoring/metric_ruslun.py": "ruSLUn's official parsers of answers and gold, carried by the slot_f1 "
                         "Space (which carries no reader); RecursionError is caught there",
-    "space_modules/app.py": "the Space form's options box, in a Space folder that carries the "
+    "spaces/space_modules/app.py": "the Space form's options box, in a Space folder that carries the "
                             "reader only when its metric imports it",
-    "raw/records.py": "reads back a string it has just written from a parsed value, to check "
+    "data/raw/records.py": "reads back a string it has just written from a parsed value, to check "
                       "the official gold rule",
 }
 
@@ -55,8 +55,8 @@ def test_no_json_is_parsed_outside_the_reader():
         name = path.relative_to(PACKAGE).as_posix()
         if name not in ALLOWED and _json_calls(path):
             found[name] = _json_calls(path)
-    assert not found, f"parse JSON with mera_multi_hf.json_read instead: {found}"
-    assert all(_json_calls(PACKAGE / name) for name in ALLOWED if name != "json_read.py")
+    assert not found, f"parse JSON with mera_multi_hf.core.json_read instead: {found}"
+    assert all(_json_calls(PACKAGE / name) for name in ALLOWED if name != "core/json_read.py")
 
 
 @pytest.mark.parametrize("text, words", [
@@ -311,10 +311,10 @@ def test_a_hostile_reply_is_one_line(reply, words, replying, tmp_path, capsys):
                      '{"choices": [{"message": {"content": "é"}}]}'.encode("latin-1")])))
 def test_property_server_replies(reply, tmp_path_factory):
     """Size, nesting, encoding: an answer (logged, writable) or one line, never a traceback."""
-    from mera_multi_hf.errors import MeraError
-    from mera_multi_hf.runner.backends.openai import OpenAIBackend
-    from mera_multi_hf.runner.generate import log_record
-    from mera_multi_hf.runner.request import Request
+    from mera_multi_hf.core.errors import MeraError
+    from mera_multi_hf.generation.backends.openai import OpenAIBackend
+    from mera_multi_hf.generation.generate import log_record
+    from mera_multi_hf.generation.request import Request
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Replying)
     server.daemon_threads, server.paths, server.reply = True, [], reply
@@ -338,8 +338,8 @@ def test_a_hostile_judge_reply_is_one_line(reply, replying):
     """The judge client reads the served judge's answers through the reader too."""
     import requests
 
-    from mera_multi_hf.errors import MeraError
-    from mera_multi_hf.judge import _json_body
+    from mera_multi_hf.core.errors import MeraError
+    from mera_multi_hf.judge.judges import _json_body
 
     replying.reply = reply
     url = f"http://127.0.0.1:{replying.server_port}/classify"

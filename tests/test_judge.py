@@ -17,12 +17,11 @@ from pathlib import Path
 import pytest
 import requests
 
-from mera_multi_hf import judge_server as server_mod
-from mera_multi_hf import judge_agreement as agreement_mod
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.judge import (HttpJudge, Judge, LocalJudge, get_judge, judge_example_scores,
-                                 judge_scores, raw_inputs, token_windows)
-from mera_multi_hf.metric_groups import group_mean
+from mera_multi_hf.serving import judge_server as server_mod
+from mera_multi_hf.judge import agreement as agreement_mod
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.judge.judges import HttpJudge, Judge, LocalJudge, get_judge, judge_example_scores, judge_scores, raw_inputs, token_windows
+from mera_multi_hf.scoring.metric_groups import group_mean
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_judge import build_tiny_judge  # noqa: E402
@@ -429,7 +428,7 @@ def test_agreement_report_hand_cases():
 
 
 def test_cli_agreement(judge_dir, local_judge, reference, tmp_path, capsys):
-    from mera_multi_hf.cli import main
+    from mera_multi_hf.cli.main import main
 
     preds, golds, prompts = _examples(10)
     human = [1, 0, 1, 1, 0, 0, 1, 0, 1, 1]
@@ -467,7 +466,7 @@ def test_cli_agreement(judge_dir, local_judge, reference, tmp_path, capsys):
 ])
 def test_cli_agreement_bad_data_is_one_line_naming_file_line_field(content, where, tmp_path,
                                                                    judge_dir, capsys):
-    from mera_multi_hf.cli import main
+    from mera_multi_hf.cli.main import main
 
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(content)
@@ -477,7 +476,7 @@ def test_cli_agreement_bad_data_is_one_line_naming_file_line_field(content, wher
 
 
 def test_cli_agreement_needs_one_judge(tmp_path, capsys):
-    from mera_multi_hf.cli import main
+    from mera_multi_hf.cli.main import main
 
     data = tmp_path / "x.jsonl"
     data.write_text('{"prompt": "p", "gold": "g", "prediction": "x", "label": 1}\n', encoding="utf-8")
@@ -519,7 +518,7 @@ def test_cli_serve_end_to_end_with_api_key(judge_dir, local_judge, reference):
 
 def test_cli_train_learns_labels_the_untrained_judge_gets_wrong(judge_dir, local_judge, tmp_path,
                                                                 reference):
-    from mera_multi_hf.cli import main
+    from mera_multi_hf.cli.main import main
 
     preds, golds, prompts = _examples(16)
     golds = [g if isinstance(g, str) else g[0] for g in golds]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mera_multi_hf import judge_server as server_mod
-from mera_multi_hf.cli import main
+from mera_multi_hf.serving import judge_server as server_mod
+from mera_multi_hf.cli.main import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_judge import build_tiny_judge  # noqa: E402
@@ -63,7 +63,7 @@ def test_evaluate_and_score_with_a_served_judge(judge_dir, judge_url, tmp_path, 
     assert "no prediction for" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("factory", ["mera_multi_hf.judge_server:app_from_env",
+@pytest.mark.parametrize("factory", ["mera_multi_hf.serving.judge_server:app_from_env",
                                      "judge_model.server:app_from_env"])
 def test_the_uvicorn_factories_serve_the_judge(judge_dir, judge_url, factory):
     """The README's `uvicorn --factory` forms (the second from the checkout root) serve the

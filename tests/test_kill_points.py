@@ -23,8 +23,8 @@ import pytest
 # temporary, or a rename into place), and the rerun that must finish the job.
 SEQUENCE = """
 import hashlib, json, os, signal, sys
-import mera_multi_hf.outputs.folder as outputs  # its temporaries: the kill points
-from mera_multi_hf.cli import main
+import mera_multi_hf.core.outputs.folder as outputs  # its temporaries: the kill points
+from mera_multi_hf.cli.main import main
 args, flag, other, root, points = json.loads(sys.argv[1])
 real_temp, real_replace = outputs._temp, os.replace
 def die_at(real, nth):

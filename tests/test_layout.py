@@ -12,7 +12,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from mera_multi_hf.tasks import TASKS
+from mera_multi_hf.tasks.table import TASKS
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "mera_multi_hf"
@@ -85,12 +85,12 @@ def test_the_readme_layout_tables_name_files_that_exist():
     assert not {t for t in top if not t.startswith(".")} - listed, "folders missing from the table"
 
 
-def test_the_runner_module_map_lists_every_runner_module():
-    import mera_multi_hf.runner as runner
+def test_the_generation_module_map_lists_every_generation_module():
+    import mera_multi_hf.generation as generation
 
-    modules = {p.stem for p in (PACKAGE / "runner").glob("*.py")} - {"__init__"}
-    modules |= {p.parent.name for p in (PACKAGE / "runner").glob("*/__init__.py")}
-    listed = set(re.findall(r":mod:`\.(\w+)`", runner.__doc__))
+    modules = {p.stem for p in (PACKAGE / "generation").glob("*.py")} - {"__init__"}
+    modules |= {p.parent.name for p in (PACKAGE / "generation").glob("*/__init__.py")}
+    listed = set(re.findall(r":mod:`\.(\w+)`", generation.__doc__))
     assert listed == modules, sorted(modules ^ listed)
 
 
@@ -106,7 +106,7 @@ def test_the_package_never_loads_the_top_level_folders():
 
 
 def test_every_task_has_a_builder_module_and_a_build_script():
-    builders = {p.stem for p in (PACKAGE / "builders").glob("*.py")} - {"__init__"}
+    builders = {p.stem for p in (PACKAGE / "data" / "builders").glob("*.py")} - {"__init__"}
     scripts = {p.stem for p in (REPO / "dataset_scripts").glob("*.py")}
     assert builders == scripts == set(TASKS)
     for key in scripts:
@@ -117,12 +117,12 @@ def test_every_task_has_a_builder_module_and_a_build_script():
 def test_a_missing_builder_is_one_clear_line(tmp_path):
     import dataclasses
 
-    from mera_multi_hf.builders import builder_class
-    from mera_multi_hf.errors import MeraError
+    from mera_multi_hf.data.builders import builder_class
+    from mera_multi_hf.core.errors import MeraError
 
     task = TASKS["ruhhh_image"]
-    assert builder_class(task).__module__ == "mera_multi_hf.builders.ruhhh_image"
-    with pytest.raises(MeraError, match=r"no dataset builder yet \(expected mera_multi_hf/builders/nope.py\)"):
+    assert builder_class(task).__module__ == "mera_multi_hf.data.builders.ruhhh_image"
+    with pytest.raises(MeraError, match=r"no dataset builder yet \(expected mera_multi_hf/data/builders/nope.py\)"):
         builder_class(dataclasses.replace(task, key="nope"))
     with pytest.raises(MeraError, match="its builder file .*gone.py does not exist"):
         builder_class(dataclasses.replace(task, key="nope", builder=str(tmp_path / "gone.py")))

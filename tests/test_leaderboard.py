@@ -6,12 +6,12 @@ import json
 
 import numpy as np
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.examples import Example
-from mera_multi_hf.outputs import OutputFolder
-from mera_multi_hf.reports import results_doc, write_outputs
-from mera_multi_hf.scoring import score_task, summarize
-from mera_multi_hf.tasks import get_task
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.data.examples import Example
+from mera_multi_hf.core.outputs import OutputFolder
+from mera_multi_hf.reporting.reports import results_doc, write_outputs
+from mera_multi_hf.scoring.score import score_task, summarize
+from mera_multi_hf.tasks.table import get_task
 
 
 def _result(key: str, n: int, accuracy: float, seed: int):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from mera_multi_hf.examples import Example
-from mera_multi_hf.reports import markdown, metric_rows
-from mera_multi_hf.scoring import score_task, summarize, task_score
-from mera_multi_hf.tasks import TASKS
+from mera_multi_hf.data.examples import Example
+from mera_multi_hf.reporting.reports import markdown, metric_rows
+from mera_multi_hf.scoring.score import score_task, summarize, task_score
+from mera_multi_hf.tasks.table import TASKS
 
 # The README's table, restated: task -> the metrics the leaderboard ranks it by.
 README_TABLE = {
@@ -62,8 +62,8 @@ def test_rutie_em_is_strict_and_reported_as_a_local_estimate():
 
 
 def test_model_index_and_chart_carry_the_leaderboard_task_score():
-    from mera_multi_hf.charts import panels
-    from mera_multi_hf.reports import model_index
+    from mera_multi_hf.reporting.charts import panels
+    from mera_multi_hf.reporting.reports import model_index
 
     examples = _rutie_examples()
     result = score_task(TASKS["rutie_image"], examples, {1: "A", 2: "B", 3: "x", 501: "y"}).to_dict()

@@ -1,5 +1,5 @@
-"""The private hooks into other libraries (mera_multi_hf/uvicorn_hook.py,
-mera_multi_hf/datasets_hook.py), each exercised against the installed library, so that
+"""The private hooks into other libraries (mera_multi_hf/serving/uvicorn_hook.py,
+mera_multi_hf/data/datasets_hook.py), each exercised against the installed library, so that
 an upgrade that breaks one fails here; and the public Hub cache API offline.py reads.
 
 uvicorn's: a request head's deadline on a new connection (here) and on a kept-alive one
@@ -15,10 +15,10 @@ import time
 
 import datasets
 
-from mera_multi_hf.arrow_split import _files_of
-from mera_multi_hf.datasets_hook import fingerprint
-from mera_multi_hf.http_app import Server, json_app
-from mera_multi_hf.offline import in_hub_cache
+from mera_multi_hf.data.arrow_split import _files_of
+from mera_multi_hf.data.datasets_hook import fingerprint
+from mera_multi_hf.serving.app import Server, json_app
+from mera_multi_hf.core.offline import in_hub_cache
 
 
 def _error(status: int, message: str) -> dict:

@@ -1,4 +1,4 @@
-"""Bounded media, decoded at build: one set of limits (mera_multi_hf.limits) checked on
+"""Bounded media, decoded at build: one set of limits (mera_multi_hf.core.limits) checked on
 every file's header before anything is decoded, at build and again at decode; every
 image fully decoded and every audio/video's first frame decoded at build, so a file that
 `build` accepts is one that `evaluate` can decode."""
@@ -17,16 +17,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.errors import DataValidationError, MeraError
-from mera_multi_hf.hub import export_raw
-from mera_multi_hf.limits import DEFAULT_LIMITS, Limits
-from mera_multi_hf.media import Media
-from mera_multi_hf.media_checks import audio_problem, image_problem, video_problem
-from mera_multi_hf.raw import RawDataset
-from mera_multi_hf.runner import RunConfig
-from mera_multi_hf.sample_data import bundled_sample
-from mera_multi_hf.tasks import get_task
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.errors import DataValidationError, MeraError
+from mera_multi_hf.data.publish import export_raw
+from mera_multi_hf.core.limits import DEFAULT_LIMITS, Limits
+from mera_multi_hf.data.media_decode import Media
+from mera_multi_hf.data.media_checks import audio_problem, image_problem, video_problem
+from mera_multi_hf.data.raw import RawDataset
+from mera_multi_hf.generation import RunConfig
+from mera_multi_hf.demo.sample_data import bundled_sample
+from mera_multi_hf.tasks.table import get_task
 
 
 def _copy(tmp_path: Path, task: str) -> Path:
@@ -272,7 +272,7 @@ def test_check_all_keeps_order_and_bounds_the_window(monkeypatch):
     import functools
     import os
 
-    from mera_multi_hf import media_checks
+    from mera_multi_hf.data import media_checks
 
     monkeypatch.setattr(media_checks, "WINDOW_BYTES", 250)
     submitted, most = [], [0]
@@ -295,7 +295,7 @@ def test_a_decoder_that_kills_its_worker_is_a_one_line_error():
     import functools
     import os
 
-    from mera_multi_hf import media_checks
+    from mera_multi_hf.data import media_checks
 
     with pytest.raises(MeraError, match="a media decoder crashed"):
         list(media_checks.check_all(range(media_checks.BATCH + 1),

@@ -1,4 +1,4 @@
-"""The memory budget (--memory-budget, mera_multi_hf/limits.py): hostile media made here
+"""The memory budget (--memory-budget, mera_multi_hf/core/limits.py): hostile media made here
 (a long multi-channel FLAC, a PNG whose header declares a huge picture, a raw MPEG-4
 stream without a duration) are decoded within it, split or refused before anything is
 allocated, never a MemoryError. Real files, real decoders, the tiny models, a real
@@ -18,14 +18,14 @@ import pytest
 import requests
 import soundfile
 
-from mera_multi_hf import media as media_module
-from mera_multi_hf._paths import SAMPLES_DIR
-from mera_multi_hf.cli import main
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.limits import DEFAULT_LIMITS
-from mera_multi_hf.media import Media, sample_frames
-from mera_multi_hf.media_checks import audio_problem, image_problem
-from mera_multi_hf.runner.request import Request
+from mera_multi_hf.data import media_decode as media_module
+from mera_multi_hf.core.paths import SAMPLES_DIR
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.limits import DEFAULT_LIMITS
+from mera_multi_hf.data.media_decode import Media, sample_frames
+from mera_multi_hf.data.media_checks import audio_problem, image_problem
+from mera_multi_hf.generation.request import Request
 
 MiB = 2 ** 20
 
@@ -57,7 +57,7 @@ def _png_header(width: int, height: int) -> bytes:
 
 def _small_blocks(monkeypatch, frames: int) -> None:
     """Blocks of ``frames``: many blocks in a short clip (the rule and the decoder agree)."""
-    monkeypatch.setattr("mera_multi_hf.limits.AUDIO_BLOCK_FRAMES", frames)
+    monkeypatch.setattr("mera_multi_hf.core.limits.AUDIO_BLOCK_FRAMES", frames)
     monkeypatch.setattr(media_module, "AUDIO_BLOCK_FRAMES", frames)
 
 
@@ -146,7 +146,7 @@ def _image_request(rid: int, side: int, limits) -> Request:
 
 
 def test_a_batch_over_the_budget_is_split():
-    from mera_multi_hf.runner.generate import budget_parts
+    from mera_multi_hf.generation.generate import budget_parts
 
     limits = DEFAULT_LIMITS.with_overrides(memory_budget=10 * MiB)  # 1000x1000: 3.8 MiB
     batch = [_image_request(i, 1000, limits) for i in range(5)] + \
@@ -162,7 +162,7 @@ def notes_line(scan: int) -> str:
 
 
 def test_video_without_a_duration_stops_at_the_scan_budget():
-    from mera_multi_hf.sample_data.av_common import encode_video
+    from mera_multi_hf.demo.sample_data.av_common import encode_video
     from PIL import Image
 
     pictures = [Image.new("RGB", (16, 16), (4 * i, 80, 160)) for i in range(60)]
@@ -176,7 +176,7 @@ def test_video_without_a_duration_stops_at_the_scan_budget():
     notes.clear()
     assert len(sample_frames(io.BytesIO(raw), 4, notes=notes)) == 4 and not notes
     # through a request, the sample line says so
-    from mera_multi_hf.runner.generate import log_record
+    from mera_multi_hf.generation.generate import log_record
 
     item = Media("video", "v", raw, field="video", limits=limits)
     request = Request(task="t", split="test", id=3, prompt="<video>", media=[item],
@@ -186,8 +186,8 @@ def test_video_without_a_duration_stops_at_the_scan_budget():
 
 
 def test_the_chat_server_refuses_request_media_over_the_budget():
-    from mera_multi_hf.runner.backends import make_backend
-    from mera_multi_hf.runner.serve import make_server
+    from mera_multi_hf.generation.backends import make_backend
+    from mera_multi_hf.serving.chat_server import make_server
 
     backend = make_backend("hf", None, batch_size=1)
     limits = DEFAULT_LIMITS.with_overrides(memory_budget=512 * MiB)

@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mera_multi_hf.metric_groups import group_mean
-from mera_multi_hf.metric_cards import CARD_TEXT, METRIC_CARDS
-from mera_multi_hf.metric_registry import (GROUP_OF, METRICS, UNOFFICIAL, aggregate, display_name,
-                                           per_example_functions)
-from mera_multi_hf.tasks import TASKS
+from mera_multi_hf.scoring.metric_groups import group_mean
+from mera_multi_hf.tasks.metric_cards import CARD_TEXT, METRIC_CARDS
+from mera_multi_hf.scoring.registry import GROUP_OF, METRICS, UNOFFICIAL, aggregate, display_name, per_example_functions
+from mera_multi_hf.tasks.table import TASKS
 
 
 def test_every_declared_metric_is_registered_with_its_kind():
@@ -51,7 +50,7 @@ def test_per_example_functions_make_each_metric_once():
 
 
 def test_the_diagnostics_show_the_means_over_examples_the_registry_names():
-    from mera_multi_hf.diagnostics import _task_lines
+    from mera_multi_hf.scoring.diagnostics import _task_lines
 
     fmt = {"format": {"failures": 1, "n": 4, "rate": 0.25, "rule": "a letter"}}
     ruhhh = {"task": "ruhhh_image", "diagnostics": fmt, "official_metrics": [
@@ -63,8 +62,8 @@ def test_the_diagnostics_show_the_means_over_examples_the_registry_names():
 
 
 def test_the_metric_modules_and_their_task_options_come_from_the_registry():
-    from mera_multi_hf.metrics_loading import METRICS as MODULES
-    from mera_multi_hf.metrics_loading import task_defaults
+    from mera_multi_hf.spaces.loading import METRICS as MODULES
+    from mera_multi_hf.spaces.loading import task_defaults
 
     assert set(MODULES) == {"exact_match", "group_exact_match", "slot_f1", "judge_score"}
     assert task_defaults("exact_match", "weird") == {"mode": "mera", "answer_kind": "letter",
@@ -75,8 +74,8 @@ def test_the_metric_modules_and_their_task_options_come_from_the_registry():
 
 
 def test_display_names_are_read_by_the_reports_and_the_cards():
-    from mera_multi_hf.hub import _metric_lines
-    from mera_multi_hf.reports import metric_rows
+    from mera_multi_hf.data.publish import _metric_lines
+    from mera_multi_hf.reporting.reports import metric_rows
 
     assert display_name("slot_f1") == "Slot F1" and display_name("made_up") == "made_up"
     result = {"scorable": True, "metrics": {"slot_f1": 0.5}, "leaderboard_metrics": ["slot_f1"]}
@@ -88,7 +87,7 @@ def test_display_names_are_read_by_the_reports_and_the_cards():
 def test_compare_reads_the_direction_of_a_metric(monkeypatch):
     from dataclasses import replace
 
-    from mera_multi_hf import compare
+    from mera_multi_hf.reporting import compare
 
     record = {"low": 0.1, "high": 0.3, "n_clusters": 50}
     assert compare.verdict(record, "exact_match") == "A better"

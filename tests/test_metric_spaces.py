@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from mera_multi_hf import load_metric
-from mera_multi_hf.metrics_export import export_metrics
-from mera_multi_hf.metrics_loading import METRICS
+from mera_multi_hf.spaces.export import export_metrics
+from mera_multi_hf.spaces.loading import METRICS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import space_venv  # noqa: E402

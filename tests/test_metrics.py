@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mera_multi_hf import metric_exact_match, metric_extraction, metric_groups, metric_ruslun
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.metric_exact_match import exact_match_scores, normalize, warn_if_squad_on_letters
-from mera_multi_hf.metric_extraction import extract_answer
-from mera_multi_hf.metric_groups import group_mean, group_scores
-from mera_multi_hf.metric_ruslun import slot_f1_scores
+from mera_multi_hf.scoring import metric_exact_match, metric_extraction, metric_groups, metric_ruslun
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.scoring.metric_exact_match import exact_match_scores, normalize, warn_if_squad_on_letters
+from mera_multi_hf.scoring.metric_extraction import extract_answer
+from mera_multi_hf.scoring.metric_groups import group_mean, group_scores
+from mera_multi_hf.scoring.metric_ruslun import slot_f1_scores
 
 REPO = Path(__file__).resolve().parent.parent
 METRICS = ("exact_match", "group_exact_match", "slot_f1", "judge_score")
@@ -257,7 +257,7 @@ def test_ruslun_case_insensitive_variant_is_beside_the_official_one():
 
 
 def test_ruslun_prefiltered_predictions_are_not_filtered_twice():
-    from mera_multi_hf.filters import apply_filters
+    from mera_multi_hf.scoring.filters import apply_filters
 
     raw = 'json: json:\n{"intent": "A", "slots": []}'
     once = apply_filters(("lowercase", "slot_clean"), raw)
@@ -293,7 +293,7 @@ def test_slot_f1_multiset_and_gold_cases():
 
 
 def test_filters_registry():
-    from mera_multi_hf.filters import FILTERS, apply_filters
+    from mera_multi_hf.scoring.filters import FILTERS, apply_filters
 
     assert set(FILTERS) == {"remove_whitespace", "take_first", "lowercase", "slot_clean"}
     assert apply_filters(("remove_whitespace", "take_first"), " \n Б ") == "Б "
@@ -322,9 +322,10 @@ def test_answer_part_official_and_lenient(text, official, lenient):
 
 
 def test_library_doctests_pass():
-    from mera_multi_hf import judge, metrics_loading
+    from mera_multi_hf.judge import judges as judge
+    from mera_multi_hf.spaces import loading as metrics_loading
 
-    from mera_multi_hf import filters
+    from mera_multi_hf.scoring import filters
 
     for module in (metric_exact_match, metric_extraction, metric_groups, metric_ruslun, judge,
                    metrics_loading, filters):
@@ -450,12 +451,12 @@ def test_installed_wheel_finds_the_metric_modules_and_builders(tmp_path):
     script = (
         "import json, mera_multi_hf\n"
         "from mera_multi_hf import load_metric\n"
-        "from mera_multi_hf.metrics_loading import metric_path\n"
+        "from mera_multi_hf.spaces.loading import metric_path\n"
         "m = load_metric('group_exact_match')\n"
         "r = m.compute(predictions=['A', 'B', 'B'], references=['A', 'B', 'A'], group_ids=[1, 1, 2])\n"
         "from mera_multi_hf import load_task\n"
-        "from mera_multi_hf.builders import dataset_module\n"
-        "from mera_multi_hf.tasks import get_task\n"
+        "from mera_multi_hf.data.builders import dataset_module\n"
+        "from mera_multi_hf.tasks.table import get_task\n"
         "n = len(load_task('ruhhh_image', source='sample', split='test'))\n"
         "print(json.dumps({'result': r, 'package': mera_multi_hf.__file__, 'n_sample': n,\n"
         "                  'builder': dataset_module(get_task('ruhhh_image')).__file__,\n"
@@ -471,7 +472,7 @@ def test_installed_wheel_finds_the_metric_modules_and_builders(tmp_path):
     assert (Path(report["module"]) / "README.md").is_file()
     # the dataset builders and the bundled sample travel in the wheel too
     assert report["n_sample"] == 26
-    assert Path(report["builder"]) == target / "mera_multi_hf" / "builders" / "ruhhh_image.py"
+    assert Path(report["builder"]) == target / "mera_multi_hf" / "data" / "builders" / "ruhhh_image.py"
 
 
 def test_one_pass_mera_normalisation_equals_per_string_rule():

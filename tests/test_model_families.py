@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 import torch
 
-from mera_multi_hf._paths import SAMPLES_DIR
-from mera_multi_hf.media import Media
-from mera_multi_hf.runner.backends import cut_at_stop
-from mera_multi_hf.runner.backends.hf import VIDEO_PROCESSOR, HFBackend
-from mera_multi_hf.runner.request import Request
-from mera_multi_hf.tiny_models import FAMILIES, family_model_path, has_torchvision, templates
+from mera_multi_hf.core.paths import SAMPLES_DIR
+from mera_multi_hf.data.media_decode import Media
+from mera_multi_hf.generation.backends import cut_at_stop
+from mera_multi_hf.generation.backends.hf import VIDEO_PROCESSOR, HFBackend
+from mera_multi_hf.generation.request import Request
+from mera_multi_hf.demo.tiny_models import FAMILIES, family_model_path, has_torchvision, templates
 
 STOP = ("\n\n",)
 FRAMES = 2
@@ -119,13 +119,13 @@ FAMILY_WORDS = re.compile(r"qwen|llava|gemma|idefics|smolvlm|internvl|phi-?4|omn
 
 
 def test_the_backend_names_no_family_outside_the_traits_table():
-    backends = Path(__file__).resolve().parent.parent / "mera_multi_hf" / "runner" / "backends"
+    backends = Path(__file__).resolve().parent.parent / "mera_multi_hf" / "generation" / "backends"
     assert FAMILY_WORDS.findall((backends / "hf.py").read_text()) == []
     assert FAMILY_WORDS.search((backends / "traits.py").read_text())   # the table itself
 
 
 def test_an_unknown_family_takes_the_generic_path_with_a_note(monkeypatch):
-    from mera_multi_hf.runner.backends import traits
+    from mera_multi_hf.generation.backends import traits
 
     monkeypatch.delitem(traits.TRAITS, "Idefics3Processor")
     backend = HFBackend(str(family_model_path("idefics3")), batch_size=4)
@@ -165,7 +165,7 @@ def test_chat_templates_follow_the_documented_turn_formats():
 
 
 def test_models_command_lists_every_family(capsys):
-    from mera_multi_hf.cli import main
+    from mera_multi_hf.cli.main import main
 
     assert main(["models"]) == 0
     out = capsys.readouterr().out
@@ -221,8 +221,8 @@ class OldStopOnStrings:
 
 def test_stop_string_criteria_give_the_answers_of_the_previous_criterion(tmp_path, monkeypatch):
     """On a random LLaVA that writes noise: the same answers, cut at the first stop."""
-    from mera_multi_hf.runner.backends import hf
-    from mera_multi_hf.tiny_model import build_random_llava
+    from mera_multi_hf.generation.backends import hf
+    from mera_multi_hf.demo.builtin_models import build_random_llava
 
     backend = HFBackend(str(build_random_llava(tmp_path / "chatty", "chatty")), batch_size=4)
     requests = [Request(task="t", split="test", id=i, prompt=f"<image>\n{q}", max_new_tokens=24,
@@ -239,7 +239,7 @@ def test_a_family_killed_mid_run_resumes_to_the_uninterrupted_answers(tmp_path):
     """The kill-test machinery of test_runner_processes on a family other than the demo's."""
     import subprocess
 
-    from mera_multi_hf.evaluation import run_evaluation
+    from mera_multi_hf.pipeline.evaluate import run_evaluation
     from test_runner_processes import (_complete_lines, _env, _evaluate, _results,
                                        _sigkill_once_logged)
 

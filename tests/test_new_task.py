@@ -15,8 +15,8 @@ from pathlib import Path
 import datasets
 import pytest
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.tasks import TASKS, TaskSpec
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.tasks.table import TASKS, TaskSpec
 
 TOY = Path(__file__).resolve().parent / "toy_task"
 
@@ -83,7 +83,7 @@ def test_a_new_task_builds_evaluates_scores_and_submits(toy_commands, tmp_path):
 
 
 def test_the_new_task_is_listed_and_its_sample_is_bundled(toy_commands, tmp_path, capsys):
-    from mera_multi_hf.sample_data import bundled_sample, write_sample
+    from mera_multi_hf.demo.sample_data import bundled_sample, write_sample
 
     assert toy_commands("tasks") == 0
     assert "toy_colours" in capsys.readouterr().out
@@ -115,7 +115,7 @@ def test_a_task_module_that_is_not_there_is_one_clear_line(monkeypatch, capsys):
 
 
 def test_group_by_must_name_the_inputs_and_match_the_group_metric():
-    from mera_multi_hf.errors import MeraError
+    from mera_multi_hf.core.errors import MeraError
     base = dict(choices=("A", "B"))
     for metrics, group_by in ((("exact_match", "group_exact_match"), ()),
                               (("exact_match",), ("image",)),

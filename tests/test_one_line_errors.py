@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from mera_multi_hf.cli import main
+from mera_multi_hf.cli.main import main
 
 from tiny_judge import build_tiny_judge
 

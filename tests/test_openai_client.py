@@ -11,10 +11,10 @@ from PIL import Image
 
 openai = pytest.importorskip("openai")
 
-from mera_multi_hf.media import Media  # noqa: E402
-from mera_multi_hf.runner.backends.hf import HFBackend  # noqa: E402
-from mera_multi_hf.runner.request import Request  # noqa: E402
-from mera_multi_hf.runner.serve import make_server  # noqa: E402
+from mera_multi_hf.data.media_decode import Media  # noqa: E402
+from mera_multi_hf.generation.backends.hf import HFBackend  # noqa: E402
+from mera_multi_hf.generation.request import Request  # noqa: E402
+from mera_multi_hf.serving.chat_server import make_server  # noqa: E402
 
 KEY = "test-key-42"
 QUESTION = "Что на картинке? Ответь A или B."

@@ -16,9 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.evaluation import run_evaluation
-from mera_multi_hf.runner.samplelog import read_lines
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.pipeline.evaluate import run_evaluation
+from mera_multi_hf.generation.samplelog import read_lines
 
 TASKS = "ruhhh_image,ruclevr,rucommonvqa"  # 8 bundled examples each
 

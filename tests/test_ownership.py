@@ -1,4 +1,4 @@
-"""The one ownership rule (mera_multi_hf.outputs) for every folder the tool writes: it
+"""The one ownership rule (mera_multi_hf.core.outputs) for every folder the tool writes: it
 deletes or replaces only files its own marker in that folder lists; --overwrite replaces
 same-named files and nothing else; some folders are refused whatever the options.
 
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.hub import export_raw
-from mera_multi_hf.outputs import MARKER, OutputFolder
-from mera_multi_hf.tasks import get_task
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.data.publish import export_raw
+from mera_multi_hf.core.outputs import MARKER, OutputFolder
+from mera_multi_hf.tasks.table import get_task
 
 from test_build_hostile import tree_hash
 
@@ -70,7 +70,7 @@ def test_home_cwd_package_caches_and_root_are_always_refused(raw_sample, home, t
     from huggingface_hub import constants
 
     import mera_multi_hf
-    from mera_multi_hf._paths import cache_root
+    from mera_multi_hf.core.paths import cache_root
 
     work = tmp_path / "work" / "sub"
     work.mkdir(parents=True)
@@ -205,7 +205,7 @@ def test_metrics_export_keeps_the_other_metrics_and_the_users_files(home, tmp_pa
 def test_a_second_run_on_the_same_folder_is_refused_at_once(home, tmp_path, capsys):
     out = tmp_path / "busy"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from mera_multi_hf.outputs import "
+        [sys.executable, "-c", "import sys, time; from mera_multi_hf.core.outputs import "
          "OutputFolder; f = OutputFolder(sys.argv[1], kind='run').claim(); "
          "print('held', flush=True); "
          "time.sleep(60)", str(out)], stdout=subprocess.PIPE, text=True,

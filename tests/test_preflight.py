@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from mera_multi_hf.cli import main
+from mera_multi_hf.cli.main import main
 
 
 def _dead_url() -> str:
@@ -50,8 +50,8 @@ def _warm() -> None:
     clock measures the refusal, not the first import of the libraries."""
     import accelerate  # noqa: F401
 
-    from mera_multi_hf.evaluate_cmd import options_parser
-    from mera_multi_hf.runner import run  # noqa: F401
+    from mera_multi_hf.cli.evaluate import options_parser
+    from mera_multi_hf.generation import run  # noqa: F401
 
     options_parser()
 
@@ -121,7 +121,7 @@ def test_a_passing_preflight_is_recorded_in_results_json(tmp_path, capsys):
 # Offline (the tests run with HF_HUB_OFFLINE=1): one attempt, one line, the alternative.
 
 def test_offline_model_without_data_names_the_hub_copy_and_the_alternative(tmp_path, capsys):
-    from mera_multi_hf.tiny_model import tiny_model_path
+    from mera_multi_hf.demo.builtin_models import tiny_model_path
 
     _refused(["evaluate", "--model", str(tiny_model_path()), "--output-dir", str(tmp_path / "r")],
              capsys, "MERA-evaluation/ruHHH-Image", "HF_HUB_OFFLINE", "--data sample", limit_s=5)
@@ -155,7 +155,7 @@ def test_data_typos_get_a_did_you_mean(tmp_path, capsys, monkeypatch):
 
 
 def test_the_hub_probe_gives_up_after_one_quick_attempt():
-    from mera_multi_hf.offline import _probe
+    from mera_multi_hf.core.offline import _probe
 
     started = time.perf_counter()
     reason = _probe(_dead_url(), timeout=2)
@@ -194,7 +194,7 @@ def test_a_folder_without_test_json_is_classified(make, needle, tmp_path, capsys
 
 
 def test_a_local_judge_without_a_separator_is_refused_before_generation(tmp_path, capsys):
-    from mera_multi_hf.tiny_model import tiny_model_path
+    from mera_multi_hf.demo.builtin_models import tiny_model_path
 
     # the tiny chat model's folder: a real tokenizer, but no [SEP]: not a judge
     _refused(["evaluate", "--judge", str(tiny_model_path()), "--output-dir", str(tmp_path / "r"),

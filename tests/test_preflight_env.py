@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from mera_multi_hf._paths import SAMPLES_DIR
-from mera_multi_hf.cli import main
-from mera_multi_hf.errors import MeraError
+from mera_multi_hf.core.paths import SAMPLES_DIR
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.errors import MeraError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -89,7 +89,7 @@ def test_a_text_classifier_as_the_model_is_refused_before_loading(tmp_path, caps
 
 
 def test_more_processes_than_the_machine_has_are_refused_unless_insisted(monkeypatch, capsys):
-    from mera_multi_hf.runner.launch import capacity, check_processes
+    from mera_multi_hf.generation.launch import capacity, check_processes
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     have, what = capacity()

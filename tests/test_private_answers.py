@@ -9,8 +9,8 @@ import zipfile
 
 import datasets
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.submission import LOCAL_ONLY
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.reporting.submission import LOCAL_ONLY
 
 
 def _lines(data: bytes) -> list[dict]:

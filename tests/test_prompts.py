@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from mera_multi_hf import TASKS, MeraError, render_prompt
-from mera_multi_hf.prompts import content_parts
+from mera_multi_hf.tasks.prompts import content_parts
 
 OPTS4 = {"option_a": "кот", "option_b": "пёс", "option_c": "ёж", "option_d": "сом"}
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.compare import compare_runs
-from mera_multi_hf.outputs import read_marker
-from mera_multi_hf.evaluation import run_evaluation
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.reporting.compare import compare_runs
+from mera_multi_hf.core.outputs import read_marker
+from mera_multi_hf.pipeline.evaluate import run_evaluation
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_judge import build_tiny_judge  # noqa: E402
@@ -64,8 +64,8 @@ def partial(tmp_path_factory):
 @pytest.fixture(scope="module")
 def chat_server():
     """The package's OpenAI-compatible server over the tiny model, with a key."""
-    from mera_multi_hf.runner.backends.hf import HFBackend
-    from mera_multi_hf.runner.serve import make_server
+    from mera_multi_hf.generation.backends.hf import HFBackend
+    from mera_multi_hf.serving.chat_server import make_server
 
     server = make_server(HFBackend(None, batch_size=4), port=0, model_name="tiny-served",
                          api_key=KEY)
@@ -272,7 +272,7 @@ def test_score_of_an_lm_eval_log_records_its_config_block_masked(lm_eval_logs, t
 
 @pytest.fixture(scope="module")
 def keyed_judge(tmp_path_factory):
-    from mera_multi_hf import judge_server
+    from mera_multi_hf.serving import judge_server
 
     path = build_tiny_judge(tmp_path_factory.mktemp("keyed-judge"))
     server = judge_server.serve(str(path), "127.0.0.1", 0, device="cpu", batch_size=8,
@@ -312,7 +312,7 @@ def test_every_judge_client_reads_the_key_from_the_environment(keyed_judge, hf_r
 
 
 def test_the_compare_chart_shows_the_verdict(hf_runs):
-    from mera_multi_hf.compare import chart_figure
+    from mera_multi_hf.reporting.compare import chart_figure
 
     root, _ = hf_runs
     result = compare_runs(root / "first", root / "hf")
@@ -323,13 +323,13 @@ def test_the_compare_chart_shows_the_verdict(hf_runs):
 
 
 def test_the_judge_label_says_how_the_task_score_uses_it():
-    from mera_multi_hf.reports import JUDGE_LABEL
+    from mera_multi_hf.reporting.reports import JUDGE_LABEL
 
     assert "reported apart" not in JUDGE_LABEL and "task score" in JUDGE_LABEL
 
 
 def test_extending_a_run_to_more_tasks_adds_to_its_manifest(tmp_path):
-    from mera_multi_hf.tiny_model import TINY_AUDIO_MODEL_ID
+    from mera_multi_hf.demo.builtin_models import TINY_AUDIO_MODEL_ID
 
     out = tmp_path / "grow"
     options = dict(data=["sample"], output_dir=str(out), no_progress=True, limit=2,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import datasets
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.reports import JUDGE_LABEL, markdown
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.reporting.reports import JUDGE_LABEL, markdown
 
 
 def test_a_demo_run_says_only_what_applies(tmp_path, capsys, monkeypatch):

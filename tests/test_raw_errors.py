@@ -10,8 +10,8 @@ import pytest
 from PIL import Image
 
 from mera_multi_hf import load_task
-from mera_multi_hf.cli import main
-from mera_multi_hf.errors import DataValidationError
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.errors import DataValidationError
 
 
 def _edit(folder, split, edit):
@@ -23,8 +23,8 @@ def _edit(folder, split, edit):
 
 def _problems(folder, tmp_path):
     with pytest.raises(DataValidationError) as info:
-        from mera_multi_hf.hub import export_raw
-        from mera_multi_hf.tasks import get_task
+        from mera_multi_hf.data.publish import export_raw
+        from mera_multi_hf.tasks.table import get_task
         export_raw(get_task("ruhhh_image"), folder, tmp_path / "out")
     assert not (tmp_path / "out").exists()  # nothing half-written
     return info.value.problems
@@ -135,8 +135,8 @@ def test_public_test_split_needs_its_answers(raw_sample, tmp_path):
     _find(_problems(raw_sample, tmp_path), 1, "outputs", "'' is not one of A, B (this split has")
     doc["data"][0]["outputs"] = "A"
     path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
-    from mera_multi_hf.hub import export_raw
-    from mera_multi_hf.tasks import get_task
+    from mera_multi_hf.data.publish import export_raw
+    from mera_multi_hf.tasks.table import get_task
     out = export_raw(get_task("ruhhh_image"), raw_sample, tmp_path / "public")
     test = load_task("ruhhh_image", source=out, split="test")
     assert set(test["outputs"]) == {"A", "B"}  # a public split keeps its answers
@@ -144,8 +144,8 @@ def test_public_test_split_needs_its_answers(raw_sample, tmp_path):
 
 
 def test_exclude_fields_in_both_forms(raw_sample, tmp_path):
-    from mera_multi_hf.hub import export_raw
-    from mera_multi_hf.tasks import get_task
+    from mera_multi_hf.data.publish import export_raw
+    from mera_multi_hf.tasks.table import get_task
 
     meta_path = raw_sample / "raw_dataset_meta.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8"))

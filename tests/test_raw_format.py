@@ -11,8 +11,8 @@ from pathlib import Path
 import datasets
 import pytest
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.sample_data import bundled_sample
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.demo.sample_data import bundled_sample
 
 REPO = Path(__file__).resolve().parent.parent
 

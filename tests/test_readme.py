@@ -59,7 +59,7 @@ def test_offline_blocks_run(tmp_path):
 
 
 def test_readme_names_real_commands_and_options():
-    from mera_multi_hf.cli import build_parser
+    from mera_multi_hf.cli.main import build_parser
 
     parser = build_parser()
     commands = set(parser._subparsers._group_actions[0].choices)

@@ -16,8 +16,8 @@ from urllib.parse import quote
 
 import pytest
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.outputs import MARKER
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.outputs import MARKER
 
 TASKS = "ruhhh_image,rutie_image,ruenvaqa,commonvideoqa,runaturalsciencevqa"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -134,7 +134,7 @@ def test_view_rebuilds_the_page_of_an_older_run(run_dir, tmp_path, capsys):
 
 
 def test_score_writes_the_page_with_the_model_name(tmp_path):
-    from mera_multi_hf.loading import load_task
+    from mera_multi_hf.data.loading import load_task
 
     ids = [m["id"] for m in load_task("ruenvaqa", source="sample", split="test")["meta"]]
     preds = tmp_path / "my-predictions.jsonl"
@@ -154,11 +154,11 @@ def test_score_writes_the_page_with_the_model_name(tmp_path):
 def test_the_page_stays_small_on_the_whole_sample(tmp_path):
     from PIL import Image
 
-    from mera_multi_hf.examples import make_examples
-    from mera_multi_hf.loading import load_task
-    from mera_multi_hf.records import TaskResult
-    from mera_multi_hf.results_html import THUMBNAIL, render, task_rows
-    from mera_multi_hf.tasks import TASKS as ALL
+    from mera_multi_hf.data.examples import make_examples
+    from mera_multi_hf.data.loading import load_task
+    from mera_multi_hf.scoring.records import TaskResult
+    from mera_multi_hf.reporting.results_page import THUMBNAIL, render, task_rows
+    from mera_multi_hf.tasks.table import TASKS as ALL
 
     rows, results = [], []
     for key, task in ALL.items():
@@ -282,10 +282,10 @@ def test_the_page_says_how_long_each_audio_clip_is(run_dir):
 
 
 def _video_rows(key="commonvideoqa", limit=None):
-    from mera_multi_hf.examples import make_examples
-    from mera_multi_hf.loading import load_task
-    from mera_multi_hf.results_html import task_rows
-    from mera_multi_hf.tasks import TASKS as ALL
+    from mera_multi_hf.data.examples import make_examples
+    from mera_multi_hf.data.loading import load_task
+    from mera_multi_hf.reporting.results_page import task_rows
+    from mera_multi_hf.tasks.table import TASKS as ALL
 
     ds = load_task(ALL[key], source="sample", split="test")
     examples = make_examples(ALL[key], ds)[:limit]
@@ -294,7 +294,7 @@ def _video_rows(key="commonvideoqa", limit=None):
 
 
 def test_a_clip_that_cannot_be_re_encoded_shows_its_frames(monkeypatch):
-    from mera_multi_hf import results_html
+    from mera_multi_hf.reporting import results_page as results_html
 
     playable, = _video_rows(limit=1)[0]["media"]
     assert playable["kind"] == "video" and playable["src"].startswith("data:video/webm;base64,")
@@ -304,8 +304,8 @@ def test_a_clip_that_cannot_be_re_encoded_shows_its_frames(monkeypatch):
     item, = rows[0]["media"]
     assert item["kind"] == "note" and "could not be re-encoded" in item["note"]
     assert len(item["frames"]) == 3 and all(f.startswith("data:image/jpeg") for f in item["frames"])
-    from mera_multi_hf.records import TaskResult
-    from mera_multi_hf.tasks import get_task
+    from mera_multi_hf.scoring.records import TaskResult
+    from mera_multi_hf.tasks.table import get_task
 
     task = get_task("commonvideoqa")
     result = TaskResult(task.key, task.class_name, task.modality, task.public, "test", 1,
@@ -329,7 +329,7 @@ def test_a_whole_video_split_costs_seconds():
 
 
 def test_a_big_run_keeps_the_page_within_its_media_budget():
-    from mera_multi_hf.results_html import _within_budget
+    from mera_multi_hf.reporting.results_page import _within_budget
 
     item = {"kind": "image", "field": "image", "src": "data:image/jpeg;base64," + "A" * 1000}
     rows = [{"media": [dict(item)]} for _ in range(10)]

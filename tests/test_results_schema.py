@@ -1,5 +1,5 @@
 """results.json against its JSON Schema (docs/results.schema.json) and its typed records
-(mera_multi_hf/records.py): what `evaluate` (every task of the bundled samples) and
+(mera_multi_hf/scoring/records.py): what `evaluate` (every task of the bundled samples) and
 `score` write validates and reads back to the same JSON; a file of an older schema (no
 schema_version: version 1) is read by `compare` and `view` with one note naming it."""
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.outputs import MARKER
-from mera_multi_hf.records import SCHEMA_VERSION, Results
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.outputs import MARKER
+from mera_multi_hf.scoring.records import SCHEMA_VERSION, Results
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "results.schema.json")
                     .read_text(encoding="utf-8"))

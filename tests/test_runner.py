@@ -11,12 +11,12 @@ import zipfile
 
 import pytest
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.limits import DEFAULT_LIMITS
-from mera_multi_hf.evaluation import run_evaluation
-from mera_multi_hf.runner import make_batches
-from mera_multi_hf.runner.samplelog import SampleLog
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.limits import DEFAULT_LIMITS
+from mera_multi_hf.pipeline.evaluate import run_evaluation
+from mera_multi_hf.generation import make_batches
+from mera_multi_hf.generation.samplelog import SampleLog
 
 NO_PUNCT = str.maketrans("", "", string.punctuation)
 
@@ -274,7 +274,7 @@ def test_help_lists_every_option(capsys):
 
 
 def test_batches_group_similar_lengths():
-    from mera_multi_hf.runner.request import Request
+    from mera_multi_hf.generation.request import Request
 
     reqs = [Request("t", "test", i, "x" * n, [], 4) for i, n in enumerate([5, 50, 6, 49, 7, 48])]
     batches = make_batches(reqs, 3)
@@ -282,7 +282,7 @@ def test_batches_group_similar_lengths():
 
 
 def test_sample_log_reader_ignores_garbage(tmp_path):
-    from mera_multi_hf.outputs import OutputFolder
+    from mera_multi_hf.core.outputs import OutputFolder
 
     folder = OutputFolder(tmp_path / "run", kind="run").claim(["logs/samples-rank1.jsonl"])
     log = SampleLog(folder, rank=1)
@@ -303,7 +303,7 @@ def test_sample_log_reader_ignores_garbage(tmp_path):
 
 
 def test_tiny_model_is_built_deterministically(tmp_path):
-    from mera_multi_hf.tiny_model import build_tiny_model, tiny_model_path, tiny_model_revision
+    from mera_multi_hf.demo.builtin_models import build_tiny_model, tiny_model_path, tiny_model_revision
 
     assert tiny_model_revision(build_tiny_model(tmp_path / "again")) == \
         tiny_model_revision(tiny_model_path())
@@ -318,7 +318,7 @@ def test_python_entry_point_rejects_bad_input(tmp_path):
 
 
 def test_modality_selection():
-    from mera_multi_hf.runner.run import select_tasks
+    from mera_multi_hf.generation.run import select_tasks
 
     keys = [t.key for t in select_tasks("image")]
     assert "ruhhh_image" in keys and "rutie_image" in keys and "ruenvaqa" not in keys

@@ -14,8 +14,8 @@ from collections import Counter
 
 import pytest
 
-from mera_multi_hf.evaluation import run_evaluation
-from mera_multi_hf.sample_data import bundled_sample
+from mera_multi_hf.pipeline.evaluate import run_evaluation
+from mera_multi_hf.demo.sample_data import bundled_sample
 
 SAMPLE_IDS = sorted(r["meta"]["id"] for r in json.loads(
     (bundled_sample() / "test.json").read_text(encoding="utf-8"))["data"])
@@ -51,7 +51,7 @@ def _two_processes(*args):
 # a launcher of two sleeping processes that prints their pids, then supervises them
 LAUNCH_SLEEPERS = """
 import subprocess, sys, threading
-from mera_multi_hf.runner.launch import supervise
+from mera_multi_hf.generation.launch import supervise
 ranks = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"]) for _ in range(2)]
 threading.Timer(0.5, lambda: print(*[r.pid for r in ranks], flush=True)).start()  # supervised by then
 sys.exit(supervise(ranks))
@@ -167,7 +167,7 @@ def test_hub_model_from_the_local_cache_records_its_commit(tmp_path):
     snapshot and records its commit hash as the revision."""
     import shutil
 
-    from mera_multi_hf.tiny_model import tiny_model_path
+    from mera_multi_hf.demo.builtin_models import tiny_model_path
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     repo = tmp_path / "hub" / "models--mera-test--tiny-vlm"
@@ -224,7 +224,7 @@ def test_processes_killed_together_then_resumed(tmp_path, uninterrupted):
 
 
 def test_processes_launcher_stops_the_others_when_one_fails():
-    from mera_multi_hf.runner.launch import wait_all
+    from mera_multi_hf.generation.launch import wait_all
 
     started = time.monotonic()
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
@@ -257,7 +257,7 @@ def test_a_data_parallel_run_on_a_folder_in_use_stops_every_process(tmp_path, la
     process of the launch stops at once with one line (none waits at a barrier)."""
     out = tmp_path / "busy"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from mera_multi_hf.outputs import "
+        [sys.executable, "-c", "import sys, time; from mera_multi_hf.core.outputs import "
          "OutputFolder; f = OutputFolder(sys.argv[1], kind='run').claim(); "
          "print('held', flush=True); "
          "time.sleep(300)", str(out)], stdout=subprocess.PIPE, text=True,

@@ -8,9 +8,9 @@ import zipfile
 import pytest
 
 from mera_multi_hf import load_task
-from mera_multi_hf.cli import main
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.submission import read_submission, submission_bytes
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.reporting.submission import read_submission, submission_bytes
 
 
 @pytest.fixture
@@ -113,7 +113,7 @@ def test_score_reads_lm_eval_sample_logs(raw_sample, sample_test, tmp_path):
     other.mkdir()
     _jsonl(other / "samples_rucommonvqa_2026-01-01T00-00-00.jsonl", rows)
     with pytest.raises(MeraError, match="rucommonvqa"):
-        from mera_multi_hf.score_cmd import score_predictions
+        from mera_multi_hf.cli.score import score_predictions
         score_predictions("ruhhh_image", other, tmp_path / "r2", data=raw_sample)
 
 
@@ -172,7 +172,7 @@ def test_submission_checks_ids(tmp_path):
 
 
 def test_scoring_a_runner_sample_log_reproduces_the_run(tmp_path):
-    from mera_multi_hf.evaluation import run_evaluation
+    from mera_multi_hf.pipeline.evaluate import run_evaluation
 
     run = run_evaluation(tasks="ruhhh_image", data="sample", output_dir=tmp_path / "run",
                          batch_size=4, no_progress=True)
@@ -238,11 +238,11 @@ def test_score_reads_official_rutie_logs_with_null_ids(tmp_path):
 
 def test_evaluate_takes_the_scoring_options_of_score(tmp_path):
     """`evaluate` and `score` share ScoringOptions: --no-submission works for both."""
-    from mera_multi_hf.evaluate_cmd import options_parser
-    from mera_multi_hf.options import ScoringOptions
-    from mera_multi_hf.evaluation import run_evaluation
-    from mera_multi_hf.runner import RunConfig
-    from mera_multi_hf.score_cmd import ScoreConfig
+    from mera_multi_hf.cli.evaluate import options_parser
+    from mera_multi_hf.scoring.options import ScoringOptions
+    from mera_multi_hf.pipeline.evaluate import run_evaluation
+    from mera_multi_hf.generation import RunConfig
+    from mera_multi_hf.cli.score import ScoreConfig
 
     assert issubclass(RunConfig, ScoringOptions) and issubclass(ScoreConfig, ScoringOptions)
     args = options_parser().parse_args(["--no-submission", "--em-mode", "strict"])

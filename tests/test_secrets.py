@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from mera_multi_hf.cli import build_parser, main
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.judge import HttpJudge
-from mera_multi_hf.provenance import mask_secrets
+from mera_multi_hf.cli.main import build_parser, main
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.judge.judges import HttpJudge
+from mera_multi_hf.core.provenance import mask_secrets
 
 SECRET_URL = ("https://alice:hunter2@judge.example:8443/classify?model=j&token=tok123"
               "&API_KEY=key456&X-Amz-Signature=sig789&sig=s0&password=pw0&access_token=at0")
@@ -76,7 +76,7 @@ def _parsers(parser):
 
 
 def test_no_parser_takes_an_abbreviated_option():
-    from mera_multi_hf.evaluate_cmd import options_parser
+    from mera_multi_hf.cli.evaluate import options_parser
 
     parsers = list(_parsers(build_parser())) + [options_parser()]
     assert len(parsers) > 8 and all(p.allow_abbrev is False for p in parsers)
@@ -102,8 +102,8 @@ def test_an_abbreviated_secret_option_is_refused_not_recorded(tmp_path, command)
 
 
 def test_a_chat_server_url_is_recorded_and_reported_masked():
-    from mera_multi_hf.runner.backends.openai import OpenAIBackend
-    from mera_multi_hf.runner.request import Request
+    from mera_multi_hf.generation.backends.openai import OpenAIBackend
+    from mera_multi_hf.generation.request import Request
 
     backend = OpenAIBackend("served", "http://carol:pw-secret@127.0.0.1:9/v1?api_key=k-secret",
                             max_retries=0, timeout=2)
@@ -119,7 +119,7 @@ def test_a_known_secret_is_masked_in_every_spelling():
     import html
     from urllib.parse import quote, quote_plus
 
-    from mera_multi_hf.masking import remember
+    from mera_multi_hf.core.masking import remember
 
     secret = 'pa$$ w"ord/é-7781'
     remember(secret)
@@ -134,8 +134,8 @@ def test_a_known_secret_is_masked_in_every_spelling():
 
 
 def test_the_secrets_an_options_object_holds_are_found_by_value():
-    from mera_multi_hf.masking import remember_options
-    from mera_multi_hf.options import ScoringOptions
+    from mera_multi_hf.core.masking import remember_options
+    from mera_multi_hf.scoring.options import ScoringOptions
 
     options = ScoringOptions(judge_api_key="jk-unit-6b1d0e", judge=(
         "pretrained=x,token=ma-unit-2f3e4d"), judge_url=(
@@ -152,7 +152,7 @@ def test_the_console_logging_warnings_and_tracebacks_are_masked(capsys, caplog):
     import logging
     import warnings
 
-    from mera_multi_hf.masking import excepthook, masked_console, remember
+    from mera_multi_hf.core.masking import excepthook, masked_console, remember
 
     remember("console-unit-5e4d3c")
     with masked_console():
@@ -217,9 +217,9 @@ def keyed_servers(tmp_path_factory):
 
     from tiny_judge import build_tiny_judge
 
-    from mera_multi_hf import judge_server
-    from mera_multi_hf.runner.backends.hf import HFBackend
-    from mera_multi_hf.runner.serve import make_server
+    from mera_multi_hf.serving import judge_server
+    from mera_multi_hf.generation.backends.hf import HFBackend
+    from mera_multi_hf.serving.chat_server import make_server
 
     backend = HFBackend(None, batch_size=4)
     backend.load()

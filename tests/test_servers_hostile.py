@@ -2,7 +2,7 @@
 over the tiny model and the judge's /classify server over the tiny judge), on real
 sockets on 127.0.0.1: every reply is JSON (a clear 4xx/5xx or a valid 200), the server
 lives on, authentication holds, and slow clients neither hold threads nor delay others.
-Both run on FastAPI under uvicorn (mera_multi_hf.http_app)."""
+Both run on FastAPI under uvicorn (mera_multi_hf.serving.app)."""
 from __future__ import annotations
 
 import collections
@@ -19,11 +19,11 @@ from fastapi import Request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mera_multi_hf import judge_server as server_mod
-from mera_multi_hf.http_app import Server, json_app, read_json
-from mera_multi_hf.limits import DEFAULT_LIMITS
-from mera_multi_hf.runner.backends.hf import HFBackend
-from mera_multi_hf.runner.serve import make_server
+from mera_multi_hf.serving import judge_server as server_mod
+from mera_multi_hf.serving.app import Server, json_app, read_json
+from mera_multi_hf.core.limits import DEFAULT_LIMITS
+from mera_multi_hf.generation.backends.hf import HFBackend
+from mera_multi_hf.serving.chat_server import make_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_judge import build_tiny_judge  # noqa: E402
@@ -454,7 +454,7 @@ def test_close_ends_idle_and_half_sent_connections_and_joins_the_workers():
         sock.close()
 
 
-# -- per-request limits (mera_multi_hf.limits), checked before any work ------------------
+# -- per-request limits (mera_multi_hf.core.limits), checked before any work ------------------
 class _Counting:
     """The judge's tokenizer, counting its calls (to prove a refusal came before them)."""
 
@@ -502,7 +502,7 @@ def _png(width: int, height: int) -> str:
 
 
 def test_chat_refuses_an_image_over_the_pixel_bound_from_its_header(tiny_backend):
-    from mera_multi_hf.limits import Limits
+    from mera_multi_hf.core.limits import Limits
 
     server = _serve(make_server(tiny_backend, port=0, limits=Limits(max_image_pixels=100 * 100),
                                 max_tokens_limit=2))

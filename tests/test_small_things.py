@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import datasets
 
-from mera_multi_hf.cli import main
+from mera_multi_hf.cli.main import main
 
 
 def test_several_tasks_show_one_line_each_and_view_takes_results_json(tmp_path, capsys,
                                                                       monkeypatch):
-    from mera_multi_hf import loading
+    from mera_multi_hf.data import loading
 
     monkeypatch.setenv("MERA_MULTI_CACHE", str(tmp_path / "fresh-cache"))  # conversions happen
     monkeypatch.setattr(loading, "_QUIET", [])  # an earlier --no-progress run in this process

@@ -11,10 +11,10 @@ import zipfile
 
 import pytest
 
-from mera_multi_hf.cli import main
-from mera_multi_hf.errors import MeraError
-from mera_multi_hf.predictions import DOC_POSITION, read_predictions
-from mera_multi_hf.sample_data import bundled_sample
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.scoring.predictions import DOC_POSITION, read_predictions
+from mera_multi_hf.demo.sample_data import bundled_sample
 
 
 def _lines(data: bytes) -> list[dict]:

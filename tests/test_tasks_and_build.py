@@ -12,10 +12,10 @@ import yaml
 from PIL import Image, ImageChops
 
 from mera_multi_hf import TASKS, MeraError, get_task, load_task, render_prompt
-from mera_multi_hf.cli import main
-from mera_multi_hf.hub import MARKER, export_raw, push
-from mera_multi_hf.sample_data import bundled_sample, write_sample
-from mera_multi_hf.tasks import resolve_tasks
+from mera_multi_hf.cli.main import main
+from mera_multi_hf.data.publish import MARKER, export_raw, push
+from mera_multi_hf.demo.sample_data import bundled_sample, write_sample
+from mera_multi_hf.tasks.table import resolve_tasks
 
 SPEC_CLASS_NAMES = {
     "ruHHH_Image", "ruHHH_Video", "ruCLEVR", "ruCommonVQA", "WEIRD", "ruNaturalScienceVQA",
@@ -306,8 +306,8 @@ def test_equally_named_exports_in_different_folders_load_their_own_data(raw_samp
 
 
 def test_a_push_sends_only_the_files_the_exports_marker_lists(raw_sample, tmp_path):
-    from mera_multi_hf.hub import upload_files
-    from mera_multi_hf.outputs import OutputFolder
+    from mera_multi_hf.data.publish import upload_files
+    from mera_multi_hf.core.outputs import OutputFolder
 
     out = tmp_path / "export"
     assert main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(out)]) == 0

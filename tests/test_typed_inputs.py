@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from mera_multi_hf import load_metric
-from mera_multi_hf.metric_groups import group_mean
-from mera_multi_hf.metric_inputs import check_batch
+from mera_multi_hf.scoring.metric_groups import group_mean
+from mera_multi_hf.scoring.metric_inputs import check_batch
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,11 @@ import time
 import numpy as np
 import pytest
 
-from mera_multi_hf import uncertainty as U
-from mera_multi_hf.examples import make_examples
-from mera_multi_hf.loading import load_task
-from mera_multi_hf.scoring import score_task, summarize
-from mera_multi_hf.tasks import TASKS, get_task
+from mera_multi_hf.scoring import uncertainty as U
+from mera_multi_hf.data.examples import make_examples
+from mera_multi_hf.data.loading import load_task
+from mera_multi_hf.scoring.score import score_task, summarize
+from mera_multi_hf.tasks.table import TASKS, get_task
 
 FIELDS = {"stderr", "low", "high", "level", "cluster", "n_clusters", "n"}
 
@@ -110,7 +110,7 @@ def test_cluster_keys_come_from_the_declaration():
 def test_model_index_carries_each_standard_error():
     import yaml
 
-    from mera_multi_hf.reports import model_index
+    from mera_multi_hf.reporting.reports import model_index
 
     result = _scored("weird", lambda e: "A").to_dict()
     block = yaml.safe_load(model_index([result], "m", {"weird": True}))

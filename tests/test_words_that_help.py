@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from mera_multi_hf.cli import main
+from mera_multi_hf.cli.main import main
 from test_flag_names import COMMANDS
 
 

@@ -1,5 +1,5 @@
 """Every byte the package writes, replaces or removes goes through one module,
-mera_multi_hf/outputs/ (a package: its primitives, rules, folders and files): this test walks the syntax tree of every other module and
+mera_multi_hf/core/outputs/ (a package: its primitives, rules, folders and files): this test walks the syntax tree of every other module and
 fails on any call that opens a path for writing, truncates, renames, links or removes,
 except the library writers listed below, each with the reason it is safe (they write
 into a staging folder that outputs/ made, into memory, or into the system's temporary
@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mera_multi_hf"
-BOUNDARY = "outputs/"
+BOUNDARY = "core/outputs/"
 
 WRITE_MODES = set("wax+")
 # os.open flags that write
@@ -34,28 +34,28 @@ LIBRARY_WRITERS = {"save_pretrained", "save_model", "to_parquet", "to_json", "to
 
 # (module, call) -> why it is safe. Every entry must still be used (checked below).
 ALLOWED = {
-    ("hub_layout.py", "download_and_prepare"): "datasets writes the Parquet shards into the "
+    ("data/hub_layout.py", "download_and_prepare"): "datasets writes the Parquet shards into the "
                                                "staging folder that OutputFolder.staging() made",
-    ("hub.py", "save"): "the dataset card, saved into the staging folder",
-    ("hub_layout.py", "mkdir"): "inside the staging folder: the domain layout is laid out there",
-    ("hub_layout.py", "rename"): "inside the staging folder: shards renamed into that layout",
-    ("metrics_export.py", "upload_folder"): "uploads (reads) Space folders; writes nothing here",
-    ("metrics_export.py", "TemporaryDirectory"): "the system's temporary folder, for a push",
-    ("judge_train.py", "save_model"): "the Trainer saves into OutputFolder.staging()",
-    ("judge_train.py", "save_pretrained"): "the tokenizer saves into OutputFolder.staging()",
-    ("tiny_model.py", "save_pretrained"): "into outputs.cache_folder()'s staging folder, or a "
+    ("data/publish.py", "save"): "the dataset card, saved into the staging folder",
+    ("data/hub_layout.py", "mkdir"): "inside the staging folder: the domain layout is laid out there",
+    ("data/hub_layout.py", "rename"): "inside the staging folder: shards renamed into that layout",
+    ("spaces/export.py", "upload_folder"): "uploads (reads) Space folders; writes nothing here",
+    ("spaces/export.py", "TemporaryDirectory"): "the system's temporary folder, for a push",
+    ("judge/train.py", "save_model"): "the Trainer saves into OutputFolder.staging()",
+    ("judge/train.py", "save_pretrained"): "the tokenizer saves into OutputFolder.staging()",
+    ("demo/builtin_models.py", "save_pretrained"): "into outputs.cache_folder()'s staging folder, or a "
                                           "folder a test or benchmark made",
-    ("tiny_models/judge.py", "save_pretrained"): "into outputs.cache_folder()'s staging "
+    ("demo/tiny_models/judge.py", "save_pretrained"): "into outputs.cache_folder()'s staging "
                                                  "folder, or a folder a test made",
-    ("submission.py", "ZipFile"): "into an in-memory buffer (the ZIP's bytes are then written "
+    ("reporting/submission.py", "ZipFile"): "into an in-memory buffer (the ZIP's bytes are then written "
                                   "through the boundary)",
-    ("media.py", "save"): "a reduced image into an in-memory buffer",
-    ("compare.py", "savefig"): "into an in-memory buffer",
-    ("leaderboard.py", "savefig"): "into an in-memory buffer",
-    ("results_html.py", "save"): "a PIL thumbnail into an in-memory buffer",
-    ("results_html.py", "open"): "PyAV writes the WebM preview into an in-memory buffer",
-    ("sample_data/*", "*"): "the developer command that rewrites the bundled raw samples "
-                            "inside the package (python -m mera_multi_hf.sample_data)",
+    ("data/media_decode.py", "save"): "a reduced image into an in-memory buffer",
+    ("reporting/compare.py", "savefig"): "into an in-memory buffer",
+    ("reporting/leaderboard.py", "savefig"): "into an in-memory buffer",
+    ("reporting/results_page.py", "save"): "a PIL thumbnail into an in-memory buffer",
+    ("reporting/results_page.py", "open"): "PyAV writes the WebM preview into an in-memory buffer",
+    ("demo/sample_data/*", "*"): "the developer command that rewrites the bundled raw samples "
+                            "inside the package (python -m mera_multi_hf.demo.sample_data)",
 }
 
 
@@ -97,7 +97,7 @@ def _writes(call: ast.Call) -> str | None:
 
 
 def _allowed(module: str, call: str) -> tuple | None:
-    for key in ((module, call), (module.split("/")[0] + "/*", "*")):
+    for key in ((module, call), (module.rsplit("/", 1)[0] + "/*", "*")):
         if key in ALLOWED:
             return key
     return None
@@ -126,7 +126,7 @@ def _scan():
 def test_no_module_writes_around_the_boundary():
     found, _ = _scan()
     assert not found, ("these calls write, rename or remove files outside "
-                       "mera_multi_hf/outputs/; route them through it:\n" + "\n".join(found))
+                       "mera_multi_hf/core/outputs/; route them through it:\n" + "\n".join(found))
 
 
 def test_every_allowance_is_still_needed():

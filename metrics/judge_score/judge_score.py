@@ -11,8 +11,8 @@ import evaluate
 # `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
 from .citation import CITATION as _CITATION
-from .judge import get_judge
-from .judge import judge_scores
+from .judges import get_judge
+from .judges import judge_scores
 from .metric_groups import group_mean
 from .metric_inputs import check_batch
 from .metric_inputs import mean_score
@@ -38,7 +38,7 @@ the max over its inputs, the task the mean over examples. With `group_ids`, the 
 judge score (a group counts only when all its examples are judged correct) is reported too.
 
 The judge runs in this process (`judge=<model id or local path>`, or any
-`mera_multi_hf.judge.Judge` object) or behind a vLLM-style classification endpoint
+`mera_multi_hf.judge.judges.Judge` object) or behind a vLLM-style classification endpoint
 (`judge_url=`, with `judge_tokenizer=` or a server that reports its separator). With
 neither, computing raises an error: a judge score that was not computed is never reported.
 """
@@ -50,7 +50,7 @@ Args:
         of acceptable answers reaches the judge as its Python str.
     prompts (`list` of `str`): the filled instruction the model saw, per example.
     judge (`str` or `Judge`): a judge model id or local folder, run here with
-        transformers; or a `mera_multi_hf.judge.Judge` object.
+        transformers; or a `mera_multi_hf.judge.judges.Judge` object.
     judge_url (`str`): instead of `judge`, a served judge, e.g.
         `http://127.0.0.1:8000/classify` (a bare host:port gets /classify).
     judge_tokenizer (`str`, optional): with `judge_url`, the judge tokenizer (path or Hub
@@ -79,7 +79,7 @@ Examples:
     one of the answers in the gold part, and shows what the judge is given:
 
     >>> import ast
-    >>> from mera_multi_hf.judge import Judge
+    >>> from mera_multi_hf.judge.judges import Judge
     >>> class ListJudge(Judge):
     ...     sep = " | "
     ...     def labels(self, texts):

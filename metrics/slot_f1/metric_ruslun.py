@@ -103,7 +103,7 @@ def ruslun_scores(predictions: Sequence[str], references: Sequence[str | dict], 
     """Per-example ruSLUn scores, exactly as the official ``process_results``.
 
     ``filtered=False``: the predictions are raw generations and the official filters
-    (``lowercase``, ``slot_clean``; mera_multi_hf.filters) are applied here; pass
+    (``lowercase``, ``slot_clean``; mera_multi_hf.scoring.filters) are applied here; pass
     ``filtered=True`` when they were applied already (never apply them twice). The gold
     is not lowercased, so a CamelCase gold intent never matches: that is official. With
     ``case_insensitive=True`` the corrected reading is added under ``*_ci`` names.

@@ -6,7 +6,7 @@ declares one: this declaration, its builder (builders/toy_colours.py) and its ra
 """
 from pathlib import Path
 
-from mera_multi_hf.tasks import TaskSpec, register_task
+from mera_multi_hf.tasks.table import TaskSpec, register_task
 
 HERE = Path(__file__).resolve().parent
 

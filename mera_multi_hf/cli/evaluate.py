@@ -1,0 +1,100 @@
+"""`mera-multi evaluate`: run a model on MERA Multi tasks, log, score, package.
+
+With no arguments it runs the built-in tiny random model on the bundled ruHHH-Image
+sample (a plumbing check that takes seconds on a CPU). Under ``accelerate launch -m
+mera_multi_hf evaluate ...`` every process runs this command on its own shard.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mera_multi_hf.core.arguments import opt
+
+EXAMPLES = """examples:
+  mera-multi evaluate
+      the demo: bundled ruHHH-Image sample, built-in tiny random model (answers are noise)
+  mera-multi evaluate --model Qwen/Qwen2.5-VL-7B-Instruct --tasks ruhhh_image --output-dir runs/qwen
+  accelerate launch --multi_gpu --num_processes 4 -m mera_multi_hf evaluate --model Qwen/Qwen2.5-VL-7B-Instruct --tasks image
+      4 processes, one per GPU; each takes its own share, the main process scores
+  mera-multi evaluate --processes 2 --model Qwen/Qwen2.5-VL-7B-Instruct --tasks image
+      the same on one machine with 2 GPUs (or 2 CPU processes), without a launcher
+  mera-multi evaluate --backend openai --base-url http://127.0.0.1:8000/v1 --model served-name
+      a model behind an OpenAI-compatible server (vLLM, TGI, `mera-multi serve`)
+
+A run can be interrupted and rerun with the same command: finished examples are read
+back from the sample log (any number of processes), the rest is generated.
+"""
+
+
+DESCRIPTION = ("Run a model on MERA Multi tasks. Writes into --output-dir: the sample log "
+               "(logs/samples-rank<N>.jsonl while running, samples_<task>_<split>.jsonl at "
+               "the end: one JSON line per example; reruns resume from it), results.json, "
+               "results.md, results.png, results.html, model-index.yaml (for a Hub model "
+               "card; whole official test splits only) and, for the test split, "
+               "submission.zip (with logs_public.zip).")
+
+
+@dataclass
+class LaunchOptions:
+    """How `evaluate` starts: not a RunConfig field, since a Python caller of
+    run_evaluation is already inside the one process it runs in."""
+    processes: int = opt(1, "run N processes on this machine, each on its share of the "
+                         "examples (data parallel; one per GPU), as torchrun would start "
+                         "them but sooner; the main process scores", metavar="N")
+    allow_oversubscribe: bool = opt(False, "with --processes: allow more processes than the "
+                                    "GPUs (or CPUs) there are (default: refused)")
+
+
+def options_parser():
+    """The options of `evaluate`, one per RunConfig field (its scoring options, shared
+    with `score`, in their own group), and LaunchOptions'."""
+    from mera_multi_hf.core.arguments import Parser, add_dataclass_options, no_abbreviations
+    from mera_multi_hf.generation.config import RunConfig
+
+    parser = Parser(prog="mera-multi evaluate", description=DESCRIPTION, epilog=EXAMPLES)
+    add_dataclass_options(parser, RunConfig)
+    add_dataclass_options(parser, LaunchOptions)
+    no_abbreviations(parser)  # an abbreviated secret option is refused, never recorded
+    return parser
+
+
+def cmd_evaluate(options: list[str]) -> int:
+    """`mera-multi evaluate OPTIONS`: parse the options into a RunConfig and run it."""
+    values = vars(options_parser().parse_args(options))  # --help stops here, nothing loaded
+    from mera_multi_hf.generation.launch import check_processes, launch, under_launcher
+
+    processes = values.pop("processes")
+    check_processes(processes, values.pop("allow_oversubscribe"))
+    if processes > 1 and not under_launcher():  # the processes run this same command
+        return launch(processes, options)
+    from mera_multi_hf.pipeline.evaluate import run_evaluation
+    from mera_multi_hf.generation import RunConfig
+
+    result = run_evaluation(RunConfig(**values), typed=options)
+    if result is None:  # not the main process of a data-parallel run
+        return 0
+    print(format_results(result))
+    return 0
+
+
+def format_results(result: dict) -> str:
+    """The run as a short text table (what the CLI prints; `score` prints the same table)."""
+    from mera_multi_hf.reporting.finalize import results_table
+
+    run = result["run"]
+    lines = [f"model: {run['model']}" + (f"  (revision {run['revision']})" if run["revision"] else "")]
+    lines += [f"model of {task['task']}: {task['model']}" for task in result["tasks"]
+              if task.get("model") not in (None, run["model"])]
+    counts = result["counts"]
+    lines.append(f"examples: {counts['requested']}  (from the sample log: {counts['resumed']}, "
+                 f"generated now: {counts['generated']})")
+    return "\n".join(lines + [results_table(result)])
+
+
+def add_parser(sub) -> None:
+    # Listed here for `mera-multi --help`; cli.main hands its options to cmd_evaluate,
+    # so other commands never import transformers just to build the CLI.
+    sub.add_parser("evaluate", add_help=False, description=DESCRIPTION,
+                   help="run a model on MERA Multi tasks: sample log, scores, submission "
+                        "(options: `mera-multi evaluate --help`)")
+

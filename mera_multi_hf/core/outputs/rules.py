@@ -1,0 +1,139 @@
+"""The rules of the boundary: the kinds of output, what may never be written, and the
+marker that says which kind wrote which file."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from mera_multi_hf.core import json_read
+from mera_multi_hf.core.outputs.fs import MARKER, _safe_name
+
+STAGING_PREFIX = ".mera-multi-staging-"
+MARKER_FORMAT = 2
+
+# kind -> the command that writes it (how a refusal names another kind's folder)
+KINDS = {"export": "build", "run": "evaluate", "score": "score",
+         "report": "compare/leaderboard", "metrics": "metrics export",
+         "judge_model": "judge train", "agreement": "judge agreement"}
+
+# what --overwrite means, for every command that takes it
+OVERWRITE_HELP = ("also replace or clear this command's own earlier outputs here that a "
+                  "plain rerun keeps (for evaluate: a sample log made under other "
+                  "settings); never a file this tool did not write, another command's "
+                  "file, or a folder")
+
+def _real(path) -> str:
+    return os.path.realpath(os.path.expanduser(os.fsdecode(path)))
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(os.path.join(folder, ""))
+
+
+def _hf_caches() -> list[str]:
+    """The Hugging Face caches: others' to manage (this project's own cache root is
+    written through this module too, under the same no-link rule)."""
+    from huggingface_hub import constants
+
+    return [constants.HF_HOME, constants.HF_HUB_CACHE, _datasets_cache(constants.HF_HOME)]
+
+
+def _datasets_cache(hf_home: str) -> str:
+    """`datasets`' cache folder, as datasets.config sets it, without importing `datasets`
+    (and pandas) where it is not imported yet."""
+    config = sys.modules.get("datasets.config")
+    if config is not None:
+        return str(config.HF_DATASETS_CACHE)
+    return os.getenv("HF_DATASETS_CACHE") or os.path.join(hf_home, "datasets")
+
+
+def refusal(path, inputs=()) -> str | None:
+    """Why ``path`` may never be written (None: it may). ``inputs``: what the command
+    reads (the raw folder, --data, the predictions, a base model, a judge)."""
+    out = _real(path)
+    for other in inputs:
+        if other is not None and os.path.lexists(os.fsdecode(other)):
+            if _inside(out, _real(other)) or _inside(_real(other), out):
+                return f"the input {other}, inside it or a folder that holds it"
+    for other, what in ((os.getcwd(), "the current directory"), (Path.home(), "the home folder")):
+        if _inside(_real(other), out):
+            return f"{what} or a folder that holds it"
+    from mera_multi_hf.core.paths import PACKAGE_DIR
+
+    package = os.fspath(PACKAGE_DIR)
+    if _inside(out, _real(package)) or _inside(_real(package), out):
+        return "the package's own files"
+    from mera_multi_hf.core.paths import cache_root
+
+    for root in _hf_caches():
+        if _inside(_real(root), out) or _inside(out, _real(root)):
+            return f"the cache {root}, inside it or a folder that holds it"
+    if _inside(_real(cache_root()), out):
+        return f"this tool's cache {cache_root()} or a folder that holds it"
+    if out == os.path.abspath(os.sep):
+        return "the filesystem root"
+    return None
+
+
+# ---- the marker: which kind wrote which file ----
+
+def read_marker(folder) -> dict:
+    """The marker of ``folder`` as written ({} when there is none or it is garbled)."""
+    try:
+        fd = os.open(Path(os.fsdecode(folder)) / MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            doc = json_read.loads(fh.read(8 << 20), str(folder))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def trusted_listing(folder) -> dict[str, str]:
+    """name -> kind of every file the marker of ``folder`` lists, when the marker names
+    this very folder ({} otherwise: a copied marker grants nothing). A marker of an
+    older version has no kinds: they are inferred from the names it lists."""
+    doc = read_marker(folder)
+    if doc.get("folder") != _real(folder):
+        return {}
+    files = doc.get("files")
+    if isinstance(files, list):
+        return legacy_kinds([n for n in files if _safe_name(n)])
+    if not isinstance(files, dict):
+        return {}
+    return {n: k for n, k in files.items() if _safe_name(n) and k in KINDS}
+
+
+REPORT_STEMS = ("compare.", "leaderboard.")
+
+
+def legacy_kinds(names: list[str]) -> dict[str, str]:
+    """The kinds of the files an old marker lists, from their names: a run folder has
+    ``logs/``; an export its card and Parquet shards; a judge its config.json; a metrics
+    export ``<metric>/<metric>.py``; compare and leaderboard files are reports."""
+    if any(n.startswith("logs/") for n in names):
+        kind = "run"
+    elif "README.md" in names and any(n.endswith(".parquet") for n in names):
+        kind = "export"
+    elif "config.json" in names:
+        kind = "judge_model"
+    elif any(n.count("/") == 1 and n.endswith(".py") for n in names):
+        kind = "metrics"
+    elif any(n.startswith("results.") for n in names):
+        kind = "score"
+    else:
+        kind = "report"
+    return {n: "report" if n.startswith(REPORT_STEMS) else kind for n in names}
+
+
+def folder_kind(folder) -> str | None:
+    """The kind of output a folder holds, by its trusted marker (None: not one of ours,
+    or a mix)."""
+    kinds = set(trusted_listing(folder).values())
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+SUGGESTED_SUBFOLDER = {"score": "scored", "export": "export", "report": "reports",
+                       "metrics": "metrics", "judge_model": "judge", "run": "run",
+                       "agreement": "agreement"}
+

@@ -1,0 +1,44 @@
+"""Where the project's files are, in a checkout and in an installed wheel.
+
+A wheel carries the metric Space folders (metrics/) inside the package (under _bundled/);
+a checkout or editable install has them beside the package. No package code lives
+outside the package: the top-level folders only hold what a user opens and runs.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # this file is core/paths.py
+SAMPLES_DIR = PACKAGE_DIR / "demo" / "samples"
+
+
+def cache_root() -> Path:
+    """Where this project keeps its converted datasets and built models."""
+    return Path(os.environ.get("MERA_MULTI_CACHE", Path.home() / ".cache" / "mera_multi_hf"))
+
+
+def bundled_dir(name: str) -> Path:
+    for candidate in (PACKAGE_DIR / "_bundled" / name, PACKAGE_DIR.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"the folder {name}/ is missing from this installation")
+
+
+def load_module_from_file(path: Path, name: str) -> ModuleType:
+    """Import one file as a module under a private name (once per process): the builder
+    file of a task declared outside the package."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

@@ -1,0 +1,95 @@
+"""What makes a result reproducible: recorded in every results file."""
+from __future__ import annotations
+
+import hashlib
+import platform
+import re
+import shlex
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from mera_multi_hf.core.masking import mask_secrets  # noqa: F401  (re-exported: the one masking helper)
+
+PACKAGES = ("mera-multi-hf", "torch", "transformers", "datasets", "evaluate", "accelerate",
+            "huggingface_hub", "pillow", "numpy")
+
+
+def package_versions() -> dict[str, str | None]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    versions["python"] = platform.python_version()
+    return versions
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def folder_fingerprint(root: str | Path, *, read: tuple[str, ...] = (), salt: str = "",
+                       times: bool = False, length: int = 16) -> str:
+    """A short hash of a folder (its files, recursively, in a stable order): each file's
+    relative name and, for the suffixes in ``read`` (files under 16 MiB), its bytes;
+    otherwise its size, and its modification time when ``times``. Model revisions read
+    contents; caches of large folders stat their files."""
+    root = Path(root)
+    digest = hashlib.sha256(salt.encode())
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        stat = path.stat()
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        if path.suffix in read and stat.st_size < 1 << 24:
+            digest.update(path.read_bytes())
+        else:
+            digest.update(f"{stat.st_size}:{stat.st_mtime_ns if times else ''}".encode())
+    return digest.hexdigest()[:length]
+
+
+def command_line(config=None, typed: list[str] | None = None) -> str:
+    """The command, masked (the secret options' values, and those values wherever else
+    they appear): ``typed``, the options of `mera-multi evaluate` as typed; else, for a
+    Python caller, the run config's options that differ from the defaults, as the call
+    that gives them; with no config, ``sys.argv``."""
+    if config is None:
+        return mask_secrets(" ".join([Path(sys.argv[0]).name] + sys.argv[1:]))
+    import dataclasses
+
+    secret = [f.name for f in dataclasses.fields(config) if f.metadata.get("secret")]
+    if typed is not None:
+        text = shlex.join(["mera-multi", "evaluate", *typed])
+    else:
+        shown = {k: "***" if k in secret else v for k, v in config.changed().items()}
+        text = "run_evaluation(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
+    for name in secret:
+        value = getattr(config, name, None)
+        if isinstance(value, str) and value:
+            text = text.replace(value, "***")
+    return mask_secrets(text)
+
+
+# an option whose value is a secret, by its name (api_key, hf_token, password, ...)
+SECRET_NAME = re.compile(r"(?:^|[_-])(?:api[_-]?key|key|token|secret|password|passwd|auth|"
+                         r"credentials?|sig)$", re.IGNORECASE)
+
+
+def mask_values(value):
+    """A config block (lm-evaluation-harness's, say) with its secrets masked by name:
+    a secret-named field, a ``name=value`` pair of a comma-separated argument string
+    (``model_args``), and whatever mask_secrets masks in the other strings."""
+    if isinstance(value, dict):
+        return {k: "***" if SECRET_NAME.search(str(k)) and v else mask_values(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_values(v) for v in value]
+    if isinstance(value, str):
+        pairs = [(k, sep, "***" if sep and SECRET_NAME.search(k.strip()) else v)
+                 for k, sep, v in (part.partition("=") for part in value.split(","))]
+        return mask_secrets(",".join(k + sep + v for k, sep, v in pairs))
+    return value

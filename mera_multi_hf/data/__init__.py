@@ -1,0 +1,9 @@
+"""data: from a raw MERA folder or the Hub to typed examples.
+
+Owns reading and checking raw folders (:mod:`.raw`), the builder base and the builders
+of the 18 tasks (:mod:`.builders`), the Hub layout and its export and upload
+(:mod:`.publish`), loading a task from the Hub, a folder or the bundled sample
+(:mod:`.loading`), media decoding and the media checks, and :class:`~.examples.Example`.
+
+May import: core, tasks, demo.
+"""

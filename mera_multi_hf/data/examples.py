@@ -1,0 +1,100 @@
+"""One example model, made once from a dataset row: requests, scoring, the judge and
+the submission all read it; nothing else rebuilds reference rows.
+
+Made from the Arrow columns without reading or decoding any media: a media field is
+only known to be present (the bytes are read for the batch being generated).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mera_multi_hf.data.arrow_split import ArrowSplit, flat_columns, validity
+from mera_multi_hf.tasks.prompts import render_prompt
+from mera_multi_hf.tasks.table import TaskSpec
+
+Gold = str | list[str]
+
+
+@dataclass
+class Example:
+    task: str
+    id: int
+    index: int                     # the row in its split (where the media are read from)
+    prompt: str                    # the official doc_to_text, media placeholders in place
+    media_fields: tuple[str, ...]  # the present media, in the order they are passed
+    gold: Gold | None              # typed: a string, or a list of acceptable answers; None = hidden
+    group: int                     # group id (its own id where the task has no groups)
+    breakdown: dict[str, str] = field(default_factory=dict)  # breakdown name -> key
+    meta: dict = field(default_factory=dict)
+    instruction: str = ""          # as stored (a dialogue's history shows it)
+    options: tuple = ()            # the texts of the task's option_* inputs, in letter order
+
+
+def _nest(target: dict, keys: list[str], value) -> None:
+    for key in keys[:-1]:
+        target = target.setdefault(key, {})
+    target[keys[-1]] = value
+
+
+def _lookup(meta: dict, path: str):
+    value = meta
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _typed_gold(outputs) -> Gold | None:
+    """The gold as the task stores it; an empty one (a private split) is hidden."""
+    if isinstance(outputs, (list, tuple)):
+        answers = [str(a) for a in outputs]
+        return answers if answers else None
+    if outputs is None or outputs == "":
+        return None
+    return str(outputs)
+
+
+def _present_media(task: TaskSpec, columns: dict, n: int) -> dict[str, list[bool]]:
+    """Media field -> per row "has an item", read from Arrow validity only."""
+    present = {}
+    for name in task.media_fields:
+        valid = [validity(column) for c, column in columns.items()
+                 if c == f"inputs.{name}" or c.startswith(f"inputs.{name}.")]
+        present[name] = [any(v) for v in zip(*valid)] if valid else [False] * n
+    return present
+
+
+def _flat_rows(columns: dict, keep: list[str], n: int) -> list[dict]:
+    values = [columns[c].to_pylist() for c in keep]
+    return [dict(zip(keep, row)) for row in zip(*values)] if keep else [{}] * n
+
+
+def make_examples(task: TaskSpec, ds) -> list[Example]:
+    """The examples of one split (an :class:`~mera_multi_hf.data.arrow_split.ArrowSplit` or a
+    `datasets.Dataset`), in dataset order."""
+    split = ArrowSplit.of(ds)
+    columns = flat_columns(split)
+    present = _present_media(task, columns, len(split))
+    keep = [c for c in columns if not any(c == f"inputs.{m}" or c.startswith(f"inputs.{m}.")
+                                          for m in task.media_fields)]
+    option_fields, out = task.option_fields, []
+    for position, row in enumerate(_flat_rows(columns, keep, len(split))):
+        meta, inputs = {}, {}
+        for column, value in row.items():
+            if column.startswith("meta."):
+                _nest(meta, column[5:].split("."), value)
+            elif column.startswith("inputs."):
+                inputs[column[7:]] = value
+        for name in task.media_fields:  # a marker: present or not, never the bytes
+            inputs[name] = True if present[name][position] else None
+        example = {"instruction": row["instruction"], "inputs": inputs, "meta": meta}
+        prompt, media = render_prompt(task, example)
+        group = meta.get("group_id")
+        out.append(Example(
+            task=task.key, id=int(meta["id"]), index=position, prompt=prompt,
+            media_fields=tuple(name for name, _ in media), gold=_typed_gold(row["outputs"]),
+            group=int(group) if group is not None else int(meta["id"]),
+            breakdown={name: str(_lookup(meta, path)) for name, path in task.breakdowns
+                       if _lookup(meta, path) is not None},
+            meta=meta, instruction=row["instruction"],
+            options=tuple(inputs.get(f) for f in option_fields)))
+    return out

@@ -1,0 +1,31 @@
+"""generation: MERA Multi tasks through a model into the run's sample log, resumable.
+
+- :mod:`.request`         examples -> generation requests (prompt + media)
+- :mod:`.chat`            requests as chat messages (chat template, chat-completions API)
+- :mod:`.dialogue`        ruTiE's dialogues asked in order, earlier turns as history
+- :mod:`.backends`        the Backend protocol, the registry; ``hf`` (transformers), ``openai`` (a server)
+- :mod:`.samplelog`       the per-sample JSONL log, shards per process, resumption
+- :mod:`.config`          :class:`RunConfig`, every option of a run (the CLI is generated from it)
+- :mod:`.run`             :func:`~.run.run_tasks`: plan, load, requests, resume (data parallel)
+- :mod:`.generate`        this process's share through the backend into the sample log
+- :mod:`.manifest`        run_manifest.json: the run's fixed settings and its sessions
+- :mod:`.launch`          ``evaluate --processes N``: the data-parallel processes, without a launcher
+
+A run's configuration carries its scoring options (one flat set of keywords for
+``run_evaluation``), so generation sits above scoring; it never imports the checks
+before a run or the outputs after it (:mod:`mera_multi_hf.pipeline` joins them).
+
+May import: core, tasks, demo, data, judge, scoring.
+"""
+from mera_multi_hf.generation.config import RunConfig
+
+
+def __getattr__(name):
+    # The run (and datasets behind it) loads on first use: the CLI's parser needs only RunConfig.
+    if name == "make_batches":
+        from mera_multi_hf.generation.generate import make_batches
+        return make_batches
+    raise AttributeError(name)
+
+
+__all__ = ["RunConfig", "make_batches"]

@@ -1,0 +1,436 @@
+"""The run, as stages with one job each:
+
+    plan (tasks, sources) -> load (dataset -> examples) -> requests -> resume (sample log)
+    -> generate (this process's share) -> merge -> score -> outputs (one consistent set)
+
+:func:`run_tasks` is the generating part of ``run_evaluation`` (which checks first and
+finishes after: :mod:`mera_multi_hf.pipeline.evaluate`). Under a multi-process launch every
+process runs it: each takes a disjoint stride of the
+requests not yet in the sample log and writes its own log shard; the main process then
+merges the shards by (task, split, id), scores and writes.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.data.examples import Example, make_examples
+from mera_multi_hf.core.outputs import OutputFolder
+from mera_multi_hf.tasks.table import TaskSpec, get_task, resolve_tasks
+from mera_multi_hf.generation.backends import capabilities_of
+from mera_multi_hf.generation.config import RunConfig
+from mera_multi_hf.generation.generate import generate_into_log
+from mera_multi_hf.tasks.dialogue import warn_meta
+from mera_multi_hf.generation import dialogue, manifest
+from mera_multi_hf.generation.manifest import MANIFEST
+from mera_multi_hf.generation.request import Request, arrow_view, build_requests
+from mera_multi_hf.generation.samplelog import LOG_DIR, SampleLog, request_hash
+
+
+@dataclass
+class TaskData:
+    """One task of the run: its split, as loaded, and its examples."""
+    task: TaskSpec
+    source: object
+    dataset: object                # Arrow-formatted split (media read lazily)
+    examples: list[Example]
+    fingerprint: str
+    full_size: int                 # examples in the split before --limit
+    requests: list[Request] = field(default_factory=list)
+
+
+def run_tasks(config: RunConfig, specs: list[TaskSpec], sources: dict, *, engine=None,
+              typed: list[str] | None = None, started: float, finish, warm_up=None) -> dict | None:
+    """Generate every task's answers into the run folder's sample log (this process's
+    share, resuming what is logged), then, on the main process, hand the merged log to
+    ``finish(folder, loaded, records, counts=, manifest=, logged=, damaged=)`` inside the
+    folder's lock; returns what it returns (None on the other processes).
+
+    ``warm_up()``: run in a thread while this process only waits (for a server's answers
+    or the other processes), to import what ``finish`` needs meanwhile.
+    """
+    state = process_state(config.device, config.backend)
+    if config.device == "auto" and state.num_processes > 1:
+        raise MeraError("--device auto spreads one model over all GPUs: run it as one process, "
+                        "not under a multi-process launch")
+    if config.no_progress or not state.is_main_process:  # datasets' bars too
+        from mera_multi_hf.data.loading import quiet_progress
+        quiet_progress()
+    seed_everything(state, config.seed)
+    with first_if(builds_model(config), state):  # the main process builds a built-in model
+        engine = engine or make_engine(config)
+    out = output_dir(config, engine)
+    inputs = _local([*sources.values(), config.model, config.judge])
+    folder = OutputFolder(out, kind="run", flag="--output-dir", inputs=inputs)
+    folder.check()  # every process, before any work
+    _claim(folder, _log_names(folder, state.num_processes) + [MANIFEST], state)
+    with folder:
+        return _run(config, engine, specs, sources, state, folder, started, typed, finish,
+                    warm_up)
+
+
+def _claim(folder, logs: list[str], state) -> None:
+    """The main process claims the folder (its lock and the log names); a refusal (a
+    second run on the folder) stops every process, not only the main one."""
+    refusal = None
+    if state.is_main_process:
+        try:
+            folder.claim(logs)
+        except MeraError as err:
+            refusal = str(err)
+    if state.num_processes > 1:
+        from accelerate.utils import broadcast_object_list
+
+        refusal = broadcast_object_list([refusal])[0]
+    if refusal:
+        raise MeraError(refusal)
+
+
+def _local(sources) -> list[str]:
+    """The inputs that are files or folders here: dataset sources, a model folder, a
+    judge folder (an output may not touch them)."""
+    return [str(s) for s in sources if s is not None and s != "sample" and Path(s).exists()]
+
+
+def _log_names(folder, world: int) -> list[str]:
+    """The sample log shards of this run and those of earlier runs here (kept; a file of
+    someone else's at one of them is foreign, and the folder's check refuses it)."""
+    mine = [f"{LOG_DIR}/samples-rank{r}.jsonl" for r in range(world)]
+    return mine + [n for n in folder.owned() if n.startswith(f"{LOG_DIR}/samples-rank")]
+
+
+def new_session(config: RunConfig, engine, loaded, world: int, typed, started: float) -> dict:
+    """This start or resume of the run, as the manifest lists it."""
+    from mera_multi_hf.core.provenance import command_line, package_versions
+
+    return {"started_at": manifest.iso(started), "finished_at": None,
+            "command": command_line(config, typed), "environment": config.environment(),
+            "num_processes": world, "batch_size": engine.batch_size,
+            "tasks": [d.task.key for d in loaded], "split": config.split, "limit": config.limit,
+            "versions": package_versions()}
+
+
+def open_manifest(folder, config: RunConfig, engine, loaded, session: dict) -> dict:
+    """The run's manifest with this session begun; a resume under other fixed settings
+    stops here, in one line (every process reads it before any is written)."""
+    old = None if config.overwrite else manifest.read_manifest(folder)
+    fixed = manifest.fixed_settings(config, engine)
+    manifest.check_fixed(old, fixed, folder.path)
+    return manifest.start(old, fixed, manifest.task_entries(config, engine, loaded), session)
+
+
+def write_manifest(folder, doc: dict) -> None:
+    import json
+
+    folder.put(MANIFEST, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+
+
+def _run(config: RunConfig, engine, specs, sources, state, folder, started, typed, finish,
+         warm_up) -> dict | None:
+    loaded = [load_task_data(task, sources[task.key], config, state) for task in specs]
+    for data in loaded:
+        if not data.task.dialogue:
+            data.requests = stamp(make_requests(data, config), engine)
+    requests = [r for data in loaded for r in data.requests]
+    if config.overwrite and state.is_main_process:
+        SampleLog(folder).clear()
+    state.wait_for_everyone()  # the main process has claimed the folder and its logs
+    log = SampleLog(folder, state.process_index)
+    before = log.read()
+    if state.is_main_process:
+        warn_damaged(log.damaged)
+    logged(log, before, requests)  # other settings in the folder stop every process here
+    session = new_session(config, engine, loaded, state.num_processes, typed, started)
+    doc = open_manifest(folder, config, engine, loaded, session)
+    state.wait_for_everyone()  # nobody writes before every process has read the log
+    if state.is_main_process:
+        write_manifest(folder, doc)  # before any generation
+    state.wait_for_everyone()
+    here = generate_share(config, engine, loaded, log, before, state, warm_up)
+    if warm_up and state.is_main_process and state.num_processes > 1:  # idle until the rest finish
+        threading.Thread(target=warm_up, daemon=True).start()
+    state.wait_for_everyone()
+    if not state.is_main_process:
+        return None
+    index = log.read()
+    for data in loaded:  # the main process replays every dialogue from the merged log
+        if data.task.dialogue:
+            data.requests = []
+            run_dialogues(data, config, engine, None, index)
+    requests = [r for data in loaded for r in data.requests]
+    resumed = sum(1 for r in requests if answered(before, r))
+    counts = {"requested": len(requests), "resumed": resumed,
+              "generated": len(requests) - resumed, "generated_here": here}
+    doc = manifest.finish(doc, engine, counts)
+    write_manifest(folder, doc)
+    return finish(folder, loaded, merged(index, requests), counts=counts, manifest=doc,
+                  logged=logged_counts(index), damaged=log.damaged)
+
+
+def logged_counts(index: dict) -> dict[tuple, int]:
+    """(task, split) -> examples in the sample log (what a report may cover)."""
+    counts: dict[tuple, int] = {}
+    for task, split, _ in index:
+        counts[(task, split)] = counts.get((task, split), 0) + 1
+    return counts
+
+
+def warn_damaged(damaged: list[str]) -> None:
+    """One line per sample-log line skipped: the file is left as it is (never rewritten
+    for it) and the example is generated again; results.json counts them."""
+    import sys
+
+    for line in damaged[:20]:
+        print(f"mera-multi: warning: {line}; skipped (its example is generated again)",
+              file=sys.stderr)
+    if len(damaged) > 20:
+        print(f"mera-multi: warning: ... and {len(damaged) - 20} more damaged sample-log lines",
+              file=sys.stderr)
+
+
+def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: SampleLog,
+                   before: dict, state, warm_up=None) -> int:
+    """This process's share: a stride of the pending requests, then its dialogues;
+    returns how many it generated. The log and the engine are closed after it."""
+    rank, world = state.process_index, state.num_processes
+    requests = [r for data in loaded for r in data.requests]
+    pending = [r for r in requests if not answered(before, r)]
+    show = not config.no_progress and state.is_main_process
+    if warm_up and capabilities_of(engine).streaming and state.is_main_process:  # a server answers
+        threading.Thread(target=warm_up, daemon=True).start()
+    try:
+        here = len(generate_into_log(
+            engine, pending[rank::world], {d.task.key: d.dataset for d in loaded}, log,
+            show=show, label="generating" + (f" (rank 0 of {world})" if world > 1 else "")))
+        for data in loaded:
+            if data.task.dialogue:
+                here += run_dialogues(data, config, engine, log, before, rank=rank, world=world)
+    finally:
+        log.close()
+        engine.close()
+    return here
+
+
+def answered(before: dict, request: Request) -> bool:
+    """The log holds an answer to resume (a failed example is tried again)."""
+    record = before.get(request.key, {}).get(request.hash)
+    return record is not None and not record.get("failed")
+
+
+def select_tasks(names) -> list[TaskSpec]:
+    """The tasks to run: keys, modalities or "all"."""
+    specs = resolve_tasks(names)
+    if not specs:
+        raise MeraError("no task given: name one with --tasks (see `mera-multi tasks`)")
+    return specs
+
+
+def task_sources(config: RunConfig, specs: list[TaskSpec]) -> dict[str, object]:
+    """Task -> dataset source: --data as given; the bundled sample for the demo."""
+    data = config.sources()
+    if isinstance(data, dict):
+        data = {get_task(k).key: v for k, v in data.items()}
+        unknown = set(data) - {t.key for t in specs}
+        if unknown:
+            raise MeraError(f"--data names tasks that are not run: {', '.join(sorted(unknown))}")
+        return {t.key: data.get(t.key) for t in specs}
+    if data is None and config.model is None:
+        data = "sample"  # the demo: bundled sample + tiny model
+    return {t.key: data for t in specs}
+
+
+def process_state(device: str | None, backend: str = "hf"):
+    """This process's place in a data-parallel run (rank, world size, device).
+
+    On a machine without an accelerator the processes that ``torchrun`` or ``accelerate
+    launch --multi_gpu`` start join over gloo; ``accelerate launch --cpu`` starts only one.
+    A backend other than hf outside such a launch runs as one process without torch.
+    """
+    import os
+
+    if backend != "hf" and int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return OneProcess()
+    import torch
+    from accelerate import PartialState
+
+    accelerator = getattr(torch, "accelerator", None)
+    has_accelerator = accelerator.is_available() if accelerator else torch.cuda.is_available()
+    cpu = device == "cpu" or not has_accelerator or \
+        os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes")
+    # A long collective timeout: a rank may wait at the final barrier while another
+    # finishes its share of a big task (torch's default is 30 minutes).
+    return PartialState(cpu=cpu, timeout=timedelta(hours=24))
+
+
+def seed_everything(state, seed: int) -> None:
+    if isinstance(state, OneProcess):  # no torch here: Python's generator is the one used
+        import random
+
+        random.seed(seed)
+        return
+    from accelerate.utils import set_seed
+
+    set_seed(seed)  # python, numpy and torch generators
+
+
+class OneProcess:
+    """The state of a run in one process that needs no torch (the openai backend): the
+    model is on a server, so importing torch and accelerate would only cost seconds."""
+    process_index, num_processes, is_main_process = 0, 1, True
+
+    def wait_for_everyone(self) -> None:
+        pass
+
+    def main_process_first(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+
+def builds_model(config: RunConfig) -> bool:
+    """Whether making the engine may build one of the built-in models (the tiny ones)."""
+    from mera_multi_hf.demo.builtin_models import TINY_AUDIO_MODEL_ID, is_tiny_model
+
+    return config.backend == "hf" and (is_tiny_model(config.model)
+                                       or config.model == TINY_AUDIO_MODEL_ID)
+
+
+def first_if(condition: bool, state):
+    """``state.main_process_first()`` when ``condition``, else no wait: every process
+    decides alike (the same config), so no process waits at a barrier alone."""
+    import contextlib
+
+    return state.main_process_first() if condition else contextlib.nullcontext()
+
+
+def make_engine(config: RunConfig):
+    from mera_multi_hf.generation.backends import make_backend
+
+    return make_backend(config.backend, config.model, **config.backend_options())
+
+
+def output_dir(config: RunConfig, engine) -> Path:
+    import re
+
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", engine.model_id.rstrip("/").split("/")[-1]) or "model"
+    out = Path(config.output_dir) if config.output_dir else Path("runs") / name
+    if out.exists() and not out.is_dir():
+        raise MeraError(f"--output-dir {out} is a file, not a folder")
+    return out
+
+
+def load_task_data(task: TaskSpec, source, config: RunConfig, state) -> TaskData:
+    from mera_multi_hf.data.loading import load_split
+
+    # No process waits for another here: a raw folder's conversion and datasets' own
+    # cache are built under file locks (one process builds, the rest wait and read).
+    ds = load_split(task, source=source, split=config.split, limits=config.limits())
+    full_size, fingerprint = len(ds), ds._fingerprint  # the split as loaded (as `score` records)
+    if config.limit is not None:
+        ds = ds.select(range(min(config.limit, len(ds))))
+    ds = arrow_view(ds)
+    examples = make_examples(task, ds)
+    if task.dialogue and state.is_main_process:
+        warn_meta(task, examples)
+    return TaskData(task, source, ds, examples, fingerprint, full_size)
+
+
+def make_requests(data: TaskData, config: RunConfig, examples=None) -> list[Request]:
+    stop = tuple(config.stop) if config.stop is not None else None
+    return build_requests(data.task, data.examples if examples is None else examples,
+                          data.dataset, config.split, config.max_new_tokens, stop,
+                          limits=config.limits())
+
+
+def stamp(requests: list[Request], engine) -> list[Request]:
+    """Set each request's hash: what its answer depends on."""
+    settings = engine.settings()
+    for r in requests:
+        history = [{"text": t.text, "media": [m.sha256 for m in t.media], "answer": t.answer}
+                   for t in r.history]
+        r.hash = request_hash(engine.model_id, engine.revision, settings, r.prompt,
+                              [m.sha256 for m in r.media], r.max_new_tokens, r.stop, history)
+    return requests
+
+
+def run_dialogues(data: TaskData, config: RunConfig, engine, log: SampleLog | None,
+                  index: dict, *, rank: int = 0, world: int = 1) -> int:
+    """Walk this process's dialogues wave by wave: a turn logged with the same request
+    hash is resumed, the others are generated into ``log`` (with no log, every turn must
+    be logged: the main process's replay). The requests go to ``data.requests``; returns
+    how many were generated."""
+    answers: dict[tuple, str] = {}
+    context = config.dialogue_context if config.dialogue_context is not None \
+        else data.task.dialogue.context_turns
+    count = 0
+    waves = dialogue.walk(data.task, data.examples, context_turns=context, answer=lambda r: answers[r.key],
+                          make=lambda items: make_requests(data, config, items),
+                          rank=rank, world=world)
+    for wave in waves:
+        stamp(wave, engine)
+        todo = [r for r in wave if not _reused(logged(None, index, [r]).get(r.key), log)]
+        for r in wave:
+            if r not in todo:
+                answers[r.key] = index[r.key][r.hash]["generation"]
+        if todo and log is None:
+            raise MeraError(f"{data.task.key}: {len(todo)} dialogue turns have no line in the "
+                            f"sample log (e.g. id={todo[0].id}); rerun the same command")
+        if todo:
+            answers.update(generate_into_log(engine, todo, {data.task.key: data.dataset},
+                                             log, show=False))
+            count += len(todo)
+        data.requests += wave
+    return count
+
+
+def _reused(record: dict | None, log: SampleLog | None) -> bool:
+    """A logged dialogue turn to reuse: not a failed one while generating (a rerun tries
+    it again); the main process's replay (no log) takes what the log holds."""
+    return record is not None and not (log is not None and record.get("failed"))
+
+
+def logged(log: SampleLog | None, index: dict, requests: list[Request]) -> dict[tuple, dict]:
+    """The requests already answered in the log; other settings on the same ids stop the run."""
+    done, clashes = {}, []
+    for request in requests:
+        entries = index.get(request.key)
+        if not entries:
+            continue
+        if request.hash in entries and _same_request(entries[request.hash], request):
+            done[request.key] = entries[request.hash]
+        elif request.hash in entries or not request.history:
+            clashes.append(request)  # (a dialogue turn may follow a changed earlier answer)
+    if clashes:
+        first = clashes[0]
+        where = log.folder.path if log else "the output folder"
+        raise MeraError(
+            f"{where} holds a run with other settings: {len(clashes)} of the requested "
+            f"examples (e.g. {first.task} id={first.id}) were logged for another model, revision, "
+            f"generation settings or prompt, or edited since. Use a new --output-dir, "
+            f"or --overwrite to replace that run")
+    return done
+
+
+def _same_request(record: dict, request: Request) -> bool:
+    """A line with the request's hash whose prompt and media are the request's own (an
+    edited line, or one written under other settings, is never resumed)."""
+    return (record.get("prompt") == request.prompt
+            and record.get("media_sha256") == [m.sha256 for m in request.media])
+
+
+def merged(index: dict, requests: list[Request]) -> dict[tuple, dict]:
+    records, missing = {}, []
+    for request in requests:
+        record = (index.get(request.key) or {}).get(request.hash)
+        if record is None:
+            missing.append(request)
+        else:
+            records[request.key] = record
+    if missing:
+        raise MeraError(f"{len(missing)} examples have no line in the sample log after "
+                        f"generation (e.g. {missing[0].task} id={missing[0].id}); did a process "
+                        f"fail? Rerun the same command to finish them")
+    return records

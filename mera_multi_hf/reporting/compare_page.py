@@ -1,0 +1,92 @@
+"""compare.html: two runs' answers side by side, example by example, written by
+``mera-multi compare`` beside compare.md. Filters: task, outcome (only A right, only B
+right, both right, both wrong) and a search box; everything inline, no network, no media
+(results.html of each run shows those). A gold answer is shown only where the run's own
+sample line may show it (never a private split's)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from mera_multi_hf.core import json_read
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.reporting.submission import LOCAL_ONLY
+from mera_multi_hf.tasks.table import get_task
+
+PAGE_NAME = "compare.html"
+
+
+def _sample_lines(folder: Path, task: str) -> dict[int, dict]:
+    """The run's sample lines of one task, by example id (none when it kept no log)."""
+    lines = {}
+    for file in sorted(folder.glob(f"samples_{task}_*.jsonl")):
+        for _, record in json_read.iter_jsonl(file):
+            if not isinstance(record, dict):
+                raise MeraError(f"{file}: a line that is not a JSON object")
+            lines[record.get("id")] = record
+    return lines
+
+
+def _answers(doc, task: str, lines: dict) -> dict:
+    """id -> the run's answer: its sample log, else (a `score` run) its predictions."""
+    if lines:
+        return {i: r.get("generation", "") for i, r in lines.items()}
+    from mera_multi_hf.scoring.predictions import read_predictions
+
+    answers = {}
+    for file in doc.run.details.get("predictions") or []:
+        if Path(file).exists():
+            answers.update(read_predictions(file, task, doc.run.split))
+    return answers
+
+
+def _right(task: str, result) -> dict:
+    """id -> whether the task's first official per-example metric scored 1."""
+    table = result.examples or {}
+    main = next((m for m in get_task(task).metrics if m in table.get("scores", {})), None)
+    if main is None:
+        return {}
+    return {i: s >= 1.0 for i, s in zip(table["id"], table["scores"][main])}
+
+
+OUTCOMES = {(True, False): "only-a", (False, True): "only-b", (True, True): "both-right",
+            (False, False): "both-wrong"}
+
+
+def _task_rows(task: str, doc_a, doc_b) -> list[dict]:
+    la = _sample_lines(Path(doc_a.folder), task)
+    lb = _sample_lines(Path(doc_b.folder), task)
+    ans_a, ans_b = _answers(doc_a, task, la), _answers(doc_b, task, lb)
+    right_a, right_b = _right(task, doc_a.tasks[task]), _right(task, doc_b.tasks[task])
+    rows = []
+    for example_id in sorted(set(right_a) & set(right_b), key=str):
+        line = la.get(example_id) or lb.get(example_id) or {}
+        private = line.get("gold_private") or not line
+        rows.append({"task": task, "id": example_id, "prompt": line.get("prompt", ""),
+                     "a": ans_a.get(example_id, ""), "b": ans_b.get(example_id, ""),
+                     "gold": "(private split: not shown)" if private else line.get("target"),
+                     "outcome": OUTCOMES[(right_a[example_id], right_b[example_id])]})
+    return rows
+
+
+def compare_rows(doc_a, doc_b, tasks) -> list[dict]:
+    """One row per example both runs scored, in task and id order (``doc_*``: the runs'
+    results.json as compare reads them)."""
+    return [row for task in tasks for row in _task_rows(task, doc_a, doc_b)]
+
+
+def render(result: dict, rows: list[dict]) -> str:
+    """The page as HTML text."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
+                             autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    counts = {k: sum(r["outcome"] == k for r in rows) for k in OUTCOMES.values()}
+    return env.get_template("compare_page.html.j2").render(
+        local_only=LOCAL_ONLY if result.get("gold_private") else None,
+        a=result["a"]["label"], b=result["b"]["label"], rows=rows, counts=counts,
+        tasks=sorted({r["task"] for r in rows}))
+
+
+def compare_page(result: dict, doc_a, doc_b) -> str:
+    """compare.html of a comparison (compare_runs' result) of these two runs."""
+    return render(result, compare_rows(doc_a, doc_b, list(result["tasks"])))

@@ -1,0 +1,135 @@
+"""The MERA submission ZIP (docs/official-protocol.md, "Submission"): one
+<ClassName>.json per task."""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from mera_multi_hf.core import json_read
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.tasks.table import get_task
+
+PairsOrMap = Mapping[int, str] | Iterable[tuple[int, str]]
+
+
+def hides_answers(task, split: str, data_private: bool = False) -> bool:
+    """A private split: the test split of a task declared private, or of data that says
+    it is (``data_private``: its access, its licence, or no task named). No file made for
+    upload (submission.zip, logs_public.zip, a published export) carries its gold answers
+    or a per-example score derived from them."""
+    return split == "test" and (not task.public or data_private)
+
+
+# What every local file that carries a private split's per-example results says of itself
+# (a banner in HTML, the `gold_private` field in JSON); no upload file carries it.
+LOCAL_ONLY = "local only: holds private answers"
+
+
+def gold_derived(result) -> bool:
+    """Whether a task's scoring result (a :class:`~mera_multi_hf.scoring.records.TaskResult`)
+    holds per-example scores (verdicts right/wrong) derived from a private split's gold
+    answers."""
+    return result.scorable and hides_answers(get_task(result.task), result.split)
+
+
+def _pairs(answers: PairsOrMap) -> list[tuple[int, str]]:
+    return list(answers.items()) if isinstance(answers, Mapping) else list(answers)
+
+
+def _preview(ids) -> str:
+    ids = sorted(ids)
+    shown = ", ".join(map(str, ids[:20]))
+    return shown + (f", ... ({len(ids)} in all)" if len(ids) > 20 else "")
+
+
+def check_answers(task_key: str, pairs: list[tuple[int, str]],
+                  expected: Iterable[int] | None) -> list[str]:
+    """Every expected id answered exactly once, with a string; the problems, if any."""
+    problems = []
+    counts = Counter(i for i, _ in pairs)
+    duplicates = [i for i, n in counts.items() if n > 1]
+    if duplicates:
+        problems.append(f"{task_key}: duplicate answers for ids {_preview(duplicates)}")
+    not_text = [i for i, out in pairs if not isinstance(out, str)]
+    if not_text:
+        problems.append(f"{task_key}: answers that are not strings for ids {_preview(not_text)}")
+    if expected is not None:
+        expected = list(expected)
+        missing = set(expected) - set(counts)
+        extra = set(counts) - set(expected)
+        if missing:
+            problems.append(f"{task_key}: no answer for test ids {_preview(missing)}")
+        if extra:
+            problems.append(f"{task_key}: answers for ids not in the test split {_preview(extra)}")
+    return problems
+
+
+def task_payload(pairs: list[tuple[int, str]]) -> dict:
+    return {"data": {"test": [{"outputs": out, "meta": {"id": int(i)}}
+                              for i, out in sorted(pairs, key=lambda p: p[0])]}}
+
+
+def _zip_bytes(files: Mapping[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return buffer.getvalue()
+
+
+def submission_bytes(answers: Mapping[str, PairsOrMap],
+                     expected_ids: Mapping[str, Iterable[int]] | None = None,
+                     logs: Mapping[str, bytes] | None = None) -> bytes:
+    """The ZIP, after checking every task's answers against its test ids.
+
+    ``answers``: task key -> {id: output} or [(id, output), ...], the outputs already
+    filtered as the task declares (``ExampleResult.submitted``); ``expected_ids``: task key
+    -> the test split's ids (checked when given); ``logs``: file name -> the sample log,
+    packed as ``logs_public.zip`` the way the official packer adds its logs (no media).
+    """
+    problems, files = [], {}
+    for key, task_answers in answers.items():
+        task = get_task(key)
+        pairs = _pairs(task_answers)
+        problems += check_answers(task.key, pairs, (expected_ids or {}).get(key))
+        files[f"{task.class_name}.json"] = json.dumps(task_payload(pairs), ensure_ascii=False,
+                                                      indent=1).encode("utf-8")
+    if problems:
+        raise MeraError("the submission was not written:\n  - " + "\n  - ".join(problems))
+    if logs:
+        files["logs_public.zip"] = _zip_bytes(logs)
+    return _zip_bytes(files)
+
+
+def submission_ids(task_key: str, ids: Iterable[int]) -> dict[int, int]:
+    """Example id -> the id the official packer writes for it: the id itself, except for
+    a dialogue task (ruTiE), whose process_docs drops meta.id so that the packer rebuilds
+    it from the position: question_id + 500 * dialog_id + 11."""
+    ids = list(ids)
+    spec = get_task(task_key).dialogue
+    if spec is None or not ids:
+        return {i: i for i in ids}
+    first = min(ids)
+    return {i: spec.submission_id(*spec.position(i, first)) for i in ids}
+
+
+def packed(task_key: str, answers: Mapping[int, str], ids: Iterable[int]):
+    """(answers, expected ids) keyed by the packer's ids (:func:`submission_ids`)."""
+    to_sub = submission_ids(task_key, ids)
+    return {to_sub[i]: text for i, text in answers.items()}, sorted(to_sub.values())
+
+
+def read_submission(path: str | Path) -> dict[str, dict[int, str]]:
+    """Class name -> {id: output}, read back from a submission ZIP."""
+    out = {}
+    with zipfile.ZipFile(path) as zf:
+        for name in zf.namelist():
+            if "/" in name or not name.endswith(".json"):
+                continue
+            records = json_read.loads(zf.read(name), f"{path}: {name}")["data"]["test"]
+            out[name[:-5]] = {r["meta"]["id"]: r["outputs"] for r in records}
+    return out

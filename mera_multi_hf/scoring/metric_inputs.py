@@ -1,0 +1,72 @@
+"""The checks every metric makes of its inputs, and the mean over examples: one
+sentence naming the wrong column, never a bare numpy or Arrow error."""
+from __future__ import annotations
+
+import numpy as np
+
+from mera_multi_hf.core.errors import MeraError
+
+
+def check_strings(values, what: str) -> list:
+    """A column of strings as a list; a MeraError names the first item that is no string."""
+    if isinstance(values, str):
+        raise MeraError(f"{what} must be a list of strings, got one string {values[:40]!r}")
+    values = list(values)
+    if set(map(type, values)) <= {str}:  # the common case, checked at C speed
+        return values
+    for i, v in enumerate(values):
+        if not isinstance(v, str):
+            raise MeraError(f"{what}[{i}] is {type(v).__name__} {v!r}, expected a string "
+                            "(use '' for a missing answer)")
+    return values
+
+
+class MetricInputError(MeraError, ValueError):
+    """Inputs of the wrong shape or type for a metric: one sentence saying which and why."""
+
+
+def check_batch(batch: dict, integers: tuple[str, ...] = ("group_ids",)) -> None:
+    """The columns of one ``compute``/``add_batch`` call, checked before evaluate encodes
+    them: each a sequence with one item per example (a string would be split into its
+    characters), all of one length, and no float in the ``integers`` columns (a float
+    group id would be truncated into another group)."""
+    sizes = {}
+    for name, column in batch.items():
+        if column is None:
+            continue
+        if isinstance(column, (str, bytes, dict)) or not hasattr(column, "__len__"):
+            raise MetricInputError(f"`{name}` must be a list with one item per example, not "
+                                   f"{type(column).__name__} {str(column)[:40]!r}")
+        sizes[name] = len(column)
+    if len(set(sizes.values())) > 1:
+        raise MetricInputError("the inputs must pair up one to one, but their lengths differ: " +
+                               ", ".join(f"{k} {v}" for k, v in sizes.items()))
+    for name in integers:
+        if batch.get(name) is not None:
+            _check_integers(batch[name], name)
+
+
+def _check_integers(values, name: str) -> None:
+    """No float, complex or bool among the ids (strings are ids too: they sort)."""
+    array = values if isinstance(values, np.ndarray) else np.asarray(values, dtype=object)
+    if array.dtype.kind in "iuUS":
+        return
+    for i, v in enumerate(values):
+        if isinstance(v, (bool, float, complex, np.bool_, np.floating, np.complexfloating)):
+            raise MetricInputError(f"`{name}[{i}]` is {type(v).__name__} {v!r}: {name} must be "
+                                   "integers (a float would be truncated into another group)")
+
+
+def require_examples(batch: dict) -> None:
+    """No examples is an error with a sentence (evaluate would read the first example's
+    type off an empty batch and fail with a bare IndexError)."""
+    if not any(len(values) for values in batch.values()):
+        raise MeraError("no examples to score: the predictions are empty")
+
+
+def mean_score(scores) -> float:
+    """The mean of per-example scores; no examples is an error, never a silent 0."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.size == 0:
+        raise MeraError("no examples to score: the predictions are empty")
+    return float(scores.mean())

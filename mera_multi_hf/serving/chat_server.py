@@ -1,0 +1,455 @@
+"""A small OpenAI-compatible server over the hf backend (FastAPI on uvicorn).
+
+    mera-multi serve --model Qwen/Qwen2.5-VL-3B-Instruct --port 8000
+    mera-multi evaluate --backend openai --base-url http://127.0.0.1:8000/v1 --model <name>
+    MERA_SERVE_MODEL=<model> uvicorn --factory mera_multi_hf.serving.chat_server:app_from_env
+
+Routes: ``POST /v1/chat/completions`` (text + base64 data-URI images, greedy only),
+``GET /v1/models``, ``GET /health``. Generation runs one request at a time; it exists
+to serve a model to the openai backend on one machine (and to test that backend), not
+to replace vLLM. Without --model it serves the built-in tiny random model.
+
+A request that the server cannot honour as asked gets a JSON 400 that says why: a
+malformed message, a media item that is not a base64 data URI of its kind, a
+``max_tokens`` below 1 or above the server's limit, or ``n`` > 1. ``stream: true`` gets
+the answer as server-sent ``chat.completion.chunk`` events; ``usage`` counts the
+prompt's and the answer's tokens. ``stop``
+(a string or a list of strings) cuts the answer at the first stop string. With
+``--api-key`` (or MERA_SERVE_API_KEY) every route but /health needs
+``Authorization: Bearer <key>``. An image larger than ``max_image_pixels`` (read from
+its header) gets 413 before it is decoded; a body larger than ``max_body_bytes`` gets
+413 before it is read. Requests are parsed and their images decoded outside the
+generation lock; at most ``--max-queue`` wait for the model (then 503).
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import re
+import sys
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+from fastapi import Request as FastAPIRequest
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.serving.app import BodyError, Guard, ModelQueue, Server, json_app, read_json
+from mera_multi_hf.serving.app import shown as _shown
+from mera_multi_hf.core.limits import DEFAULT_LIMITS, Limits
+from mera_multi_hf.serving.options import ServerOptions
+from mera_multi_hf.data.media_decode import Media
+from mera_multi_hf.core.arguments import Parser, add_dataclass_options, opt
+from mera_multi_hf.tasks.prompts import MEDIA_SLOT
+from mera_multi_hf.generation.request import Request
+
+DEFAULT_MAX_TOKENS = 256  # when the request gives none (as vLLM: up to the context)
+MAX_TOKENS_LIMIT = 8192
+_DATA_URI = re.compile(r"data:([\w.+-]+/[\w.+-]+)(?:;[\w.+-]+=[\w.+-]+)*;base64,", re.ASCII)
+_MEDIA_PARTS = {"image_url": "image", "video_url": "video", "audio_url": "audio"}
+
+
+def prompt_from_openai(content) -> tuple[str, list[tuple[str, bytes]]]:
+    """The user message's content as the prompt (text with a ``<image>``, ``<audio>`` or
+    ``<video>`` placeholder where each media part stood) and the decoded media items, in
+    order: the inverse of :func:`mera_multi_hf.generation.chat.openai_messages`. ValueError
+    with a message fit for a 400 reply when the content is malformed."""
+    if isinstance(content, str):
+        parts = [{"type": "text", "text": content}]
+    elif isinstance(content, list) and content:
+        parts = content
+    else:
+        raise ValueError(f"`content` must be a string or a non-empty list of parts, not {_shown(content)}")
+    pieces, media = [], []
+    for i, part in enumerate(parts):
+        kind, value = _content_part(part, f"content[{i}]")
+        if kind == "text":
+            pieces.append(value)
+        else:
+            media.append((kind, value))
+            pieces.append(f"<{kind}>")
+    prompt = "".join(pieces)
+    if len(MEDIA_SLOT.findall(prompt)) != len(media):
+        raise ValueError("the text holds a media placeholder such as <image> that no media part "
+                         "fills; send each media item as its own content part")
+    return prompt, media
+
+
+def _content_part(part, where: str) -> tuple[str, str | bytes]:
+    if not isinstance(part, dict):
+        raise ValueError(f"{where} must be an object with a `type`, not {_shown(part)}")
+    kind = part.get("type")
+    if kind == "text":
+        if not isinstance(part.get("text"), str):
+            raise ValueError(f"{where}.text must be a string, not {_shown(part.get('text'))}")
+        return "text", part["text"]
+    if kind in _MEDIA_PARTS:
+        value = part.get(kind)
+        url = value.get("url") if isinstance(value, dict) else value
+        if not isinstance(url, str):
+            raise ValueError(f"{where}.{kind} must be an object with a string `url` (a base64 "
+                             f"data URI), not {_shown(value)}")
+        return _MEDIA_PARTS[kind], _decode_data_uri(url, _MEDIA_PARTS[kind], f"{where}.{kind}.url")
+    if kind == "input_audio":
+        value = part.get("input_audio")
+        if not isinstance(value, dict) or not isinstance(value.get("data"), str):
+            raise ValueError(f"{where}.input_audio must be an object with base64 `data`")
+        return "audio", _base64(value["data"], f"{where}.input_audio.data")
+    raise ValueError(f"{where}: unsupported content part type {_shown(kind)} (expected text, "
+                     f"image_url, audio_url, input_audio or video_url)")
+
+
+def _decode_data_uri(url: str, medium: str = "image", where: str = "url") -> bytes:
+    """The bytes of a ``data:<medium>/...;base64,...`` URI (remote URLs are refused)."""
+    match = _DATA_URI.match(url)
+    if match is None:
+        raise ValueError(f"{where}: only base64 data URIs (data:{medium}/...;base64,...) are "
+                         f"accepted, no remote URLs; got {_shown(url[:40])}")
+    mime = match.group(1).lower()
+    if not mime.startswith(medium + "/"):
+        raise ValueError(f"{where}: a {mime} data URI where {medium} is expected")
+    return _base64(url[match.end():], where)
+
+
+def _base64(text: str, where: str) -> bytes:
+    try:
+        data = base64.b64decode("".join(text.split()), validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise ValueError(f"{where}: invalid base64 ({err})") from None
+    if not data:
+        raise ValueError(f"{where}: the media item is empty")
+    return data
+
+
+class TooLarge(ValueError):
+    status = 413
+
+
+def _check_image(data: bytes, where: str, max_pixels: int, decode: bool = True) -> None:
+    """A picture Pillow decodes within ``max_pixels``, else ValueError (the backend must
+    not meet it). The size is read from the header, before any pixel is decoded (and,
+    without ``decode``, only the header is read)."""
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            if img.width * img.height > max_pixels:
+                raise TooLarge(f"{where}: {img.width}x{img.height} pixels; the limit is "
+                               f"{max_pixels} (max_image_pixels)")
+            if decode:
+                img.load()
+    except TooLarge:
+        raise
+    except Exception as err:  # noqa: BLE001 - any decoder error means a bad upload
+        raise ValueError(f"{where}: not a picture this server can decode ({type(err).__name__}: "
+                         f"{_shown(str(err))})") from None
+
+
+def _max_tokens(body: ChatCompletionRequest, limit: int) -> int:
+    given = {k: getattr(body, k) for k in ("max_completion_tokens", "max_tokens")
+             if getattr(body, k) is not None}
+    for name, value in given.items():
+        if value < 1:
+            raise ValueError(f"`{name}` must be an integer of at least 1, not {_shown(value)}")
+        if value > limit:
+            raise ValueError(f"`{name}` is {value}; this server generates at most {limit} tokens")
+    if len(set(given.values())) > 1:
+        raise ValueError("`max_tokens` and `max_completion_tokens` differ; send one of them")
+    return next(iter(given.values()), DEFAULT_MAX_TOKENS)
+
+
+def _stop(body: ChatCompletionRequest) -> tuple[str, ...]:
+    stops = () if body.stop is None else (body.stop,) if isinstance(body.stop, str) else body.stop
+    if not all(stops):
+        raise ValueError(f"`stop` must be a non-empty string or a list of them, not {_shown(body.stop)}")
+    return tuple(stops)
+
+
+def _cut_at_stop(text: str, stops: tuple[str, ...]) -> str:
+    return text[:min((i for i in (text.find(s) for s in stops) if i >= 0), default=len(text))]
+
+
+def _check_options(body: ChatCompletionRequest) -> None:
+    if body.n not in (None, 1):
+        raise ValueError(f"`n` must be 1 here (one greedy answer), not {_shown(body.n)}")
+
+
+def _user_content(body: ChatCompletionRequest):
+    users = [m for m in body.messages if m.role == "user"]
+    if len(users) != 1:
+        raise ValueError("exactly one user message is supported")
+    return users[0].content
+
+
+class ChatMessage(BaseModel):
+    role: str = Field(description="a string")
+    content: object = None  # text or content parts: prompt_from_openai says what is wrong
+
+
+class StreamOptions(BaseModel):
+    include_usage: bool | None = Field(None, description="a boolean")
+
+
+class ChatCompletionRequest(BaseModel):
+    """The fields this server reads, with their types (validated strictly: no "3" for 3);
+    other fields an OpenAI client sends are ignored. Ranges are checked by the service."""
+    messages: list[ChatMessage] = Field(min_length=1, description="a non-empty list of "
+                                        "messages (objects with a string `role`)")
+    model: str | None = Field(None, description="a string")
+    max_tokens: int | None = Field(None, description="an integer of at least 1")
+    max_completion_tokens: int | None = Field(None, description="an integer of at least 1")
+    stop: str | list[str] | None = Field(None, description="a non-empty string or a list of them")
+    stream: bool | None = Field(None, description="a boolean")
+    stream_options: StreamOptions | None = Field(None, description="an object such as "
+                                                 "{\"include_usage\": true}")
+    n: int | None = Field(None, description="an integer")
+    temperature: float | None = Field(None, description="a number")
+    top_p: float | None = Field(None, description="a number")
+    seed: int | None = Field(None, description="an integer")
+
+
+def error_payload(status: int, message: str) -> dict:
+    kind = "server_error" if status >= 500 else "invalid_request_error"
+    return {"error": {"message": message, "type": kind, "code": status}}
+
+
+class ChatService:
+    """The backend behind the route: requests are parsed and their images decoded on a
+    pool of ``workers`` threads; generation runs one request at a time on its own
+    thread, with at most ``max_queue`` requests waiting (then 503)."""
+
+    def __init__(self, backend, model_name: str, *, max_tokens_limit: int = MAX_TOKENS_LIMIT,
+                 limits: Limits = DEFAULT_LIMITS, workers: int = 8, max_queue: int = 64):
+        if workers < 1 or max_tokens_limit < 1 or max_queue < 1:
+            raise ValueError("workers, max_tokens_limit and max_queue must be positive")
+        self.backend, self.model_name, self.limits = backend, model_name, limits
+        self.max_tokens_limit = max_tokens_limit
+        self.parse_pool = ThreadPoolExecutor(workers, thread_name_prefix="serve-parse")
+        self.queue = ModelQueue(max_queue, "serve-generate")  # one generate at a time
+
+    def close(self) -> None:
+        self.parse_pool.shutdown(wait=True)
+        self.queue.close()
+
+    async def complete(self, body: ChatCompletionRequest) -> dict:
+        loop = asyncio.get_running_loop()
+        try:  # parsing and image decoding, outside the lock, within the pixel bound
+            request, stops = await loop.run_in_executor(self.parse_pool, self.request, body)
+        except ValueError as err:
+            raise BodyError(getattr(err, "status", 400), f"bad request: {err}") from None
+        text = await self.queue.run(self.generate, request)  # the model is not shared safely
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
+            "created": int(time.time()), "model": self.model_name,
+            "choices": [{"index": 0, "message": {"role": "assistant",
+                                                 "content": _cut_at_stop(text, stops)},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": request.prompt_tokens,
+                      "completion_tokens": request.completion_tokens,
+                      "total_tokens": request.prompt_tokens + request.completion_tokens}}
+
+    def generate(self, request: Request) -> str:
+        try:
+            return self.backend.generate([request])[0]
+        except MeraError as err:
+            raise BodyError(400, str(err)) from None
+        except Exception as err:  # noqa: BLE001 - the client gets the cause, the server lives on
+            print(f"serve: generate failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+            raise BodyError(500, f"generation failed: {type(err).__name__}: {err}") from None
+
+    def _check_budget(self, media: list[Media]) -> None:
+        """The request's media together within the memory budget (the rule of limits.py,
+        from their headers), else 413 before anything is decoded."""
+        costs = [m.cost(getattr(self.backend, "max_frames", 1)) for m in media]
+        if sum(costs) > self.limits.memory_budget:
+            raise TooLarge(f"the {len(media)} media items would take {sum(costs) / 2**20:.0f} "
+                           f"MiB decoded (the largest: item {costs.index(max(costs))}), above "
+                           f"the memory budget of {self.limits.memory_budget / 2**20:.0f} MiB "
+                           f"(memory_budget)")
+
+    def request(self, body: ChatCompletionRequest) -> tuple[Request, tuple[str, ...]]:
+        _check_options(body)
+        if body.model not in (None, self.model_name):
+            raise ValueError(f"model {_shown(body.model)} is not served here "
+                             f"(this server serves {self.model_name!r})")
+        prompt, items = prompt_from_openai(_user_content(body))
+        media = [Media(kind=kind, sha256=hashlib.sha256(data).hexdigest(), data=data,
+                     limits=self.limits) for kind, data in items]
+        for decode in (False, True):  # every header, the budget of them all, then decoding
+            for i, (kind, data) in enumerate(items):
+                if kind == "image":
+                    _check_image(data, f"media item {i}", self.limits.max_image_pixels, decode)
+            if not decode:
+                self._check_budget(media)
+        max_new = _max_tokens(body, self.max_tokens_limit)
+        stops = _stop(body)
+        # The hf backend may take stop strings on the request (a `stop` field); when it
+        # does not, the answer is still cut at them here, after generation.
+        extra = {"stop": stops} if "stop" in {f.name for f in dataclasses.fields(Request)} else {}
+        return Request(task="served", split="", id=0, prompt=prompt, media=media,
+                       max_new_tokens=max_new, **extra), stops
+
+
+def create_app(service: ChatService):
+    """The FastAPI app of the OpenAI-compatible routes over ``service``."""
+    app = json_app(error_payload, "mera-multi serve")
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok"}
+
+    @app.get("/v1/models")
+    @app.get("/models")
+    async def models():
+        return {"object": "list", "data": [
+            {"id": service.model_name, "object": "model", "owned_by": "mera-multi-hf"}]}
+
+    @app.post("/v1/chat/completions")
+    @app.post("/chat/completions")
+    async def chat_completions(request: FastAPIRequest):
+        body = await read_json(request, ChatCompletionRequest)
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        reply = await service.complete(body)  # a bad request fails here, before any chunk
+        if body.stream:
+            return StreamingResponse(stream_chunks(reply, include_usage),
+                                     media_type="text/event-stream")
+        return reply
+    return app
+
+
+def stream_chunks(reply: dict, include_usage: bool = False):
+    """A finished reply as the server-sent events of a streamed one, in the shape of
+    OpenAI's ``chat.completion.chunk``: the role, the content, the finish reason, the
+    usage (when asked with ``stream_options.include_usage``), then ``[DONE]``. The answer
+    is generated whole first (the model runs one request at a time anyway)."""
+    choice = reply["choices"][0]
+    head = {"id": reply["id"], "object": "chat.completion.chunk", "created": reply["created"],
+            "model": reply["model"]}
+    if include_usage:  # as OpenAI: every chunk has the key, only the last one a value
+        head["usage"] = None
+    deltas = [({"role": "assistant", "content": ""}, None),
+              ({"content": choice["message"]["content"]}, None), ({}, choice["finish_reason"])]
+    for delta, finish in deltas:
+        chunk = dict(head, choices=[{"index": 0, "delta": delta, "finish_reason": finish}])
+        yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+    if include_usage:
+        yield f"data: {json.dumps(dict(head, choices=[], usage=reply['usage']))}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def make_server(backend, host: str = "127.0.0.1", port: int = 0,
+                model_name: str | None = None, verbose: bool = False, *,
+                api_key: str | None = None, read_timeout: float = 30.0, workers: int = 8,
+                max_tokens_limit: int = MAX_TOKENS_LIMIT, limits: Limits = DEFAULT_LIMITS,
+                max_queue: int = 64, limit_concurrency: int = 1024,
+                timeout_keep_alive: float = 5.0) -> Server:
+    """A server bound to (host, port) (port 0: any free port; see ``server.server_port``)."""
+    service = ChatService(backend, model_name or backend.model_id, limits=limits, workers=workers,
+                          max_tokens_limit=max_tokens_limit, max_queue=max_queue)
+    server = Server(create_app(service), error_payload, host, port, api_key=api_key,
+                    read_timeout=read_timeout, limits=limits, limit_concurrency=limit_concurrency,
+                    timeout_keep_alive=timeout_keep_alive, verbose=verbose)
+    server.service, server.model_name = service, service.model_name
+    server.closers.append(service.close)
+    return server
+
+
+def app_from_env():
+    """For ``uvicorn --factory mera_multi_hf.serving.chat_server:app_from_env``: the hf backend
+    over $MERA_SERVE_MODEL (none: the built-in tiny model), key from $MERA_SERVE_API_KEY,
+    default limits; uvicorn's own options set the rest."""
+    from mera_multi_hf.generation.backends.hf import HFBackend
+
+    backend = HFBackend(os.environ.get("MERA_SERVE_MODEL") or None)
+    backend.load()
+    service = ChatService(backend, os.environ.get("MERA_SERVE_SERVED_NAME") or backend.model_id)
+    return Guard(create_app(service), error_payload,
+                 api_key=os.environ.get("MERA_SERVE_API_KEY") or None)
+
+
+SERVE_DESCRIPTION = (
+    "Serve a model (a Hub id or folder; default: the built-in tiny model) over the hf backend "
+    "as an OpenAI-compatible chat server: POST /v1/chat/completions (streamed with "
+    "`stream: true`), GET /v1/models, GET /health. Writes no file. For production, serve "
+    "with vLLM.")
+
+
+@dataclasses.dataclass
+class ChatServeOptions(ServerOptions):
+    """The options of the chat server; those of any server come from ServerOptions."""
+    model: str | None = opt(None, "Hub id or folder (default: the built-in tiny model)")
+    served_model_name: str | None = opt(None, "the model name clients send as `model` "
+                                        "(default: --model)", aliases=("--served-name",))
+    dtype: str = opt("auto", "weights dtype: auto, float32, bfloat16 or float16 (default: auto, "
+                     "float32 on CPU, the model's own on GPU)")
+    device: str | None = opt(None, "cpu, cuda, cuda:1 or auto (default: the GPU when there is one)")
+    max_pixels: int | None = opt(None, "downscale larger images (aspect kept) to at most this "
+                                 "many pixels (default: none, images as sent)")
+    trust_remote_code: bool = opt(False, "allow model code from the Hub repository, only for "
+                                  "models you trust (default: off)")
+    api_key: str | None = opt(None, "require 'Authorization: Bearer KEY' on every route but "
+                              "/health (default: $MERA_SERVE_API_KEY, which `ps` does not show; "
+                              "none: no authentication)", secret=True)
+    workers: int = opt(8, "threads parsing requests and decoding their images (default: 8)")
+    max_image_pixels: int | None = opt(None, f"pixels per image (default: "
+                                       f"{DEFAULT_LIMITS.max_image_pixels})")
+    max_tokens_limit: int = opt(MAX_TOKENS_LIMIT, f"largest max_tokens a request may ask "
+                                f"(default: {MAX_TOKENS_LIMIT})")
+    memory_budget: int | None = opt(None, f"bytes a request's media may take decoded "
+                                    f"(default: {DEFAULT_LIMITS.memory_budget})")
+
+
+def _parser() -> Parser:
+    parser = Parser(prog="mera-multi serve", description=SERVE_DESCRIPTION)
+    add_dataclass_options(parser, ChatServeOptions)
+    return parser
+
+
+def serve(options: ChatServeOptions) -> int:
+    """Load the model and serve it until Ctrl+C (what ``main`` runs with its options)."""
+    from mera_multi_hf.generation.backends import make_backend
+
+    limits = DEFAULT_LIMITS.with_overrides(max_image_pixels=options.max_image_pixels,
+                                           max_body_bytes=options.max_body_bytes,
+                                           memory_budget=options.memory_budget)
+    try:
+        backend = make_backend("hf", options.model, dtype=options.dtype, device=options.device,
+                               max_pixels=options.max_pixels,
+                               trust_remote_code=options.trust_remote_code)
+        backend.load()
+        server = make_server(backend, options.host, options.port, options.served_model_name,
+                             options.verbose,
+                             api_key=options.api_key or os.environ.get("MERA_SERVE_API_KEY"),
+                             read_timeout=options.read_timeout, workers=options.workers,
+                             max_tokens_limit=options.max_tokens_limit, limits=limits,
+                             max_queue=options.max_queue,
+                             limit_concurrency=options.limit_concurrency,
+                             timeout_keep_alive=options.timeout_keep_alive)
+    except (MeraError, ValueError, OSError) as err:
+        print(f"mera-multi: error: serve: {err}", file=sys.stderr)
+        return 2
+    return server.serve_until_interrupted(
+        f"serving {server.model_name} on http://{options.host}:{server.server_port}/v1 "
+        "(Ctrl+C to stop)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`mera-multi serve` (cli.main hands it its options) and `python -m mera_multi_hf.serving.chat_server`."""
+    from mera_multi_hf.core.masking import masked_console, remember_options
+
+    options = ChatServeOptions(**vars(_parser().parse_args(argv)))
+    remember_options(options)  # its key (and $MERA_SERVE_API_KEY) never printed or logged
+    with masked_console():
+        return serve(options)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

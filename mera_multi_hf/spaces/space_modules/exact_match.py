@@ -1,0 +1,108 @@
+"""MERA Multi exact match: the official EM of the benchmark's image, audio and video tasks.
+
+A thin `evaluate` wrapper: the formula lives in metric_exact_match.py beside it.
+"""
+import datasets
+import evaluate
+
+# The logic lives in the package modules imported here; `mera-multi metrics export`
+# writes each one beside this module as a flat sibling file (imports rewritten to
+# `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
+# relative import on its line: `evaluate` would read it as the file's URL.)
+from mera_multi_hf.tasks.citation import CITATION as _CITATION
+from mera_multi_hf.scoring.metric_exact_match import exact_match_scores
+from mera_multi_hf.scoring.metric_exact_match import warn_if_squad_on_letters
+from mera_multi_hf.scoring.metric_extraction import extract_answer
+from mera_multi_hf.scoring.metric_inputs import check_batch
+from mera_multi_hf.scoring.metric_inputs import mean_score
+from mera_multi_hf.scoring.metric_inputs import require_examples
+
+
+_DESCRIPTION = """\
+Exact match (EM) as MERA Multi scores it: each prediction is compared with its gold
+answer after a named normalisation, and EM is the mean over examples.
+
+- `mera` (default; image and audio tasks): lowercase both strings and delete every ASCII
+  punctuation character (Python's `string.punctuation`); whitespace is kept.
+- `strict` (video tasks): compare the strings as they are.
+- `squad` (a later official revision, for comparison only): lowercase, delete ASCII
+  punctuation, replace the articles a/an/the by a space, collapse whitespace. It maps gold
+  "A" to "", so it warns on letter tasks.
+
+There is no answer extraction in the official EM: "Ответ: A" does not match "A". With
+`extract=True` a second, separately named number `exact_match_extracted` is reported next
+to it (the text after the last "ОТВЕТ" or a lone option letter), never replacing it.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions (`list` of `str`): the model's answers.
+    references (`list` of `str`, or `list` of `list` of `str`): the gold answers; a list
+        holds several acceptable answers and matching any of them counts.
+    mode (`str`, optional): `mera`, `strict` or `squad` (the task's declared mode).
+        Default `mera`.
+    extract (`bool`, optional): also report `exact_match_extracted`. Default False.
+    choices (`list` of `str`, optional): the task's option letters, used by the extraction
+        to map Cyrillic look-alike letters.
+    answer_kind (`str`, optional): `letter`, `free` or `json`; `squad` on `letter` warns.
+    (The package's `load_metric("exact_match", task="ruhhh_image")` fills mode, answer_kind
+    and choices from a task's declaration.)
+
+Returns:
+    exact_match (`float`): the official EM, in [0, 1].
+    exact_match_extracted (`float`): only with `extract=True`: EM after answer extraction.
+
+Examples:
+    >>> from mera_multi_hf import load_metric
+    >>> exact_match = load_metric("exact_match")
+    >>> exact_match.compute(predictions=["a", "B.", "Ответ: C"], references=["A", "B", "C"])
+    {'exact_match': 0.6666666666666666}
+
+    >>> exact_match.compute(predictions=["a", "B"], references=["A", "B"], mode="strict")
+    {'exact_match': 0.5}
+
+    >>> exact_match.compute(predictions=["Ответ: C", "D"], references=["C", "C"], extract=True)
+    {'exact_match': 0.0, 'exact_match_extracted': 0.5}
+
+    >>> exact_match.compute(predictions=["кошка"], references=[["кот", "Кошка"]])
+    {'exact_match': 1.0}
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class ExactMatch(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            # A single gold string, or a list of acceptable ones (ruCommonVQA).
+            features=[
+                datasets.Features({"predictions": datasets.Value("string"),
+                                   "references": datasets.Value("string")}),
+                datasets.Features({"predictions": datasets.Value("string"),
+                                   "references": datasets.Sequence(datasets.Value("string"))}),
+            ],
+            reference_urls=["https://mera.a-ai.ru/en/multi",
+                            "https://github.com/MERA-Evaluation/MERA_MULTIMODAL"],
+        )
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch, its inputs checked first (evaluate would split a string into its
+        characters, truncate a float group id and report mismatched lengths as Arrow's)."""
+        check_batch({"predictions": predictions, "references": references, **kwargs})
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def _infer_feature_from_batch(self, batch):
+        require_examples(batch)  # evaluate reads the reference type off the first example
+        return super()._infer_feature_from_batch(batch)
+
+    def _compute(self, predictions, references, mode="mera", extract=False, choices=None,
+                 answer_kind=None):
+        warn_if_squad_on_letters(mode, answer_kind)
+        result = {"exact_match": mean_score(exact_match_scores(predictions, references, mode))}
+        if extract:
+            extracted = [extract_answer(p, choices) for p in predictions]
+            result["exact_match_extracted"] = mean_score(
+                exact_match_scores(extracted, references, mode))
+        return result
