@@ -19,6 +19,7 @@ installed, its `local-chat-completions` model (``num_concurrent`` = the concurre
 sends the same bodies through ``generate_until`` (library start-up included, its task
 loading not).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,9 +73,12 @@ class FakeChat(BaseHTTPRequestHandler):
         raw = self.rfile.read(int(self.headers["Content-Length"]))
         arrived = time.perf_counter()
         body = json.loads(raw)
-        text = "".join(p.get("text", "") for m in body["messages"] if m["role"] == "user"
-                       for p in (m["content"] if isinstance(m["content"], list)
-                                 else [{"text": m["content"]}]))
+        text = "".join(
+            p.get("text", "")
+            for m in body["messages"]
+            if m["role"] == "user"
+            for p in (m["content"] if isinstance(m["content"], list) else [{"text": m["content"]}])
+        )
         key = text_key(text)
         with server.lock:
             server.first = min(server.first, arrived)
@@ -83,8 +87,17 @@ class FakeChat(BaseHTTPRequestHandler):
                 server.capture.append(body)
         rng = random.Random(f"{SEED}:{key}:{nth}")
         time.sleep(0.02 + 0.38 * rng.random())
-        payload = json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": {
-            "role": "assistant", "content": answer_of(key)}}]}).encode()
+        payload = json.dumps(
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": answer_of(key)},
+                    }
+                ]
+            }
+        ).encode()
         try:
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -152,15 +165,37 @@ json.dump(model.generate_until(instances, disable_tqdm=True), open(sys.argv[4], 
 
 
 def env_for(checkout: Path) -> dict:
-    return dict(os.environ, PYTHONPATH=str(checkout), HF_HUB_OFFLINE="1",
-                HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    return dict(
+        os.environ,
+        PYTHONPATH=str(checkout),
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+    )
 
 
 def ours_command(server, raw: Path, out: Path, concurrency: int) -> list[str]:
-    return [sys.executable, "-m", "mera_multi_hf", "evaluate", "--backend", "openai",
-            "--base-url", f"http://127.0.0.1:{server.server_port}/v1", "--model", "m",
-            "--tasks", "ruhhh_image", "--data", str(raw), "--concurrency", str(concurrency),
-            "--output-dir", str(out), "--no-progress"]
+    return [
+        sys.executable,
+        "-m",
+        "mera_multi_hf",
+        "evaluate",
+        "--backend",
+        "openai",
+        "--base-url",
+        f"http://127.0.0.1:{server.server_port}/v1",
+        "--model",
+        "m",
+        "--tasks",
+        "ruhhh_image",
+        "--data",
+        str(raw),
+        "--concurrency",
+        str(concurrency),
+        "--output-dir",
+        str(out),
+        "--no-progress",
+    ]
 
 
 def timed(server, command: list[str], env: dict) -> tuple[float, float, float]:
@@ -169,8 +204,9 @@ def timed(server, command: list[str], env: dict) -> tuple[float, float, float]:
     cpu = _children_cpu()
     started = time.perf_counter()
     # cwd: not this checkout, which `python -m` would put before PYTHONPATH
-    done = subprocess.run(command, env=env, capture_output=True, text=True,
-                          cwd=tempfile.gettempdir())
+    done = subprocess.run(
+        command, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir()
+    )
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{command[:4]} failed:\n{done.stderr[-3000:]}")
@@ -184,8 +220,10 @@ def _children_cpu() -> float:
 
 def our_answers(out: Path) -> dict[str, str]:
     """Prompt key -> answer, from a run's samples file (checked to hold every id once)."""
-    records = [json.loads(x) for x in (out / "samples_ruhhh_image_test.jsonl")
-               .read_text(encoding="utf-8").splitlines()]
+    records = [
+        json.loads(x)
+        for x in (out / "samples_ruhhh_image_test.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     return {text_key(r["prompt"]): r["generation"] for r in records}
 
 
@@ -208,17 +246,25 @@ def body_answers(bodies: Path, answers: list[str]) -> dict[str, str]:
     return out
 
 
-def kill_and_resume(server, raw: Path, out: Path, concurrency: int, env: dict, within: float,
-                    expected: dict, n: int) -> str:
+def kill_and_resume(
+    server, raw: Path, out: Path, concurrency: int, env: dict, within: float, expected: dict, n: int
+) -> str:
     """SIGKILL our run at a random moment, rerun it; the log must hold each id once."""
     reset(server)
-    process = subprocess.Popen(ours_command(server, raw, out, concurrency), env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               cwd=tempfile.gettempdir())
+    process = subprocess.Popen(
+        ours_command(server, raw, out, concurrency),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=tempfile.gettempdir(),
+    )
     started, target = time.perf_counter(), random.Random(SEED).randint(1, n - 1)
     log = out / "logs" / "samples-rank0.jsonl"  # killed once `target` answers are logged
-    while process.poll() is None and time.perf_counter() - started < 4 * within and \
-            (not log.exists() or log.read_bytes().count(b"\n") < target):
+    while (
+        process.poll() is None
+        and time.perf_counter() - started < 4 * within
+        and (not log.exists() or log.read_bytes().count(b"\n") < target)
+    ):
         time.sleep(0.005)
     delay = time.perf_counter() - started
     process.send_signal(signal.SIGKILL)
@@ -227,15 +273,19 @@ def kill_and_resume(server, raw: Path, out: Path, concurrency: int, env: dict, w
     timed(server, ours_command(server, raw, out, concurrency), env)
     keys = log_keys(out)
     complete = len(keys) == len(set(keys)) == n and our_answers(out) == expected
-    return (f"killed after {delay:.1f} s with {before} of {n} answers logged; after the rerun "
-            f"({server.count} requests sent) the log holds {len(set(keys))} answers, "
-            f"{len(keys) - len(set(keys))} twice; complete and identical: {complete}")
+    return (
+        f"killed after {delay:.1f} s with {before} of {n} answers logged; after the rerun "
+        f"({server.count} requests sent) the log holds {len(set(keys))} answers, "
+        f"{len(keys) - len(set(keys))} twice; complete and identical: {complete}"
+    )
 
 
 def ratio_line(name: str, values: list[float], base: list[float]) -> str:
     ratios = [a / b for a, b in zip(values, base)]
-    return (f"{name}: median {statistics.median(values):.2f} s, / ideal {statistics.median(ratios):.2f}x"
-            f"  (rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
+    return (
+        f"{name}: median {statistics.median(values):.2f} s, / ideal {statistics.median(ratios):.2f}x"
+        f"  (rounds: {', '.join(f'{r:.2f}' for r in ratios)})"
+    )
 
 
 def main(argv=None) -> int:
@@ -264,18 +314,27 @@ def run(args, work: Path, make_raw) -> int:
     env = env_for(ROOT)
     # warm-up: the raw folder's one-time export, and the bodies for the ideal client
     reset(server, capture=True)
-    subprocess.run(ours_command(server, raw, work / "warm", args.concurrency), env=env,
-                   check=True, capture_output=True, cwd=work)
+    subprocess.run(
+        ours_command(server, raw, work / "warm", args.concurrency),
+        env=env,
+        check=True,
+        capture_output=True,
+        cwd=work,
+    )
     bodies = work / "bodies.jsonl"
-    bodies.write_text("".join(json.dumps(b, ensure_ascii=False) + "\n" for b in server.capture),
-                      encoding="utf-8")
+    bodies.write_text(
+        "".join(json.dumps(b, ensure_ascii=False) + "\n" for b in server.capture), encoding="utf-8"
+    )
     expected = our_answers(work / "warm")
     assert len(server.capture) == args.requests, "the warm-up did not send every request"
     clients = {"ideal": None, "ours": ROOT}
     if args.baseline:
         clients["baseline"] = Path(args.baseline).resolve()
-    lm_eval = not args.no_lm_eval and subprocess.run(
-        [sys.executable, "-c", "import lm_eval"], capture_output=True).returncode == 0
+    lm_eval = (
+        not args.no_lm_eval
+        and subprocess.run([sys.executable, "-c", "import lm_eval"], capture_output=True).returncode
+        == 0
+    )
     if lm_eval:
         clients["lm-eval"] = None
     times = {name: [] for name in clients}
@@ -286,12 +345,26 @@ def run(args, work: Path, make_raw) -> int:
         for name, checkout in clients.items():
             answers_file = work / f"answers-{name}.json"
             if name == "ideal":
-                command = [sys.executable, "-c", IDEAL, str(bodies), "127.0.0.1",
-                           str(server.server_port), str(args.concurrency), str(answers_file)]
+                command = [
+                    sys.executable,
+                    "-c",
+                    IDEAL,
+                    str(bodies),
+                    "127.0.0.1",
+                    str(server.server_port),
+                    str(args.concurrency),
+                    str(answers_file),
+                ]
             elif name == "lm-eval":
-                command = [sys.executable, "-c", LM_EVAL, str(bodies),
-                           f"http://127.0.0.1:{server.server_port}/v1/chat/completions",
-                           str(args.concurrency), str(answers_file)]
+                command = [
+                    sys.executable,
+                    "-c",
+                    LM_EVAL,
+                    str(bodies),
+                    f"http://127.0.0.1:{server.server_port}/v1/chat/completions",
+                    str(args.concurrency),
+                    str(answers_file),
+                ]
             else:
                 out = work / f"out-{name}-{k}"
                 command = ours_command(server, raw, out, args.concurrency)
@@ -299,25 +372,47 @@ def run(args, work: Path, make_raw) -> int:
             times[name].append(wall)
             phases[name].append(phase)
             cpus[name].append(cpu)
-            got = our_answers(out) if checkout else \
-                body_answers(bodies, json.loads(answers_file.read_text()))
+            got = (
+                our_answers(out)
+                if checkout
+                else body_answers(bodies, json.loads(answers_file.read_text()))
+            )
             same[name] &= got == expected
-            print(f"round {k}: {name}: {wall:.2f} s (request phase {phase:.2f} s, CPU "
-                  f"{cpu:.2f} s, load {os.getloadavg()[0]:.1f})", flush=True)
-    print(f"\n{args.requests} requests, concurrency {args.concurrency}, latencies 20-400 ms "
-          f"(seeded), {args.rounds} rounds interleaved")
+            print(
+                f"round {k}: {name}: {wall:.2f} s (request phase {phase:.2f} s, CPU "
+                f"{cpu:.2f} s, load {os.getloadavg()[0]:.1f})",
+                flush=True,
+            )
+    print(
+        f"\n{args.requests} requests, concurrency {args.concurrency}, latencies 20-400 ms "
+        f"(seeded), {args.rounds} rounds interleaved"
+    )
     for name in clients:
         if name != "ideal":
             print(ratio_line(f"{name} whole process", times[name], times["ideal"]))
             print(ratio_line(f"{name} request phase", phases[name], phases["ideal"]))
-    print(f"ideal client: whole process {statistics.median(times['ideal']):.2f} s, request "
-          f"phase {statistics.median(phases['ideal']):.2f} s")
-    print("CPU seconds per process (median; the whole-process ratios grow with the machine's "
-          "load, CPU time does not): " + ", ".join(
-              f"{n} {statistics.median(c):.2f}" for n, c in cpus.items()))
+    print(
+        f"ideal client: whole process {statistics.median(times['ideal']):.2f} s, request "
+        f"phase {statistics.median(phases['ideal']):.2f} s"
+    )
+    print(
+        "CPU seconds per process (median; the whole-process ratios grow with the machine's "
+        "load, CPU time does not): "
+        + ", ".join(f"{n} {statistics.median(c):.2f}" for n, c in cpus.items())
+    )
     print("identical answers: " + ", ".join(f"{n} {same[n]}" for n in clients))
-    print(kill_and_resume(server, raw, work / "killed", args.concurrency, env,
-                          statistics.median(times["ours"]), expected, args.requests))
+    print(
+        kill_and_resume(
+            server,
+            raw,
+            work / "killed",
+            args.concurrency,
+            env,
+            statistics.median(times["ours"]),
+            expected,
+            args.requests,
+        )
+    )
     server.shutdown()
     return 0 if all(same.values()) else 1
 

@@ -13,6 +13,7 @@ On a loaded machine the ratio's noise exceeds 2%, so the script also times the c
 themselves inside the "on" runs (the refusal rule and the batch split, which reads
 every item's header) and reports their share of the command.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,25 +29,35 @@ from pathlib import Path
 @contextlib.contextmanager
 def budget_off():
     """The budget checks replaced by no-ops (the decoders unchanged otherwise)."""
-    from mera_multi_hf.data import media_decode as media, media_checks
+    from mera_multi_hf.data import media_checks
+    from mera_multi_hf.data import media_decode as media
     from mera_multi_hf.generation import generate
 
-    saved = (media_checks.budget_problem, media.budget_problem, media.Media.cost,
-             generate.budget_parts)
+    saved = (
+        media_checks.budget_problem,
+        media.budget_problem,
+        media.Media.cost,
+        generate.budget_parts,
+    )
     media_checks.budget_problem = media.budget_problem = lambda *args: None
     media.Media.cost = lambda self, max_frames=1: 0
     generate.budget_parts = lambda batch, max_frames: [batch]
     try:
         yield
     finally:
-        (media_checks.budget_problem, media.budget_problem, media.Media.cost,
-         generate.budget_parts) = saved
+        (
+            media_checks.budget_problem,
+            media.budget_problem,
+            media.Media.cost,
+            generate.budget_parts,
+        ) = saved
 
 
 @contextlib.contextmanager
 def budget_timed(spent: list):
     """The budget checks as shipped, their own seconds added to ``spent[0]``."""
-    from mera_multi_hf.data import media_decode as media, media_checks
+    from mera_multi_hf.data import media_checks
+    from mera_multi_hf.data import media_decode as media
     from mera_multi_hf.generation import generate
 
     def timed(fn):
@@ -56,17 +67,26 @@ def budget_timed(spent: list):
                 return fn(*args, **kwargs)
             finally:
                 spent[0] += time.perf_counter() - started
+
         return run
 
-    saved = (media_checks.budget_problem, media.budget_problem, media.Media.cost,
-             generate.budget_parts)
+    saved = (
+        media_checks.budget_problem,
+        media.budget_problem,
+        media.Media.cost,
+        generate.budget_parts,
+    )
     media_checks.budget_problem = media.budget_problem = timed(saved[0])
     generate.budget_parts = timed(saved[3])  # Media.cost: inside it, in a run
     try:
         yield
     finally:
-        (media_checks.budget_problem, media.budget_problem, media.Media.cost,
-         generate.budget_parts) = saved
+        (
+            media_checks.budget_problem,
+            media.budget_problem,
+            media.Media.cost,
+            generate.budget_parts,
+        ) = saved
 
 
 def build_all(tasks: list[str], root: Path) -> tuple[float, list]:
@@ -79,24 +99,33 @@ def build_all(tasks: list[str], root: Path) -> tuple[float, list]:
         out = root / f"hub-{task}"
         with contextlib.redirect_stdout(None):
             cmd_build(BuildOptions(task=task, raw="sample", out=str(out), num_proc=1))
-        rows += [hashlib.sha256(p.read_bytes()).hexdigest()
-                 for p in sorted(out.rglob("*.parquet"))]
+        rows += [hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.rglob("*.parquet"))]
         shutil.rmtree(out)
     return time.perf_counter() - started, rows
 
 
 def evaluate_all(tasks: list[str], root: Path) -> tuple[float, list]:
-    from mera_multi_hf.pipeline.evaluate import run_evaluation
     from mera_multi_hf.generation import RunConfig
+    from mera_multi_hf.pipeline.evaluate import run_evaluation
 
     out = root / "run"
     started = time.perf_counter()
     with contextlib.redirect_stdout(None):
-        run_evaluation(RunConfig(tasks=",".join(tasks), data=["sample"], output_dir=str(out),
-                                 no_progress=True, max_frames=4))
+        run_evaluation(
+            RunConfig(
+                tasks=",".join(tasks),
+                data=["sample"],
+                output_dir=str(out),
+                no_progress=True,
+                max_frames=4,
+            )
+        )
     seconds = time.perf_counter() - started
-    answers = [json.loads(line)["generation"] for name in sorted(out.glob("samples_*.jsonl"))
-               for line in name.read_text().splitlines()]
+    answers = [
+        json.loads(line)["generation"]
+        for name in sorted(out.glob("samples_*.jsonl"))
+        for line in name.read_text().splitlines()
+    ]
     shutil.rmtree(out)
     return seconds, answers
 
@@ -130,11 +159,14 @@ def main() -> None:
                 times["on"].append(on)
                 times["off"].append(off)
                 ratios.append(on / off)
-            print(f"{command.__name__:13s} on/off: min {min(ratios):.3f}, median "
-                  f"{statistics.median(ratios):.3f} over {args.rounds} rounds; seconds on "
-                  f"{statistics.median(times['on']):.2f}, off {statistics.median(times['off']):.2f}"
-                  f" (medians); inside the checks: {100 * statistics.median(shares):.3f}% "
-                  f"(max {100 * max(shares):.3f}%)", flush=True)
+            print(
+                f"{command.__name__:13s} on/off: min {min(ratios):.3f}, median "
+                f"{statistics.median(ratios):.3f} over {args.rounds} rounds; seconds on "
+                f"{statistics.median(times['on']):.2f}, off {statistics.median(times['off']):.2f}"
+                f" (medians); inside the checks: {100 * statistics.median(shares):.3f}% "
+                f"(max {100 * max(shares):.3f}%)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

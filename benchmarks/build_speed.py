@@ -13,6 +13,7 @@ thread) is timed, so the report says what the check costs.
 
     python benchmarks/build_speed.py [--examples 5000] [--rounds 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,8 +70,10 @@ def picture(rng: random.Random, width: int = 640, height: int = 480) -> Image.Im
     draw = ImageDraw.Draw(img)
     for _ in range(12):
         x, y = rng.randrange(width - 40), rng.randrange(height - 40)
-        draw.rectangle([x, y, x + rng.randrange(20, 200), y + rng.randrange(20, 200)],
-                       fill=tuple(rng.randrange(256) for _ in range(3)))
+        draw.rectangle(
+            [x, y, x + rng.randrange(20, 200), y + rng.randrange(20, 200)],
+            fill=tuple(rng.randrange(256) for _ in range(3)),
+        )
     return img
 
 
@@ -83,19 +86,35 @@ def make_raw(folder: Path, n: int) -> None:
         name = f"samples/image{i:05d}.jpg"
         img.save(folder / name, quality=90)
         category, subcategory, _scene, question, answers = ITEMS[i % len(ITEMS)]
-        data.append({
-            "instruction": i % len(PROMPTS),
-            "inputs": {"image": name, "question": question,
-                       "option_a": answers[0], "option_b": answers[-1]},
-            "outputs": "AB"[i % 2],
-            "meta": {"id": i, "group_id": i,
-                     "image": {"source": ["bench"], "type": ["photo"], "content": ["object"],
-                               "context": ["no_context"]},
-                     "categories": {"category": category, "subcategory": subcategory}}})
-    (folder / "test.json").write_text(json.dumps({"access": "public", "data": data},
-                                                 ensure_ascii=False))
-    (folder / "raw_dataset_meta.json").write_text(json.dumps({"prompts": PROMPTS},
-                                                             ensure_ascii=False))
+        data.append(
+            {
+                "instruction": i % len(PROMPTS),
+                "inputs": {
+                    "image": name,
+                    "question": question,
+                    "option_a": answers[0],
+                    "option_b": answers[-1],
+                },
+                "outputs": "AB"[i % 2],
+                "meta": {
+                    "id": i,
+                    "group_id": i,
+                    "image": {
+                        "source": ["bench"],
+                        "type": ["photo"],
+                        "content": ["object"],
+                        "context": ["no_context"],
+                    },
+                    "categories": {"category": category, "subcategory": subcategory},
+                },
+            }
+        )
+    (folder / "test.json").write_text(
+        json.dumps({"access": "public", "data": data}, ensure_ascii=False)
+    )
+    (folder / "raw_dataset_meta.json").write_text(
+        json.dumps({"prompts": PROMPTS}, ensure_ascii=False)
+    )
 
 
 def timed(code: str, *args: str) -> tuple[float, float]:
@@ -126,8 +145,10 @@ def check_same_rows(ours: Path, baseline: Path, n: int) -> None:
     theirs = row_digests([baseline / "test.parquet"])
     if len(mine) != n or mine != theirs:
         differ = sum(a != b for a, b in zip(mine, theirs))
-        sys.exit(f"the two sides wrote different rows: {len(mine)} vs {len(theirs)} rows "
-                 f"(expected {n}), {differ} differing")
+        sys.exit(
+            f"the two sides wrote different rows: {len(mine)} vs {len(theirs)} rows "
+            f"(expected {n}), {differ} differing"
+        )
     print(f"both sides wrote the same {n} rows")
 
 
@@ -141,8 +162,11 @@ def decode_seconds(folder: Path) -> float:
     return time.perf_counter() - start
 
 
-SIDES = {"baseline": (BASELINE, []), "build, 1 process": (OURS, ["--num-proc", "1"]),
-         "build (default num-proc)": (OURS, [])}
+SIDES = {
+    "baseline": (BASELINE, []),
+    "build, 1 process": (OURS, ["--num-proc", "1"]),
+    "build (default num-proc)": (OURS, []),
+}
 
 
 def main() -> None:
@@ -155,8 +179,10 @@ def main() -> None:
         start = time.perf_counter()
         make_raw(tmp / "raw", args.examples)
         size = sum(p.stat().st_size for p in (tmp / "raw" / "samples").iterdir()) / 2**20
-        print(f"generated {args.examples} examples ({size:.0f} MiB of JPEG) "
-              f"in {time.perf_counter() - start:.1f} s")
+        print(
+            f"generated {args.examples} examples ({size:.0f} MiB of JPEG) "
+            f"in {time.perf_counter() - start:.1f} s"
+        )
         results: dict[str, list] = {name: [] for name in SIDES}
         for r in range(args.rounds):
             for i, (name, (code, extra)) in enumerate(SIDES.items()):
@@ -168,17 +194,23 @@ def main() -> None:
         best = {name: min(t for t, _ in runs) for name, runs in results.items()}
         for name, runs in results.items():
             rss = max(m for _, m in runs)
-            print(f"{name:24s} best {best[name]:6.2f} s  {args.examples / best[name]:7.0f} "
-                  f"examples/s  peak RSS {rss:6.0f} MiB  "
-                  f"(runs: {', '.join(f'{t:.2f}' for t, _ in runs)})")
+            print(
+                f"{name:24s} best {best[name]:6.2f} s  {args.examples / best[name]:7.0f} "
+                f"examples/s  peak RSS {rss:6.0f} MiB  "
+                f"(runs: {', '.join(f'{t:.2f}' for t, _ in runs)})"
+            )
         decode = decode_seconds(tmp / "raw" / "samples")
         print(f"decoding every image once (the build's check, one thread): {decode:.2f} s")
         median = {name: statistics.median(t for t, _ in runs) for name, runs in results.items()}
         for name in list(SIDES)[1:]:
-            print(f"throughput ratio ({name} / baseline): {best['baseline'] / best[name]:.2f} "
-                  f"best, {median['baseline'] / median[name]:.2f} median  (goal >= 0.8)")
-        print(f"  the same without the decode's one-thread cost: "
-              f"{best['baseline'] / (best[list(SIDES)[1]] - decode):.2f}")
+            print(
+                f"throughput ratio ({name} / baseline): {best['baseline'] / best[name]:.2f} "
+                f"best, {median['baseline'] / median[name]:.2f} median  (goal >= 0.8)"
+            )
+        print(
+            f"  the same without the decode's one-thread cost: "
+            f"{best['baseline'] / (best[list(SIDES)[1]] - decode):.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ the merge, scoring and outputs, and the exit; from the times its files were writ
 The generation share is the sum of the sample log's per-example generate times over
 the single process's wall time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,40 +57,80 @@ def launch_command(launcher: str | None, procs: int, args: list[str]) -> list[st
     if launcher == "processes":
         return [sys.executable, "-m", "mera_multi_hf", *args, "--processes", str(procs)]
     if launcher == "accelerate":
-        return ["accelerate", "launch", "--multi_gpu", "--num_processes", str(procs),
-                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-                "-m", "mera_multi_hf", *args]
-    return ["torchrun", "--standalone", "--nproc_per_node", str(procs), "-m", "mera_multi_hf", *args]
+        return [
+            "accelerate",
+            "launch",
+            "--multi_gpu",
+            "--num_processes",
+            str(procs),
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--dynamo_backend",
+            "no",
+            "-m",
+            "mera_multi_hf",
+            *args,
+        ]
+    return [
+        "torchrun",
+        "--standalone",
+        "--nproc_per_node",
+        str(procs),
+        "-m",
+        "mera_multi_hf",
+        *args,
+    ]
 
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCHERS = ("torchrun", "accelerate", "processes")
 
 
-def run_once(code: Path, launcher: str | None, procs: int, args: list[str], out: Path,
-             threads: int) -> dict:
+def run_once(
+    code: Path, launcher: str | None, procs: int, args: list[str], out: Path, threads: int
+) -> dict:
     """One evaluate command of the checkout ``code``: wall and CPU seconds (the launcher
     and every process), answers by id, summed generate seconds, where the time went."""
-    env = dict(os.environ, OMP_NUM_THREADS=str(max(1, threads // procs)),
-               MKL_NUM_THREADS=str(max(1, threads // procs)), PYTHONPATH=str(code))
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS=str(max(1, threads // procs)),
+        MKL_NUM_THREADS=str(max(1, threads // procs)),
+        PYTHONPATH=str(code),
+    )
     shutil.rmtree(out, ignore_errors=True)
     cpu = _children_cpu()
     launched = time.time()
     # cwd: not a checkout, which `python -m` would put before PYTHONPATH
-    done = subprocess.run(launch_command(launcher, procs, [*args, "--output-dir", str(out)]),
-                          env=env, capture_output=True, text=True, cwd=out.parent)
+    done = subprocess.run(
+        launch_command(launcher, procs, [*args, "--output-dir", str(out)]),
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=out.parent,
+    )
     ended = time.time()
     if done.returncode != 0:
         raise SystemExit(f"{procs} process(es) failed:\n{done.stderr[-3000:]}")
-    records = [json.loads(line) for path in sorted(out.glob("samples_*.jsonl"))
-               for line in path.read_text(encoding="utf-8").splitlines()]
+    records = [
+        json.loads(line)
+        for path in sorted(out.glob("samples_*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
     ranks = len(list((out / "logs").glob("samples-rank*.jsonl")))
     if ranks != procs:
-        raise SystemExit(f"asked for {procs} processes but {ranks} wrote a log shard: the "
-                         f"launcher did not start them all")
-    return {"wall": ended - launched, "cpu": _children_cpu() - cpu,
-            "answers": {r["id"]: r["generation"] for r in records},
-            "generate": sum(r["time_s"] for r in records), **phases(out, launched, ended)}
+        raise SystemExit(
+            f"asked for {procs} processes but {ranks} wrote a log shard: the "
+            f"launcher did not start them all"
+        )
+    return {
+        "wall": ended - launched,
+        "cpu": _children_cpu() - cpu,
+        "answers": {r["id"]: r["generation"] for r in records},
+        "generate": sum(r["time_s"] for r in records),
+        **phases(out, launched, ended),
+    }
 
 
 def _children_cpu() -> float:
@@ -107,7 +148,9 @@ def phases(out: Path, launched: float, ended: float) -> dict:
     results = (out / "results.json").stat().st_mtime
     ranks, last = [], []
     for shard in sorted((out / "logs").glob("samples-rank*.jsonl")):
-        generate = sum(json.loads(x)["time_s"] for x in shard.read_text(encoding="utf-8").splitlines())
+        generate = sum(
+            json.loads(x)["time_s"] for x in shard.read_text(encoding="utf-8").splitlines()
+        )
         last.append(shard.stat().st_mtime)
         ranks.append((last[-1] - launched - generate, generate))
     return {"ranks": ranks, "outputs": results - max(last), "exit": ended - results}
@@ -116,12 +159,16 @@ def phases(out: Path, launched: float, ended: float) -> dict:
 def show(name: str, procs: int, runs: list[dict]) -> None:
     """The medians of one checkout's runs with ``procs`` processes."""
     med = statistics.median
-    ranks = "; ".join(f"rank {i}: start-up and loading {med(r['ranks'][i][0] for r in runs):.1f} s, "
-                      f"generation {med(r['ranks'][i][1] for r in runs):.1f} s"
-                      for i in range(procs))
-    print(f"{name}, {procs} process(es), median of {len(runs)}: wall {med(r['wall'] for r in runs):.1f} s, "
-          f"CPU {med(r['cpu'] for r in runs):.1f} s; {ranks}; merge, scoring and outputs "
-          f"{med(r['outputs'] for r in runs):.1f} s; exit {med(r['exit'] for r in runs):.1f} s")
+    ranks = "; ".join(
+        f"rank {i}: start-up and loading {med(r['ranks'][i][0] for r in runs):.1f} s, "
+        f"generation {med(r['ranks'][i][1] for r in runs):.1f} s"
+        for i in range(procs)
+    )
+    print(
+        f"{name}, {procs} process(es), median of {len(runs)}: wall {med(r['wall'] for r in runs):.1f} s, "
+        f"CPU {med(r['cpu'] for r in runs):.1f} s; {ranks}; merge, scoring and outputs "
+        f"{med(r['outputs'] for r in runs):.1f} s; exit {med(r['exit'] for r in runs):.1f} s"
+    )
 
 
 def main(argv=None) -> int:
@@ -131,10 +178,18 @@ def main(argv=None) -> int:
     parser.add_argument("--size", choices=sorted(SIZES), default="medium")
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--launcher", choices=LAUNCHERS, action="append",
-                        help="how to start the N processes (repeatable; default torchrun)")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                        help="CPU threads in all (split among the processes)")
+    parser.add_argument(
+        "--launcher",
+        choices=LAUNCHERS,
+        action="append",
+        help="how to start the N processes (repeatable; default torchrun)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="CPU threads in all (split among the processes)",
+    )
     parser.add_argument("--baseline", help="another checkout of this project to run as well")
     parser.add_argument("--keep", help="work folder to keep (default: a temporary one)")
     args = parser.parse_args(argv)
@@ -151,19 +206,47 @@ def main(argv=None) -> int:
         from mera_multi_hf.data.loading import load_task
 
         load_task("ruhhh_image", source=raw, split="test")  # the one-time Parquet export
-        command = ["evaluate", "--model", str(model), "--tasks", "ruhhh_image", "--data", str(raw),
-                   "--batch-size", str(args.batch_size), "--no-progress"]
-        codes = {"this": ROOT, **({"baseline": Path(args.baseline).resolve()} if args.baseline else {})}
+        command = [
+            "evaluate",
+            "--model",
+            str(model),
+            "--tasks",
+            "ruhhh_image",
+            "--data",
+            str(raw),
+            "--batch-size",
+            str(args.batch_size),
+            "--no-progress",
+        ]
+        codes = {
+            "this": ROOT,
+            **({"baseline": Path(args.baseline).resolve()} if args.baseline else {}),
+        }
         args.launcher = args.launcher or ["torchrun"]
-        runs = {(name, launcher): [] for name in codes for launcher in [None, *args.launcher]
-                if not (name == "baseline" and launcher == "processes")}
+        runs = {
+            (name, launcher): []
+            for name in codes
+            for launcher in [None, *args.launcher]
+            if not (name == "baseline" and launcher == "processes")
+        }
         for k in range(args.rounds):  # interleaved: each checkout, 1 then N processes
             for (name, launcher), done in runs.items():
                 procs = args.procs if launcher else 1
-                done.append(run_once(codes[name], launcher, procs, command,
-                                     work / f"out-{name}-{launcher}-{k}", args.threads))
-                print(f"round {k}: {name}: {procs} process(es){f' ({launcher})' if launcher else ''}: "
-                      f"{done[-1]['wall']:.1f} s (load {os.getloadavg()[0]:.1f})", flush=True)
+                done.append(
+                    run_once(
+                        codes[name],
+                        launcher,
+                        procs,
+                        command,
+                        work / f"out-{name}-{launcher}-{k}",
+                        args.threads,
+                    )
+                )
+                print(
+                    f"round {k}: {name}: {procs} process(es){f' ({launcher})' if launcher else ''}: "
+                    f"{done[-1]['wall']:.1f} s (load {os.getloadavg()[0]:.1f})",
+                    flush=True,
+                )
         return report(args, runs)
     finally:
         if not args.keep:
@@ -177,21 +260,29 @@ def report(args, runs: dict) -> int:
     expected = runs[("this", None)][0]["answers"]
     same = all(r["answers"] == expected for done in runs.values() for r in done)
     lengths = [len(a) for a in expected.values()]
-    print(f"model: random LLaVA {args.size} ({SIZES[args.size]}), {args.n} examples, batch "
-          f"size {args.batch_size}, {args.threads} threads in all")
-    print(f"answers: {len(expected)}, median length {med(lengths)} chars; identical in every "
-          f"run (1 and {args.procs} processes, every launcher and checkout): {same}")
+    print(
+        f"model: random LLaVA {args.size} ({SIZES[args.size]}), {args.n} examples, batch "
+        f"size {args.batch_size}, {args.threads} threads in all"
+    )
+    print(
+        f"answers: {len(expected)}, median length {med(lengths)} chars; identical in every "
+        f"run (1 and {args.procs} processes, every launcher and checkout): {same}"
+    )
     for (name, launcher), done in runs.items():
         one = runs[(name, None)]
         if launcher is None:
-            print(f"{name}: generation share of the 1-process wall time: "
-                  f"{med(r['generate'] / r['wall'] for r in one):.0%}")
+            print(
+                f"{name}: generation share of the 1-process wall time: "
+                f"{med(r['generate'] / r['wall'] for r in one):.0%}"
+            )
             show(name, 1, one)
             continue
         show(f"{name} ({launcher})", args.procs, done)
         ratios = [a["wall"] / b["wall"] for a, b in zip(one, done)]
-        print(f"{name} ({launcher}): throughput ratio ({args.procs} vs 1), median of "
-              f"{args.rounds}: {med(ratios):.2f}x  (each round: {', '.join(f'{r:.2f}' for r in ratios)})")
+        print(
+            f"{name} ({launcher}): throughput ratio ({args.procs} vs 1), median of "
+            f"{args.rounds}: {med(ratios):.2f}x  (each round: {', '.join(f'{r:.2f}' for r in ratios)})"
+        )
     return 0 if same else 1
 
 

@@ -14,6 +14,7 @@ log was written (work done before the refusal), and the ratio before/after.
 The machine is expected to have no route to the Hub (these sandboxes have none);
 HF_HUB_OFFLINE is unset for the "no network" cases and set for the "offline" ones.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,15 +79,32 @@ def cases(root: Path, url401: str, dead: str) -> dict[str, list[str]]:
     return {
         "1 judge url unreachable": ["evaluate", "--judge-url", dead, *out("a")],
         "1 judge url answers 401": ["evaluate", "--judge-url", url401, *out("b")],
-        "1 openai base-url unreachable": ["evaluate", "--backend", "openai", "--base-url",
-                                          dead + "/v1", "--model", "m", "--data", "sample",
-                                          *out("c")],
-        "2 --model X, no --data (no network)": ["evaluate", "--model", "Qwen/Qwen2-VL-2B-Instruct",
-                                                *out("d")],
+        "1 openai base-url unreachable": [
+            "evaluate",
+            "--backend",
+            "openai",
+            "--base-url",
+            dead + "/v1",
+            "--model",
+            "m",
+            "--data",
+            "sample",
+            *out("c"),
+        ],
+        "2 --model X, no --data (no network)": [
+            "evaluate",
+            "--model",
+            "Qwen/Qwen2-VL-2B-Instruct",
+            *out("d"),
+        ],
         "2 score, no --data (no network)": [*score, "--out", "out/e"],
         "2 --data smaple": ["evaluate", "--data", "smaple", *out("f")],
-        "2 --judge hub id (no network)": ["evaluate", "--judge", "MERA-evaluation/judge-x",
-                                          *out("g")],
+        "2 --judge hub id (no network)": [
+            "evaluate",
+            "--judge",
+            "MERA-evaluation/judge-x",
+            *out("g"),
+        ],
         "3 official MERA folder": ["evaluate", "--data", str(f["official"]), *out("h")],
         "3 run folder": [*score, "--data", str(f["run"]), "--out", "out/i"],
         "3 Space folder": ["evaluate", "--data", str(f["space"]), *out("j")],
@@ -94,19 +112,34 @@ def cases(root: Path, url401: str, dead: str) -> dict[str, list[str]]:
 
 
 def run_case(code: Path, argv: list[str], cwd: Path) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+    }
     env["PYTHONPATH"] = str(code)
     env["MERA_MULTI_CACHE"] = str(cwd / "cache")
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "mera_multi_hf", *argv, "--no_progress"]
-                          if argv[0] == "evaluate" else [sys.executable, "-m", "mera_multi_hf", *argv],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mera_multi_hf", *argv, "--no_progress"]
+        if argv[0] == "evaluate"
+        else [sys.executable, "-m", "mera_multi_hf", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     seconds = time.perf_counter() - started
     logs = list((cwd / "out").rglob("samples*.jsonl")) if (cwd / "out").exists() else []
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    return {"seconds": round(seconds, 1), "rc": proc.returncode, "stderr_lines": len(lines),
-            "sample_log": bool(logs), "last": lines[-1][:160] if lines else ""}
+    return {
+        "seconds": round(seconds, 1),
+        "rc": proc.returncode,
+        "stderr_lines": len(lines),
+        "sample_log": bool(logs),
+        "last": lines[-1][:160] if lines else "",
+    }
 
 
 def main() -> int:
@@ -132,12 +165,17 @@ def main() -> int:
                 cwd.mkdir(parents=True)
                 table.setdefault(name, {})[side] = run_case(code, argv, cwd)
             row = table[name]
-            ratio = (f"  x{row['before']['seconds'] / max(row['after']['seconds'], 0.1):.1f}"
-                     if len(row) == 2 else "")
+            ratio = (
+                f"  x{row['before']['seconds'] / max(row['after']['seconds'], 0.1):.1f}"
+                if len(row) == 2
+                else ""
+            )
             print(f"{name}:{ratio}")
             for side, r in row.items():
-                print(f"  {side:6} {r['seconds']:6.1f} s rc={r['rc']} lines={r['stderr_lines']} "
-                      f"log={'yes' if r['sample_log'] else 'no'}  {r['last']}")
+                print(
+                    f"  {side:6} {r['seconds']:6.1f} s rc={r['rc']} lines={r['stderr_lines']} "
+                    f"log={'yes' if r['sample_log'] else 'no'}  {r['last']}"
+                )
             sys.stdout.flush()
     server.shutdown()
     if args.json:

@@ -13,6 +13,7 @@ against video length. A timed comparison, not a test.
    project's peak must not grow with the video's length.
 Each measurement runs in a fresh process (peak RSS is per process).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,7 @@ import numpy as np
 def audio_clips(n: int) -> list[bytes]:
     from mera_multi_hf.demo.sample_data.av_common import clip
 
-    return [clip("tone", 200 + 7 * i, seconds=1.0, rate=22_050, channels=2).data
-            for i in range(n)]
+    return [clip("tone", 200 + 7 * i, seconds=1.0, rate=22_050, channels=2).data for i in range(n)]
 
 
 def videos(n: int, seconds: float, size=(96, 72), fps: int = 25) -> list[bytes]:
@@ -61,8 +61,9 @@ def direct_audio(clips):
     for data in clips:
         samples, rate = soundfile.read(io.BytesIO(data), dtype="float32", always_2d=True)
         step = gcd(rate, 16_000)
-        out.append(resample_poly(samples.mean(axis=1), 16_000 // step, rate // step)
-                   .astype(np.float32))
+        out.append(
+            resample_poly(samples.mean(axis=1), 16_000 // step, rate // step).astype(np.float32)
+        )
     return out
 
 
@@ -83,8 +84,9 @@ def direct_video(clips, frames: int):
             stream.thread_type = "AUTO"
             total = stream.frames
             wanted = {int((i + 0.5) * total / frames) for i in range(frames)}
-            out.append([f.to_image() for k, f in enumerate(container.decode(stream))
-                        if k in wanted])
+            out.append(
+                [f.to_image() for k, f in enumerate(container.decode(stream)) if k in wanted]
+            )
     return out
 
 
@@ -136,13 +138,24 @@ def child(kind: str, path: str, frames: int) -> None:
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     decode(clip, frames)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"peak_mib": peak / 1024, "growth_mib": (peak - before) / 1024,
-                      "video_bytes": len(clip[0])}))
+    print(
+        json.dumps(
+            {
+                "peak_mib": peak / 1024,
+                "growth_mib": (peak - before) / 1024,
+                "video_bytes": len(clip[0]),
+            }
+        )
+    )
 
 
 def rss(kind: str, path: str, frames: int) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", kind, "--video", path,
-                          "--frames", str(frames)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", kind, "--video", path, "--frames", str(frames)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -150,13 +163,18 @@ def throughput(n: int, frames: int) -> dict:
     clips, movies = audio_clips(n), videos(n, 2.0)
     result = {}
     for name, project, direct, args in (
-            ("audio", project_audio, direct_audio, (clips,)),
-            ("video", project_video, direct_video, (movies, frames))):
+        ("audio", project_audio, direct_audio, (clips,)),
+        ("video", project_video, direct_video, (movies, frames)),
+    ):
         timed(project, *(a[:5] if i == 0 else a for i, a in enumerate(args)))  # warm up
         p = min(timed(project, *args) for _ in range(3))
         d = min(timed(direct, *args) for _ in range(3))
-        result[name] = {"clips": n, "project_clips_per_s": n / p, "direct_clips_per_s": n / d,
-                        "ratio": d / p}
+        result[name] = {
+            "clips": n,
+            "project_clips_per_s": n / p,
+            "direct_clips_per_s": n / d,
+            "ratio": d / p,
+        }
     return result
 
 
@@ -175,15 +193,22 @@ def main() -> None:
         paths = {s: f"{tmp}/{s}s.mp4" for s in (10, 60)}
         for s, path in paths.items():
             write_long_video(path, s)
-        peaks = {f"{kind} {s}s": rss(kind, path, args.frames)
-                 for kind in ("project", "naive") for s, path in paths.items()}
+        peaks = {
+            f"{kind} {s}s": rss(kind, path, args.frames)
+            for kind in ("project", "naive")
+            for s, path in paths.items()
+        }
     report = {"throughput": throughput(args.clips, args.frames), "peak_rss": peaks}
     print(json.dumps(report, indent=1))
     for name, r in report["throughput"].items():
-        print(f"{name}: project {r['project_clips_per_s']:.0f} clips/s, direct "
-              f"{r['direct_clips_per_s']:.0f} clips/s, ratio {r['ratio']:.2f} (goal >= 0.9)")
+        print(
+            f"{name}: project {r['project_clips_per_s']:.0f} clips/s, direct "
+            f"{r['direct_clips_per_s']:.0f} clips/s, ratio {r['ratio']:.2f} (goal >= 0.9)"
+        )
     for name, r in report["peak_rss"].items():
-        print(f"peak RSS {name}: {r['peak_mib']:.0f} MiB (+{r['growth_mib']:.0f} MiB while decoding)")
+        print(
+            f"peak RSS {name}: {r['peak_mib']:.0f} MiB (+{r['growth_mib']:.0f} MiB while decoding)"
+        )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ another answer).
 
     python benchmarks/metric_speed.py [--examples 1000000] [--free 300000] [--rounds 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -89,10 +90,15 @@ def time_free_text(n: int, rounds: int, exact_match_hf_evaluate) -> None:
     preds, refs = make_free_text(n)
     module = load_metric("exact_match")
     t_em, em = best_of(rounds, lambda: float(exact_match_scores(preds, refs).mean()))
-    t_mod, mod = best_of(rounds, lambda: module.compute(predictions=preds,
-                                                        references=refs)["exact_match"])
-    t_lm, lm = best_of(rounds, lambda: exact_match_hf_evaluate(
-        preds, refs, ignore_case=True, ignore_punctuation=True)["exact_match"])
+    t_mod, mod = best_of(
+        rounds, lambda: module.compute(predictions=preds, references=refs)["exact_match"]
+    )
+    t_lm, lm = best_of(
+        rounds,
+        lambda: exact_match_hf_evaluate(preds, refs, ignore_case=True, ignore_punctuation=True)[
+            "exact_match"
+        ],
+    )
     assert em == mod and abs(em - float(lm)) < 1e-12, (em, mod, lm)
     print(f"\nfree text: {n:,} unique Cyrillic answers of 5-40 characters; EM={em:.4f}")
     print(f"mera_multi_hf EM only       : {t_em:7.3f} s")
@@ -105,16 +111,19 @@ def time_free_text(n: int, rounds: int, exact_match_hf_evaluate) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=1_000_000)
-    parser.add_argument("--free", type=int, default=300_000,
-                        help="unique free-text answers (0 = skip that case)")
+    parser.add_argument(
+        "--free", type=int, default=300_000, help="unique free-text answers (0 = skip that case)"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
     from lm_eval.api.metrics import exact_match_hf_evaluate
 
     preds, refs, group_ids = make_data(args.examples)
-    print(f"{args.examples:,} predictions, {group_ids[-1] + 1:,} groups, "
-          f"{len(set(preds))} distinct answers; best of {args.rounds} rounds")
+    print(
+        f"{args.examples:,} predictions, {group_ids[-1] + 1:,} groups, "
+        f"{len(set(preds))} distinct answers; best of {args.rounds} rounds"
+    )
 
     def ours_both():
         scores = exact_match_scores(preds, refs, mode="mera")
@@ -122,8 +131,12 @@ def main() -> None:
 
     t_both, (em, gem) = best_of(args.rounds, ours_both)
     t_em, em_only = best_of(args.rounds, lambda: float(exact_match_scores(preds, refs).mean()))
-    t_lm, lm = best_of(args.rounds, lambda: exact_match_hf_evaluate(
-        preds, refs, ignore_case=True, ignore_punctuation=True)["exact_match"])
+    t_lm, lm = best_of(
+        args.rounds,
+        lambda: exact_match_hf_evaluate(preds, refs, ignore_case=True, ignore_punctuation=True)[
+            "exact_match"
+        ],
+    )
     assert em == em_only and abs(em - float(lm)) < 1e-12, (em, lm)
 
     print(f"mera_multi_hf EM + group EM : {t_both:7.3f} s   EM={em:.4f} group EM={gem:.4f}")

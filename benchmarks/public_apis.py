@@ -10,6 +10,7 @@ rounds interleaved (ratios only; answers compared).
 
     python benchmarks/public_apis.py [--rows 2000 --cell-kb 50 --repos 200 --rounds 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,12 +26,17 @@ def _old_files_of(ds, cache_dir: Path):
     if ds._indices is not None:
         return None
     table = ds.data
-    blocks = [table] if not hasattr(table, "blocks") else \
-        [row[0] if len(row) == 1 else None for row in table.blocks]
+    blocks = (
+        [table]
+        if not hasattr(table, "blocks")
+        else [row[0] if len(row) == 1 else None for row in table.blocks]
+    )
     files = []
     for block in blocks:
         path = getattr(block, "path", None)
-        if path is None or any(r[0] != "replace_schema_metadata" for r in getattr(block, "replays", ())):
+        if path is None or any(
+            r[0] != "replace_schema_metadata" for r in getattr(block, "replays", ())
+        ):
             return None
         path = Path(os.path.realpath(path))
         if not path.is_relative_to(cache_dir):
@@ -56,7 +62,7 @@ def _rounds(sides: dict, rounds: int, args) -> dict:
     times = {name: [] for name in sides}
     answers = {}
     for i in range(rounds):
-        for name in (list(sides) if i % 2 == 0 else list(sides)[::-1]):
+        for name in list(sides) if i % 2 == 0 else list(sides)[::-1]:
             seconds, answers[name] = _timed(sides[name], *args)
             times[name].append(seconds)
     assert len({repr(a) for a in answers.values()}) == 1, answers
@@ -75,16 +81,27 @@ def split_check(rows: int, cell_kb: int, rounds: int) -> None:
 
     def first_load():
         return len(ArrowSplit.of(datasets.load_from_disk(root / "s")))
-    med = _rounds({"before (private)": lambda: _old_files_of(ds, root),
-                   "now (public)": lambda: _files_of(ds, root)}, rounds, ())
+
+    med = _rounds(
+        {
+            "before (private)": lambda: _old_files_of(ds, root),
+            "now (public)": lambda: _files_of(ds, root),
+        },
+        rounds,
+        (),
+    )
     load = statistics.median(_timed(first_load)[0] for _ in range(rounds))
-    print(f"split check (once, when a manifest is written), {rows} rows x {cell_kb} KB "
-          f"({rows * cell_kb / 1024:.0f} MB):")
+    print(
+        f"split check (once, when a manifest is written), {rows} rows x {cell_kb} KB "
+        f"({rows * cell_kb / 1024:.0f} MB):"
+    )
     for name, seconds in med.items():
         print(f"  {name}: {seconds * 1000:.2f} ms")
     extra = med["now (public)"] - med["before (private)"]
-    print(f"  now - before: {extra * 1000:.1f} ms ({rows * cell_kb / 1024 / extra:.0f} MB/s "
-          f"compared); a load itself (load_from_disk + ArrowSplit.of): {load * 1000:.1f} ms")
+    print(
+        f"  now - before: {extra * 1000:.1f} ms ({rows * cell_kb / 1024 / extra:.0f} MB/s "
+        f"compared); a load itself (load_from_disk + ArrowSplit.of): {load * 1000:.1f} ms"
+    )
 
 
 def hub_cache(repos: int, rounds: int) -> None:
@@ -108,9 +125,16 @@ def hub_cache(repos: int, rounds: int) -> None:
     def scanned():  # the first call of a process: the scan (then remembered)
         offline._STATE.pop(("cache", str(root)), None)
         return [offline.in_hub_cache(r) for r in ask]
-    med = _rounds({"before (hand-coded)": lambda: [_old_in_hub_cache(r) for r in ask],
-                   "now, first call (scan_cache_dir)": scanned,
-                   "now, later calls": lambda: [offline.in_hub_cache(r) for r in ask]}, rounds, ())
+
+    med = _rounds(
+        {
+            "before (hand-coded)": lambda: [_old_in_hub_cache(r) for r in ask],
+            "now, first call (scan_cache_dir)": scanned,
+            "now, later calls": lambda: [offline.in_hub_cache(r) for r in ask],
+        },
+        rounds,
+        (),
+    )
     print(f"in_hub_cache, a cache of {repos} repos of 10 files ({len(ask)} look-ups):")
     for name, seconds in med.items():
         print(f"  {name}: {seconds * 1000:.2f} ms")

@@ -16,6 +16,7 @@ runner, bare, ...) and the median ratio is reported. Goal: <= 1.10.
     python benchmarks/runner_overhead.py --model chatty    # random noise, up to 256 tokens
     python benchmarks/runner_overhead.py --model small --n 200
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,56 +52,97 @@ def make_raw(out: Path, n: int) -> Path:
         record["meta"]["id"] = i
         record["meta"]["group_id"] = i  # each copy is its own group
         data.append(record)
-    (out / "test.json").write_text(json.dumps({"access": "public", "data": data}, ensure_ascii=False),
-                                   encoding="utf-8")
+    (out / "test.json").write_text(
+        json.dumps({"access": "public", "data": data}, ensure_ascii=False), encoding="utf-8"
+    )
     shots = json.loads(json.dumps(data[:4]))
     for k, record in enumerate(shots):  # ids are unique across test and shots
         record["meta"]["id"] = record["meta"]["group_id"] = n + k
-    (out / "shots.json").write_text(json.dumps({"data": shots}, ensure_ascii=False), encoding="utf-8")
+    (out / "shots.json").write_text(
+        json.dumps({"data": shots}, ensure_ascii=False), encoding="utf-8"
+    )
     shutil.copy(src / "raw_dataset_meta.json", out / "raw_dataset_meta.json")
     return out
 
 
-def bare_loop(backend, ds, prompts: dict[int, str], batch_size: int, max_new_tokens: int = 256,
-              stop: str = "\n\n") -> tuple[float, dict[int, str]]:
+def bare_loop(
+    backend,
+    ds,
+    prompts: dict[int, str],
+    batch_size: int,
+    max_new_tokens: int = 256,
+    stop: str = "\n\n",
+) -> tuple[float, dict[int, str]]:
     """The same batches with nothing around them (see the module docstring)."""
     import torch
 
     from mera_multi_hf.tasks.prompts import content_parts
 
     images = {row["meta"]["id"]: row["inputs"]["image"].convert("RGB") for row in ds}
-    chats = {i: backend.processor.apply_chat_template(
-        [{"role": "user", "content": content_parts(p)}], add_generation_prompt=True, tokenize=False)
-        for i, p in prompts.items()}
+    chats = {
+        i: backend.processor.apply_chat_template(
+            [{"role": "user", "content": content_parts(p)}],
+            add_generation_prompt=True,
+            tokenize=False,
+        )
+        for i, p in prompts.items()
+    }
     order = sorted(prompts, key=lambda i: (-len(prompts[i]), i))  # the runner's batching
     tok = backend.tokenizer
     outputs = {}
     t0 = time.perf_counter()
     for start in range(0, len(order), batch_size):
-        batch = order[start:start + batch_size]
-        enc = backend.processor(text=[chats[i] for i in batch], images=[images[i] for i in batch],
-                                padding=True, padding_side="left", return_tensors="pt")
+        batch = order[start : start + batch_size]
+        enc = backend.processor(
+            text=[chats[i] for i in batch],
+            images=[images[i] for i in batch],
+            padding=True,
+            padding_side="left",
+            return_tensors="pt",
+        )
         with torch.inference_mode():
-            out = backend.model.generate(**enc, do_sample=False, max_new_tokens=max_new_tokens,
-                                         stop_strings=[stop], tokenizer=tok,
-                                         pad_token_id=tok.pad_token_id)
-        texts = tok.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+            out = backend.model.generate(
+                **enc,
+                do_sample=False,
+                max_new_tokens=max_new_tokens,
+                stop_strings=[stop],
+                tokenizer=tok,
+                pad_token_id=tok.pad_token_id,
+            )
+        texts = tok.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
         outputs.update((i, text.split(stop)[0]) for i, text in zip(batch, texts))
     return time.perf_counter() - t0, outputs
 
 
-def runner(backend, raw: Path, out: Path, batch_size: int) -> tuple[float, dict[int, str], dict[int, str]]:
+def runner(
+    backend, raw: Path, out: Path, batch_size: int
+) -> tuple[float, dict[int, str], dict[int, str]]:
     """(seconds, answers, prompts) of one run_evaluation with a loaded HFBackend."""
     from mera_multi_hf.pipeline.evaluate import run_evaluation
 
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
-    run_evaluation(model=backend.path, tasks="ruhhh_image", data=[str(raw)], output_dir=str(out),
-                   batch_size=batch_size, engine=backend, no_progress=True)
+    run_evaluation(
+        model=backend.path,
+        tasks="ruhhh_image",
+        data=[str(raw)],
+        output_dir=str(out),
+        batch_size=batch_size,
+        engine=backend,
+        no_progress=True,
+    )
     seconds = time.perf_counter() - t0
-    records = [json.loads(line) for line in
-               (out / "samples_ruhhh_image_test.jsonl").read_text(encoding="utf-8").splitlines()]
-    return seconds, {r["id"]: r["generation"] for r in records}, {r["id"]: r["prompt"] for r in records}
+    records = [
+        json.loads(line)
+        for line in (out / "samples_ruhhh_image_test.jsonl")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    ]
+    return (
+        seconds,
+        {r["id"]: r["generation"] for r in records},
+        {r["id"]: r["prompt"] for r in records},
+    )
 
 
 def model_path(kind: str, work: Path) -> str:
@@ -139,13 +181,21 @@ def main(argv=None) -> int:
             runs.append(run_s)
             bares.append(bare_s)
             ratios.append(run_s / bare_s)
-            print(f"round {k}: runner {run_s:.2f} s, bare loop {bare_s:.2f} s, ratio {ratios[-1]:.3f}",
-                  flush=True)
+            print(
+                f"round {k}: runner {run_s:.2f} s, bare loop {bare_s:.2f} s, ratio {ratios[-1]:.3f}",
+                flush=True,
+            )
         lengths = sorted(len(a) for a in answers.values())
-        print(f"model: {args.model} ({backend.model_id}), {args.n} examples, batch size "
-              f"{args.batch_size}, torch threads {torch.get_num_threads()}, {args.rounds} rounds")
-        print(f"answers identical to the bare loop's; median answer length {lengths[len(lengths) // 2]} chars")
-        print(f"runner median {statistics.median(runs):.2f} s, bare loop median {statistics.median(bares):.2f} s")
+        print(
+            f"model: {args.model} ({backend.model_id}), {args.n} examples, batch size "
+            f"{args.batch_size}, torch threads {torch.get_num_threads()}, {args.rounds} rounds"
+        )
+        print(
+            f"answers identical to the bare loop's; median answer length {lengths[len(lengths) // 2]} chars"
+        )
+        print(
+            f"runner median {statistics.median(runs):.2f} s, bare loop median {statistics.median(bares):.2f} s"
+        )
         print(f"ratio runner / bare loop (median): {statistics.median(ratios):.3f}  (goal <= 1.10)")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -19,6 +19,7 @@ times measure how torch's spinning OpenMP threads share the cores, not the serve
 
 Goals: new p95 under load <= 1.2x old p95 under load, and as many slow clients held.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,19 +42,23 @@ OLD_COMMIT = "9aed840"
 START = {  # code run in the server's process: prints its port, serves until killed
     # the judge server: mera_multi_hf.serving.judge_server now, judge_model/server.py at 9aed840
     "judge": "import sys, importlib, importlib.util as u; from mera_multi_hf.core.paths import load_module_from_file as L; "
-             "m = importlib.import_module('mera_multi_hf.serving.judge_server') "
-             "if u.find_spec('mera_multi_hf.serving.judge_server') else "
-             "L(sys.argv[1] + '/judge_model/server.py', 'judge_server'); "
-             "s = m.create_server(sys.argv[2], '127.0.0.1', 0, device='cpu', read_timeout=60); "
-             "print(s.server_address[1], flush=True); m.run_foreground(s)",
+    "m = importlib.import_module('mera_multi_hf.serving.judge_server') "
+    "if u.find_spec('mera_multi_hf.serving.judge_server') else "
+    "L(sys.argv[1] + '/judge_model/server.py', 'judge_server'); "
+    "s = m.create_server(sys.argv[2], '127.0.0.1', 0, device='cpu', read_timeout=60); "
+    "print(s.server_address[1], flush=True); m.run_foreground(s)",
     "chat": "import sys; from mera_multi_hf.generation.backends.hf import HFBackend; "
-            "from mera_multi_hf.serving.chat_server import make_server; b = HFBackend(None); b.load(); "
-            "s = make_server(b, port=0, read_timeout=60, workers=8); "
-            "print(s.server_address[1], flush=True); s.serve_until_interrupted('')",
+    "from mera_multi_hf.serving.chat_server import make_server; b = HFBackend(None); b.load(); "
+    "s = make_server(b, port=0, read_timeout=60, workers=8); "
+    "print(s.server_address[1], flush=True); s.serve_until_interrupted('')",
 }
-ROUTES = {"judge": ("/classify", {"input": ["Ответ: синий."]}),
-          "chat": ("/v1/chat/completions",
-                   {"messages": [{"role": "user", "content": "Какого цвета небо?"}], "max_tokens": 4})}
+ROUTES = {
+    "judge": ("/classify", {"input": ["Ответ: синий."]}),
+    "chat": (
+        "/v1/chat/completions",
+        {"messages": [{"role": "user", "content": "Какого цвета небо?"}], "max_tokens": 4},
+    ),
+}
 
 
 class ProcSampler:
@@ -65,8 +70,11 @@ class ProcSampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def sample(self) -> None:
-        fields = dict(line.split(":", 1) for line in
-                      Path(f"/proc/{self.pid}/status").read_text().splitlines() if ":" in line)
+        fields = dict(
+            line.split(":", 1)
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines()
+            if ":" in line
+        )
         self.threads = max(self.threads, int(fields["Threads"]))
         self.rss_mib = max(self.rss_mib, int(fields["VmRSS"].split()[0]) / 1024)
 
@@ -96,8 +104,10 @@ def timed_requests(url: str, body: dict, n: int) -> list[float]:
 
 
 def open_slow_clients(port: int, route: str, n: int) -> list[socket.socket]:
-    head = (f"POST {route} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            f"Content-Length: 1000\r\n\r\n{{\"in").encode()
+    head = (
+        f"POST {route} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f'Content-Length: 1000\r\n\r\n{{"in'
+    ).encode()
     socks = []
     for _ in range(n):
         sock = socket.create_connection(("127.0.0.1", port), timeout=30)
@@ -124,12 +134,24 @@ def percentile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
-def start_server(kind: str, tree: Path, judge_dir: Path, threads: int) -> tuple[subprocess.Popen, int]:
-    env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": str(threads)}
-    proc = subprocess.Popen([sys.executable, "-c", START[kind], str(tree), str(judge_dir)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            cwd=tempfile.gettempdir())
+def start_server(
+    kind: str, tree: Path, judge_dir: Path, threads: int
+) -> tuple[subprocess.Popen, int]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tree),
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": str(threads),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", START[kind], str(tree), str(judge_dir)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=tempfile.gettempdir(),
+    )
     return proc, int(proc.stdout.readline())
 
 
@@ -152,16 +174,28 @@ def measure(kind: str, version: str, tree: Path, judge_dir: Path, args) -> dict:
         proc.terminate()
         proc.wait(timeout=30)
     ms = lambda values, q: round(1000 * percentile(values, q), 2)  # noqa: E731
-    return {"server": kind, "version": version, "requests": n, "slow_clients": args.slow,
-            "held": held, "p50_alone_ms": ms(alone, 50), "p95_alone_ms": ms(alone, 95),
-            "p50_loaded_ms": ms(loaded, 50), "p95_loaded_ms": ms(loaded, 95),
-            "peak_threads": sampler.threads, "peak_rss_mib": round(sampler.rss_mib, 1)}
+    return {
+        "server": kind,
+        "version": version,
+        "requests": n,
+        "slow_clients": args.slow,
+        "held": held,
+        "p50_alone_ms": ms(alone, 50),
+        "p95_alone_ms": ms(alone, 95),
+        "p50_loaded_ms": ms(loaded, 50),
+        "p95_loaded_ms": ms(loaded, 95),
+        "peak_threads": sampler.threads,
+        "peak_rss_mib": round(sampler.rss_mib, 1),
+    }
 
 
 def old_tree(folder: Path) -> Path:
     """The package and judge_model/ of commit 9aed840, extracted from git."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", OLD_COMMIT, "mera_multi_hf",
-                              "judge_model"], check=True, capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", OLD_COMMIT, "mera_multi_hf", "judge_model"],
+        check=True,
+        capture_output=True,
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     return folder
 
@@ -170,11 +204,19 @@ def summary(rows: list[dict]) -> list[dict]:
     """Per server: the median over rounds of new/old p95 (loaded) and held clients."""
     out = []
     for kind in dict.fromkeys(r["server"] for r in rows):
-        by = {v: [r for r in rows if r["server"] == kind and r["version"] == v] for v in ("old", "new")}
+        by = {
+            v: [r for r in rows if r["server"] == kind and r["version"] == v]
+            for v in ("old", "new")
+        }
         p95 = {v: statistics.median(r["p95_loaded_ms"] for r in by[v]) for v in by}
-        out.append({"server": kind, "p95_loaded_new_over_old": round(p95["new"] / p95["old"], 2),
-                    "held_old": min(r["held"] for r in by["old"]),
-                    "held_new": min(r["held"] for r in by["new"])})
+        out.append(
+            {
+                "server": kind,
+                "p95_loaded_new_over_old": round(p95["new"] / p95["old"], 2),
+                "held_old": min(r["held"] for r in by["old"]),
+                "held_new": min(r["held"] for r in by["new"]),
+            }
+        )
     return out
 
 
@@ -185,9 +227,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chat-requests", type=int, default=30, help="normal requests, chat")
     parser.add_argument("--rounds", type=int, default=2, help="old/new alternations")
     parser.add_argument("--servers", default="judge,chat")
-    parser.add_argument("--torch-threads", type=int, default=1,
-                        help="OMP_NUM_THREADS of each server (default 1: on a shared machine "
-                             "torch's spinning intra-op threads, not the server, set the times)")
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        default=1,
+        help="OMP_NUM_THREADS of each server (default 1: on a shared machine "
+        "torch's spinning intra-op threads, not the server, set the times)",
+    )
     args = parser.parse_args(argv)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4 * args.slow + 256)), hard))

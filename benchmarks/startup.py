@@ -9,6 +9,7 @@ transformers, accelerate, pandas or datasets.
 Imports are counted with ``python -X importtime`` (modules, and the heavy libraries
 among them with their cumulative import time in that run).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,13 +25,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CWD = tempfile.gettempdir()  # not a checkout: `python -m` puts the cwd before PYTHONPATH
 HEAVY = ("torch", "transformers", "accelerate", "pandas", "datasets", "matplotlib")
-COMMANDS = [["--help"], ["evaluate", "--help"], ["tasks"], ["score", "--help"],
-            ["build", "--help"], ["judge", "train", "--help"], ["metrics", "--help"]]
+COMMANDS = [
+    ["--help"],
+    ["evaluate", "--help"],
+    ["tasks"],
+    ["score", "--help"],
+    ["build", "--help"],
+    ["judge", "train", "--help"],
+    ["metrics", "--help"],
+]
 
 
 def argv_of(command: list[str] | None) -> list[str]:
-    return [sys.executable, "-c", "pass"] if command is None else \
-        [sys.executable, "-m", "mera_multi_hf", *command]
+    return (
+        [sys.executable, "-c", "pass"]
+        if command is None
+        else [sys.executable, "-m", "mera_multi_hf", *command]
+    )
 
 
 def wall(command, env) -> tuple[float, float]:
@@ -48,8 +59,14 @@ def _children_cpu() -> float:
 
 def imports(command, env) -> tuple[int, dict[str, float]]:
     """(modules imported, heavy library -> cumulative import seconds)."""
-    done = subprocess.run([sys.executable, "-X", "importtime", *argv_of(command)[1:]],
-                          env=env, capture_output=True, text=True, check=True, cwd=CWD)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *argv_of(command)[1:]],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=CWD,
+    )
     count, heavy = 0, {}
     for line in done.stderr.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
@@ -69,8 +86,10 @@ def main(argv=None) -> int:
     checkouts = {"now": ROOT}
     if args.baseline:
         checkouts["before"] = Path(args.baseline).resolve()
-    envs = {name: dict(os.environ, PYTHONPATH=str(path), HF_HUB_OFFLINE="1")
-            for name, path in checkouts.items()}
+    envs = {
+        name: dict(os.environ, PYTHONPATH=str(path), HF_HUB_OFFLINE="1")
+        for name, path in checkouts.items()
+    }
     cases = [(None, "now")] + [(tuple(c), name) for c in COMMANDS for name in checkouts]
     times = {case: [] for case in cases}
     for _ in range(args.rounds):
@@ -78,17 +97,23 @@ def main(argv=None) -> int:
             times[(command, name)].append(wall(list(command) if command else None, envs[name]))
     base = statistics.median(t for t, _ in times[(None, "now")])
     base_cpu = statistics.median(c for _, c in times[(None, "now")])
-    print(f"python -c pass: {base:.3f} s wall, {base_cpu:.3f} s CPU (median of {args.rounds}; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
-    print("| command | checkout | wall s | / python -c pass | CPU s | modules | heavy imports (s) |")
+    print(
+        f"python -c pass: {base:.3f} s wall, {base_cpu:.3f} s CPU (median of {args.rounds}; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+    )
+    print(
+        "| command | checkout | wall s | / python -c pass | CPU s | modules | heavy imports (s) |"
+    )
     print("|---|---|---|---|---|---|---|")
     for command, name in cases[1:]:
         median = statistics.median(t for t, _ in times[(command, name)])
         cpu = statistics.median(c for _, c in times[(command, name)])
         count, heavy = imports(list(command), envs[name])
         shown = ", ".join(f"{k} {v:.2f}" for k, v in heavy.items()) or "none"
-        print(f"| `{' '.join(command)}` | {name} | {median:.3f} | {median / base:.1f}x | "
-              f"{cpu:.3f} | {count} | {shown} |")
+        print(
+            f"| `{' '.join(command)}` | {name} | {median:.3f} | {median / base:.1f}x | "
+            f"{cpu:.3f} | {count} | {shown} |"
+        )
     return 0
 
 

@@ -11,25 +11,42 @@ rounds:
 
     python benchmarks/uncertainty_cost.py [--rounds 3]
 """
+
 from __future__ import annotations
 
 import argparse
 import time
 
 import mera_multi_hf.scoring.score as scoring
-from mera_multi_hf.scoring import uncertainty
 from mera_multi_hf.data.examples import Example
+from mera_multi_hf.scoring import uncertainty
 from mera_multi_hf.tasks.table import get_task
 
-CASES = [("unisciencevqa", 7432, 1, 6), ("schoolsciencevqa", 4227, 1, 7), ("ruhhh_video", 911, 3, 4)]
+CASES = [
+    ("unisciencevqa", 7432, 1, 6),
+    ("schoolsciencevqa", 4227, 1, 7),
+    ("ruhhh_video", 911, 3, 4),
+]
 
 
 def examples(key: str, n: int, group_size: int, keys: int):
     task = get_task(key)
     names = [name for name, _ in task.breakdowns]
-    return task, [Example(task=key, id=i, index=i, prompt=f"q{i}", media_fields=(), gold="A",
-                          group=i // group_size, breakdown={b: f"k{i % keys}" for b in names},
-                          meta={"id": i}, options=("x", "y")) for i in range(n)]
+    return task, [
+        Example(
+            task=key,
+            id=i,
+            index=i,
+            prompt=f"q{i}",
+            media_fields=(),
+            gold="A",
+            group=i // group_size,
+            breakdown={b: f"k{i % keys}" for b in names},
+            meta={"id": i},
+            options=("x", "y"),
+        )
+        for i in range(n)
+    ]
 
 
 def best(fn, rounds: int) -> float:
@@ -50,7 +67,7 @@ def main() -> None:
         task, exs = examples(key, n, group_size, keys)
         preds = {e.id: "A" if e.id % 3 else "B" for e in exs}
 
-        def run():
+        def run(task=task, exs=exs, preds=preds):
             uncertainty._MADE.clear()  # each round draws its resamples afresh
             scoring.summarize([scoring.score_task(task, exs, preds)])
 
@@ -60,8 +77,10 @@ def main() -> None:
             alone = best(run, rounds)
         finally:
             scoring._add_uncertainty = full
-        print(f"{key:18s} n={n:5d}  scoring alone {alone:6.3f} s   with intervals and "
-              f"diagnostics {with_all:6.3f} s   (+{with_all - alone:.3f} s)")
+        print(
+            f"{key:18s} n={n:5d}  scoring alone {alone:6.3f} s   with intervals and "
+            f"diagnostics {with_all:6.3f} s   (+{with_all - alone:.3f} s)"
+        )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 The same as `mera-multi build realvqa ...` (every option of `mera-multi build --help`); the
 builder is mera_multi_hf/data/builders/realvqa.py.
 """
+
 import sys
 
 from mera_multi_hf.cli.main import main

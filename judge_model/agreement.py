@@ -5,6 +5,7 @@
 The same as `mera-multi judge agreement ...` (every option of its --help); the code is
 mera_multi_hf/judge_agreement.py.
 """
+
 import sys
 
 from mera_multi_hf.cli.main import main

@@ -6,6 +6,7 @@
 The same as `mera-multi judge serve ...` (every option of `mera-multi judge serve --help`);
 the server is mera_multi_hf/judge_server.py.
 """
+
 import sys
 
 from mera_multi_hf.cli.main import main

@@ -5,6 +5,7 @@
 The same as `mera-multi judge train ...` (every option of its --help); the recipe is
 mera_multi_hf/judge_train.py.
 """
+
 import sys
 
 from mera_multi_hf.cli.main import main

@@ -1,6 +1,6 @@
 """mera-multi-hf: the MERA Multi benchmark on the Hugging Face stack."""
-from mera_multi_hf._version import __version__
 
+from mera_multi_hf._version import __version__
 from mera_multi_hf.core.errors import MeraError  # noqa: E402
 from mera_multi_hf.tasks.table import TASKS, TaskSpec, get_task  # noqa: E402
 
@@ -25,24 +25,41 @@ def __getattr__(name):
     # Heavy pieces load on first use so `import mera_multi_hf` and the CLI stay quick.
     if name == "load_task":
         from mera_multi_hf.data.loading import load_task
+
         return load_task
     if name == "render_prompt":
         from mera_multi_hf.tasks.prompts import render_prompt
+
         return render_prompt
     if name == "run_evaluation":
         from mera_multi_hf.pipeline.evaluate import run_evaluation
+
         return run_evaluation
     if name == "RunConfig":
         from mera_multi_hf.generation.config import RunConfig
+
         return RunConfig
     if name == "MeraBuilder":
         from mera_multi_hf.data.builder import MeraBuilder
+
         return MeraBuilder
     if name == "load_metric":
         from mera_multi_hf.spaces.loading import load_metric
+
         return load_metric
     raise AttributeError(name)
 
 
-__all__ = ["__version__", "MeraError", "TASKS", "TaskSpec", "get_task", "load_task", "render_prompt",
-           "load_metric", "run_evaluation", "RunConfig", "MeraBuilder"]
+__all__ = [
+    "__version__",
+    "MeraError",
+    "TASKS",
+    "TaskSpec",
+    "get_task",
+    "load_task",
+    "render_prompt",
+    "load_metric",
+    "run_evaluation",
+    "RunConfig",
+    "MeraBuilder",
+]

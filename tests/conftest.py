@@ -1,4 +1,5 @@
 """Shared fixtures: every test runs offline, with its own cache folder."""
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,9 @@ def raw_sample(tmp_path) -> Path:
 @pytest.fixture(scope="module")
 def served_judge(tmp_path_factory):
     """The tiny judge (tests/tiny_judge.py) behind the package's judge server on 127.0.0.1."""
-    from mera_multi_hf.serving import judge_server
     from tiny_judge import build_tiny_judge
+
+    from mera_multi_hf.serving import judge_server
 
     judge_dir = build_tiny_judge(tmp_path_factory.mktemp("tiny-judge"))
     server = judge_server.serve(str(judge_dir), "127.0.0.1", 0, device="cpu", batch_size=8)

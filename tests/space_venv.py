@@ -3,6 +3,7 @@ Space would: only `evaluate`, each folder's requirements.txt and the `gradio` of
 cards' `sdk_version` (no mera_multi_hf, no system site-packages). An install step, run
 before the tests (`.ci/run` does): `python tests/space_venv.py`. Kept in the temporary
 folder, keyed by the requirements, so it is made once per machine."""
+
 from __future__ import annotations
 
 import hashlib
@@ -20,8 +21,12 @@ REPO = Path(__file__).resolve().parent.parent
 def _sdk_version() -> str:
     import yaml
 
-    versions = {yaml.safe_load((REPO / "metrics" / name / "README.md").read_text(
-        encoding="utf-8").split("---\n")[1])["sdk_version"] for name in METRICS}
+    versions = {
+        yaml.safe_load(
+            (REPO / "metrics" / name / "README.md").read_text(encoding="utf-8").split("---\n")[1]
+        )["sdk_version"]
+        for name in METRICS
+    }
     assert len(versions) == 1, versions
     return versions.pop()
 
@@ -30,7 +35,9 @@ def wanted() -> list[str]:
     lines = {f"gradio=={_sdk_version()}"}
     for name in METRICS:
         text = (REPO / "metrics" / name / "requirements.txt").read_text(encoding="utf-8")
-        lines.update(ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#"))
+        lines.update(
+            ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")
+        )
     return ["evaluate", *sorted(lines)]
 
 
@@ -53,8 +60,11 @@ def main() -> int:
             print(f"{root}: ready")
             return 0
         venv.EnvBuilder(clear=True, with_pip=True).create(root)
-        subprocess.run([str(root / "bin" / "python"), "-m", "pip", "install", "-q", *wanted()],
-                       check=True, timeout=1800)
+        subprocess.run(
+            [str(root / "bin" / "python"), "-m", "pip", "install", "-q", *wanted()],
+            check=True,
+            timeout=1800,
+        )
         (root / "ready").write_text("ok")
     print(f"{root}: made")
     return 0

@@ -1,6 +1,7 @@
 """The whole benchmark in one run: `mera-multi evaluate --tasks all` on the bundled
 samples with the built-in tiny models gives one ZIP with the 18 class-named files, each
 holding exactly its sample's test ids, and one result per task."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.demo.sample_data import SAMPLES, bundled_sample
-from mera_multi_hf.tasks.table import TASKS, MODALITIES
+from mera_multi_hf.tasks.table import MODALITIES, TASKS
 
 
 def _test_ids(task_key: str) -> list[int]:
@@ -24,8 +25,21 @@ def _test_ids(task_key: str) -> list[int]:
 def test_evaluate_all_tasks_writes_one_zip_with_18_files(tmp_path, capsys):
     assert set(SAMPLES) == set(TASKS) and all(bundled_sample(k).is_dir() for k in TASKS)
     out = tmp_path / "all"
-    assert main(["evaluate", "--tasks", "all", "--output-dir", str(out), "--no-progress",
-                 "--max-new-tokens", "4"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--tasks",
+                "all",
+                "--output-dir",
+                str(out),
+                "--no-progress",
+                "--max-new-tokens",
+                "4",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     with zipfile.ZipFile(out / "submission.zip") as zf:
         names = sorted(n for n in zf.namelist() if n.endswith(".json"))
@@ -99,19 +113,43 @@ def test_golden_numbers_and_answers_of_the_bundled_run(tmp_path):
     Run as a separate process through `python -m mera_multi_hf`, the one entry that no
     move of the package's modules changes."""
     out = tmp_path / "golden"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-m", "mera_multi_hf", "evaluate", "--tasks", "all",
-                           "--output-dir", str(out), "--no-progress", "--max-new-tokens", "4"],
-                          env=env, capture_output=True, text=True)
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mera_multi_hf",
+            "evaluate",
+            "--tasks",
+            "all",
+            "--output-dir",
+            str(out),
+            "--no-progress",
+            "--max-new-tokens",
+            "4",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     record = _golden_record(out)
     if os.environ.get("MERA_WRITE_GOLDEN") == "1":
-        GOLDEN.write_text(json.dumps(record, ensure_ascii=False, indent=1, sort_keys=True) + "\n",
-                          encoding="utf-8")
+        GOLDEN.write_text(
+            json.dumps(record, ensure_ascii=False, indent=1, sort_keys=True) + "\n",
+            encoding="utf-8",
+        )
     golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
     assert record["answers"] == golden["answers"]
-    changed = {p: (golden["numbers"].get(p), v) for p, v in record["numbers"].items()
-               if golden["numbers"].get(p) != v}
+    changed = {
+        p: (golden["numbers"].get(p), v)
+        for p, v in record["numbers"].items()
+        if golden["numbers"].get(p) != v
+    }
     missing = sorted(set(golden["numbers"]) - set(record["numbers"]))
     assert not changed and not missing, (dict(list(changed.items())[:10]), missing[:10])

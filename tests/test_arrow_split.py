@@ -1,6 +1,7 @@
 """A split read with pyarrow alone from the Arrow files `datasets` prepared is the split
 `datasets` loads: the same flattened columns, examples, requests and fingerprint, for
 every bundled sample task; the manifest is never trusted once its files change."""
+
 from __future__ import annotations
 
 import json
@@ -8,11 +9,17 @@ import os
 
 import pytest
 
-from mera_multi_hf.data.arrow_split import MANIFEST, ArrowSplit, flat_columns, read_manifest, validity
+from mera_multi_hf.data.arrow_split import (
+    MANIFEST,
+    ArrowSplit,
+    flat_columns,
+    read_manifest,
+    validity,
+)
 from mera_multi_hf.data.examples import make_examples
 from mera_multi_hf.data.loading import _cache_dir, _prepared, load_split, load_task
-from mera_multi_hf.generation.request import build_requests
 from mera_multi_hf.demo.sample_data import SAMPLES
+from mera_multi_hf.generation.request import build_requests
 
 
 @pytest.mark.parametrize("key", sorted(SAMPLES))
@@ -21,7 +28,7 @@ def test_a_split_read_without_datasets_is_the_split_datasets_loads(key):
     first = load_split(key, "sample", "test")  # loads with datasets, writes the manifest
     _, source, _ = _prepared(key, "sample", None)
     cache_dir = _cache_dir(source)
-    assert (cache_dir and os.path.isfile(os.path.join(cache_dir, MANIFEST)))
+    assert cache_dir and os.path.isfile(os.path.join(cache_dir, MANIFEST))
     read = read_manifest(cache_dir)
     assert read is not None and set(read) == set(dsd)
     for split, ds in dsd.items():
@@ -29,16 +36,19 @@ def test_a_split_read_without_datasets_is_the_split_datasets_loads(key):
         assert isinstance(arrow, ArrowSplit) and arrow._fingerprint == ds._fingerprint
         flat, columns = ds.flatten(), flat_columns(arrow)
         assert list(columns) == flat.column_names
-        assert {c: columns[c].to_pylist() for c in columns} == \
-            {c: flat.data.column(c).to_pylist() for c in flat.column_names}
+        assert {c: columns[c].to_pylist() for c in columns} == {
+            c: flat.data.column(c).to_pylist() for c in flat.column_names
+        }
         task = dsd_task(key)
         examples = make_examples(task, ds)
         assert make_examples(task, arrow) == examples and len(examples) == len(ds)
-        assert build_requests(task, examples, arrow, split) == \
-            build_requests(task, examples, ds, split)
+        assert build_requests(task, examples, arrow, split) == build_requests(
+            task, examples, ds, split
+        )
     assert first._fingerprint == read["test"]._fingerprint
-    assert make_examples(dsd_task(key), load_split(key, "sample", "test")) == \
-        make_examples(dsd_task(key), dsd["test"])
+    assert make_examples(dsd_task(key), load_split(key, "sample", "test")) == make_examples(
+        dsd_task(key), dsd["test"]
+    )
 
 
 def dsd_task(key):
@@ -81,12 +91,18 @@ def test_validity_and_rows_agree_with_pyarrow_compute():
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    values = [None if i % 3 == 0 or i % 7 == 0 else {"bytes": b"x", "path": None}
-              for i in range(50)]
+    values = [
+        None if i % 3 == 0 or i % 7 == 0 else {"bytes": b"x", "path": None} for i in range(50)
+    ]
     kind = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
-    column = pa.chunked_array([pa.array(values[:20], kind), pa.array(values[20:], kind).slice(3),
-                               pa.array([None, None], kind),
-                               pa.array([{"bytes": b"", "path": "p"}], kind)])
+    column = pa.chunked_array(
+        [
+            pa.array(values[:20], kind),
+            pa.array(values[20:], kind).slice(3),
+            pa.array([None, None], kind),
+            pa.array([{"bytes": b"", "path": "p"}], kind),
+        ]
+    )
     assert validity(column) == pc.is_valid(column).to_pylist()
     for child in column.flatten():  # parent nulls carried into the children
         assert validity(child) == pc.is_valid(child).to_pylist()

@@ -1,6 +1,7 @@
 """The seven audio and video tasks end to end on real components: the project-made raw
 samples, the builders, real decoding (soundfile, PyAV), the tiny random Qwen2-Audio and
 LLaVA models built offline, and real HTTP servers on 127.0.0.1."""
+
 from __future__ import annotations
 
 import base64
@@ -16,24 +17,30 @@ import numpy as np
 import pytest
 import soundfile
 
-from mera_multi_hf.core.paths import SAMPLES_DIR
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.paths import SAMPLES_DIR
 from mera_multi_hf.data.media_decode import Media, frame_indices, sample_frames
-from mera_multi_hf.tasks.prompts import render_prompt
 from mera_multi_hf.data.raw import RawDataset
+from mera_multi_hf.demo.builtin_models import TINY_AUDIO_MODEL_ID
+from mera_multi_hf.demo.sample_data.av_common import clip, encode_video
 from mera_multi_hf.generation.backends import make_backend
 from mera_multi_hf.generation.backends.hf import FRAMES_AS_IMAGES
 from mera_multi_hf.generation.backends.openai import OpenAIBackend
 from mera_multi_hf.generation.request import Request
 from mera_multi_hf.serving.chat_server import make_server
-from mera_multi_hf.demo.sample_data.av_common import clip, encode_video
+from mera_multi_hf.tasks.prompts import render_prompt
 from mera_multi_hf.tasks.table import get_task
-from mera_multi_hf.demo.builtin_models import TINY_AUDIO_MODEL_ID
 
-NAMES = {"ruenvaqa": "ruEnvAQA", "ruslun": "ruSLUn", "aquaria": "AQUARIA",
-         "rutie_audio": "ruTiE-Audio", "ruhhh_video": "ruHHH-Video",
-         "commonvideoqa": "CommonVideoQA", "realvideoqa": "RealVideoQA"}
+NAMES = {
+    "ruenvaqa": "ruEnvAQA",
+    "ruslun": "ruSLUn",
+    "aquaria": "AQUARIA",
+    "rutie_audio": "ruTiE-Audio",
+    "ruhhh_video": "ruHHH-Video",
+    "commonvideoqa": "CommonVideoQA",
+    "realvideoqa": "RealVideoQA",
+}
 AUDIO = ("ruenvaqa", "ruslun", "aquaria", "rutie_audio")
 VIDEO = ("ruhhh_video", "commonvideoqa", "realvideoqa")
 SIXTEEN = ("красный", "синий", "зелёный", "жёлтый")
@@ -93,7 +100,10 @@ def test_aquaria_second_clip_optional_tags_rewritten_music_meta_excluded(tmp_pat
 def test_bad_audio_and_video_files_are_problems_naming_file_id_field(tmp_path):
     import shutil
 
-    for key, media in (("ruenvaqa", "samples/high.wav"), ("commonvideoqa", "samples/red_right.mp4")):
+    for key, media in (
+        ("ruenvaqa", "samples/high.wav"),
+        ("commonvideoqa", "samples/red_right.mp4"),
+    ):
         folder = tmp_path / key
         shutil.copytree(SAMPLES_DIR / NAMES[key], folder)
         (folder / media).write_bytes(b"RIFF\x00\x00garbage" * 8)
@@ -117,8 +127,9 @@ def _colour_video(n: int, container="mp4") -> bytes:
     """Frame i is a whole-frame colour that encodes i (red channel = 6 * i)."""
     from PIL import Image
 
-    return encode_video([Image.new("RGB", (16, 16), (6 * i, 80, 160)) for i in range(n)],
-                        container, fps=8)
+    return encode_video(
+        [Image.new("RGB", (16, 16), (6 * i, 80, 160)) for i in range(n)], container, fps=8
+    )
 
 
 def test_frames_spread_evenly_and_bounded():
@@ -143,41 +154,53 @@ def tiny():
 
 
 def _req(prompt: str, kind: str, data: bytes, rid: int = 1) -> Request:
-    return Request(task="t", split="test", id=rid, prompt=prompt,
-                   media=[Media(kind, f"sha{rid}", data, field=kind)], max_new_tokens=6)
+    return Request(
+        task="t",
+        split="test",
+        id=rid,
+        prompt=prompt,
+        media=[Media(kind, f"sha{rid}", data, field=kind)],
+        max_new_tokens=6,
+    )
 
 
 def test_audio_reaches_the_processor_at_its_rate_where_the_placeholder_stands(tiny):
     audio = tiny.audio
     assert audio.model_id == TINY_AUDIO_MODEL_ID and tiny.settings()["audio_model"]
-    request = _req("Слушай <audio> и ответь: A или B?", "audio",
-                   clip("tone", 500, seconds=0.4, rate=22_050, channels=2).data)
+    request = _req(
+        "Слушай <audio> и ответь: A или B?",
+        "audio",
+        clip("tone", 500, seconds=0.4, rate=22_050, channels=2).data,
+    )
     rendered = audio.render(request)
     assert "Слушай <|audio_bos|><|AUDIO|><|audio_eos|>" in rendered
     batch = audio.encode([request])
-    assert batch["input_features"].shape[-1] == 300            # the 3-second window
-    assert int(batch["feature_attention_mask"].sum()) == 40     # 0.4 s at 16 kHz, 10 ms hop
+    assert batch["input_features"].shape[-1] == 300  # the 3-second window
+    assert int(batch["feature_attention_mask"].sum()) == 40  # 0.4 s at 16 kHz, 10 ms hop
     tokens = int((batch["input_ids"] == audio.processor.audio_token_id).sum())
-    assert tokens == ((40 - 1) // 2 + 1 - 2) // 2 + 1           # Qwen2-Audio's own count
+    assert tokens == ((40 - 1) // 2 + 1 - 2) // 2 + 1  # Qwen2-Audio's own count
 
 
 def test_video_frames_go_in_as_pictures_on_an_image_model(tiny):
-    tiny = tiny.main   # the demo's image model
+    tiny = tiny.main  # the demo's image model
     assert tiny.video_input == FRAMES_AS_IMAGES and tiny.info()["video_input"] == FRAMES_AS_IMAGES
     long_video = _req("Видео: <video>\nЧто там?", "video", _colour_video(40))
     short_video = _req("<video> Что там?", "video", _colour_video(2), rid=2)
     assert tiny.render(long_video, [3]).count("<image>") == 3
     batch = tiny.encode([long_video, short_video])
-    assert batch["pixel_values"].shape[0] == 3 + 2             # max_frames=3, then all 2
+    assert batch["pixel_values"].shape[0] == 3 + 2  # max_frames=3, then all 2
     # the frames stand where the placeholder stood, the text around it verbatim
     assert "Видео: <image>\n<image>\n<image>\n\nЧто там?" in tiny.render(long_video, [3])
 
 
 def test_answers_do_not_depend_on_the_batch(tiny):
-    requests = [_req(f"<audio> Вопрос {i}: A или B?", "audio", clip("tone", 200 + 150 * i).data, i)
-                for i in range(4)]
-    requests += [_req(f"<video> Вопрос {i}?", "video", _colour_video(4 + i), 10 + i)
-                 for i in range(3)]
+    requests = [
+        _req(f"<audio> Вопрос {i}: A или B?", "audio", clip("tone", 200 + 150 * i).data, i)
+        for i in range(4)
+    ]
+    requests += [
+        _req(f"<video> Вопрос {i}?", "video", _colour_video(4 + i), 10 + i) for i in range(3)
+    ]
     together = tiny.generate(requests)
     assert together == [tiny.generate([r])[0] for r in requests]
 
@@ -210,12 +233,18 @@ def test_openai_sends_wav_at_the_clip_rate_and_the_whole_video(tmp_path):
         stereo = clip("tone", 700, seconds=0.3, rate=22_050, channels=2).data
         video = _colour_video(5, "mov")
         backend = OpenAIBackend("m", url, concurrency=2)
-        assert backend.generate([_req("Звук: <audio> Какой?", "audio", stereo),
-                                 _req("<video>\nСколько?", "video", video, 2)]) == ["A", "A"]
+        assert backend.generate(
+            [
+                _req("Звук: <audio> Какой?", "audio", stereo),
+                _req("<video>\nСколько?", "video", video, 2),
+            ]
+        ) == ["A", "A"]
     finally:
         server.shutdown()
         server.server_close()
-    audio_body, video_body = sorted(server.bodies, key=lambda b: len(b["messages"][0]["content"]))[::-1]
+    audio_body, video_body = sorted(server.bodies, key=lambda b: len(b["messages"][0]["content"]))[
+        ::-1
+    ]
     parts = audio_body["messages"][0]["content"]
     assert [p["type"] for p in parts] == ["text", "audio_url", "text"]
     assert parts[0]["text"] == "Звук: " and parts[2]["text"] == " Какой?"
@@ -231,8 +260,9 @@ def test_served_tiny_models_answer_audio_and_video_as_in_process(tiny):
     server = make_server(tiny, port=0, model_name="tiny-served")
     try:
         remote = OpenAIBackend("tiny-served", _serve(server), concurrency=2)
-        requests = [_req("<audio> A или B?", "audio", clip("tone", 300 + 200 * i).data, i)
-                    for i in range(3)] + [_req("<video> A или B?", "video", _colour_video(6), 9)]
+        requests = [
+            _req("<audio> A или B?", "audio", clip("tone", 300 + 200 * i).data, i) for i in range(3)
+        ] + [_req("<video> A или B?", "video", _colour_video(6), 9)]
         assert remote.generate(requests) == tiny.generate(requests)
     finally:
         server.shutdown()
@@ -242,8 +272,16 @@ def test_served_tiny_models_answer_audio_and_video_as_in_process(tiny):
 @pytest.mark.parametrize("modality", ["audio", "video"])
 def test_evaluate_a_modality_with_no_model_writes_the_submission(modality, tmp_path):
     out = tmp_path / "run"
-    args = ["evaluate", "--tasks", modality, "--output-dir", str(out), "--no-progress",
-            "--max-frames", "2"]
+    args = [
+        "evaluate",
+        "--tasks",
+        modality,
+        "--output-dir",
+        str(out),
+        "--no-progress",
+        "--max-frames",
+        "2",
+    ]
     keys = AUDIO if modality == "audio" else VIDEO
     for item in _data_args(keys):
         args += ["--data", item]

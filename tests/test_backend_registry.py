@@ -1,6 +1,7 @@
 """Backends by registry: the built-in kinds made by name, an installed package's backend
 found through its entry point and run from the command line, the options each backend
 declares, and the capabilities the runner reads instead of sniffing methods."""
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,14 @@ import pytest
 
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.generation import RunConfig
-from mera_multi_hf.generation.backends import Capabilities, backend_spec, capabilities_of, cut_at_stop, make_backend, register_backend
+from mera_multi_hf.generation.backends import (
+    Capabilities,
+    backend_spec,
+    capabilities_of,
+    cut_at_stop,
+    make_backend,
+    register_backend,
+)
 from mera_multi_hf.generation.backends.hf_options import HFOptions
 from mera_multi_hf.generation.backends.openai import OpenAIOptions
 
@@ -70,36 +78,75 @@ def _installed_echo(root: Path) -> Path:
     (site / "mypkg" / "__init__.py").write_text(ECHO_PACKAGE, encoding="utf-8")
     info = site / "mypkg-0.1.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mypkg\nVersion: 0.1\n",
-                                   encoding="utf-8")
-    (info / "entry_points.txt").write_text("[mera_multi_hf.backends]\necho = mypkg:EchoBackend\n",
-                                           encoding="utf-8")
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: mypkg\nVersion: 0.1\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        "[mera_multi_hf.backends]\necho = mypkg:EchoBackend\n", encoding="utf-8"
+    )
     return site
 
 
 def _mera(site: Path | None, *args: str) -> subprocess.CompletedProcess:
     paths = [str(REPO)] + ([str(site)] if site else [])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths), HF_HUB_OFFLINE="1",
-               HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    return subprocess.run([sys.executable, "-m", "mera_multi_hf", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(paths),
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "mera_multi_hf", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_an_installed_backend_runs_from_the_command_line(tmp_path):
     site = _installed_echo(tmp_path)
     out = tmp_path / "run"
-    done = _mera(site, "evaluate", "--backend", "echo", "--tasks", "ruhhh_image", "--data",
-                 "sample", "--limit", "4", "--no-progress", "--output-dir", str(out))
+    done = _mera(
+        site,
+        "evaluate",
+        "--backend",
+        "echo",
+        "--tasks",
+        "ruhhh_image",
+        "--data",
+        "sample",
+        "--limit",
+        "4",
+        "--no-progress",
+        "--output-dir",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     run = json.loads((out / "results.json").read_text(encoding="utf-8"))["run"]
     assert (run["backend"], run["model"], run["revision"]) == ("echo", "echo-model", "v1")
     assert run["backend_options"] == {"seed": 1234}  # filled from RunConfig's field by name
-    answers = [json.loads(line)["generation"]
-               for line in (out / "samples_ruhhh_image_test.jsonl").read_text().splitlines()]
+    answers = [
+        json.loads(line)["generation"]
+        for line in (out / "samples_ruhhh_image_test.jsonl").read_text().splitlines()
+    ]
     assert answers == ["A"] * 4  # cut at the run's stop string
     # its declared media: an audio task is refused before any work
-    refused = _mera(site, "evaluate", "--backend", "echo", "--tasks", "ruslun", "--data",
-                    "sample", "--no-progress", "--output-dir", str(tmp_path / "audio"))
+    refused = _mera(
+        site,
+        "evaluate",
+        "--backend",
+        "echo",
+        "--tasks",
+        "ruslun",
+        "--data",
+        "sample",
+        "--no-progress",
+        "--output-dir",
+        str(tmp_path / "audio"),
+    )
     assert refused.returncode != 0
     assert "the echo backend takes image, not the audio of ruslun" in refused.stderr
     assert not (tmp_path / "audio" / "results.json").exists()
@@ -109,21 +156,30 @@ def test_an_installed_backend_runs_from_the_command_line(tmp_path):
 
 
 def test_without_the_package_the_kind_is_unknown(tmp_path):
-    done = _mera(None, "evaluate", "--backend", "echo", "--no-progress",
-                 "--output-dir", str(tmp_path / "o"))
+    done = _mera(
+        None, "evaluate", "--backend", "echo", "--no-progress", "--output-dir", str(tmp_path / "o")
+    )
     assert done.returncode == 2 and "invalid choice: 'echo'" in done.stderr
     with pytest.raises(MeraError, match="unknown backend 'echo'; choose one of hf, openai"):
         RunConfig(backend="echo")
 
 
 def test_the_built_in_kinds_load_on_first_use_only():
-    probe = ("import sys, mera_multi_hf.cli.main; from mera_multi_hf.generation import RunConfig; "
-             "RunConfig(backend='openai'); "
-             "print(sorted(m for m in ('torch', 'transformers', 'requests', 'importlib.metadata',"
-             " 'mera_multi_hf.generation.backends.hf', 'mera_multi_hf.generation.backends.openai')"
-             " if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
-                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    probe = (
+        "import sys, mera_multi_hf.cli.main; from mera_multi_hf.generation import RunConfig; "
+        "RunConfig(backend='openai'); "
+        "print(sorted(m for m in ('torch', 'transformers', 'requests', 'importlib.metadata',"
+        " 'mera_multi_hf.generation.backends.hf', 'mera_multi_hf.generation.backends.openai')"
+        " if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"  # no backend module, no entry-point scan
 
@@ -138,12 +194,24 @@ def test_each_backend_declares_its_options_and_capabilities():
     with pytest.raises(MeraError, match="unknown dtype 'fp8'"):
         make_backend("hf", None, dtype="fp8")
     # RunConfig maps its fields onto the chosen backend's options, by name
-    config = RunConfig(backend="openai", model="m", base_url="http://127.0.0.1:1/v1",
-                       concurrency=3, dtype="float16")
+    config = RunConfig(
+        backend="openai",
+        model="m",
+        base_url="http://127.0.0.1:1/v1",
+        concurrency=3,
+        dtype="float16",
+    )
     assert config.backend_options() == {
-        "base_url": "http://127.0.0.1:1/v1", "api_key": None, "concurrency": 3,
-        "timeout": 300.0, "max_retries": 4, "max_pixels": None, "batch_size": 8,
-        "seed": 1234, "stop": None}
+        "base_url": "http://127.0.0.1:1/v1",
+        "api_key": None,
+        "concurrency": 3,
+        "timeout": 300.0,
+        "max_retries": 4,
+        "max_pixels": None,
+        "batch_size": 8,
+        "seed": 1234,
+        "stop": None,
+    }
     assert set(RunConfig().backend_options()) == {f for f in HFOptions.__dataclass_fields__}
     with pytest.raises(TypeError, match="must be a dataclass"):
         register_backend("broken", options=dict)
@@ -156,10 +224,14 @@ class _LetterOptions:
     batch_size: int = 2
 
 
-@register_backend("test-letters", options=_LetterOptions,
-                  capabilities=Capabilities(streaming=True, media=frozenset({"image"})))
+@register_backend(
+    "test-letters",
+    options=_LetterOptions,
+    capabilities=Capabilities(streaming=True, media=frozenset({"image"})),
+)
 class _LetterBackend:
     """Answers one letter; declares streaming, so the runner must call ``stream``."""
+
     name = "test-letters"
     revision = None
 
@@ -193,6 +265,7 @@ class _LetterBackend:
 
 class _Undeclared(_LetterBackend):
     """The same methods, no declaration of its own: ``stream`` is not sniffed."""
+
     capabilities = None
 
 
@@ -212,5 +285,9 @@ def test_a_registered_backend_takes_its_options_and_its_capabilities_are_read(tm
     assert (plain.streamed, plain.batched) == (0, 3)
     # the declared media hold for a ready engine too
     with pytest.raises(MeraError, match="takes image, not the audio of ruslun"):
-        run_evaluation(RunConfig(tasks="ruslun", data="sample", no_progress=True,
-                                 output_dir=str(tmp_path / "a")), engine=engine)
+        run_evaluation(
+            RunConfig(
+                tasks="ruslun", data="sample", no_progress=True, output_dir=str(tmp_path / "a")
+            ),
+            engine=engine,
+        )

@@ -1,6 +1,7 @@
 """The two backends on the real tiny model: hf in process, openai against real HTTP
 servers on 127.0.0.1 (the project's own OpenAI-compatible server, and small stdlib
 servers that fail on purpose)."""
+
 from __future__ import annotations
 
 import base64
@@ -15,17 +16,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from PIL import Image
 
-from mera_multi_hf.core.limits import Limits
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.pipeline.evaluate import run_evaluation
+from mera_multi_hf.core.limits import Limits
+from mera_multi_hf.data.media_decode import Media, limit_pixels
 from mera_multi_hf.generation.backends import Backend, RoutingBackend, cut_at_stop, make_backend
 from mera_multi_hf.generation.backends.hf import HFBackend
 from mera_multi_hf.generation.backends.openai import OpenAIBackend
-from mera_multi_hf.data.media_decode import Media, limit_pixels
-from mera_multi_hf.tasks.prompts import content_parts, plain_prompt
 from mera_multi_hf.generation.chat import openai_messages
 from mera_multi_hf.generation.request import Request
+from mera_multi_hf.pipeline.evaluate import run_evaluation
 from mera_multi_hf.serving.chat_server import make_server, prompt_from_openai
+from mera_multi_hf.tasks.prompts import content_parts, plain_prompt
 
 
 @pytest.fixture(scope="module")
@@ -52,21 +53,40 @@ def _png(width=40, height=20, color=(200, 30, 30)) -> bytes:
     return buf.getvalue()
 
 
-def _request(prompt="<image>\nЧто на картинке? Ответь A или B.", data=None, max_new=8,
-             stop=("\n\n",), kind="image", rid=1):
+def _request(
+    prompt="<image>\nЧто на картинке? Ответь A или B.",
+    data=None,
+    max_new=8,
+    stop=("\n\n",),
+    kind="image",
+    rid=1,
+):
     data = data or _png()
-    return Request(task="t", split="test", id=rid, prompt=prompt,
-                   media=[Media(kind=kind, sha256="x", data=data)], max_new_tokens=max_new,
-                   stop=stop)
+    return Request(
+        task="t",
+        split="test",
+        id=rid,
+        prompt=prompt,
+        media=[Media(kind=kind, sha256="x", data=data)],
+        max_new_tokens=max_new,
+        stop=stop,
+    )
 
 
 def test_content_parts_follow_placeholder_order():
     parts = content_parts("Первое <image_1> между\n<image_2>\nконец")
     # verbatim, as the official harness interleaves: spaces and line breaks are kept
-    assert parts == [{"type": "text", "text": "Первое "}, {"type": "image"},
-                     {"type": "text", "text": " между\n"}, {"type": "image"},
-                     {"type": "text", "text": "\nконец"}]
-    assert content_parts("<audio>\nВопрос?") == [{"type": "audio"}, {"type": "text", "text": "\nВопрос?"}]
+    assert parts == [
+        {"type": "text", "text": "Первое "},
+        {"type": "image"},
+        {"type": "text", "text": " между\n"},
+        {"type": "image"},
+        {"type": "text", "text": "\nконец"},
+    ]
+    assert content_parts("<audio>\nВопрос?") == [
+        {"type": "audio"},
+        {"type": "text", "text": "\nВопрос?"},
+    ]
     assert content_parts("<image><image>") == [{"type": "image"}, {"type": "image"}]
     assert plain_prompt("a <image> b <image_2>", "<IMG>") == "a <IMG> b <IMG>"
 
@@ -106,7 +126,9 @@ def test_hf_backend_chat_template_and_plain_mode(tiny_backend):
 
 def test_hf_backend_batch_invariance(tiny_backend):
     """Left padding + attention mask: answers do not depend on the batch they are in."""
-    prompts = [f"<image>\nВопрос {'очень ' * k}длинный номер {k}? Ответь A или B." for k in range(6)]
+    prompts = [
+        f"<image>\nВопрос {'очень ' * k}длинный номер {k}? Ответь A или B." for k in range(6)
+    ]
     colors = [(30 * k, 200 - 20 * k, 90) for k in range(6)]
     requests = [_request(prompt=p, data=_png(color=c), max_new=12) for p, c in zip(prompts, colors)]
     alone = [tiny_backend.generate([r])[0] for r in requests]
@@ -193,10 +215,12 @@ def _bare_loop(backend, requests):
     for request in requests:
         inputs = backend.encode([request])
         with torch.inference_mode():
-            tokens = backend.model.generate(**inputs, generation_config=config,
-                                            max_new_tokens=request.max_new_tokens)
-        text = backend.tokenizer.decode(tokens[0, inputs["input_ids"].shape[1]:],
-                                        skip_special_tokens=True)
+            tokens = backend.model.generate(
+                **inputs, generation_config=config, max_new_tokens=request.max_new_tokens
+            )
+        text = backend.tokenizer.decode(
+            tokens[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True
+        )
         out.append(cut_at_stop(text, request.stop))
     return out
 
@@ -209,9 +233,16 @@ def _forward_counter(backend):
 
 def test_hf_stops_each_row_like_a_bare_generate_loop(chatty_backend):
     stop = (" г", "tion")
-    requests = [_request(prompt=f"<image>\nВопрос {'очень ' * k}номер {k}?", max_new=40,
-                         data=_png(color=(30 * k, 200 - 20 * k, 90)), stop=stop, rid=k)
-                for k in range(8)]
+    requests = [
+        _request(
+            prompt=f"<image>\nВопрос {'очень ' * k}номер {k}?",
+            max_new=40,
+            data=_png(color=(30 * k, 200 - 20 * k, 90)),
+            stop=stop,
+            rid=k,
+        )
+        for k in range(8)
+    ]
     bare = _bare_loop(chatty_backend, requests)
     calls, handle = _forward_counter(chatty_backend)
     try:
@@ -240,7 +271,9 @@ def test_stop_settings_and_the_backend_factory():
     assert hf.settings()["stop"] == ["\n\n"]
     api = make_backend("openai", "m", base_url="http://127.0.0.1:1/v1", stop=["###"], dtype="auto")
     assert isinstance(api, Backend) and api.settings()["stop"] == ["###"]
-    assert api.settings() != make_backend("openai", "m", base_url="http://127.0.0.1:1/v1").settings()
+    assert (
+        api.settings() != make_backend("openai", "m", base_url="http://127.0.0.1:1/v1").settings()
+    )
     with pytest.raises(TypeError, match="no_such_option"):
         make_backend("hf", None, no_such_option=1)
     with pytest.raises(MeraError, match="unknown backend"):
@@ -251,6 +284,7 @@ def test_stop_settings_and_the_backend_factory():
 
 def _config_holder(config):
     from types import SimpleNamespace
+
     return SimpleNamespace(config=config)  # context_length reads only model.config
 
 
@@ -272,7 +306,7 @@ def test_max_length_is_derived_as_the_harness_does(tiny_backend):
     table = [  # config, tokenizer -> max_length
         (GPT2Config(n_positions=77), tokenizer, 77),
         (LlamaConfig(max_position_embeddings=99), tokenizer, 99),
-        (llava, tokenizer, 333),   # the text config's 64 is not consulted, as in the harness
+        (llava, tokenizer, 333),  # the text config's 64 is not consulted, as in the harness
         (llava, unset, 2048),
     ]
     for config, tok, expected in table:
@@ -292,8 +326,8 @@ def short_context(tiny_backend):
 def _input_widths(backend):
     widths = []
     handle = backend.model.register_forward_pre_hook(
-        lambda module, args, kwargs: widths.append(kwargs["input_ids"].shape[1]),
-        with_kwargs=True)
+        lambda module, args, kwargs: widths.append(kwargs["input_ids"].shape[1]), with_kwargs=True
+    )
     return widths, handle
 
 
@@ -302,8 +336,10 @@ def test_long_prompts_keep_their_last_tokens_and_never_stop_a_run(short_context)
     fits = _request(prompt="<image>\nКоротко?", rid=1)
     text_first = _request(prompt="очень " * 400 + "<image>\nВопрос?", rid=2)
     media_first = _request(prompt="<image>\n" + "очень " * 400 + "?", rid=3)
-    lengths = {r.id: backend.encode([r])["attention_mask"].sum().item()
-               for r in (fits, text_first, media_first)}
+    lengths = {
+        r.id: backend.encode([r])["attention_mask"].sum().item()
+        for r in (fits, text_first, media_first)
+    }
     # the harness's rule by hand: keep the last max_length - max_new_tokens = 300 - 8 = 292
     assert lengths[1] <= 292 < lengths[2]
     expected_cut = {1: 0, 2: lengths[2] - 292, 3: lengths[3] - 292}
@@ -319,8 +355,9 @@ def test_long_prompts_keep_their_last_tokens_and_never_stop_a_run(short_context)
     assert together[2] == ""  # its image tokens were cut: no answer, the run goes on
     alone = [backend.generate([_request(prompt="<image>\nКоротко?", rid=1)])[0]]
     with pytest.warns(UserWarning, match="t id=2: the prompt is"):
-        alone.append(backend.generate([_request(prompt="очень " * 400 + "<image>\nВопрос?",
-                                                rid=2)])[0])
+        alone.append(
+            backend.generate([_request(prompt="очень " * 400 + "<image>\nВопрос?", rid=2)])[0]
+        )
     assert together[:2] == alone  # a cut row answers as it does alone
     assert {"t id=2", "t id=3"} <= set(backend.info()["prompts_cut_here"])
 
@@ -332,8 +369,14 @@ def test_missing_model_path_is_a_clear_error(tmp_path):
 
 def test_openai_backend_through_served_tiny_model_matches_hf(served, tiny_backend):
     """Same model behind a real HTTP server: the same greedy answers as in process."""
-    requests = [_request(prompt=f"<image>\nВопрос {k}? Ответь A или B.", rid=k,
-                         data=_png(color=(40 * k, 90, 200 - 30 * k))) for k in range(6)]
+    requests = [
+        _request(
+            prompt=f"<image>\nВопрос {k}? Ответь A или B.",
+            rid=k,
+            data=_png(color=(40 * k, 90, 200 - 30 * k)),
+        )
+        for k in range(6)
+    ]
     remote = OpenAIBackend("tiny-served", served, concurrency=3)
     try:
         assert remote.generate(requests) == tiny_backend.generate(requests)
@@ -342,9 +385,17 @@ def test_openai_backend_through_served_tiny_model_matches_hf(served, tiny_backen
 
 
 def test_api_key_is_never_written(served, tmp_path):
-    result = run_evaluation(model="tiny-served", tasks="ruhhh_image", data=["sample"], limit=3,
-                            backend="openai", base_url=served, output_dir=str(tmp_path / "run"),
-                            no_progress=True, api_key="sk-secret-123")
+    result = run_evaluation(
+        model="tiny-served",
+        tasks="ruhhh_image",
+        data=["sample"],
+        limit=3,
+        backend="openai",
+        base_url=served,
+        output_dir=str(tmp_path / "run"),
+        no_progress=True,
+        api_key="sk-secret-123",
+    )
     assert result["counts"]["generated"] == 3
     for path in (tmp_path / "run").rglob("*"):
         if path.is_file() and path.suffix in (".json", ".jsonl", ".md", ".yaml"):
@@ -374,8 +425,9 @@ class _Flaky(BaseHTTPRequestHandler):
             payload = json.dumps({"error": {"message": "model 'x' does not exist"}}).encode()
             self.send_response(server.status)
         else:
-            payload = json.dumps({"choices": [{"message": {"role": "assistant",
-                                                            "content": server.answer}}]}).encode()
+            payload = json.dumps(
+                {"choices": [{"message": {"role": "assistant", "content": server.answer}}]}
+            ).encode()
             self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -403,15 +455,23 @@ def flaky():
 
 def test_openai_retries_with_backoff_then_succeeds(flaky):
     server = flaky(fail=2)
-    backend = OpenAIBackend("m", f"http://127.0.0.1:{server.server_port}/v1", api_key="k-1",
-                            concurrency=1, max_retries=3, backoff=0.01)
+    backend = OpenAIBackend(
+        "m",
+        f"http://127.0.0.1:{server.server_port}/v1",
+        api_key="k-1",
+        concurrency=1,
+        max_retries=3,
+        backoff=0.01,
+    )
     assert backend.generate([_request()]) == ["B"]
     backend.close()
     assert server.calls == 3
     assert server.auth == ["Bearer k-1"] * 3
     body = server.bodies[-1]
     assert body["model"] == "m" and body["max_tokens"] == 8 and body["temperature"] == 0
-    assert body["messages"][0]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert body["messages"][0]["content"][0]["image_url"]["url"].startswith(
+        "data:image/png;base64,"
+    )
 
 
 def _b64(raw: bytes) -> str:
@@ -431,35 +491,61 @@ def test_openai_sends_the_harness_payload_exactly(flaky):
     wav = io.BytesIO()
     soundfile.write(wav, np.zeros(1600), 16000, format="WAV", subtype="PCM_16")
     backend = OpenAIBackend("m", f"http://127.0.0.1:{server.server_port}/v1", concurrency=1)
-    requests = [_request(prompt="Вот <image> и вопрос\n", data=png, max_new=256, rid=1),
-                _request(prompt="<audio>\nЧто звучит?", data=wav.getvalue(), kind="audio", rid=2),
-                _request(prompt="Видео: <video>", data=video, kind="video", stop=("END", "!"))]
+    requests = [
+        _request(prompt="Вот <image> и вопрос\n", data=png, max_new=256, rid=1),
+        _request(prompt="<audio>\nЧто звучит?", data=wav.getvalue(), kind="audio", rid=2),
+        _request(prompt="Видео: <video>", data=video, kind="video", stop=("END", "!")),
+    ]
     try:
         assert backend.generate(requests) == ["Ответ: B", "Ответ: B", "Ответ: B\n\nи ещё текст"]
     finally:
         backend.close()
 
     def expected(content, max_tokens=256, stop=("\n\n",)):
-        return {"messages": [{"role": "user", "content": content}], "model": "m",
-                "max_tokens": max_tokens, "temperature": 0, "stop": list(stop), "seed": 1234}
+        return {
+            "messages": [{"role": "user", "content": content}],
+            "model": "m",
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "stop": list(stop),
+            "seed": 1234,
+        }
 
     assert server.bodies == [
-        expected([{"type": "text", "text": "Вот "},
-                  {"type": "image_url", "image_url": {"url": "data:image/png;base64," + _b64(png)}},
-                  {"type": "text", "text": " и вопрос\n"}]),
-        expected([{"type": "audio_url", "audio_url": {"url": "data:audio/wav;base64," + _b64(wav.getvalue())}},
-                  {"type": "text", "text": "\nЧто звучит?"}], max_tokens=8),
-        expected([{"type": "text", "text": "Видео: "},
-                  {"type": "video_url", "video_url": {"url": "data:video/mp4;base64," + _b64(video)}}],
-                 max_tokens=8, stop=("END", "!")),
+        expected(
+            [
+                {"type": "text", "text": "Вот "},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64," + _b64(png)}},
+                {"type": "text", "text": " и вопрос\n"},
+            ]
+        ),
+        expected(
+            [
+                {
+                    "type": "audio_url",
+                    "audio_url": {"url": "data:audio/wav;base64," + _b64(wav.getvalue())},
+                },
+                {"type": "text", "text": "\nЧто звучит?"},
+            ],
+            max_tokens=8,
+        ),
+        expected(
+            [
+                {"type": "text", "text": "Видео: "},
+                {"type": "video_url", "video_url": {"url": "data:video/mp4;base64," + _b64(video)}},
+            ],
+            max_tokens=8,
+            stop=("END", "!"),
+        ),
     ]
     assert type(server.bodies[0]["temperature"]) is int
 
 
 def test_openai_gives_up_with_a_clear_error(flaky):
     server = flaky(fail=100)
-    backend = OpenAIBackend("m", f"http://127.0.0.1:{server.server_port}/v1", max_retries=2,
-                            backoff=0.01)
+    backend = OpenAIBackend(
+        "m", f"http://127.0.0.1:{server.server_port}/v1", max_retries=2, backoff=0.01
+    )
     with pytest.raises(MeraError, match="after 3 tries .*HTTP 503"):
         backend.generate([_request()])
     backend.close()
@@ -481,9 +567,26 @@ def test_unreachable_server_cli_prints_one_line(tmp_path, capsys):
     with socket.socket() as s:  # a port that nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    code = main(["evaluate", "--backend", "openai", "--base-url", f"http://127.0.0.1:{port}/v1",
-                 "--model", "m", "--data", "sample", "--limit", "2", "--max-retries", "1",
-                 "--output-dir", str(tmp_path / "run"), "--no-progress"])
+    code = main(
+        [
+            "evaluate",
+            "--backend",
+            "openai",
+            "--base-url",
+            f"http://127.0.0.1:{port}/v1",
+            "--model",
+            "m",
+            "--data",
+            "sample",
+            "--limit",
+            "2",
+            "--max-retries",
+            "1",
+            "--output-dir",
+            str(tmp_path / "run"),
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert "unreachable" in err and f"127.0.0.1:{port}" in err and "Traceback" not in err
@@ -496,16 +599,26 @@ def test_text_only_model_uses_causal_lm_and_drops_media(tmp_path):
     from mera_multi_hf.demo.builtin_models import tiny_model_path
 
     tok = AutoTokenizer.from_pretrained(tiny_model_path())
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
-                         pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
-                         bos_token_id=tok.bos_token_id)
+    config = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        bos_token_id=tok.bos_token_id,
+    )
     LlamaForCausalLM(config).save_pretrained(tmp_path / "lm")
     tok.save_pretrained(tmp_path / "lm")
     backend = HFBackend(str(tmp_path / "lm"), max_pixels=None)
     backend.load()
     assert backend.text_only and type(backend.model).__name__ == "LlamaForCausalLM"
-    assert backend.render(_request()) == "<|user|>\n\nЧто на картинке? Ответь A или B.\n<|assistant|>\n"
+    assert (
+        backend.render(_request())
+        == "<|user|>\n\nЧто на картинке? Ответь A или B.\n<|assistant|>\n"
+    )
     requests = [_request(), _request(prompt="<image> Да?")]
     with pytest.warns(UserWarning, match="text-only"):
         out = backend.generate(requests)
@@ -513,8 +626,11 @@ def test_text_only_model_uses_causal_lm_and_drops_media(tmp_path):
     for request in requests:
         enc = tok(backend.render(request), return_tensors="pt")
         ids = backend.model.generate(**enc, max_new_tokens=request.max_new_tokens, do_sample=False)
-        reference.append(tok.decode(ids[0, enc["input_ids"].shape[1]:],
-                                    skip_special_tokens=True).split("\n\n")[0])
+        reference.append(
+            tok.decode(ids[0, enc["input_ids"].shape[1] :], skip_special_tokens=True).split("\n\n")[
+                0
+            ]
+        )
     assert out == reference and all(out)
     assert backend.info()["revision"].startswith("local-")
 
@@ -522,13 +638,21 @@ def test_text_only_model_uses_causal_lm_and_drops_media(tmp_path):
 def test_truncated_prompts_are_counted_in_the_results_across_a_resume(short_context, tmp_path):
     short_context.max_length = 8 + 40  # every ruHHH prompt is longer than 40 tokens
     out = tmp_path / "o"
-    options = dict(tasks="ruhhh_image", data="sample", limit=4, max_new_tokens=8,
-                   output_dir=str(out), no_progress=True, engine=short_context)
+    options = dict(
+        tasks="ruhhh_image",
+        data="sample",
+        limit=4,
+        max_new_tokens=8,
+        output_dir=str(out),
+        no_progress=True,
+        engine=short_context,
+    )
     with pytest.warns(UserWarning, match="cut to fit"):
         first = run_evaluation(**options)
     again = run_evaluation(**options)  # every answer from the sample log
     assert again["counts"]["generated"] == 0
     for result in (first, again):
         assert result["run"]["truncated_prompts"] == {"ruhhh_image": 4}
-    assert "cut from the left as the official harness does: ruhhh_image 4." in \
-        (out / "results.md").read_text(encoding="utf-8")
+    assert "cut from the left as the official harness does: ruhhh_image 4." in (
+        out / "results.md"
+    ).read_text(encoding="utf-8")

@@ -5,6 +5,7 @@ reaches a foreign entry. Every case runs with and without ``--overwrite`` and ch
 that every foreign byte and every input is unchanged.
 
 Every target is a decoy made here, with HOME set to a temporary folder."""
+
 from __future__ import annotations
 
 import json
@@ -14,12 +15,11 @@ import stat
 from pathlib import Path
 
 import pytest
+from test_build_hostile import tree_hash
 
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import MARKER, LinkRefused, OutputFolder, cache_folder
-
-from test_build_hostile import tree_hash
 
 EVALUATE = ["evaluate", "--data", "sample", "--no-progress"]
 
@@ -69,8 +69,17 @@ def _both(capsys, args, *words) -> None:
 
 
 def _score_args(run: Path, out: Path) -> list[str]:
-    return ["score", "--task", "ruhhh_image", "--data", "sample", "--predictions",
-            str(run / "samples_ruhhh_image_test.jsonl"), "--out", str(out)]
+    return [
+        "score",
+        "--task",
+        "ruhhh_image",
+        "--data",
+        "sample",
+        "--predictions",
+        str(run / "samples_ruhhh_image_test.jsonl"),
+        "--out",
+        str(out),
+    ]
 
 
 def test_score_into_its_own_run_folder_is_refused_and_keeps_the_generations(run, home, capsys):
@@ -83,11 +92,14 @@ def test_score_into_its_own_run_folder_is_refused_and_keeps_the_generations(run,
     assert (run / "scored" / "results.json").is_file()
 
 
-def test_no_command_writes_into_another_commands_folder(run, raw_sample, home, tmp_path,
-                                                        capsys):
+def test_no_command_writes_into_another_commands_folder(run, raw_sample, home, tmp_path, capsys):
     before = tree_hash(run)
-    _both(capsys, ["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(run)],
-          "written by evaluate", "nothing was touched")
+    _both(
+        capsys,
+        ["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(run)],
+        "written by evaluate",
+        "nothing was touched",
+    )
     _both(capsys, ["metrics", "export", "--out", str(run)], "written by evaluate")
     _both(capsys, ["compare", str(run), str(run), "--out", str(run)], "never writes there")
     assert tree_hash(run) == before
@@ -105,8 +117,15 @@ def test_reports_share_a_folder_and_leave_the_runs_alone(run, home, tmp_path, ca
     assert main(["leaderboard", str(run), "--out", str(reports)]) == 0
     before_board = (reports / "leaderboard.md").read_bytes()
     names = sorted(p.name for p in reports.iterdir() if not p.name.startswith("."))
-    assert names == ["compare.html", "compare.json", "compare.md", "compare.png",
-                     "leaderboard.json", "leaderboard.md", "leaderboard.png"]
+    assert names == [
+        "compare.html",
+        "compare.json",
+        "compare.md",
+        "compare.png",
+        "leaderboard.json",
+        "leaderboard.md",
+        "leaderboard.png",
+    ]
     before = tree_hash(reports)
     assert main(EVALUATE + ["--output-dir", str(run)]) == 0  # a rerun leaves the reports be
     assert tree_hash(reports) == before
@@ -115,8 +134,7 @@ def test_reports_share_a_folder_and_leave_the_runs_alone(run, home, tmp_path, ca
     assert (reports / "leaderboard.md").read_bytes() == before_board  # only its own
 
 
-def test_a_link_planted_at_the_sample_log_is_never_written_through(run, home, tmp_path,
-                                                                   capsys):
+def test_a_link_planted_at_the_sample_log_is_never_written_through(run, home, tmp_path, capsys):
     decoy = tmp_path / "decoy.jsonl"
     decoy.write_text("precious\n")
     log = run / "logs" / "samples-rank0.jsonl"
@@ -173,9 +191,16 @@ def test_a_hand_written_marker_cannot_reach_through_a_link(run, home, tmp_path, 
 
 def test_an_older_marker_keeps_its_folder_resumable(run, home, capsys):
     marker = json.loads((run / MARKER).read_text())
-    (run / MARKER).write_text(json.dumps({"created_by": "mera-multi-hf",
-                                          "folder": marker["folder"],
-                                          "files": sorted(marker["files"]), "info": {}}))
+    (run / MARKER).write_text(
+        json.dumps(
+            {
+                "created_by": "mera-multi-hf",
+                "folder": marker["folder"],
+                "files": sorted(marker["files"]),
+                "info": {},
+            }
+        )
+    )
     log = (run / "logs" / "samples-rank0.jsonl").read_bytes()
     assert main(EVALUATE + ["--output-dir", str(run)]) == 0
     assert (run / "logs" / "samples-rank0.jsonl").read_bytes() == log  # resumed whole
@@ -188,9 +213,20 @@ def test_judge_agreement_out_creates_a_file_and_replaces_only_its_own(home, tmp_
     judge = build_tiny_judge(tmp_path / "judge")
     capsys.readouterr()  # its progress bars
     data = tmp_path / "labelled.jsonl"
-    data.write_text("".join(json.dumps({"prompt": f"Вопрос {i}?", "gold": "да",
-                                        "prediction": "да" if i % 2 else "нет",
-                                        "label": i % 2}) + "\n" for i in range(4)))
+    data.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "prompt": f"Вопрос {i}?",
+                    "gold": "да",
+                    "prediction": "да" if i % 2 else "нет",
+                    "label": i % 2,
+                }
+            )
+            + "\n"
+            for i in range(4)
+        )
+    )
     args = ["judge", "agreement", "--data", str(data), "--model", str(judge), "--out"]
     bashrc = (home / ".bashrc").read_bytes()
     mine = tmp_path / "mine.json"
@@ -253,18 +289,32 @@ def test_a_folder_typed_through_a_link_still_works(home, tmp_path):
 
 # ---- the matrix: every command against every kind of target ----
 
+
 def _commands(run: Path, raw: Path) -> dict[str, tuple[list[str], list[str]]]:
     """command -> (its arguments less the output, the names it writes)."""
     return {
-        "build": (["build", "ruhhh_image", "--raw", str(raw), "--out"],
-                  ["README.md", "data/test-00000-of-00001.parquet"]),
-        "score": (_score_args(run, Path("x"))[:-1],
-                  ["results.json", "results.md", "results.html", "submission.zip",
-                   "samples_ruhhh_image_test.jsonl"]),
-        "metrics": (["metrics", "export", "--metric", "exact_match", "--out"],
-                    ["exact_match/exact_match.py", "exact_match/README.md"]),
-        "compare": (["compare", str(run), str(run), "--out"],
-                    ["compare.md", "compare.json", "compare.html"]),
+        "build": (
+            ["build", "ruhhh_image", "--raw", str(raw), "--out"],
+            ["README.md", "data/test-00000-of-00001.parquet"],
+        ),
+        "score": (
+            _score_args(run, Path("x"))[:-1],
+            [
+                "results.json",
+                "results.md",
+                "results.html",
+                "submission.zip",
+                "samples_ruhhh_image_test.jsonl",
+            ],
+        ),
+        "metrics": (
+            ["metrics", "export", "--metric", "exact_match", "--out"],
+            ["exact_match/exact_match.py", "exact_match/README.md"],
+        ),
+        "compare": (
+            ["compare", str(run), str(run), "--out"],
+            ["compare.md", "compare.json", "compare.html"],
+        ),
         "leaderboard": (["leaderboard", str(run), "--out"], ["leaderboard.md"]),
     }
 
@@ -295,11 +345,15 @@ def _targets(tmp_path: Path, run: Path, names: list[str], source: Path | None):
 
 
 @pytest.mark.parametrize("command", ["build", "score", "metrics", "compare", "leaderboard"])
-def test_every_command_leaves_every_foreign_byte_and_input(command, run, raw_sample, home,
-                                                           tmp_path, capsys):
+def test_every_command_leaves_every_foreign_byte_and_input(
+    command, run, raw_sample, home, tmp_path, capsys
+):
     args, names = _commands(run, raw_sample)[command]
-    source = {"build": raw_sample, "metrics": None,
-              "score": run / "samples_ruhhh_image_test.jsonl"}.get(command, run)
+    source = {
+        "build": raw_sample,
+        "metrics": None,
+        "score": run / "samples_ruhhh_image_test.jsonl",
+    }.get(command, run)
     inputs = {"run": tree_hash(run), "raw": tree_hash(raw_sample)}
     for label, out, kept in _targets(tmp_path / "targets", run, names, source):
         before = tree_hash(kept)
@@ -311,13 +365,16 @@ def test_every_command_leaves_every_foreign_byte_and_input(command, run, raw_sam
     assert {"run": tree_hash(run), "raw": tree_hash(raw_sample)} == inputs
 
 
-def test_an_output_name_that_is_not_utf8_is_refused_before_anything_is_made(run, raw_sample,
-                                                                           home, tmp_path,
-                                                                           capsys):
+def test_an_output_name_that_is_not_utf8_is_refused_before_anything_is_made(
+    run, raw_sample, home, tmp_path, capsys
+):
     out = os.fsdecode(os.fsencode(str(tmp_path)) + b"/bad\xff")
-    for args in (EVALUATE + ["--output-dir"], _score_args(run, Path("x"))[:-1],
-                 ["build", "ruhhh_image", "--raw", str(raw_sample), "--out"],
-                 ["metrics", "export", "--out"]):
+    for args in (
+        EVALUATE + ["--output-dir"],
+        _score_args(run, Path("x"))[:-1],
+        ["build", "ruhhh_image", "--raw", str(raw_sample), "--out"],
+        ["metrics", "export", "--out"],
+    ):
         assert main(args + [out]) == 2
         assert "UTF-8" in _refused(capsys, "bad\\xff")  # at the command line already
         assert not os.path.lexists(out)

@@ -2,6 +2,7 @@
 size, every request head of a kept-alive connection has its own deadline, and one large
 judge request neither exceeds its bound nor holds the others up. Real servers on
 127.0.0.1, each loop bounded."""
+
 from __future__ import annotations
 
 import select
@@ -14,12 +15,12 @@ import pytest
 import requests
 
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.serving.app import Server, json_app
-from mera_multi_hf.judge.judges import HttpJudge
 from mera_multi_hf.generation.backends.openai import OpenAIBackend
 from mera_multi_hf.generation.request import Request
+from mera_multi_hf.judge.judges import HttpJudge
+from mera_multi_hf.serving.app import Server, json_app
 
-MiB = 2 ** 20
+MiB = 2**20
 
 
 class _Huge(BaseHTTPRequestHandler):
@@ -66,8 +67,9 @@ def _request() -> Request:
 
 @pytest.mark.parametrize("route", ["/v1", "/endless/v1"])
 def test_a_huge_reply_from_a_chat_server_is_one_line(huge, route):
-    backend = OpenAIBackend("m", huge + route, max_retries=0, max_reply_bytes=4 * MiB,
-                            concurrency=1)
+    backend = OpenAIBackend(
+        "m", huge + route, max_retries=0, max_reply_bytes=4 * MiB, concurrency=1
+    )
     with pytest.raises(MeraError) as err:
         backend.generate([_request()])
     message = str(err.value)
@@ -90,8 +92,13 @@ def _health_server(read_timeout: float) -> Server:
     @app.get("/health")
     async def health():
         return {"status": "ok"}
-    return Server(app, lambda status, message: {"error": message, "code": status},
-                  read_timeout=read_timeout, timeout_keep_alive=30.0).start()
+
+    return Server(
+        app,
+        lambda status, message: {"error": message, "code": status},
+        read_timeout=read_timeout,
+        timeout_keep_alive=30.0,
+    ).start()
 
 
 def test_every_head_of_a_kept_alive_connection_has_a_deadline():

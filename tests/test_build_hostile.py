@@ -1,6 +1,7 @@
 """Hostile raw folders and dangerous --out folders: every fault is one clear problem that
 names the file, the example id and the field, nothing is written, and no file outside
 the declared output is touched."""
+
 from __future__ import annotations
 
 import hashlib
@@ -22,8 +23,8 @@ from hypothesis import strategies as st
 
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.errors import DataValidationError, MeraError
-from mera_multi_hf.data.publish import MARKER, export_raw
 from mera_multi_hf.core.limits import Limits
+from mera_multi_hf.data.publish import MARKER, export_raw
 from mera_multi_hf.demo.sample_data import bundled_sample
 from mera_multi_hf.tasks.table import get_task
 
@@ -52,8 +53,9 @@ def decoy(tmp_path) -> Path:
     root = tmp_path / "decoy"
     (root / "sub").mkdir(parents=True)
     (root / "secret.txt").write_text("do not read or change")
-    (root / "sub" / "picture.png").write_bytes((bundled_sample() / "samples" /
-                                                "image0000.png").read_bytes())
+    (root / "sub" / "picture.png").write_bytes(
+        (bundled_sample() / "samples" / "image0000.png").read_bytes()
+    )
     return root
 
 
@@ -66,12 +68,14 @@ def _edit(folder: Path, split: str, edit) -> None:
 
 def _set(path: str, value):
     """An edit that sets record #0's dotted field to value."""
+
     def edit(data):
         node = data[0]
         keys = path.split(".")
         for key in keys[:-1]:
             node = node[key]
         node[keys[-1]] = value
+
     return edit
 
 
@@ -89,19 +93,33 @@ def _fails(raw: Path, out: Path, **kwargs) -> list:
 
 
 def _has(problems, file_end, example_id, field, text):
-    hits = [p for p in problems if p.file.endswith(file_end) and p.example_id == example_id
-            and p.field == field and text in p.message]
-    assert hits, f"no {file_end} id={example_id} {field} ~ {text!r} in:\n" + \
-        "\n".join(map(str, problems))
+    hits = [
+        p
+        for p in problems
+        if p.file.endswith(file_end)
+        and p.example_id == example_id
+        and p.field == field
+        and text in p.message
+    ]
+    assert hits, f"no {file_end} id={example_id} {field} ~ {text!r} in:\n" + "\n".join(
+        map(str, problems)
+    )
 
 
 # ---- files that are not what they claim: links, FIFOs, devices, bombs, NUL bytes ----
 
+
 def test_symlink_out_of_the_folder_is_refused(raw_sample, tmp_path, decoy):
     os.symlink(decoy / "sub" / "picture.png", raw_sample / "samples" / "link.png")
     os.symlink(raw_sample / "samples" / "image0001.png", raw_sample / "samples" / "inner.png")
-    _edit(raw_sample, "test", lambda d: (d[0]["inputs"].update(image="samples/link.png"),
-                                         d[1]["inputs"].update(image="samples/inner.png")))
+    _edit(
+        raw_sample,
+        "test",
+        lambda d: (
+            d[0]["inputs"].update(image="samples/link.png"),
+            d[1]["inputs"].update(image="samples/inner.png"),
+        ),
+    )
     problems = _fails(raw_sample, tmp_path / "out")
     _has(problems, "test.json", 1, "inputs.image", "leads outside the dataset folder")
     assert len(problems) == 1  # a link that stays inside the folder is fine
@@ -120,8 +138,10 @@ def test_symlinked_samples_folder_is_refused(raw_sample, tmp_path, decoy):
 
 def test_fifo_and_device_are_refused_without_blocking(raw_sample, tmp_path):
     os.mkfifo(raw_sample / "samples" / "pipe.png")
-    edits = [lambda d: d[0]["inputs"].update(image="samples/pipe.png"),
-             lambda d: d[1]["inputs"].update(image="samples")]
+    edits = [
+        lambda d: d[0]["inputs"].update(image="samples/pipe.png"),
+        lambda d: d[1]["inputs"].update(image="samples"),
+    ]
     try:
         os.mknod(raw_sample / "samples" / "dev.png", stat.S_IFCHR | 0o600, os.makedev(1, 3))
         edits.append(lambda d: d[2]["inputs"].update(image="samples/dev.png"))
@@ -140,9 +160,22 @@ def test_fifo_in_place_of_test_json_through_the_cli(raw_sample, tmp_path):
     (raw_sample / "shots.json").unlink()
     (raw_sample / "test.json").unlink()
     os.mkfifo(raw_sample / "test.json")
-    proc = subprocess.run([sys.executable, "-m", "mera_multi_hf", "build", "ruhhh_image",
-                           "--raw", str(raw_sample), "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mera_multi_hf",
+            "build",
+            "ruhhh_image",
+            "--raw",
+            str(raw_sample),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "\nmera-multi: error: 1 problem(s)" in proc.stderr  # after datasets' progress bars
     assert "test.json: 'test.json' is a FIFO, not a regular file" in proc.stderr
@@ -153,30 +186,60 @@ def _png_declaring(width: int, height: int) -> bytes:
     """A small valid PNG whose header claims width x height (a decompression bomb)."""
     raw = zlib.compress(b"\0\0")
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + \
-        struct.pack(">I", zlib.crc32(kind + data))  # noqa: E731
+
+    def chunk(kind, data):
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", raw) + chunk(b"IEND", b"")
 
 
 def test_decompression_bombs_are_refused_from_the_header(raw_sample, tmp_path):
     (raw_sample / "samples" / "bomb.png").write_bytes(_png_declaring(200_000, 200_000))
     (raw_sample / "samples" / "big.png").write_bytes(_png_declaring(12_000, 10_000))
-    _edit(raw_sample, "test", lambda d: (d[0]["inputs"].update(image="samples/bomb.png"),
-                                         d[1]["inputs"].update(image="samples/big.png")))
-    problems = _fails(raw_sample, tmp_path / "out",
-                      limits=Limits(max_image_pixels=100_000_000))
+    _edit(
+        raw_sample,
+        "test",
+        lambda d: (
+            d[0]["inputs"].update(image="samples/bomb.png"),
+            d[1]["inputs"].update(image="samples/big.png"),
+        ),
+    )
+    problems = _fails(raw_sample, tmp_path / "out", limits=Limits(max_image_pixels=100_000_000))
     _has(problems, "test.json", 1, "inputs.image", "too large")
-    _has(problems, "test.json", 2, "inputs.image", "12000x10000 = 120000000 pixels, above the "
-                                                   "limit of 100000000")
-    code = main(["build", "ruhhh_image", "--raw", str(bundled_sample()), "--out",
-                 str(tmp_path / "o2"), "--max-image-pixels", "1000"])
+    _has(
+        problems,
+        "test.json",
+        2,
+        "inputs.image",
+        "12000x10000 = 120000000 pixels, above the limit of 100000000",
+    )
+    code = main(
+        [
+            "build",
+            "ruhhh_image",
+            "--raw",
+            str(bundled_sample()),
+            "--out",
+            str(tmp_path / "o2"),
+            "--max-image-pixels",
+            "1000",
+        ]
+    )
     assert code == 2 and not (tmp_path / "o2").exists()  # the limit is configurable
 
 
 def test_nul_byte_and_escaping_paths(raw_sample, tmp_path):
-    _edit(raw_sample, "test", lambda d: (d[0]["inputs"].update(image="samples/a\0.png"),
-                                         d[1]["inputs"].update(image="/etc/hostname"),
-                                         d[2]["inputs"].update(image=["samples/x.png"])))
+    _edit(
+        raw_sample,
+        "test",
+        lambda d: (
+            d[0]["inputs"].update(image="samples/a\0.png"),
+            d[1]["inputs"].update(image="/etc/hostname"),
+            d[2]["inputs"].update(image=["samples/x.png"]),
+        ),
+    )
     problems = _fails(raw_sample, tmp_path / "out")
     _has(problems, "test.json", 1, "inputs.image", "contains a NUL byte")
     _has(problems, "test.json", 2, "inputs.image", "escapes the dataset folder")
@@ -204,10 +267,11 @@ def test_format_specs_in_instructions_are_reported_per_record(raw_sample, tmp_pa
     def edit(data):
         for record, template in zip(data, templates):
             record["instruction"] = "<image> " + template + " A. {option_a} B. {option_b}"
+
     _edit(raw_sample, "test", edit)
     _edit(raw_sample, "shots", lambda d: d[0].update(instruction="{option_b!r}"))
     problems = _fails(raw_sample, tmp_path / "out")
-    for position, (template, message) in enumerate(BAD_TEMPLATES.items()):
+    for position, message in enumerate(BAD_TEMPLATES.values()):
         _has(problems, "test.json", position + 1, "instruction", message)
     _has(problems, "shots.json", 27, "instruction", "{option_b!r}")
     assert len(problems) == len(BAD_TEMPLATES) + 1
@@ -215,13 +279,22 @@ def test_format_specs_in_instructions_are_reported_per_record(raw_sample, tmp_pa
 
 # ---- values of the wrong shape or out of range ----
 
+
 def test_meta_shapes_and_integer_ranges(raw_sample, tmp_path):
-    _edit(raw_sample, "test", lambda d: (
-        d[0]["meta"].update(image="photo"), d[1]["meta"].update(image=["photo"]),
-        d[2]["meta"].update(categories=["helpful", "solutions"]),
-        d[3]["meta"].update(id=2**31), d[4]["meta"].update(group_id=-2**40),
-        d[5]["meta"]["image"].update(type=[1, 2]), d[6]["meta"].update(id=True),
-        d[7]["meta"].update(group_id="7")))
+    _edit(
+        raw_sample,
+        "test",
+        lambda d: (
+            d[0]["meta"].update(image="photo"),
+            d[1]["meta"].update(image=["photo"]),
+            d[2]["meta"].update(categories=["helpful", "solutions"]),
+            d[3]["meta"].update(id=2**31),
+            d[4]["meta"].update(group_id=-(2**40)),
+            d[5]["meta"]["image"].update(type=[1, 2]),
+            d[6]["meta"].update(id=True),
+            d[7]["meta"].update(group_id="7"),
+        ),
+    )
     problems = _fails(raw_sample, tmp_path / "out")
     _has(problems, "test.json", 1, "meta.image", "must be an object, got str")
     _has(problems, "test.json", 2, "meta.image", "must be an object, got list")
@@ -262,26 +335,41 @@ def test_metadata_is_never_evaluated(raw_sample, tmp_path):
     canary = tmp_path / "canary"
     meta_path = raw_sample / "raw_dataset_meta.json"
     meta = json.loads(meta_path.read_text())
-    meta.update(dataset_size=f"__import__('pathlib').Path({str(canary)!r}).touch()",
-                synt_source_models="list(set(open('/etc/passwd') for sample in DATA))",
-                prompts=42, exclude_fields="meta", human_benchmark={"Exact match": "high"},
-                skills="Ethics")
+    meta.update(
+        dataset_size=f"__import__('pathlib').Path({str(canary)!r}).touch()",
+        synt_source_models="list(set(open('/etc/passwd') for sample in DATA))",
+        prompts=42,
+        exclude_fields="meta",
+        human_benchmark={"Exact match": "high"},
+        skills="Ethics",
+    )
     meta_path.write_text(json.dumps(meta))
     problems = _fails(raw_sample, tmp_path / "out")
     assert not canary.exists()
-    for field, text in [("dataset_size", "is not one this project computes"),
-                        ("synt_source_models", "is not one this project computes"),
-                        ("prompts", "must be a list of prompt strings"),
-                        ("exclude_fields", "must be an object like"),
-                        ("human_benchmark.Exact match", "must be a number"),
-                        ("skills", "must be a list of strings, got str")]:
+    for field, text in [
+        ("dataset_size", "is not one this project computes"),
+        ("synt_source_models", "is not one this project computes"),
+        ("prompts", "must be a list of prompt strings"),
+        ("exclude_fields", "must be an object like"),
+        ("human_benchmark.Exact match", "must be a number"),
+        ("skills", "must be a list of strings, got str"),
+    ]:
         _has(problems, "raw_dataset_meta.json", None, field, text)
 
 
 def test_bad_shard_sizes_are_refused_before_anything_is_written(raw_sample, tmp_path, capsys):
     for size in ("abc", "0", "-5MB", "5XB"):
-        code = main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out",
-                     str(tmp_path / "new" / "out"), f"--max-shard-size={size}"])
+        code = main(
+            [
+                "build",
+                "ruhhh_image",
+                "--raw",
+                str(raw_sample),
+                "--out",
+                str(tmp_path / "new" / "out"),
+                f"--max-shard-size={size}",
+            ]
+        )
         err = capsys.readouterr().err
         assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
         assert err.startswith(f"mera-multi: error: --max-shard-size {size!r}: not a positive size")
@@ -290,8 +378,8 @@ def test_bad_shard_sizes_are_refused_before_anything_is_written(raw_sample, tmp_
 
 # ---- the output folder ----
 
-def test_out_never_replaces_what_the_tool_did_not_write(raw_sample, tmp_path, monkeypatch,
-                                                        decoy):
+
+def test_out_never_replaces_what_the_tool_did_not_write(raw_sample, tmp_path, monkeypatch, decoy):
     before_raw, before_decoy = tree_hash(raw_sample), tree_hash(decoy)
     monkeypatch.chdir(decoy / "sub")
     for out in (raw_sample, raw_sample.parent, decoy / "sub", decoy):  # raw, its parent, cwd..
@@ -337,26 +425,57 @@ def test_rebuild_replaces_its_own_export_and_fills_an_empty_folder(raw_sample, t
 # ---- property-based: any JSON value in any field ----
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70)
-    | st.floats(allow_nan=True) | st.text(max_size=12)
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=12)
     | st.sampled_from(["A", "B", "", "samples/image0000.png", "{question}", "{0}", "x" * 300]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
-                                                                 max_size=3),
-    max_leaves=6)
-RECORD_FIELDS = ["instruction", "inputs", "inputs.image", "inputs.question", "inputs.option_a",
-                 "outputs", "meta", "meta.id", "meta.group_id", "meta.image",
-                 "meta.image.source", "meta.categories", "meta.categories.category",
-                 "meta.categories.subcategory"]
-META_FIELDS = ["dataset_name", "license", "dataset_size", "description", "skills",
-               "synt_source_models", "data_example", "data_field_descriptions", "prompts",
-               "exclude_fields", "metrics", "human_benchmark"]
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+RECORD_FIELDS = [
+    "instruction",
+    "inputs",
+    "inputs.image",
+    "inputs.question",
+    "inputs.option_a",
+    "outputs",
+    "meta",
+    "meta.id",
+    "meta.group_id",
+    "meta.image",
+    "meta.image.source",
+    "meta.categories",
+    "meta.categories.category",
+    "meta.categories.subcategory",
+]
+META_FIELDS = [
+    "dataset_name",
+    "license",
+    "dataset_size",
+    "description",
+    "skills",
+    "synt_source_models",
+    "data_example",
+    "data_field_descriptions",
+    "prompts",
+    "exclude_fields",
+    "metrics",
+    "human_benchmark",
+]
 
 
 # Few examples per run (the CPUs are shared); MERA_HYPOTHESIS_EXAMPLES=500 for a long hunt.
 # No example database: the tests write nothing into the working tree.
-HOSTILE_SETTINGS = settings(max_examples=int(os.environ.get("MERA_HYPOTHESIS_EXAMPLES", "25")),
-                            deadline=None, database=None,
-                            suppress_health_check=list(HealthCheck))
+HOSTILE_SETTINGS = settings(
+    max_examples=int(os.environ.get("MERA_HYPOTHESIS_EXAMPLES", "25")),
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 
 def _small_raw(root: Path) -> Path:
@@ -408,7 +527,8 @@ def test_any_value_in_any_metadata_field_builds_or_fails_cleanly(field, value):
 def test_nesting_deep_enough_to_parse_is_still_refused(raw_sample, tmp_path):
     meta_path = raw_sample / "raw_dataset_meta.json"
     meta = json.loads(meta_path.read_text())
-    meta_path.write_text(json.dumps(meta)[:-1] + ', "exclude_fields": ' + "{\"a\": " * 900 +
-                         "{}" + "}" * 900 + "}")
+    meta_path.write_text(
+        json.dumps(meta)[:-1] + ', "exclude_fields": ' + '{"a": ' * 900 + "{}" + "}" * 900 + "}"
+    )
     problems = _fails(raw_sample, tmp_path / "out")
     _has(problems, "raw_dataset_meta.json", None, None, "JSON nested deeper than 64 levels")

@@ -1,5 +1,6 @@
 """The run's bar chart (results.png): written by `evaluate` and `score`, linked from
 results.md, listed with its sha256 in results.json, the human baseline drawn."""
+
 from __future__ import annotations
 
 import io
@@ -21,7 +22,7 @@ def _pixels(png: bytes) -> np.ndarray:
 
 
 def _human_pixels(png: bytes) -> int:
-    red = np.array([int(HUMAN_COLOR[i:i + 2], 16) for i in (1, 3, 5)])
+    red = np.array([int(HUMAN_COLOR[i : i + 2], 16) for i in (1, 3, 5)])
     return int((np.abs(_pixels(png) - red).sum(axis=2) < 40).sum())
 
 
@@ -39,8 +40,9 @@ def _check_output(out: Path) -> None:
 def test_evaluate_run_writes_the_chart(tmp_path):
     from mera_multi_hf.pipeline.evaluate import run_evaluation
 
-    run_evaluation(tasks="ruhhh_image", data="sample", output_dir=str(tmp_path / "run"),
-                   batch_size=8, limit=12)
+    run_evaluation(
+        tasks="ruhhh_image", data="sample", output_dir=str(tmp_path / "run"), batch_size=8, limit=12
+    )
     _check_output(tmp_path / "run")
 
 
@@ -49,33 +51,67 @@ def test_score_run_writes_the_chart(tmp_path):
 
     test = load_task("ruhhh_image", source="sample")["test"]
     preds = tmp_path / "preds.jsonl"
-    preds.write_text("".join(json.dumps({"id": m["id"], "prediction": "A"}) + "\n"
-                             for m in test["meta"]), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "mera_multi_hf", "score", "--task", "ruhhh_image",
-                           "--predictions", str(preds), "--data", "sample", "--out",
-                           str(tmp_path / "scored")], capture_output=True, text=True, timeout=300)
+    preds.write_text(
+        "".join(json.dumps({"id": m["id"], "prediction": "A"}) + "\n" for m in test["meta"]),
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mera_multi_hf",
+            "score",
+            "--task",
+            "ruhhh_image",
+            "--predictions",
+            str(preds),
+            "--data",
+            "sample",
+            "--out",
+            str(tmp_path / "scored"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     _check_output(tmp_path / "scored")
     assert "results.png" in proc.stdout
 
 
 def _result(task, metrics, human, breakdown=None):
-    return {"task": task, "split": "test", "n_examples": 10, "scorable": True, "metrics": metrics,
-            "task_score": sum(metrics.values()) / len(metrics), "human_baseline": human,
-            "breakdown": breakdown or {}}
+    return {
+        "task": task,
+        "split": "test",
+        "n_examples": 10,
+        "scorable": True,
+        "metrics": metrics,
+        "task_score": sum(metrics.values()) / len(metrics),
+        "human_baseline": human,
+        "breakdown": breakdown or {},
+    }
 
 
 def test_panels_follow_the_breakdowns():
-    domains = {"domain": {"biology": {"exact_match": 0.5, "n_examples": 4},
-                          "physics": {"exact_match": 0.25, "n_examples": 6}}}
-    shown = panels([_result("runaturalsciencevqa", {"exact_match": 0.35}, {"exact_match": 0.938},
-                            domains),
-                    _result("ruclevr", {"exact_match": 0.6}, {"exact_match": 0.9608}),
-                    _result("weird", {"exact_match": 0.4}, {}),
-                    {"task": "realvqa", "scorable": False, "metrics": {}}])
+    domains = {
+        "domain": {
+            "biology": {"exact_match": 0.5, "n_examples": 4},
+            "physics": {"exact_match": 0.25, "n_examples": 6},
+        }
+    }
+    shown = panels(
+        [
+            _result("runaturalsciencevqa", {"exact_match": 0.35}, {"exact_match": 0.938}, domains),
+            _result("ruclevr", {"exact_match": 0.6}, {"exact_match": 0.9608}),
+            _result("weird", {"exact_match": 0.4}, {}),
+            {"task": "realvqa", "scorable": False, "metrics": {}},
+        ]
+    )
     # the summary names every task of the run (official names), the breakdowns follow
     assert [p["labels"] for p in shown] == [
-        ["ruNaturalScienceVQA", "ruCLEVR", "WEIRD", "RealVQA"], ["all", "biology", "physics"]]
+        ["ruNaturalScienceVQA", "ruCLEVR", "WEIRD", "RealVQA"],
+        ["all", "biology", "physics"],
+    ]
     assert shown[1]["series"] == {"exact_match": [0.35, 0.5, 0.25]} and shown[1]["n"] == [10, 4, 6]
     assert shown[1]["human"] == {"exact_match": 0.938}
     assert shown[0]["human"] == {"task score": [0.938, 0.9608, None, None]}
@@ -97,12 +133,15 @@ def test_import_does_not_load_matplotlib():
 
 @pytest.mark.parametrize("n_tasks", [1, 12])
 def test_chart_size_grows_with_the_labels(n_tasks):
-    results = [_result(f"task{i}", {"exact_match": i / 10}, {"exact_match": 0.9}) for i in range(n_tasks)]
+    results = [
+        _result(f"task{i}", {"exact_match": i / 10}, {"exact_match": 0.9}) for i in range(n_tasks)
+    ]
     image = Image.open(io.BytesIO(chart_png(results)))
     assert image.width >= 600 and (n_tasks == 1 or image.width > 600)
 
 
 # What is drawn, read from the figure's artists (not from pixels).
+
 
 def _axes(results):
     from mera_multi_hf.reporting.charts import figure
@@ -123,8 +162,12 @@ def _visible_bars(ax):
 
 
 def test_a_zero_has_a_mark_and_a_value_label():
-    fig, axes = _axes([_result("ruclevr", {"exact_match": 0.0}, {"exact_match": 0.96}),
-                       _result("weird", {"exact_match": 0.5}, {})])
+    fig, axes = _axes(
+        [
+            _result("ruclevr", {"exact_match": 0.0}, {"exact_match": 0.96}),
+            _result("weird", {"exact_match": 0.5}, {}),
+        ]
+    )
     summary = axes[0]
     assert [t.get_text() for t in _texts(summary, "value")] == ["0.00", "0.50"]
     marks = [ln for ln in summary.lines if ln.get_gid() == "zero-mark"]
@@ -136,15 +179,21 @@ def test_every_task_is_in_the_summary_with_its_official_name_and_n():
 
     results = []
     for key, task in TASKS.items():
-        breakdown = {"category": {"a": {"exact_match": 0.5, "n_examples": 3},
-                                  "b": {"exact_match": 0.0, "n_examples": 40}}} \
-            if task.breakdowns else None
+        breakdown = (
+            {
+                "category": {
+                    "a": {"exact_match": 0.5, "n_examples": 3},
+                    "b": {"exact_match": 0.0, "n_examples": 40},
+                }
+            }
+            if task.breakdowns
+            else None
+        )
         results.append(_result(key, {"exact_match": 0.25}, {"exact_match": 0.9}, breakdown))
     results[7] = {"task": "realvqa", "scorable": False, "metrics": {}, "n_examples": 5}
     fig, axes = _axes(results)
     ticks = [t.get_text() for t in axes[0].get_xticklabels()]
-    assert ticks == [f"{t.class_name}\nn={5 if t.key == 'realvqa' else 10}"
-                     for t in TASKS.values()]
+    assert ticks == [f"{t.class_name}\nn={5 if t.key == 'realvqa' else 10}" for t in TASKS.values()]
     assert len(_visible_bars(axes[0])) == 17  # the hidden-answer task: named, no bar
     assert [t.get_text() for t in _texts(axes[0], "missing")] == ["not scored"]
     assert len(axes) == 1 + sum(bool(t.breakdowns) for t in TASKS.values())
@@ -154,13 +203,17 @@ def test_every_task_is_in_the_summary_with_its_official_name_and_n():
         for group in (ax.get_xticklabels(), _texts(ax, "value")):
             boxes = [t.get_window_extent(renderer) for t in group]
             for i, a in enumerate(boxes):
-                assert not any(a.overlaps(b) for b in boxes[i + 1:]), [t.get_text() for t in group]
+                assert not any(a.overlaps(b) for b in boxes[i + 1 :]), [t.get_text() for t in group]
 
 
 def test_few_examples_are_hatched_and_the_baseline_only_over_bars():
-    breakdown = {"category": {"one": {"exact_match": 1.0, "n_examples": 1},
-                              "many": {"exact_match": 0.5, "n_examples": 50},
-                              "none": {"exact_match": None, "n_examples": 0}}}
+    breakdown = {
+        "category": {
+            "one": {"exact_match": 1.0, "n_examples": 1},
+            "many": {"exact_match": 0.5, "n_examples": 50},
+            "none": {"exact_match": None, "n_examples": 0},
+        }
+    }
     result = _result("ruhhh_image", {"exact_match": 0.55}, {"exact_match": 0.95}, breakdown)
     result["n_examples"] = 51
     fig, axes = _axes([result])
@@ -175,9 +228,13 @@ def test_few_examples_are_hatched_and_the_baseline_only_over_bars():
 
 def test_intervals_are_drawn_when_the_result_carries_them():
     plain = _result("ruclevr", {"exact_match": 0.6}, {})
-    with_ci = dict(plain, uncertainty={"exact_match": {"low": 0.4, "high": 0.8, "stderr": 0.1,
-                                                      "level": 0.95, "n": 10}},
-                   task_score_uncertainty={"low": 0.4, "high": 0.8})
+    with_ci = dict(
+        plain,
+        uncertainty={
+            "exact_match": {"low": 0.4, "high": 0.8, "stderr": 0.1, "level": 0.95, "n": 10}
+        },
+        task_score_uncertainty={"low": 0.4, "high": 0.8},
+    )
 
     def intervals(result):
         fig, axes = _axes([result])
@@ -191,12 +248,26 @@ def test_intervals_are_drawn_when_the_result_carries_them():
 
 
 def test_zero_labels_in_domain_panels_clear_the_axis_and_the_baselines():
-    zero = {"exact_match": 0.0, "n_examples": 12,
-            "uncertainty": {"exact_match": {"low": 0.0, "high": 0.0}}}
-    domains = {"domain": {d: dict(zero) for d in ("Applied_Sciences", "Business", "Cultural_Studies",
-                                                  "Fundamental_Sciences", "Social_Sciences")}}
-    fig, axes = _axes([_result("unisciencevqa", {"exact_match": 0.0}, {"exact_match": 0.12},
-                               domains)])
+    zero = {
+        "exact_match": 0.0,
+        "n_examples": 12,
+        "uncertainty": {"exact_match": {"low": 0.0, "high": 0.0}},
+    }
+    domains = {
+        "domain": {
+            d: dict(zero)
+            for d in (
+                "Applied_Sciences",
+                "Business",
+                "Cultural_Studies",
+                "Fundamental_Sciences",
+                "Social_Sciences",
+            )
+        }
+    }
+    fig, axes = _axes(
+        [_result("unisciencevqa", {"exact_match": 0.0}, {"exact_match": 0.12}, domains)]
+    )
     renderer = fig.canvas.get_renderer()
     panel = axes[-1]
     labels = _texts(panel, "value")

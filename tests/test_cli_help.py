@@ -1,6 +1,7 @@
 """Every command's help: every option explained with its default, in the README's
 spelling, in the forms the parser accepts, generated from the command's dataclass; help
 and `tasks` load no heavy library, nor does an openai run on a prepared dataset."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,16 +14,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from mera_multi_hf.cli.main import TASK_COLUMNS, build_parser, main
 from mera_multi_hf.cli.evaluate import options_parser
+from mera_multi_hf.cli.main import TASK_COLUMNS, build_parser, main
 from mera_multi_hf.core.arguments import Parser
 from mera_multi_hf.serving.chat_server import _parser as serve_parser
 
 
 def _parsers():
     """(name, parser) of every command and sub-command."""
-    found = [("mera-multi", build_parser()), ("evaluate", options_parser()),
-             ("serving.chat_server", serve_parser())]
+    found = [
+        ("mera-multi", build_parser()),
+        ("evaluate", options_parser()),
+        ("serving.chat_server", serve_parser()),
+    ]
     todo = [found[0]]
     while todo:
         name, parser = todo.pop()
@@ -42,25 +46,50 @@ PARSERS = _parsers()
 def test_every_option_has_help_and_a_shown_default(name, parser):
     formatter = parser._get_formatter()
     for action in parser._actions:
-        if isinstance(action, (argparse._HelpAction, argparse._VersionAction,
-                               argparse._SubParsersAction)) or action.help == argparse.SUPPRESS:
+        if (
+            isinstance(
+                action, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)
+            )
+            or action.help == argparse.SUPPRESS
+        ):
             continue
         text = formatter._get_help_string(action) or ""
         assert action.help, f"{name} {action.option_strings or action.dest}: no help"
         if action.option_strings:
-            assert "default" in text.lower() or "required" in text.lower(), \
+            assert "default" in text.lower() or "required" in text.lower(), (
                 f"{name} {action.option_strings[0]}: the help shows no default: {text!r}"
+            )
     usage = parser.format_help()
-    for wrong in ("[OVERWRITE]", "--output_dir", "SOURCE [SOURCE ...]", "STOP [STOP ...]",
-                  "--no_progress", "[NO_PROGRESS]"):
+    for wrong in (
+        "[OVERWRITE]",
+        "--output_dir",
+        "SOURCE [SOURCE ...]",
+        "STOP [STOP ...]",
+        "--no_progress",
+        "[NO_PROGRESS]",
+    ):
         assert wrong not in usage, f"{name}: {wrong}"
 
 
 def test_evaluate_flags_take_both_spellings_and_repeat():
     parser = options_parser()
-    args = parser.parse_args(["--output_dir", "a", "--no-progress", "--data", "x=1",
-                              "--data", "y=2", "--base-url", "http://a/v1",
-                              "--base-url", "http://b/v1", "--max_new_tokens", "5"])
+    args = parser.parse_args(
+        [
+            "--output_dir",
+            "a",
+            "--no-progress",
+            "--data",
+            "x=1",
+            "--data",
+            "y=2",
+            "--base-url",
+            "http://a/v1",
+            "--base-url",
+            "http://b/v1",
+            "--max_new_tokens",
+            "5",
+        ]
+    )
     assert args.output_dir == "a" and args.no_progress is True and args.overwrite is False
     assert args.data == ["x=1", "y=2"] and args.max_new_tokens == 5
     assert args.base_url == ["http://a/v1", "http://b/v1"]
@@ -82,8 +111,17 @@ def test_tasks_help_explains_every_column(capsys):
     shown = capsys.readouterr().out
     main(["tasks"])
     header = capsys.readouterr().out.splitlines()[0]
-    for column in ("task", "class name", "modality", "test", "public", "answer", "metrics",
-                   "domains", "hub id"):
+    for column in (
+        "task",
+        "class name",
+        "modality",
+        "test",
+        "public",
+        "answer",
+        "metrics",
+        "domains",
+        "hub id",
+    ):
         assert column in header and f"\n  {column} " in shown
     assert TASK_COLUMNS.splitlines()[0] in shown
 
@@ -102,10 +140,17 @@ print(json.dumps(sorted(m for m in %r if m in sys.modules)))
 
 
 def test_help_and_tasks_load_no_heavy_library():
-    commands = [["--help"], ["tasks"]] + [name.split()[1:] + ["--help"]
-                                           for name, _ in PARSERS[3:]] + [["evaluate", "--help"]]
-    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(commands)],
-                          capture_output=True, text=True, timeout=120)
+    commands = (
+        [["--help"], ["tasks"]]
+        + [name.split()[1:] + ["--help"] for name, _ in PARSERS[3:]]
+        + [["evaluate", "--help"]]
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(commands)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
 
@@ -117,18 +162,19 @@ def test_every_option_comes_from_a_dataclass_field():
     from dataclasses import MISSING
 
     from mera_multi_hf.core.arguments import FIELD_TAG
-
     from mera_multi_hf.demo.sample_data.__main__ import parser as sample_parser
 
     checked = 0
     for name, parser in PARSERS + [("sample_data", sample_parser())]:
         for action in parser._actions:
-            if isinstance(action, (argparse._HelpAction, argparse._VersionAction,
-                                   argparse._SubParsersAction)):
+            if isinstance(
+                action, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)
+            ):
                 continue
             field = getattr(action, FIELD_TAG, None)
-            assert field is not None, \
+            assert field is not None, (
                 f"{name} {action.option_strings or action.dest}: not from a dataclass field"
+            )
             assert field.name == action.dest and field.default is not MISSING
             checked += 1
     assert checked > 100
@@ -145,22 +191,36 @@ def _options_of(argv):
 
 
 def test_a_command_gets_the_dataclass_a_python_caller_builds():
-    from mera_multi_hf.cli.main import BuildOptions
     from mera_multi_hf.cli.judge import TrainOptions
+    from mera_multi_hf.cli.main import BuildOptions
     from mera_multi_hf.reporting.leaderboard import LeaderboardOptions
     from mera_multi_hf.spaces.export import ExportOptions
 
-    assert _options_of(["build", "ruhhh_image", "--raw", "sample", "--out", "o",
-                        "--max_image_pixels", "5", "--max-audio-seconds", "2.5"]) == \
-        BuildOptions(task="ruhhh_image", raw="sample", out="o", max_image_pixels=5,
-                     max_audio_seconds=2.5)
-    assert _options_of(["leaderboard", "a", "b", "--overwrite"]) == \
-        LeaderboardOptions(runs=["a", "b"], overwrite=True)
-    assert _options_of(["metrics", "export", "--out", "o", "--metric", "slot_f1", "--metric",
-                        "exact_match"]) == ExportOptions(out="o", metric=["slot_f1",
-                                                                          "exact_match"])
-    assert _options_of(["judge", "train", "--data", "d", "--base", "b", "--out", "o",
-                        "--lr", "0.5"]) == TrainOptions("d", "b", "o", lr=0.5)
+    assert _options_of(
+        [
+            "build",
+            "ruhhh_image",
+            "--raw",
+            "sample",
+            "--out",
+            "o",
+            "--max_image_pixels",
+            "5",
+            "--max-audio-seconds",
+            "2.5",
+        ]
+    ) == BuildOptions(
+        task="ruhhh_image", raw="sample", out="o", max_image_pixels=5, max_audio_seconds=2.5
+    )
+    assert _options_of(["leaderboard", "a", "b", "--overwrite"]) == LeaderboardOptions(
+        runs=["a", "b"], overwrite=True
+    )
+    assert _options_of(
+        ["metrics", "export", "--out", "o", "--metric", "slot_f1", "--metric", "exact_match"]
+    ) == ExportOptions(out="o", metric=["slot_f1", "exact_match"])
+    assert _options_of(
+        ["judge", "train", "--data", "d", "--base", "b", "--out", "o", "--lr", "0.5"]
+    ) == TrainOptions("d", "b", "o", lr=0.5)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["metrics", "export", "--out", "o", "--metric", "nope"])
 
@@ -175,6 +235,7 @@ def test_a_fields_help_and_default_show_in_help():
     @dataclass
     class Shared:
         """shared things"""
+
         speed: float = opt(2.5, "how fast")
 
     @dataclass
@@ -188,9 +249,14 @@ def test_a_fields_help_and_default_show_in_help():
     parser = Parser(prog="demo")
     add_dataclass_options(parser, Options)
     shown = " ".join(parser.format_help().split())
-    for text in ("what to hit", "paint (default: red)", "--max-hits N stop after N (default: "
-                 "none)", "shout (default: off)", "shared things: --speed SPEED how fast "
-                 "(default: 2.5)", "{red,blue}"):
+    for text in (
+        "what to hit",
+        "paint (default: red)",
+        "--max-hits N stop after N (default: none)",
+        "shout (default: off)",
+        "shared things: --speed SPEED how fast (default: 2.5)",
+        "{red,blue}",
+    ):
         assert text in shown, text
     assert "--max_hits" not in shown  # the underscore spelling is taken, never listed
     args = parser.parse_args(["x", "--max_hits", "3", "--tag", "a", "--tag", "b", "--loud"])
@@ -244,11 +310,31 @@ def test_an_openai_run_on_a_prepared_dataset_loads_no_heavy_library(tmp_path):
         shown = []
         for run in ("first", "second"):
             done = subprocess.run(
-                [sys.executable, "-c", RUN_PROBE, "evaluate", "--backend", "openai", "--model",
-                 "m", "--base-url", f"http://127.0.0.1:{server.server_port}/v1",
-                 "--tasks", "ruhhh_image", "--data", "sample", "--no-progress",
-                 "--output-dir", str(tmp_path / run)],
-                capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path)
+                [
+                    sys.executable,
+                    "-c",
+                    RUN_PROBE,
+                    "evaluate",
+                    "--backend",
+                    "openai",
+                    "--model",
+                    "m",
+                    "--base-url",
+                    f"http://127.0.0.1:{server.server_port}/v1",
+                    "--tasks",
+                    "ruhhh_image",
+                    "--data",
+                    "sample",
+                    "--no-progress",
+                    "--output-dir",
+                    str(tmp_path / run),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=180,
+                env=env,
+                cwd=tmp_path,
+            )
             assert done.returncode == 0, done.stderr[-2000:]
             shown.append(done.stdout.strip().splitlines()[-1])
     finally:
@@ -256,8 +342,10 @@ def test_an_openai_run_on_a_prepared_dataset_loads_no_heavy_library(tmp_path):
         server.server_close()
     assert "datasets" in shown[0]  # the first run prepares the Arrow files with datasets
     assert shown[1] == "HEAVY []"
-    first, second = (json.loads((tmp_path / r / "results.json").read_text(encoding="utf-8"))
-                     for r in ("first", "second"))
+    first, second = (
+        json.loads((tmp_path / r / "results.json").read_text(encoding="utf-8"))
+        for r in ("first", "second")
+    )
     assert first["run"]["dataset_fingerprint"] == second["run"]["dataset_fingerprint"]
     assert first["tasks"] == second["tasks"]
 
@@ -272,4 +360,7 @@ def test_serve_is_a_command_spelled_as_the_judge_server(capsys):
     for flag in ("--served-model-name", "--served-name"):  # the older spelling stays an alias
         assert serve_parser().parse_args([flag, "tiny"]).served_model_name == "tiny"
     judge = next(p for n, p in PARSERS if n == "mera-multi judge serve")
-    assert judge.parse_args(["--model", "m", "--served-model-name", "tiny"]).served_model_name == "tiny"
+    assert (
+        judge.parse_args(["--model", "m", "--served-model-name", "tiny"]).served_model_name
+        == "tiny"
+    )

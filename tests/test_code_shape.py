@@ -1,6 +1,7 @@
 """The shape the code keeps: the package is its stage folders, each imports only the ones
 below it (import-linter's contracts in pyproject.toml; `.ci/run` runs them too), and no
 library function is longer than a screen."""
+
 from __future__ import annotations
 
 import ast
@@ -14,8 +15,20 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mera_multi_hf"
 
-STAGES = ["core", "tasks", "demo", "data", "judge", "scoring", "generation", "reporting",
-          "serving", "spaces", "pipeline", "cli"]  # bottom up, as pyproject's layers contract
+STAGES = [
+    "core",
+    "tasks",
+    "demo",
+    "data",
+    "judge",
+    "scoring",
+    "generation",
+    "reporting",
+    "serving",
+    "spaces",
+    "pipeline",
+    "cli",
+]  # bottom up, as pyproject's layers contract
 
 
 def _module_name(path: Path) -> str:
@@ -56,8 +69,9 @@ def test_the_import_contracts_hold():
     lint = shutil.which("lint-imports", path=os.path.dirname(sys.executable))
     if lint is None:
         pytest.skip("import-linter is not installed (pip install -e '.[test]')")
-    done = subprocess.run([lint, "--no-cache", "--no-logo"], cwd=PACKAGE.parent,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [lint, "--no-cache", "--no-logo"], cwd=PACKAGE.parent, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
 
 
@@ -77,7 +91,10 @@ def test_no_library_function_is_longer_than_a_screen():
 def test_no_library_file_is_over_500_lines():
     """Outside the sample tables (sample_data/), a module that grows past 500 lines is doing
     more than one job: split it."""
-    long = [f"{_module_name(p)}: {n} lines" for p in _library_files()
-            if "sample_data" not in p.parts
-            and (n := len(p.read_text(encoding="utf-8").splitlines())) > 500]
+    long = [
+        f"{_module_name(p)}: {n} lines"
+        for p in _library_files()
+        if "sample_data" not in p.parts
+        and (n := len(p.read_text(encoding="utf-8").splitlines())) > 500
+    ]
     assert not long, long

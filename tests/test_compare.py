@@ -1,6 +1,7 @@
 """`mera-multi compare`: McNemar against scipy's binomial test, two runs of one model
 compare as no difference, a constructed effect is found, differing data is refused, and
 runs from `evaluate` and from `score` of lm-evaluation-harness logs pair up."""
+
 from __future__ import annotations
 
 import json
@@ -11,17 +12,18 @@ import pytest
 from scipy.stats import binomtest
 
 from mera_multi_hf.cli.main import main
-from mera_multi_hf.reporting.compare import compare_runs, mcnemar_exact
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.data.examples import Example
 from mera_multi_hf.core.outputs import OutputFolder
+from mera_multi_hf.data.examples import Example
+from mera_multi_hf.reporting.compare import compare_runs, mcnemar_exact
 from mera_multi_hf.reporting.reports import results_doc, write_outputs
 from mera_multi_hf.scoring.score import score_task, summarize
 from mera_multi_hf.tasks.table import get_task
 
 
-@pytest.mark.parametrize("only_a,only_b", [(0, 0), (3, 0), (9, 5), (40, 22), (7, 7), (0, 25),
-                                           (130, 100)])
+@pytest.mark.parametrize(
+    "only_a,only_b", [(0, 0), (3, 0), (9, 5), (40, 22), (7, 7), (0, 25), (130, 100)]
+)
 def test_mcnemar_equals_binomtest_on_discordant_counts(only_a, only_b):
     n = only_a + only_b
     expected = binomtest(only_a, n, 0.5).pvalue if n else 1.0
@@ -31,10 +33,21 @@ def test_mcnemar_equals_binomtest_on_discordant_counts(only_a, only_b):
 def _examples(task_key: str, n: int, group_size: int = 1, prompt=lambda i: f"q{i}"):
     task = get_task(task_key)
     names = [name for name, _ in task.breakdowns]
-    return task, [Example(task=task.key, id=i, index=i, prompt=prompt(i), media_fields=(),
-                          gold="AB"[(i // 2) % 2], group=i // group_size,
-                          breakdown={name: f"c{(i // group_size) % 3}" for name in names},
-                          meta={"id": i}, options=("x", "y")) for i in range(n)]
+    return task, [
+        Example(
+            task=task.key,
+            id=i,
+            index=i,
+            prompt=prompt(i),
+            media_fields=(),
+            gold="AB"[(i // 2) % 2],
+            group=i // group_size,
+            breakdown={name: f"c{(i // group_size) % 3}" for name in names},
+            meta={"id": i},
+            options=("x", "y"),
+        )
+        for i in range(n)
+    ]
 
 
 def _run(folder, task, examples, right, name):
@@ -71,11 +84,13 @@ def test_known_effect_is_found_and_same_model_is_no_difference(tmp_path):
 def test_group_tasks_compare_by_group_and_breakdown(tmp_path):
     task, examples = _examples("ruhhh_image", 480, group_size=4)
     group_ok = np.random.default_rng(1).random(120) < 0.7
-    better = np.repeat(group_ok, 4)                  # A gets whole groups right
+    better = np.repeat(group_ok, 4)  # A gets whole groups right
     worse = better.copy()
-    worse[::4] = False                               # B misses one pair in every group
-    result = compare_runs(_run(tmp_path / "a", task, examples, better, "a"),
-                          _run(tmp_path / "b", task, examples, worse, "b"))["tasks"]["ruhhh_image"]
+    worse[::4] = False  # B misses one pair in every group
+    result = compare_runs(
+        _run(tmp_path / "a", task, examples, better, "a"),
+        _run(tmp_path / "b", task, examples, worse, "b"),
+    )["tasks"]["ruhhh_image"]
     group = result["metrics"]["group_exact_match"]
     assert group["cluster"] == "group" and group["n_clusters"] == 120
     assert group["difference"] == pytest.approx(group_ok.mean()) and group["verdict"] == "A better"
@@ -102,27 +117,60 @@ def test_different_data_is_refused_unless_forced(tmp_path, capsys):
 def test_evaluate_run_against_score_of_lm_eval_logs(tmp_path, capsys):
     from mera_multi_hf.pipeline.evaluate import run_evaluation
 
-    run_evaluation(tasks="ruhhh_image", data="sample", output_dir=tmp_path / "run",
-                   batch_size=8, no_progress=True)
-    logged = [json.loads(line) for line in
-              (tmp_path / "run/samples_ruhhh_image_test.jsonl").read_text().splitlines()]
+    run_evaluation(
+        tasks="ruhhh_image",
+        data="sample",
+        output_dir=tmp_path / "run",
+        batch_size=8,
+        no_progress=True,
+    )
+    logged = [
+        json.loads(line)
+        for line in (tmp_path / "run/samples_ruhhh_image_test.jsonl").read_text().splitlines()
+    ]
     logs = tmp_path / "lm_eval"
     logs.mkdir()
-    rows = [{"doc_id": n, "doc": {"meta": {"id": r["id"]}}, "target": r["target"],
-             "resps": [[r["generation"]]], "filtered_resps": [r["generation"]]}
-            for n, r in enumerate(logged)]
+    rows = [
+        {
+            "doc_id": n,
+            "doc": {"meta": {"id": r["id"]}},
+            "target": r["target"],
+            "resps": [[r["generation"]]],
+            "filtered_resps": [r["generation"]],
+        }
+        for n, r in enumerate(logged)
+    ]
     (logs / "samples_ruhhh_image_2026-01-01T00-00-00.jsonl").write_text(
-        "\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n")
-    assert main(["score", "--task", "ruhhh_image", "--predictions", str(logs), "--data", "sample",
-                 "--out", str(tmp_path / "scored")]) == 0
+        "\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n"
+    )
+    assert (
+        main(
+            [
+                "score",
+                "--task",
+                "ruhhh_image",
+                "--predictions",
+                str(logs),
+                "--data",
+                "sample",
+                "--out",
+                str(tmp_path / "scored"),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     from mera_multi_hf.scoring.uncertainty import settings
 
     for folder in ("run", "scored"):  # the bootstrap's seed and resamples are recorded
-        assert json.loads((tmp_path / folder / "results.json").read_text())["run"]["bootstrap"] \
+        assert (
+            json.loads((tmp_path / folder / "results.json").read_text())["run"]["bootstrap"]
             == settings()
+        )
     out = tmp_path / "cmp"
-    assert main(["compare", str(tmp_path / "run"), str(tmp_path / "scored"), "--out", str(out)]) == 0
+    assert (
+        main(["compare", str(tmp_path / "run"), str(tmp_path / "scored"), "--out", str(out)]) == 0
+    )
     printed = capsys.readouterr().out
     assert "A: mera-multi-hf/tiny-random-llava" in printed and "`mode`" in printed
     doc = json.loads((out / "compare.json").read_text())
@@ -133,6 +181,9 @@ def test_evaluate_run_against_score_of_lm_eval_logs(tmp_path, capsys):
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "compare.md").write_text("mine")  # a file the tool did not write is never replaced
-    assert main(["compare", str(tmp_path / "run"), str(tmp_path / "scored"), "--out", str(mine)]) == 2
-    assert (mine / "compare.md").read_text() == "mine" and sorted(os.listdir(mine)) == ["compare.md"]
-
+    assert (
+        main(["compare", str(tmp_path / "run"), str(tmp_path / "scored"), "--out", str(mine)]) == 2
+    )
+    assert (mine / "compare.md").read_text() == "mine" and sorted(os.listdir(mine)) == [
+        "compare.md"
+    ]

@@ -1,5 +1,6 @@
 """compare.html: the two runs' answers side by side, written by `mera-multi compare`; its
 outcome filter (only A right, only B right, ...) checked in a real headless Chromium."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,12 @@ def compared(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("cmp")
     run_evaluation(tasks="ruhhh_image", data="sample", output_dir=root / "a", no_progress=True)
-    lines = [json.loads(x) for x in (root / "a/samples_ruhhh_image_test.jsonl").read_text(
-        encoding="utf-8").splitlines()]
+    lines = [
+        json.loads(x)
+        for x in (root / "a/samples_ruhhh_image_test.jsonl")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    ]
     flip = {"A": "B", "B": "A"}
     logs, expected = root / "lm_eval", {}
     logs.mkdir()
@@ -34,15 +39,39 @@ def compared(tmp_path_factory):
     for n, line in enumerate(sorted(lines, key=lambda r: r["id"])):
         flipped = n < FLIPPED
         answer = flip[line["filtered"]] if flipped else line["generation"]
-        rows.append({"doc_id": n, "doc": {"meta": {"id": line["id"]}},
-                     "resps": [[answer]], "filtered_resps": [answer]})
+        rows.append(
+            {
+                "doc_id": n,
+                "doc": {"meta": {"id": line["id"]}},
+                "resps": [[answer]],
+                "filtered_resps": [answer],
+            }
+        )
         a_right = line["metrics"]["exact_match"] == 1.0
-        expected[line["id"]] = ("only-a" if a_right else "only-b") if flipped else \
-            ("both-right" if a_right else "both-wrong")
+        expected[line["id"]] = (
+            ("only-a" if a_right else "only-b")
+            if flipped
+            else ("both-right" if a_right else "both-wrong")
+        )
     (logs / "samples_ruhhh_image_2026-01-01T00-00-00.jsonl").write_text(
-        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    assert main(["score", "--task", "ruhhh_image", "--predictions", str(logs), "--data",
-                 "sample", "--out", str(root / "b")]) == 0
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
+    assert (
+        main(
+            [
+                "score",
+                "--task",
+                "ruhhh_image",
+                "--predictions",
+                str(logs),
+                "--data",
+                "sample",
+                "--out",
+                str(root / "b"),
+            ]
+        )
+        == 0
+    )
     assert main(["compare", str(root / "a"), str(root / "b"), "--out", str(root / "c")]) == 0
     return root / "c" / "compare.html", expected
 
@@ -50,8 +79,12 @@ def compared(tmp_path_factory):
 def test_the_page_pairs_every_answer_with_its_outcome(compared):
     page, expected = compared
     text = page.read_text(encoding="utf-8")
-    found = dict((int(i), o) for o, i in
-                 re.findall(r'<tr class="ex ([a-z-]+)"[^>]*>\s*<td>ruhhh_image<br>id (\d+)', text))
+    found = dict(
+        (int(i), o)
+        for o, i in re.findall(
+            r'<tr class="ex ([a-z-]+)"[^>]*>\s*<td>ruhhh_image<br>id (\d+)', text
+        )
+    )
     assert found == expected
     assert sum(o in ("only-a", "only-b") for o in found.values()) == FLIPPED
     assert "http://" not in text and "https://" not in text  # nothing from the network

@@ -1,6 +1,7 @@
 """Answer diagnostics on constructed answers whose diagnostics are known: format
 failures, the letter distribution against the gold one (chi-square as scipy computes
 it), and ranking consistency over groups of ranked answer pairs."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -8,8 +9,8 @@ from dataclasses import replace
 import pytest
 from scipy.stats import chi2, chi2_contingency, kendalltau
 
-from mera_multi_hf.scoring.diagnostics import chi2_sf, diagnostics, kendall_tau_b
 from mera_multi_hf.data.examples import Example
+from mera_multi_hf.scoring.diagnostics import chi2_sf, diagnostics, kendall_tau_b
 from mera_multi_hf.tasks.table import get_task
 
 # a task declared with pairwise ranking that is not ruHHH by name: the declaration drives it
@@ -20,8 +21,17 @@ RANK = ["best", "middle", "worst"]  # the annotators' order of one item's answer
 def _pair(i, group, first, second):
     """An example showing two of the group's answers; gold: the better one's letter."""
     gold = "A" if RANK.index(first) < RANK.index(second) else "B"
-    return Example(task=PAIRS.key, id=i, index=i, prompt="", media_fields=(), gold=gold,
-                   group=group, options=(first, second), meta={"id": i})
+    return Example(
+        task=PAIRS.key,
+        id=i,
+        index=i,
+        prompt="",
+        media_fields=(),
+        gold=gold,
+        group=group,
+        options=(first, second),
+        meta={"id": i},
+    )
 
 
 def _group(group, shown):
@@ -41,8 +51,11 @@ def test_agreeing_cyclic_and_reversed_models():
     agree = diagnostics(PAIRS, examples, [e.gold for e in examples], "mera")["ranking"]
     assert (agree["intransitive_triads"], agree["triads_checked"]) == (0, 1)
     assert agree["kendall_tau_mean"] == 1.0
-    beats = {("best", "middle"): "best", ("middle", "worst"): "middle",
-             ("best", "worst"): "worst"}  # a cycle: best > middle > worst > best
+    beats = {
+        ("best", "middle"): "best",
+        ("middle", "worst"): "middle",
+        ("best", "worst"): "worst",
+    }  # a cycle: best > middle > worst > best
     cyclic = _answers(examples, lambda x, y: beats.get((x, y)) or beats[(y, x)])
     r = diagnostics(PAIRS, examples, cyclic, "mera")["ranking"]
     assert r["intransitive_triads"] == 1 and r["kendall_tau"]["1"] is None  # all tied
@@ -86,13 +99,16 @@ def test_format_failures_follow_the_answer_kind_and_em_mode():
 def test_letter_bias_against_the_gold_distribution_matches_scipy():
     task = get_task("commonvideoqa")
     golds = "ABCD" * 10
-    examples = [Example(task=task.key, id=i, index=i, prompt="", media_fields=(), gold=g,
-                        group=i) for i, g in enumerate(golds)]
+    examples = [
+        Example(task=task.key, id=i, index=i, prompt="", media_fields=(), gold=g, group=i)
+        for i, g in enumerate(golds)
+    ]
     answers = ["A"] * 30 + list("BCDB" * 2) + ["x", "y"]
     d = diagnostics(task, examples, answers, "strict")["answer_distribution"]
     assert d["model"] == {"A": 30, "B": 4, "C": 2, "D": 2} and d["gold"]["A"] == 10
-    expected = chi2_contingency([list(d["model"].values()), list(d["gold"].values())],
-                                correction=False)
+    expected = chi2_contingency(
+        [list(d["model"].values()), list(d["gold"].values())], correction=False
+    )
     assert d["chi2"] == pytest.approx(expected.statistic) and d["dof"] == expected.dof == 3
     assert d["p_value"] == pytest.approx(expected.pvalue) and d["p_value"] < 1e-4
 
@@ -101,5 +117,5 @@ def test_letter_bias_against_the_gold_distribution_matches_scipy():
 def test_chi2_sf_and_kendall_tau_b_match_scipy(dof):
     for x in (0.0, 0.2, 1.5, 6.0, 30.0):
         assert chi2_sf(x, dof) == pytest.approx(chi2.sf(x, dof), rel=1e-9, abs=1e-15)
-    a, b = [3, 1, 2, 2, 0, 1][:dof + 2], [1, 1, 2, 3, 0, 2][:dof + 2]
+    a, b = [3, 1, 2, 2, 0, 1][: dof + 2], [1, 1, 2, 3, 0, 2][: dof + 2]
     assert kendall_tau_b(a, b) == pytest.approx(kendalltau(a, b).statistic)

@@ -2,6 +2,7 @@
 sharing one reading of the raw folder. The exported rows are checked against the raw
 records themselves (not against files this code wrote earlier), and every media file is
 counted as the real reader reads it and the real decode check checks it."""
+
 from __future__ import annotations
 
 import copy
@@ -18,8 +19,8 @@ import pytest
 import yaml
 from PIL import Image
 
-from mera_multi_hf.data.builders import builder_class
 from mera_multi_hf.cli.main import main
+from mera_multi_hf.data.builders import builder_class
 from mera_multi_hf.data.media_checks import MEDIA_CHECKS
 from mera_multi_hf.data.raw import dataset as raw_dataset
 from mera_multi_hf.data.raw import record_domain
@@ -55,7 +56,8 @@ def _raw_folder(root: Path, per_domain: bool) -> dict[str, list[dict]]:
         record["meta"]["id"] = 100 + i
         record["inputs"]["image"] = f"samples/own{i}.png"
         Image.new("RGB", (4 + i % 7, 3 + i // 7), (i % 251, 40, 90)).save(
-            root / record["inputs"]["image"])
+            root / record["inputs"]["image"]
+        )
         test.append(record)
     splits = {"test": test, "shots": _load(sample / "shots.json")}
     for split, records in splits.items():
@@ -65,8 +67,15 @@ def _raw_folder(root: Path, per_domain: bool) -> dict[str, list[dict]]:
             continue
         (root / f"{split}.json").unlink()
         for domain in TASK.domains:
-            _write(root / domain / f"{split}.json", {**doc, "data": [
-                r for r in records if record_domain(r["meta"], TASK.domains) == domain]})
+            _write(
+                root / domain / f"{split}.json",
+                {
+                    **doc,
+                    "data": [
+                        r for r in records if record_domain(r["meta"], TASK.domains) == domain
+                    ],
+                },
+            )
     return splits
 
 
@@ -101,20 +110,35 @@ def _rows(folder: Path, split: str) -> tuple[list[dict], list[str]]:
 
 
 @pytest.mark.parametrize("per_domain", [False, True], ids=["single-folder", "per-domain"])
-def test_each_domain_config_holds_its_raw_records_in_raw_order(per_domain, tmp_path,
-                                                               monkeypatch):
+def test_each_domain_config_holds_its_raw_records_in_raw_order(per_domain, tmp_path, monkeypatch):
     raw = tmp_path / "raw"
     splits = _raw_folder(raw, per_domain)
     media_reads, split_reads, checked = _count_media(monkeypatch)
     out = tmp_path / "export"
-    assert main(["build", TASK.key, "--raw", str(raw), "--out", str(out),
-                 "--max-shard-size", "1KB", "--num-proc", "1"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                TASK.key,
+                "--raw",
+                str(raw),
+                "--out",
+                str(out),
+                "--max-shard-size",
+                "1KB",
+                "--num-proc",
+                "1",
+            ]
+        )
+        == 0
+    )
     records = [r for split in splits.values() for r in split]
     pictures = [r["inputs"]["image"] for r in records]
     # every picture read once and decode-checked once, every split file read once
     assert Counter(media_reads) == Counter(pictures)
-    assert Counter(checked) == Counter(hashlib.sha1((raw / p).read_bytes()).hexdigest()
-                                       for p in pictures)
+    assert Counter(checked) == Counter(
+        hashlib.sha1((raw / p).read_bytes()).hexdigest() for p in pictures
+    )
     assert sorted(split_reads) == sorted(set(split_reads))
     features = builder_class(TASK).features()
     for domain in TASK.domains:
@@ -127,17 +151,19 @@ def test_each_domain_config_holds_its_raw_records_in_raw_order(per_domain, tmp_p
                 assert row["outputs"] == record["outputs"] and row["meta"]["domain"] == domain
                 image = row["inputs"].pop("image")
                 assert image["bytes"] == (raw / record["inputs"]["image"]).read_bytes()
-                assert row["inputs"] == {k: v for k, v in record["inputs"].items()
-                                         if k != "image"}
-            assert names == [f"{split}-{i:05d}-of-{len(names):05d}.parquet"
-                             for i in range(len(names))]
+                assert row["inputs"] == {k: v for k, v in record["inputs"].items() if k != "image"}
+            assert names == [
+                f"{split}-{i:05d}-of-{len(names):05d}.parquet" for i in range(len(names))
+            ]
             schema = pq.read_schema(out / domain / names[0])
             assert datasets.Features.from_arrow_schema(schema) == features
     assert len(_rows(out / "biology", "test")[1]) > 1  # datasets' own max_shard_size at work
     card = yaml.safe_load((out / "README.md").read_text(encoding="utf-8").split("---\n")[1])
     assert [c["config_name"] for c in card["configs"]] == [*TASK.domains, "all"]
-    sizes = {c["config_name"]: {s["name"]: s["num_examples"] for s in c["splits"]}
-             for c in card["dataset_info"]}
+    sizes = {
+        c["config_name"]: {s["name"]: s["num_examples"] for s in c["splits"]}
+        for c in card["dataset_info"]
+    }
     assert sizes["all"] == {"test": sum(SIZES.values()), "shots": len(splits["shots"])}
     assert {d: sizes[d]["test"] for d in TASK.domains} == SIZES
 
@@ -152,8 +178,9 @@ def test_problems_of_a_folder_read_domain_by_domain_are_each_reported_once(tmp_p
     raw = tmp_path / "raw"
     splits = _raw_folder(raw, per_domain=False)
     test, shots = splits["test"], splits["shots"]
-    by_domain = {d: [r for r in test if record_domain(r["meta"], TASK.domains) == d]
-                 for d in TASK.domains}
+    by_domain = {
+        d: [r for r in test if record_domain(r["meta"], TASK.domains) == d] for d in TASK.domains
+    }
     test[0]["meta"]["categories"]["domain"] = "astrology"
     unknown = test[0]["meta"]["id"]
     broken = raw / by_domain["chemistry"][1]["inputs"]["image"]
@@ -165,10 +192,15 @@ def test_problems_of_a_folder_read_domain_by_domain_are_each_reported_once(tmp_p
     with pytest.raises(DataValidationError) as err:
         export_raw(TASK, raw, tmp_path / "export")
     problems = [(p.example_id, p.field) for p in err.value.problems]
-    assert sorted(problems, key=str) == sorted([
-        (unknown, "meta.domain"), (by_domain["chemistry"][1]["meta"]["id"], "inputs.image"),
-        (by_domain["biology"][3]["meta"]["id"], "meta.id"),
-        (shots[0]["meta"]["id"], "meta.id")], key=str), str(err.value)
+    assert sorted(problems, key=str) == sorted(
+        [
+            (unknown, "meta.domain"),
+            (by_domain["chemistry"][1]["meta"]["id"], "inputs.image"),
+            (by_domain["biology"][3]["meta"]["id"], "meta.id"),
+            (shots[0]["meta"]["id"], "meta.id"),
+        ],
+        key=str,
+    ), str(err.value)
     assert "'astrology' is not one of biology" in str(err.value)
     assert not (tmp_path / "export").exists()
     test[0]["meta"]["categories"]["domain"] = "biology"

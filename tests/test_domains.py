@@ -1,4 +1,5 @@
 """Domain-split tasks: one config per domain, loaded as one task with meta.domain."""
+
 from __future__ import annotations
 
 import json
@@ -24,13 +25,24 @@ DOMAIN_SIZES = {"biology": 3, "chemistry": 5, "physics": 1, "earth_science": 2}
 
 
 def _science_rows(domain, n, first_id):
-    return [{"instruction": "<image>\\n{context}\\n{question}\\nA. {option_a}\\nB. {option_b}\\n"
-                            "C. {option_c}\\nD. {option_d}\\nОтвет:",
-             "inputs": {"image": None, "question": f"Вопрос {domain} {i}", "context": "",
-                        "option_a": "да", "option_b": "нет", "option_c": "иногда",
-                        "option_d": "никогда"},
-             "outputs": "ABCD"[i % 4], "meta": {"id": first_id + i}}
-            for i in range(n)]
+    return [
+        {
+            "instruction": "<image>\\n{context}\\n{question}\\nA. {option_a}\\nB. {option_b}\\n"
+            "C. {option_c}\\nD. {option_d}\\nОтвет:",
+            "inputs": {
+                "image": None,
+                "question": f"Вопрос {domain} {i}",
+                "context": "",
+                "option_a": "да",
+                "option_b": "нет",
+                "option_c": "иногда",
+                "option_d": "никогда",
+            },
+            "outputs": "ABCD"[i % 4],
+            "meta": {"id": first_id + i},
+        }
+        for i in range(n)
+    ]
 
 
 @pytest.fixture
@@ -45,9 +57,11 @@ def science_folder(tmp_path):
             ds = datasets.Dataset.from_list(rows)
             (folder / domain).mkdir(parents=True, exist_ok=True)
             ds.to_parquet(str(folder / domain / f"{split}.parquet"))
-        configs.append(f"- config_name: {domain}\n  data_files:\n"
-                       f"  - split: test\n    path: {domain}/test.parquet\n"
-                       f"  - split: shots\n    path: {domain}/shots.parquet")
+        configs.append(
+            f"- config_name: {domain}\n  data_files:\n"
+            f"  - split: test\n    path: {domain}/test.parquet\n"
+            f"  - split: shots\n    path: {domain}/shots.parquet"
+        )
     (folder / "README.md").write_text("---\nconfigs:\n" + "\n".join(configs) + "\n---\n")
     return folder
 
@@ -63,13 +77,29 @@ def test_domain_configs_load_as_one_task_with_meta_domain(science_folder):
 def test_scores_break_down_by_domain_and_weigh_by_size(science_folder, tmp_path):
     test = load_task("runaturalsciencevqa", source=science_folder, split="test")
     right = {"biology", "chemistry"}  # all answers right in these, all wrong elsewhere
-    lines = [{"id": m["id"], "prediction": gold if m["domain"] in right else "нет ответа"}
-             for m, gold in zip(test["meta"], test["outputs"])]
+    lines = [
+        {"id": m["id"], "prediction": gold if m["domain"] in right else "нет ответа"}
+        for m, gold in zip(test["meta"], test["outputs"])
+    ]
     preds = tmp_path / "p.jsonl"
     preds.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
     out = tmp_path / "r"
-    assert main(["score", "--task", "runaturalsciencevqa", "--predictions", str(preds),
-                 "--data", str(science_folder), "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--task",
+                "runaturalsciencevqa",
+                "--predictions",
+                str(preds),
+                "--data",
+                str(science_folder),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     result = json.loads((out / "results.json").read_text())["tasks"]["runaturalsciencevqa"]
     by_domain = result["breakdown"]["domain"]
     assert {d: r["n_examples"] for d, r in by_domain.items()} == DOMAIN_SIZES
@@ -136,9 +166,10 @@ def test_official_per_domain_layout_loads_as_the_single_folder_form(task, tmp_pa
         domains = [m["domain"] for m in loaded[split]["meta"]]
         assert domains == sorted(domains, key=get_task(task).domains.index)  # config by config
     spec = get_task(task)
-    assert {e.breakdown["domain"] for e in make_examples(spec, loaded["test"])} == \
-        {_domain_of(task, r) for r in json.loads((bundled_sample(task) / "test.json")
-                                                  .read_text())["data"]}
+    assert {e.breakdown["domain"] for e in make_examples(spec, loaded["test"])} == {
+        _domain_of(task, r)
+        for r in json.loads((bundled_sample(task) / "test.json").read_text())["data"]
+    }
 
 
 def test_per_domain_raw_exports_one_config_per_domain(tmp_path):
@@ -151,8 +182,10 @@ def test_per_domain_raw_exports_one_config_per_domain(tmp_path):
     assert [c["config_name"] for c in card["configs"]] == list(get_task(task).domains) + ["all"]
     assert [c.get("default") for c in card["configs"]][-1] is True
     biology = next(c for c in card["configs"] if c["config_name"] == "biology")
-    assert biology["data_files"] == [{"split": "test", "path": "biology/test-*"},
-                                     {"split": "shots", "path": "biology/shots-*"}]
+    assert biology["data_files"] == [
+        {"split": "test", "path": "biology/test-*"},
+        {"split": "shots", "path": "biology/shots-*"},
+    ]
     # each config loads on its own with datasets, as a Hub copy's does
     physics = datasets.load_dataset(str(out), "physics", cache_dir=str(tmp_path / "hf"))
     assert {m["domain"] for m in physics["test"]["meta"]} == {"physics"}
@@ -167,8 +200,10 @@ def test_domain_folders_may_hold_their_own_metadata_prompts_and_pictures(tmp_pat
     task = "schoolsciencevqa"
     folder = _per_domain_layout(task, tmp_path / "raw", meta_in_domains=True)
     meta = json.loads((folder / "biology" / "raw_dataset_meta.json").read_text())
-    meta["prompts"] = ["БИОЛОГИЯ <image> {context} {question} A. {option_a} B. {option_b} "
-                       "C. {option_c} D. {option_d}"]
+    meta["prompts"] = [
+        "БИОЛОГИЯ <image> {context} {question} A. {option_a} B. {option_b} "
+        "C. {option_c} D. {option_d}"
+    ]
     _write(folder / "biology" / "raw_dataset_meta.json", meta)
     doc = json.loads((folder / "biology" / "test.json").read_text())
     for record in doc["data"]:
@@ -181,8 +216,9 @@ def test_domain_folders_may_hold_their_own_metadata_prompts_and_pictures(tmp_pat
     for row in test:
         in_biology = row["meta"]["domain"] == "biology"
         assert row["instruction"].startswith("БИОЛОГИЯ") == in_biology
-    sizes = {row["meta"]["id"]: (row["meta"]["domain"], row["inputs"]["image"].size)
-             for row in test}
+    sizes = {
+        row["meta"]["id"]: (row["meta"]["domain"], row["inputs"]["image"].size) for row in test
+    }
     assert sizes[doc["data"][0]["meta"]["id"]] == ("biology", (7, 5))
     assert all(size != (7, 5) for domain, size in sizes.values() if domain != "biology")
     doc["data"][0]["instruction"] = 3
@@ -213,10 +249,19 @@ def test_per_domain_layout_problems_name_file_id_and_field(tmp_path):
         return hits[0]
 
     line("physics/shots.json", "missing: every domain folder needs shots.json")
-    line("biology/test.json", f"id={biology['data'][0]['meta']['id']}", "field meta.domain:",
-         "'physics' names another domain than its folder biology/")
-    line("chemistry/test.json", f"id={biology['data'][1]['meta']['id']}", "field meta.id:",
-         "duplicate id (records #1 of ", "biology/test.json and #1)")
+    line(
+        "biology/test.json",
+        f"id={biology['data'][0]['meta']['id']}",
+        "field meta.domain:",
+        "'physics' names another domain than its folder biology/",
+    )
+    line(
+        "chemistry/test.json",
+        f"id={biology['data'][1]['meta']['id']}",
+        "field meta.id:",
+        "duplicate id (records #1 of ",
+        "biology/test.json and #1)",
+    )
     line("chemistry/test.json", "field access:", "every domain folder must say the same")
 
 
@@ -227,8 +272,9 @@ def test_a_domain_folder_linked_from_outside_is_refused(tmp_path):
     (folder / "physics").symlink_to(outside, target_is_directory=True)
     with pytest.raises(DataValidationError) as err:
         load_task("runaturalsciencevqa", source=folder)
-    assert "physics/test.json" in str(err.value) and "leads outside the dataset folder" in \
-        str(err.value)
+    assert "physics/test.json" in str(err.value) and "leads outside the dataset folder" in str(
+        err.value
+    )
 
 
 @pytest.mark.parametrize("task", [t.key for t in TASKS.values() if t.domains])
@@ -239,12 +285,16 @@ def test_the_readme_sentence_loads_every_domain_export(task, tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     assert main(["build", task, "--raw", "sample", "--out", f"hub/{name}"]) == 0
     whole = datasets.load_dataset(f"hub/{name}", cache_dir=str(tmp_path / "hf"))
-    parts = [datasets.load_dataset(f"hub/{name}", d, cache_dir=str(tmp_path / "hf"))
-             for d in datasets.get_dataset_config_names(f"hub/{name}") if d != "all"]
+    parts = [
+        datasets.load_dataset(f"hub/{name}", d, cache_dir=str(tmp_path / "hf"))
+        for d in datasets.get_dataset_config_names(f"hub/{name}")
+        if d != "all"
+    ]
     for split in whole:
         assert len(whole[split]) == sum(len(p[split]) for p in parts if split in p)
-        assert {m["domain"] for m in whole[split]["meta"]} == \
-            {m["domain"] for p in parts if split in p for m in p[split]["meta"]}
+        assert {m["domain"] for m in whole[split]["meta"]} == {
+            m["domain"] for p in parts if split in p for m in p[split]["meta"]
+        }
 
 
 def test_the_builder_declares_one_config_per_domain_and_all(tmp_path):
@@ -260,10 +310,14 @@ def test_the_builder_declares_one_config_per_domain_and_all(tmp_path):
     counts = {}
     for name in ("all", "biology"):
         builder = cls(config_name=name, data_dir=raw, cache_dir=str(tmp_path / "cache"))
-        builder.download_and_prepare(output_dir=str(tmp_path / name), file_format="parquet",
-                                     max_shard_size=10**9)
-        rows = [r for f in sorted((tmp_path / name).glob("*-test*.parquet"))
-                for r in pq.read_table(f, columns=["meta"])["meta"].to_pylist()]
+        builder.download_and_prepare(
+            output_dir=str(tmp_path / name), file_format="parquet", max_shard_size=10**9
+        )
+        rows = [
+            r
+            for f in sorted((tmp_path / name).glob("*-test*.parquet"))
+            for r in pq.read_table(f, columns=["meta"])["meta"].to_pylist()
+        ]
         counts[name] = [r["domain"] for r in rows]
     assert counts["biology"] and set(counts["biology"]) == {"biology"}
     assert counts["biology"] == [d for d in counts["all"] if d == "biology"]

@@ -1,6 +1,7 @@
 """Exports carry the media features of the official upload notebooks, so that the
 official harness reads a copy made here as it reads the Hub copy; load_task still hands
 users decoded pictures and undecoded audio/video."""
+
 from __future__ import annotations
 
 import io
@@ -41,13 +42,19 @@ def test_exports_declare_the_notebooks_media_features(key, field, tmp_path):
         stored = json.loads(pq.read_schema(shard).metadata[b"huggingface"])
         assert stored["info"]["features"]["inputs"][field] == NOTEBOOK_FEATURE_JSON[kind]
     # a reader with torchcodec gets exactly the features the official Hub copy has
-    official = {"image": datasets.Image(decode=False), "audio": datasets.Audio(),
-                "video": datasets.Video(decode=True)}[kind]
+    official = {
+        "image": datasets.Image(decode=False),
+        "audio": datasets.Audio(),
+        "video": datasets.Video(decode=True),
+    }[kind]
     plain = datasets.load_dataset(str(out), split="test")
     assert plain.features["inputs"][field] == official
     card = (out / "README.md").read_text(encoding="utf-8")
-    assert {"image": "dtype:\n        image:\n          decode: false",
-            "audio": "dtype: audio", "video": "dtype: video"}[kind] in card
+    assert {
+        "image": "dtype:\n        image:\n          decode: false",
+        "audio": "dtype: audio",
+        "video": "dtype: video",
+    }[kind] in card
 
 
 def test_the_official_image_loader_reads_an_export(tmp_path):

@@ -2,6 +2,7 @@
 `mera-multi <command> ... --flag` in the package's strings, README.md and docs/, and each
 bare `--flag` in the messages of a command's own modules, is checked against that
 command's parser (a renamed option cannot leave a hint pointing at nothing)."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,8 +10,8 @@ import ast
 import re
 from pathlib import Path
 
-from mera_multi_hf.cli.main import build_parser
 from mera_multi_hf.cli.evaluate import options_parser
+from mera_multi_hf.cli.main import build_parser
 from mera_multi_hf.serving.chat_server import _parser as serve_parser
 
 REPO = Path(__file__).resolve().parent.parent
@@ -19,16 +20,24 @@ FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9_-]*[a-z0-9]")
 # where an invocation ends: another command, a pipe, the end of a code span or sentence
 END = re.compile(r"&&|\|\||[|;`\n]|\)|\"|'|\. ")
 # a command module -> the commands whose messages it writes (their options, together)
-MODULES = {"cli/score.py": ["score"], "cli/evaluate.py": ["evaluate"],
-           "generation/config.py": ["evaluate"], "generation/run.py": ["evaluate"],
-           "pipeline/finish.py": ["evaluate"], "generation/launch.py": ["evaluate"],
-           # the whole command line's module: `tasks --help` names evaluate's and score's
-           "cli/main.py": ["", "build", "tasks", "evaluate", "score"], "cli/view.py": ["view"], "reporting/compare.py": ["compare"],
-           "reporting/leaderboard.py": ["leaderboard"], "spaces/export.py": ["metrics export",
-                                                                   "metrics push"],
-           "cli/judge.py": ["judge serve", "judge agreement", "judge train"],
-           "pipeline/preflight.py": ["evaluate", "score"], "scoring/options.py": ["evaluate", "score", "build"],
-           "demo/tiny_models/__init__.py": ["models"]}
+MODULES = {
+    "cli/score.py": ["score"],
+    "cli/evaluate.py": ["evaluate"],
+    "generation/config.py": ["evaluate"],
+    "generation/run.py": ["evaluate"],
+    "pipeline/finish.py": ["evaluate"],
+    "generation/launch.py": ["evaluate"],
+    # the whole command line's module: `tasks --help` names evaluate's and score's
+    "cli/main.py": ["", "build", "tasks", "evaluate", "score"],
+    "cli/view.py": ["view"],
+    "reporting/compare.py": ["compare"],
+    "reporting/leaderboard.py": ["leaderboard"],
+    "spaces/export.py": ["metrics export", "metrics push"],
+    "cli/judge.py": ["judge serve", "judge agreement", "judge train"],
+    "pipeline/preflight.py": ["evaluate", "score"],
+    "scoring/options.py": ["evaluate", "score", "build"],
+    "demo/tiny_models/__init__.py": ["models"],
+}
 # other programs' command lines, whose flags are theirs
 OTHERS = ("accelerate", "torchrun", "vllm", "uvicorn", "pip ", "python -m build")
 
@@ -62,12 +71,17 @@ def _invocations(text: str):
     pattern = r"(?:mera-multi|-m mera_multi_hf(?=\s))((?:\s+[a-z]+){0,2})|mera_multi_hf\.serving\.chat_server"
     for match in re.finditer(pattern, text):
         words = (match.group(1) or "").split()
-        command = "serving.chat_server" if match.group(1) is None else next(
-            (" ".join(words[:n]) for n in (2, 1) if " ".join(words[:n]) in COMMANDS), None)
+        command = (
+            "serving.chat_server"
+            if match.group(1) is None
+            else next(
+                (" ".join(words[:n]) for n in (2, 1) if " ".join(words[:n]) in COMMANDS), None
+            )
+        )
         if command is None:
             continue
-        rest = text[match.end():]
-        rest = rest[:m.start()] if (m := END.search(rest)) else rest
+        rest = text[match.end() :]
+        rest = rest[: m.start()] if (m := END.search(rest)) else rest
         yield command, FLAG.findall(rest)
 
 
@@ -76,8 +90,9 @@ def _strings(path: Path) -> list[str]:
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.JoinedStr):
-            out.append("".join(v.value if isinstance(v, ast.Constant) else "{}"
-                               for v in node.values))
+            out.append(
+                "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+            )
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             out.append(node.value)
     return out
@@ -97,8 +112,9 @@ def test_every_flag_an_invocation_names_is_its_commands():
     for where, text in _texts():
         for command, flags in _invocations(text):
             seen += len(flags)
-            wrong += [f"{where}: mera-multi {command} {f}" for f in flags
-                      if f not in _flags(command)]
+            wrong += [
+                f"{where}: mera-multi {command} {f}" for f in flags if f not in _flags(command)
+            ]
     assert seen > 100 and not wrong, wrong
 
 
@@ -111,8 +127,11 @@ def test_every_flag_a_command_module_names_is_its_commands():
                 continue  # an invocation: checked against its own command above
             flags = FLAG.findall(text)
             seen += len(flags)
-            wrong += [f"{module}: {f} (not an option of {' / '.join(commands)})"
-                      for f in flags if f not in known]
+            wrong += [
+                f"{module}: {f} (not an option of {' / '.join(commands)})"
+                for f in flags
+                if f not in known
+            ]
     assert seen > 50 and not wrong, wrong
 
 
@@ -121,4 +140,5 @@ def test_the_check_finds_a_flag_that_does_not_exist():
     assert found == {"judge serve": ["--model", "--no-such-flag"]}
     assert "--no-such-flag" not in _flags("judge serve") and "--model" in _flags("judge serve")
     assert dict(_invocations("python -m mera_multi_hf.serving.chat_server --port 1 | x --y")) == {
-        "serving.chat_server": ["--port"]}
+        "serving.chat_server": ["--port"]
+    }

@@ -3,6 +3,7 @@ hostile JSON (deep nesting, huge integers, repeated keys, lone surrogates) in pr
 sample logs, results.json and server replies ends in one line naming where, never in a
 traceback; a damaged sample-log line is skipped in place and counted; a lone surrogate in
 a server's answer becomes U+FFFD, counted, and a rerun resumes."""
+
 from __future__ import annotations
 
 import ast
@@ -12,10 +13,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from mera_multi_hf.core import json_read
 from mera_multi_hf.cli.main import main
+from mera_multi_hf.core import json_read
 from mera_multi_hf.core.json_read import JsonReadError
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mera_multi_hf"
@@ -26,11 +28,11 @@ HUGE = "9" * 5000
 ALLOWED = {
     "core/json_read.py": "the reader itself",
     "scoring/metric_ruslun.py": "ruSLUn's official parsers of answers and gold, carried by the slot_f1 "
-                        "Space (which carries no reader); RecursionError is caught there",
+    "Space (which carries no reader); RecursionError is caught there",
     "spaces/space_modules/app.py": "the Space form's options box, in a Space folder that carries the "
-                            "reader only when its metric imports it",
+    "reader only when its metric imports it",
     "data/raw/records.py": "reads back a string it has just written from a parsed value, to check "
-                      "the official gold rule",
+    "the official gold rule",
 }
 
 
@@ -41,8 +43,11 @@ def _json_calls(path: Path) -> list[int]:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         func = node.func
-        if func.attr in ("load", "loads") and isinstance(func.value, ast.Name) \
-                and func.value.id == "json":
+        if (
+            func.attr in ("load", "loads")
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "json"
+        ):
             lines.append(node.lineno)
         elif func.attr == "json" and not node.args and not node.keywords:
             lines.append(node.lineno)  # requests' Response.json(): unbounded, no limits
@@ -59,14 +64,17 @@ def test_no_json_is_parsed_outside_the_reader():
     assert all(_json_calls(PACKAGE / name) for name in ALLOWED if name != "core/json_read.py")
 
 
-@pytest.mark.parametrize("text, words", [
-    (DEEP, ["nested too deeply"]),
-    ("[" * 65 + "]" * 65, ["nested deeper than 64 levels"]),
-    ('{"id": ' + HUGE + "}", ["integer of 5000 digits"]),
-    ('{"id": 1, "id": 2}', ["duplicate key 'id'"]),
-    ("{oops", ["malformed JSON at line 1, column 2"]),
-    (b"\xff{}", ["not UTF-8"]),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        (DEEP, ["nested too deeply"]),
+        ("[" * 65 + "]" * 65, ["nested deeper than 64 levels"]),
+        ('{"id": ' + HUGE + "}", ["integer of 5000 digits"]),
+        ('{"id": 1, "id": 2}', ["duplicate key 'id'"]),
+        ("{oops", ["malformed JSON at line 1, column 2"]),
+        (b"\xff{}", ["not UTF-8"]),
+    ],
+)
 def test_limits_give_one_line_naming_where(text, words):
     with pytest.raises(JsonReadError) as caught:
         json_read.loads(text, "preds.jsonl:7")
@@ -81,7 +89,9 @@ def test_size_limit_and_what_stays_readable():
     deep_ok = "[" * 64 + "]" * 64
     assert json_read.depth(json_read.loads(deep_ok, "x")) == 64
     assert json_read.loads('{"n": -' + "9" * 100 + "}", "x")["n"] == -int("9" * 100)
-    value, count = json_read.replace_unencodable(json_read.loads('{"\\udc80k": ["a\\ud800b"]}', "x"))
+    value, count = json_read.replace_unencodable(
+        json_read.loads('{"\\udc80k": ["a\\ud800b"]}', "x")
+    )
     assert value == {"\ufffdk": ["a\ufffdb"]} and count == 2
     assert json_read.replace_unencodable({"a": ["ok", 1]}) == ({"a": ["ok", 1]}, 0)
 
@@ -105,8 +115,11 @@ SAFE = settings(max_examples=40, deadline=None, suppress_health_check=list(Healt
 
 
 def _nested(depth: int, kind: str) -> str:
-    return ("[" * depth + "1" + "]" * depth) if kind == "list" else \
-        ('{"a": ' * depth + "1" + "}" * depth)
+    return (
+        ("[" * depth + "1" + "]" * depth)
+        if kind == "list"
+        else ('{"a": ' * depth + "1" + "}" * depth)
+    )
 
 
 def _one_line_or_json(text):
@@ -155,16 +168,31 @@ def test_property_duplicate_keys_are_refused(keys):
 # ------------------------------------------------------------------------------------
 # The commands: predictions, compare, view, leaderboard.
 
-@pytest.mark.parametrize("line, words", [
-    ('{"id": 1, "prediction": ' + "[" * 5000 + "]" * 5000 + "}", ["nested too deeply"]),
-    ('{"id": ' + HUGE + ', "prediction": "A"}', ["integer of 5000 digits"]),
-    ('{"id": 1, "prediction": "A", "prediction": "B"}', ["duplicate key 'prediction'"]),
-])
+
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ('{"id": 1, "prediction": ' + "[" * 5000 + "]" * 5000 + "}", ["nested too deeply"]),
+        ('{"id": ' + HUGE + ', "prediction": "A"}', ["integer of 5000 digits"]),
+        ('{"id": 1, "prediction": "A", "prediction": "B"}', ["duplicate key 'prediction'"]),
+    ],
+)
 def test_score_refuses_hostile_predictions_in_one_line(line, words, raw_sample, tmp_path, capsys):
     preds = tmp_path / "preds.jsonl"
     preds.write_text('{"id": 0, "prediction": "A"}\n' + line + "\n", encoding="utf-8")
-    code = main(["score", "--task", "ruhhh_image", "--predictions", str(preds),
-                 "--data", str(raw_sample), "--out", str(tmp_path / "out")])
+    code = main(
+        [
+            "score",
+            "--task",
+            "ruhhh_image",
+            "--predictions",
+            str(preds),
+            "--data",
+            str(raw_sample),
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert f"{preds}:2: " in err and all(w in err for w in words), err
@@ -182,9 +210,11 @@ def test_results_json_nested_too_deeply_is_one_line(command, demo_run, tmp_path,
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "results.json").write_text('{"tasks": ' + DEEP + "}", encoding="utf-8")
-    args = {"compare": ["compare", str(demo_run), str(bad), "--out", str(tmp_path / "c")],
-            "view": ["view", str(bad)],
-            "leaderboard": ["leaderboard", str(demo_run), str(bad), "--out", str(tmp_path / "l")]}
+    args = {
+        "compare": ["compare", str(demo_run), str(bad), "--out", str(tmp_path / "c")],
+        "view": ["view", str(bad)],
+        "leaderboard": ["leaderboard", str(demo_run), str(bad), "--out", str(tmp_path / "l")],
+    }
     code = main(args[command])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
@@ -205,6 +235,7 @@ def test_view_names_a_damaged_sample_line(demo_run, tmp_path, capsys):
 
 # ------------------------------------------------------------------------------------
 # The sample log: a damaged line is skipped in place, counted, and the run resumes.
+
 
 def test_damaged_sample_log_lines_are_skipped_in_place_and_counted(tmp_path, capsys):
     out = tmp_path / "run"
@@ -227,6 +258,7 @@ def test_damaged_sample_log_lines_are_skipped_in_place_and_counted(tmp_path, cap
 
 # ------------------------------------------------------------------------------------
 # Server replies: a lone surrogate, deep nesting; a base URL with a query.
+
 
 class _Replying(BaseHTTPRequestHandler):
     """An OpenAI-compatible server whose chat answer is ``server.reply`` (bytes, sent as
@@ -265,19 +297,35 @@ def replying():
 
 
 def _openai_args(server, out, query=""):
-    return ["evaluate", "--backend", "openai", "--model", "m", "--output-dir", str(out),
-            "--base-url", f"http://127.0.0.1:{server.server_port}/v1{query}",
-            "--data", "sample", "--limit", "2", "--no-progress", "--max-retries", "0"]
+    return [
+        "evaluate",
+        "--backend",
+        "openai",
+        "--model",
+        "m",
+        "--output-dir",
+        str(out),
+        "--base-url",
+        f"http://127.0.0.1:{server.server_port}/v1{query}",
+        "--data",
+        "sample",
+        "--limit",
+        "2",
+        "--no-progress",
+        "--max-retries",
+        "0",
+    ]
 
 
 def test_a_lone_surrogate_in_a_reply_is_replaced_counted_and_resumed(replying, tmp_path, capsys):
     out = tmp_path / "run"
     assert main(_openai_args(replying, out, "?api-version=1")) == 0, capsys.readouterr().err
     # the route goes into the path, the query stays after it
-    assert set(replying.paths) == {"/v1/models?api-version=1",
-                                   "/v1/chat/completions?api-version=1"}
-    lines = [json.loads(x) for x in (out / "logs" / "samples-rank0.jsonl").read_text(
-        encoding="utf-8").splitlines()]
+    assert set(replying.paths) == {"/v1/models?api-version=1", "/v1/chat/completions?api-version=1"}
+    lines = [
+        json.loads(x)
+        for x in (out / "logs" / "samples-rank0.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     assert [r["generation"] for r in lines] == ["A\ufffd", "A\ufffd"]
     assert all(r["unencodable_replaced"] == 1 for r in lines)
     run = json.loads((out / "results.json").read_text(encoding="utf-8"))["run"]
@@ -287,11 +335,14 @@ def test_a_lone_surrogate_in_a_reply_is_replaced_counted_and_resumed(replying, t
     assert [p for p in replying.paths[calls:] if "chat" in p] == []
 
 
-@pytest.mark.parametrize("reply, words", [
-    (b'{"choices": ' + DEEP.encode() + b"}", ["nested too deeply"]),
-    (b'{"choices": [{"message": {"content": "A", "content": "B"}}]}', ["duplicate key"]),
-    (b'{"choices": [{"message": {"content": 7}}]}', ["not a chat completion"]),
-])
+@pytest.mark.parametrize(
+    "reply, words",
+    [
+        (b'{"choices": ' + DEEP.encode() + b"}", ["nested too deeply"]),
+        (b'{"choices": [{"message": {"content": "A", "content": "B"}}]}', ["duplicate key"]),
+        (b'{"choices": [{"message": {"content": 7}}]}', ["not a chat completion"]),
+    ],
+)
 def test_a_hostile_reply_is_one_line(reply, words, replying, tmp_path, capsys):
     replying.reply = reply
     assert main(_openai_args(replying, tmp_path / "run")) == 2
@@ -302,13 +353,22 @@ def test_a_hostile_reply_is_one_line(reply, words, replying, tmp_path, capsys):
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
-@given(reply=st.one_of(
-    st.binary(max_size=200),
-    st.integers(0, 3000).map(lambda d: b'{"choices": ' + b"[" * d + b"]" * d + b"}"),
-    st.integers(0, 300_000).map(lambda n: b'{"choices": [{"message": {"content": "'
-                                + b"x" * n + b'"}}]}'),
-    st.sampled_from([b"\xff\xfe", b'{"choices": [{"message": {"content": "\\udfff"}}]}',
-                     '{"choices": [{"message": {"content": "é"}}]}'.encode("latin-1")])))
+@given(
+    reply=st.one_of(
+        st.binary(max_size=200),
+        st.integers(0, 3000).map(lambda d: b'{"choices": ' + b"[" * d + b"]" * d + b"}"),
+        st.integers(0, 300_000).map(
+            lambda n: b'{"choices": [{"message": {"content": "' + b"x" * n + b'"}}]}'
+        ),
+        st.sampled_from(
+            [
+                b"\xff\xfe",
+                b'{"choices": [{"message": {"content": "\\udfff"}}]}',
+                '{"choices": [{"message": {"content": "é"}}]}'.encode("latin-1"),
+            ]
+        ),
+    )
+)
 def test_property_server_replies(reply, tmp_path_factory):
     """Size, nesting, encoding: an answer (logged, writable) or one line, never a traceback."""
     from mera_multi_hf.core.errors import MeraError
@@ -332,8 +392,9 @@ def test_property_server_replies(reply, tmp_path_factory):
         server.server_close()
 
 
-@pytest.mark.parametrize("reply", [b'{"data": ' + DEEP.encode() + b"}", b'{"a": ' + HUGE.encode() + b"}",
-                                   b"\xff\xfe"])
+@pytest.mark.parametrize(
+    "reply", [b'{"data": ' + DEEP.encode() + b"}", b'{"a": ' + HUGE.encode() + b"}", b"\xff\xfe"]
+)
 def test_a_hostile_judge_reply_is_one_line(reply, replying):
     """The judge client reads the served judge's answers through the reader too."""
     import requests

@@ -3,6 +3,7 @@
 The judge under test is a real transformers checkpoint (tiny BERT classifier with a
 WordPiece tokenizer trained here), served over real HTTP on 127.0.0.1.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,11 +18,20 @@ from pathlib import Path
 import pytest
 import requests
 
-from mera_multi_hf.serving import judge_server as server_mod
-from mera_multi_hf.judge import agreement as agreement_mod
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.judge.judges import HttpJudge, Judge, LocalJudge, get_judge, judge_example_scores, judge_scores, raw_inputs, token_windows
+from mera_multi_hf.judge import agreement as agreement_mod
+from mera_multi_hf.judge.judges import (
+    HttpJudge,
+    Judge,
+    LocalJudge,
+    get_judge,
+    judge_example_scores,
+    judge_scores,
+    raw_inputs,
+    token_windows,
+)
 from mera_multi_hf.scoring.metric_groups import group_mean
+from mera_multi_hf.serving import judge_server as server_mod
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_judge import build_tiny_judge  # noqa: E402
@@ -30,11 +40,22 @@ REPO = Path(__file__).resolve().parent.parent
 WINDOW = 24  # small, so that ordinary test texts get windowed
 
 
-PROMPTS = ["Какого цвета небо на картинке?", "Выберите лучший ответ: A или B.",
-           "Сколько предметов изображено?", "Звук похож на шум дождя за окном?"]
-PREDICTIONS = ["синий", "ОТВЕТ: B", "Думаю, что четыре. Ответ: четыре", "",
-               "Кошка сидит на подоконнике и смотрит на улицу, модель ошиблась. ответ: A",
-               "красный", "The answer is A because the picture shows a cat.", "ответ:"]
+PROMPTS = [
+    "Какого цвета небо на картинке?",
+    "Выберите лучший ответ: A или B.",
+    "Сколько предметов изображено?",
+    "Звук похож на шум дождя за окном?",
+]
+PREDICTIONS = [
+    "синий",
+    "ОТВЕТ: B",
+    "Думаю, что четыре. Ответ: четыре",
+    "",
+    "Кошка сидит на подоконнике и смотрит на улицу, модель ошиблась. ответ: A",
+    "красный",
+    "The answer is A because the picture shows a cat.",
+    "ответ:",
+]
 GOLDS = ["синий", "B", "четыре", "да", "A", "синий", ["A", "B"], "нет"]
 
 
@@ -68,8 +89,14 @@ def reference(judge_dir):
 
     def labels(texts):
         with torch.inference_mode():
-            return [int(model(**tok(t, truncation=True, max_length=512, return_tensors="pt"))
-                        .logits[0].argmax()) for t in texts]
+            return [
+                int(
+                    model(**tok(t, truncation=True, max_length=512, return_tensors="pt"))
+                    .logits[0]
+                    .argmax()
+                )
+                for t in texts
+            ]
 
     return labels
 
@@ -84,13 +111,17 @@ def official_inputs(prompt, gold, prediction, sep, tok, window):
     out = []
     for text in texts:
         ids = tok.encode(text)
-        out += [tok.decode(ids[:window]), tok.decode(ids[-window:])] if len(ids) > window else [text]
+        out += (
+            [tok.decode(ids[:window]), tok.decode(ids[-window:])] if len(ids) > window else [text]
+        )
     return out
 
 
 def official_scores(prompts, golds, preds, sep, tok, window, labels):
-    return [max(labels(official_inputs(p, g, a, sep, tok, window)))
-            for p, g, a in zip(prompts, golds, preds)]
+    return [
+        max(labels(official_inputs(p, g, a, sep, tok, window)))
+        for p, g, a in zip(prompts, golds, preds)
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -119,14 +150,21 @@ LONG_PROMPT = " ".join(["кошка сидит на подоконнике"] * 2
 Q = "Какого цвета небо?"
 QS = Q + "[SEP]синий[SEP]"
 INPUT_TABLE = [
-    (Q, "синий", "синий", [QS + "синий", QS + "синий"]),             # no marker: the whole answer
-    (Q, "синий", "  синий ", [QS + "  синий ", QS + "синий"]),        # ... stripped
+    (Q, "синий", "синий", [QS + "синий", QS + "синий"]),  # no marker: the whole answer
+    (Q, "синий", "  синий ", [QS + "  синий ", QS + "синий"]),  # ... stripped
     (Q, "синий", "Рассуждаю. ОТВЕТ: синий", [QS + "Рассуждаю. ОТВЕТ: синий", QS + ": синий"]),
-    (Q, "синий", "Ответ: синий", [QS + "Ответ: синий"] * 2),         # «Ответ» is no marker
+    (Q, "синий", "Ответ: синий", [QS + "Ответ: синий"] * 2),  # «Ответ» is no marker
     (Q, "синий", "ответ синий", [QS + "ответ синий"] * 2),
-    ("Кто это?", ["кот", "кошка"], "ОТВЕТ кошка",                    # list gold: its Python repr
-     ["Кто это?[SEP]['кот', 'кошка'][SEP]ОТВЕТ кошка", "Кто это?[SEP]['кот', 'кошка'][SEP]кошка"]),
-    ("Кто это?", "кот", "ОТВЕТ", ["Кто это?[SEP]кот[SEP]ОТВЕТ"]),     # empty tail: one input
+    (
+        "Кто это?",
+        ["кот", "кошка"],
+        "ОТВЕТ кошка",  # list gold: its Python repr
+        [
+            "Кто это?[SEP]['кот', 'кошка'][SEP]ОТВЕТ кошка",
+            "Кто это?[SEP]['кот', 'кошка'][SEP]кошка",
+        ],
+    ),
+    ("Кто это?", "кот", "ОТВЕТ", ["Кто это?[SEP]кот[SEP]ОТВЕТ"]),  # empty tail: one input
 ]
 
 
@@ -136,8 +174,9 @@ def full_window_judge(judge_dir) -> LocalJudge:
 
 
 @pytest.mark.parametrize("prompt, gold, prediction, expected", INPUT_TABLE)
-def test_judge_inputs_follow_the_official_rule(prompt, gold, prediction, expected,
-                                              full_window_judge):
+def test_judge_inputs_follow_the_official_rule(
+    prompt, gold, prediction, expected, full_window_judge
+):
     assert full_window_judge.inputs(prompt, gold, prediction) == expected
 
 
@@ -248,10 +287,13 @@ def test_missing_local_judge_is_a_clear_error(tmp_path):
 # ---------------------------------------------------------------------------------
 # Local and served judges agree.
 
+
 def test_local_and_http_backends_match_transformers(local_judge, served, judge_dir, reference):
     preds, golds, prompts = _examples()
     tok = local_judge.tokenizer
-    per_example = [official_inputs(p, g, a, "[SEP]", tok, WINDOW) for p, g, a in zip(prompts, golds, preds)]
+    per_example = [
+        official_inputs(p, g, a, "[SEP]", tok, WINDOW) for p, g, a in zip(prompts, golds, preds)
+    ]
     texts = [t for per in per_example for t in per]
     expected_labels = reference(texts)
     assert set(expected_labels) == {0, 1}, "the test needs both labels to mean anything"
@@ -291,8 +333,9 @@ def test_server_protocol(served, judge_dir, local_judge, reference):
         assert item["label"] == ("correct" if label == 1 else "incorrect")
     # truncate_prompt_tokens keeps the last tokens, as vLLM does
     long = " ".join(PROMPTS * 4)
-    cut = requests.post(served.url + "/classify",
-                        json={"input": long, "truncate_prompt_tokens": 6}).json()["data"][0]
+    cut = requests.post(
+        served.url + "/classify", json={"input": long, "truncate_prompt_tokens": 6}
+    ).json()["data"][0]
     ids = tok(long, add_special_tokens=False)["input_ids"]
     tail = tok.decode(ids[-4:])  # 6 tokens = [CLS] + the last 4 + [SEP]
     assert cut["probs"] == pytest.approx(local_judge.probs([tail])[0], abs=1e-5)
@@ -300,25 +343,35 @@ def test_server_protocol(served, judge_dir, local_judge, reference):
     assert bad.status_code == 404 and "does not exist" in bad.json()["message"]
 
 
-@pytest.mark.parametrize("body, code, message", [
-    ({"input": 3}, 400, "`input` must be"),
-    ({"input": []}, 400, "`input` must be"),
-    ({"input": ["a", 1]}, 400, "`input` must be"),
-    ({"model": ["a"], "input": "x"}, 400, "`model` must be a string"),
-    ({"model": {"a": 1}, "input": "x"}, 400, "`model` must be a string"),
-    ({"input": "x", "truncate_prompt_tokens": True}, 400, "truncate_prompt_tokens"),
-    ({"input": "x", "truncate_prompt_tokens": 0}, 400, "truncate_prompt_tokens"),
-    ({"input": "x", "truncate_prompt_tokens": "6"}, 400, "`truncate_prompt_tokens` must be a positive integer, not '6'"),
-    ({"input": "x\udfff"}, 400, "lone surrogate"),
-    ({}, 400, "`input` is missing"),
-    (b"[" * 100000 + b"]" * 100000, 400, ""),
-    (b"{oops", 400, "not JSON"),
-    (b"[1, 2]", 400, "JSON object"),
-    (b'{"input": "\xff"}', 400, ""),  # not UTF-8
-])
+@pytest.mark.parametrize(
+    "body, code, message",
+    [
+        ({"input": 3}, 400, "`input` must be"),
+        ({"input": []}, 400, "`input` must be"),
+        ({"input": ["a", 1]}, 400, "`input` must be"),
+        ({"model": ["a"], "input": "x"}, 400, "`model` must be a string"),
+        ({"model": {"a": 1}, "input": "x"}, 400, "`model` must be a string"),
+        ({"input": "x", "truncate_prompt_tokens": True}, 400, "truncate_prompt_tokens"),
+        ({"input": "x", "truncate_prompt_tokens": 0}, 400, "truncate_prompt_tokens"),
+        (
+            {"input": "x", "truncate_prompt_tokens": "6"},
+            400,
+            "`truncate_prompt_tokens` must be a positive integer, not '6'",
+        ),
+        ({"input": "x\udfff"}, 400, "lone surrogate"),
+        ({}, 400, "`input` is missing"),
+        (b"[" * 100000 + b"]" * 100000, 400, ""),
+        (b"{oops", 400, "not JSON"),
+        (b"[1, 2]", 400, "JSON object"),
+        (b'{"input": "\xff"}', 400, ""),  # not UTF-8
+    ],
+)
 def test_server_answers_bad_requests_with_json_4xx(served, body, code, message):
-    kwargs = {"json": body} if isinstance(body, dict) else {
-        "data": body, "headers": {"Content-Type": "application/json"}}
+    kwargs = (
+        {"json": body}
+        if isinstance(body, dict)
+        else {"data": body, "headers": {"Content-Type": "application/json"}}
+    )
     resp = requests.post(served.url + "/classify", **kwargs)
     assert resp.status_code == code
     answer = resp.json()
@@ -328,8 +381,9 @@ def test_server_answers_bad_requests_with_json_4xx(served, body, code, message):
 
 
 def test_wrong_model_name_fails_fast_with_the_reason(served):
-    judge = HttpJudge(served.url + "/classify", model="no-such-judge", sep="[SEP]", retries=5,
-                      backoff=1.0)
+    judge = HttpJudge(
+        served.url + "/classify", model="no-such-judge", sep="[SEP]", retries=5, backoff=1.0
+    )
     start = time.perf_counter()
     with pytest.raises(MeraError, match="HTTP 404.*no-such-judge"):
         judge.labels(["x"])
@@ -338,6 +392,7 @@ def test_wrong_model_name_fails_fast_with_the_reason(served):
 
 # ---------------------------------------------------------------------------------
 # Servers that are down or answer garbage.
+
 
 def test_server_down_gives_a_clear_error_after_retries():
     url = f"http://127.0.0.1:{_free_port()}/classify"
@@ -365,18 +420,22 @@ class _Garbage(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-@pytest.mark.parametrize("status, body, problem, attempts", [
-    (200, b"<html>not json</html>", "not JSON", 1),
-    (200, json.dumps({"data": [{"label": "x"}]}).encode(), "no data", 1),
-    (200, json.dumps({"data": []}).encode(), "expected 1 probability", 1),
-    (200, json.dumps({"data": [{"probs": [1.0]}]}).encode(), "2\\+ classes", 1),
-    (503, b"overloaded", "HTTP 503", 3),  # the project's retry policy: 5xx is retried
-])
+@pytest.mark.parametrize(
+    "status, body, problem, attempts",
+    [
+        (200, b"<html>not json</html>", "not JSON", 1),
+        (200, json.dumps({"data": [{"label": "x"}]}).encode(), "no data", 1),
+        (200, json.dumps({"data": []}).encode(), "expected 1 probability", 1),
+        (200, json.dumps({"data": [{"probs": [1.0]}]}).encode(), "2\\+ classes", 1),
+        (503, b"overloaded", "HTTP 503", 3),  # the project's retry policy: 5xx is retried
+    ],
+)
 def test_garbage_answers_give_a_clear_error(status, body, problem, attempts):
     handler = type("Handler", (_Garbage,), {"replies": [(status, body)], "hits": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
-                              daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/classify"
@@ -393,23 +452,43 @@ def test_garbage_answers_give_a_clear_error(status, body, problem, attempts):
 # ---------------------------------------------------------------------------------
 # The evaluate module and the commands with a real judge.
 
+
 def test_judge_score_module_local_and_served(judge_dir, served, reference, local_judge):
     from mera_multi_hf import load_metric
 
     preds, golds, prompts = _examples(12)
     golds = [g if isinstance(g, str) else g[0] for g in golds]
     groups = [i // 3 for i in range(12)]
-    expected = official_scores(prompts, golds, preds, "[SEP]", local_judge.tokenizer, WINDOW,
-                               reference)
-    by_group = [min(expected[i:i + 3]) for i in range(0, 12, 3)]
+    expected = official_scores(
+        prompts, golds, preds, "[SEP]", local_judge.tokenizer, WINDOW, reference
+    )
+    by_group = [min(expected[i : i + 3]) for i in range(0, 12, 3)]
     module = load_metric("judge_score")
-    local = module.compute(predictions=preds, references=golds, prompts=prompts, judge=judge_dir,
-                           group_ids=groups, judge_options={"window": WINDOW, "device": "cpu"})
+    local = module.compute(
+        predictions=preds,
+        references=golds,
+        prompts=prompts,
+        judge=judge_dir,
+        group_ids=groups,
+        judge_options={"window": WINDOW, "device": "cpu"},
+    )
     served_result = module.compute(
-        predictions=preds, references=golds, prompts=prompts, judge_url=served.url,
-        judge_tokenizer=judge_dir, group_ids=groups, judge_options={"window": WINDOW, "backoff": 0.01})
-    assert local == served_result == {"judge_score": pytest.approx(sum(expected) / 12),
-                                      "group_judge_score": pytest.approx(sum(by_group) / 4)}
+        predictions=preds,
+        references=golds,
+        prompts=prompts,
+        judge_url=served.url,
+        judge_tokenizer=judge_dir,
+        group_ids=groups,
+        judge_options={"window": WINDOW, "backoff": 0.01},
+    )
+    assert (
+        local
+        == served_result
+        == {
+            "judge_score": pytest.approx(sum(expected) / 12),
+            "group_judge_score": pytest.approx(sum(by_group) / 4),
+        }
+    )
     assert 0 < local["judge_score"] < 1
 
 
@@ -421,8 +500,9 @@ def test_agreement_report_hand_cases():
     assert report["cohen_kappa"] == pytest.approx(0.5)
     assert agreement_mod.agreement_report([1, 1], [1, 1])["cohen_kappa"] is None
     # skewed raters: human 1,1,1,0 / judge 1,1,0,0 -> po = 3/4; pe = 3/4*1/2 + 1/4*1/2 = 1/2
-    assert agreement_mod.agreement_report([1, 1, 1, 0], [1, 1, 0, 0])["cohen_kappa"] == \
-        pytest.approx((0.75 - 0.5) / 0.5)
+    assert agreement_mod.agreement_report([1, 1, 1, 0], [1, 1, 0, 0])[
+        "cohen_kappa"
+    ] == pytest.approx((0.75 - 0.5) / 0.5)
     # total disagreement: po = 0, pe = 1/2 -> kappa = -1
     assert agreement_mod.agreement_report([1, 0], [0, 1])["cohen_kappa"] == pytest.approx(-1.0)
 
@@ -433,15 +513,37 @@ def test_cli_agreement(judge_dir, local_judge, reference, tmp_path, capsys):
     preds, golds, prompts = _examples(10)
     human = [1, 0, 1, 1, 0, 0, 1, 0, 1, 1]
     data = tmp_path / "labelled.jsonl"
-    data.write_text("\n".join(json.dumps({"prompt": p, "gold": g, "prediction": a, "label": h},
-                                         ensure_ascii=False)
-                              for p, g, a, h in zip(prompts, golds, preds, human)), encoding="utf-8")
+    data.write_text(
+        "\n".join(
+            json.dumps({"prompt": p, "gold": g, "prediction": a, "label": h}, ensure_ascii=False)
+            for p, g, a, h in zip(prompts, golds, preds, human)
+        ),
+        encoding="utf-8",
+    )
     out = tmp_path / "report.json"
-    assert main(["judge", "agreement", "--data", str(data), "--model", judge_dir,
-                 "--window", str(WINDOW), "--device", "cpu", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "judge",
+                "agreement",
+                "--data",
+                str(data),
+                "--model",
+                judge_dir,
+                "--window",
+                str(WINDOW),
+                "--device",
+                "cpu",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     report = json.loads(out.read_text(encoding="utf-8"))
-    judged = official_scores(prompts, golds, preds, "[SEP]", local_judge.tokenizer, WINDOW,
-                             reference)
+    judged = official_scores(
+        prompts, golds, preds, "[SEP]", local_judge.tokenizer, WINDOW, reference
+    )
     tp = sum(h == j == 1 for h, j in zip(human, judged))
     tn = sum(h == j == 0 for h, j in zip(human, judged))
     assert report["confusion"]["tp"] == tp and report["confusion"]["tn"] == tn
@@ -449,23 +551,43 @@ def test_cli_agreement(judge_dir, local_judge, reference, tmp_path, capsys):
     assert "Cohen's kappa" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("content, where", [
-    (b'{"prompt": "p", "gold": "g", "prediction": "x", "label": 2}\nnot json\n',
-     "line 1: field 'label' must be 0 or 1"),
-    (b'{"prompt": "p", "gold": "g", "prediction": "x", "label": 1}\nnot json\n', "line 2: not JSON"),
-    (b'{"prompt": "p", "gold": "g\xff", "prediction": "x", "label": 1}\n',
-     "line 1: field 'gold' is not valid UTF-8"),
-    (b'{"prompt": "p", "gold": 5, "prediction": "x", "label": 1}\n', "line 1: field 'gold' must be"),
-    (b'{"prompt": "p", "gold": ["a", null], "prediction": "x", "label": 1}\n',
-     "line 1: field 'gold' must be"),
-    (b'{"prompt": "p", "gold": "g", "prediction": 1, "label": 1}\n',
-     "line 1: field 'prediction' must be a string"),
-    (b'\n{"prompt": "p\xc3", "gold": "g", "prediction": "x", "label": 1}\n',
-     "line 2: field 'prompt' is not valid UTF-8"),
-    (b'{"prompt": "p", "gold": "g"}\n', "line 1: missing field(s) prediction, label"),
-])
-def test_cli_agreement_bad_data_is_one_line_naming_file_line_field(content, where, tmp_path,
-                                                                   judge_dir, capsys):
+@pytest.mark.parametrize(
+    "content, where",
+    [
+        (
+            b'{"prompt": "p", "gold": "g", "prediction": "x", "label": 2}\nnot json\n',
+            "line 1: field 'label' must be 0 or 1",
+        ),
+        (
+            b'{"prompt": "p", "gold": "g", "prediction": "x", "label": 1}\nnot json\n',
+            "line 2: not JSON",
+        ),
+        (
+            b'{"prompt": "p", "gold": "g\xff", "prediction": "x", "label": 1}\n',
+            "line 1: field 'gold' is not valid UTF-8",
+        ),
+        (
+            b'{"prompt": "p", "gold": 5, "prediction": "x", "label": 1}\n',
+            "line 1: field 'gold' must be",
+        ),
+        (
+            b'{"prompt": "p", "gold": ["a", null], "prediction": "x", "label": 1}\n',
+            "line 1: field 'gold' must be",
+        ),
+        (
+            b'{"prompt": "p", "gold": "g", "prediction": 1, "label": 1}\n',
+            "line 1: field 'prediction' must be a string",
+        ),
+        (
+            b'\n{"prompt": "p\xc3", "gold": "g", "prediction": "x", "label": 1}\n',
+            "line 2: field 'prompt' is not valid UTF-8",
+        ),
+        (b'{"prompt": "p", "gold": "g"}\n', "line 1: missing field(s) prediction, label"),
+    ],
+)
+def test_cli_agreement_bad_data_is_one_line_naming_file_line_field(
+    content, where, tmp_path, judge_dir, capsys
+):
     from mera_multi_hf.cli.main import main
 
     bad = tmp_path / "bad.jsonl"
@@ -479,7 +601,9 @@ def test_cli_agreement_needs_one_judge(tmp_path, capsys):
     from mera_multi_hf.cli.main import main
 
     data = tmp_path / "x.jsonl"
-    data.write_text('{"prompt": "p", "gold": "g", "prediction": "x", "label": 1}\n', encoding="utf-8")
+    data.write_text(
+        '{"prompt": "p", "gold": "g", "prediction": "x", "label": 1}\n', encoding="utf-8"
+    )
     assert main(["judge", "agreement", "--data", str(data)]) == 2
     assert "exactly one of --model" in capsys.readouterr().err
 
@@ -488,9 +612,27 @@ def test_cli_serve_end_to_end_with_api_key(judge_dir, local_judge, reference):
     """`mera-multi judge serve --api-key` in a subprocess; get_judge(judge_url=...) learns the
     separator from the server and scores like transformers does."""
     key = "s3cret"
-    proc = subprocess.Popen([sys.executable, "-m", "mera_multi_hf", "judge", "serve", "--model",
-                             judge_dir, "--port", "0", "--device", "cpu", "--api-key", key],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mera_multi_hf",
+            "judge",
+            "serve",
+            "--model",
+            judge_dir,
+            "--port",
+            "0",
+            "--device",
+            "cpu",
+            "--api-key",
+            key,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
     try:
         line = proc.stdout.readline()
         assert "serving judge" in line, proc.stderr.read() if proc.poll() is not None else line
@@ -505,10 +647,15 @@ def test_cli_serve_end_to_end_with_api_key(judge_dir, local_judge, reference):
         judge = get_judge(judge_url=url, api_key=key, window=WINDOW, backoff=0.05)
         assert judge.sep == "[SEP]"
         preds, golds, prompts = _examples(8)
-        expected = official_scores(prompts, golds, preds, "[SEP]", local_judge.tokenizer, WINDOW,
-                                   reference)
-        assert judge_example_scores(prompts, golds, preds, judge_url=url, api_key=key,
-                                    window=WINDOW, backoff=0.05).tolist() == expected
+        expected = official_scores(
+            prompts, golds, preds, "[SEP]", local_judge.tokenizer, WINDOW, reference
+        )
+        assert (
+            judge_example_scores(
+                prompts, golds, preds, judge_url=url, api_key=key, window=WINDOW, backoff=0.05
+            ).tolist()
+            == expected
+        )
         with_tok = get_judge(judge_url=url, judge_tokenizer=judge_dir, api_key=key, window=WINDOW)
         assert judge_scores(with_tok, preds, golds, prompts).tolist() == expected
     finally:
@@ -516,8 +663,9 @@ def test_cli_serve_end_to_end_with_api_key(judge_dir, local_judge, reference):
         proc.wait(timeout=30)
 
 
-def test_cli_train_learns_labels_the_untrained_judge_gets_wrong(judge_dir, local_judge, tmp_path,
-                                                                reference):
+def test_cli_train_learns_labels_the_untrained_judge_gets_wrong(
+    judge_dir, local_judge, tmp_path, reference
+):
     from mera_multi_hf.cli.main import main
 
     preds, golds, prompts = _examples(16)
@@ -527,12 +675,36 @@ def test_cli_train_learns_labels_the_untrained_judge_gets_wrong(judge_dir, local
     targets = [1 - b for b in before]  # every label flipped: nothing is right by chance
     assert 0 in targets and 1 in targets
     data = tmp_path / "train.jsonl"
-    data.write_text("\n".join(json.dumps({"prompt": p, "gold": g, "prediction": a, "label": t},
-                                         ensure_ascii=False)
-                              for p, g, a, t in zip(prompts, golds, preds, targets)),
-                    encoding="utf-8")
+    data.write_text(
+        "\n".join(
+            json.dumps({"prompt": p, "gold": g, "prediction": a, "label": t}, ensure_ascii=False)
+            for p, g, a, t in zip(prompts, golds, preds, targets)
+        ),
+        encoding="utf-8",
+    )
     out = tmp_path / "trained"
-    assert main(["judge", "train", "--data", str(data), "--base", judge_dir, "--out", str(out),
-                 "--epochs", "30", "--lr", "0.005", "--batch-size", "16", "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "judge",
+                "train",
+                "--data",
+                str(data),
+                "--base",
+                judge_dir,
+                "--out",
+                str(out),
+                "--epochs",
+                "30",
+                "--lr",
+                "0.005",
+                "--batch-size",
+                "16",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     trained = LocalJudge(str(out), device="cpu", window=WINDOW)
     assert trained.labels(texts) == targets

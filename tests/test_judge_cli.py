@@ -1,5 +1,6 @@
 """--judge-url from the CLI, end to end: `evaluate` and `score` against the project's own
 judge server (which reports its separator) give the judge scores a local judge gives."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mera_multi_hf.serving import judge_server as server_mod
 from mera_multi_hf.cli.main import main
+from mera_multi_hf.serving import judge_server as server_mod
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_judge import build_tiny_judge  # noqa: E402
@@ -44,27 +45,49 @@ def test_evaluate_and_score_with_a_served_judge(judge_dir, judge_url, tmp_path, 
     # the official metrics do not change meaning when a judge is given
     plain = tmp_path / "plain"
     assert main(common + ["--output-dir", str(plain)]) == 0
-    tasks = {p: json.loads((p / "results.json").read_text())["tasks"]["ruhhh_image"]
-             for p in (served, plain)}
+    tasks = {
+        p: json.loads((p / "results.json").read_text())["tasks"]["ruhhh_image"]
+        for p in (served, plain)
+    }
     assert tasks[served]["metrics"] == tasks[plain]["metrics"]
     # the task score is the mean of the leaderboard metrics computed: group EM and group JS
     # with the judge, group EM alone (and said to be partial) without it
     judged = tasks[served]
     assert judged["task_score"] == pytest.approx(
-        (judged["metrics"]["group_exact_match"] + judged["judge"]["group_judge_score"]) / 2)
+        (judged["metrics"]["group_exact_match"] + judged["judge"]["group_judge_score"]) / 2
+    )
     assert not judged["task_score_partial"] and tasks[plain]["task_score_partial"]
     assert tasks[plain]["task_score"] == tasks[plain]["metrics"]["group_exact_match"]
     capsys.readouterr()
 
     rescored = tmp_path / "rescored"
-    assert main(["score", "--task", "ruhhh_image", "--data", "sample", "--split", "test",
-                 "--predictions", str(served / "samples_ruhhh_image_test.jsonl"),
-                 "--out", str(rescored), "--judge-url", judge_url]) == 2  # 6 of 26 answered
+    assert (
+        main(
+            [
+                "score",
+                "--task",
+                "ruhhh_image",
+                "--data",
+                "sample",
+                "--split",
+                "test",
+                "--predictions",
+                str(served / "samples_ruhhh_image_test.jsonl"),
+                "--out",
+                str(rescored),
+                "--judge-url",
+                judge_url,
+            ]
+        )
+        == 2
+    )  # 6 of 26 answered
     assert "no prediction for" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("factory", ["mera_multi_hf.serving.judge_server:app_from_env",
-                                     "judge_model.server:app_from_env"])
+@pytest.mark.parametrize(
+    "factory",
+    ["mera_multi_hf.serving.judge_server:app_from_env", "judge_model.server:app_from_env"],
+)
 def test_the_uvicorn_factories_serve_the_judge(judge_dir, judge_url, factory):
     """The README's `uvicorn --factory` forms (the second from the checkout root) serve the
     labels `judge serve` serves."""
@@ -78,12 +101,30 @@ def test_the_uvicorn_factories_serve_the_judge(judge_dir, judge_url, factory):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = dict(os.environ, MERA_JUDGE_MODEL=judge_dir, MERA_JUDGE_SERVED_NAME="j",
-               MERA_JUDGE_DEVICE="cpu", MERA_JUDGE_API_KEY="")
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", factory,
-                             "--host", "127.0.0.1", "--port", str(port)],
-                            cwd=Path(__file__).resolve().parent.parent, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    env = dict(
+        os.environ,
+        MERA_JUDGE_MODEL=judge_dir,
+        MERA_JUDGE_SERVED_NAME="j",
+        MERA_JUDGE_DEVICE="cpu",
+        MERA_JUDGE_API_KEY="",
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            factory,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         base, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
         while True:
@@ -98,7 +139,8 @@ def test_the_uvicorn_factories_serve_the_judge(judge_dir, judge_url, factory):
         want = requests.post(judge_url, json={**body, "model": judge_dir}, timeout=60).json()
         assert [d["label"] for d in got["data"]] == [d["label"] for d in want["data"]]
         assert [p for d in got["data"] for p in d["probs"]] == pytest.approx(
-            [p for d in want["data"] for p in d["probs"]], abs=1e-6)
+            [p for d in want["data"] for p in d["probs"]], abs=1e-6
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -2,6 +2,7 @@
 rerun finishes with the outputs of an uninterrupted run, at no moment does a
 results.json vouch for a file of another run, and nothing beside the outputs is touched.
 For evaluate, score, metrics export and judge train."""
+
 from __future__ import annotations
 
 import hashlib
@@ -89,8 +90,11 @@ def _normal(name: str, data: bytes) -> bytes:
 def _files(out: Path) -> dict[str, str]:
     """Every output file's sha256 (normalised), less the marker (it names its folder),
     the lock and the Trainer's pickled arguments (they name each run's temporary folder)."""
-    return {str(p.relative_to(out)): hashlib.sha256(_normal(p.name, p.read_bytes())).hexdigest()
-            for p in sorted(out.rglob("*")) if p.is_file() and p.name not in SKIP}
+    return {
+        str(p.relative_to(out)): hashlib.sha256(_normal(p.name, p.read_bytes())).hexdigest()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name not in SKIP
+    }
 
 
 @pytest.fixture(scope="module")
@@ -99,35 +103,84 @@ def commands(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("inputs")
     predictions = root / "p.jsonl"
-    predictions.write_text("".join(json.dumps({"id": i, "prediction": "AB"[i % 2]}) + "\n"
-                                   for i in range(1, 27)))
+    predictions.write_text(
+        "".join(json.dumps({"id": i, "prediction": "AB"[i % 2]}) + "\n" for i in range(1, 27))
+    )
     labelled = root / "labelled.jsonl"
-    labelled.write_text("".join(json.dumps({"prompt": f"Вопрос {i}?", "gold": "да",
-                                            "prediction": "да" if i % 2 else "нет",
-                                            "label": i % 2}) + "\n" for i in range(8)))
+    labelled.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "prompt": f"Вопрос {i}?",
+                    "gold": "да",
+                    "prediction": "да" if i % 2 else "нет",
+                    "label": i % 2,
+                }
+            )
+            + "\n"
+            for i in range(8)
+        )
+    )
     judge = build_tiny_judge(root / "judge")
     # command -> (arguments, output flag, other options of the first run)
     return {
-        "evaluate": (["evaluate", "--data", "sample", "--limit", "4", "--no-progress"],
-                     "--output-dir", ["--em-mode", "strict"]),
-        "score": (["score", "--task", "ruhhh_image", "--predictions", str(predictions),
-                   "--data", "sample"], "--out", ["--em-mode", "strict"]),
+        "evaluate": (
+            ["evaluate", "--data", "sample", "--limit", "4", "--no-progress"],
+            "--output-dir",
+            ["--em-mode", "strict"],
+        ),
+        "score": (
+            [
+                "score",
+                "--task",
+                "ruhhh_image",
+                "--predictions",
+                str(predictions),
+                "--data",
+                "sample",
+            ],
+            "--out",
+            ["--em-mode", "strict"],
+        ),
         "metrics": (["metrics", "export"], "--out", ["--namespace", "someone"]),
-        "train": (["judge", "train", "--data", str(labelled), "--base", str(judge),
-                   "--device", "cpu", "--batch-size", "4"], "--out", ["--seed", "1"]),
+        "train": (
+            [
+                "judge",
+                "train",
+                "--data",
+                str(labelled),
+                "--base",
+                str(judge),
+                "--device",
+                "cpu",
+                "--batch-size",
+                "4",
+            ],
+            "--out",
+            ["--seed", "1"],
+        ),
     }
 
 
 # The fixed points where evaluate was first killed, then seeded random ones. evaluate's
 # writes: the claim's marker (write 1, rename 1); the manifest, put before generation
 # (writes 2-3, renames 2-3: its marker, then itself) and after it (4-5); then the set.
-POINTS = {"evaluate": [("write", 1), ("write", 3), ("write", 5), ("write", 7), ("write", 8),
-                       ("rename", 3), ("rename", 6), ("rename", 8)]}
+POINTS = {
+    "evaluate": [
+        ("write", 1),
+        ("write", 3),
+        ("write", 5),
+        ("write", 7),
+        ("write", 8),
+        ("rename", 3),
+        ("rename", 6),
+        ("rename", 8),
+    ]
+}
 
 
 @pytest.mark.parametrize("command", ["evaluate", "score", "metrics", "train"])
-def test_a_kill_at_any_point_loses_nothing_and_touches_nothing_else(commands, tmp_path,
-                                                                    command):
+def test_a_kill_at_any_point_loses_nothing_and_touches_nothing_else(commands, tmp_path, command):
     args, flag, other = commands[command]
     rng = random.Random(command)
     points = POINTS.get(command) or [("write", rng.randint(1, 3)), ("rename", rng.randint(1, 4))]
@@ -135,9 +188,13 @@ def test_a_kill_at_any_point_loses_nothing_and_touches_nothing_else(commands, tm
     decoy.mkdir()
     (decoy / "notes.txt").write_text("mine")
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, "-c", SEQUENCE,
-                           json.dumps([args, flag, other, str(tmp_path), points])],
-                          env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", SEQUENCE, json.dumps([args, flag, other, str(tmp_path), points])],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report.pop("reference") == 0

@@ -1,5 +1,6 @@
 """The leaderboard's own metric list (the MERA README's task table) decides the task
 score; ruTiE's local number is strict EM, labelled a local estimate."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,16 +26,25 @@ def test_every_task_declares_the_readme_leaderboard_metrics(key):
     assert set(TASKS[key].leaderboard) <= set(TASKS[key].metrics) | set(TASKS[key].judge_metrics)
 
 
-@pytest.mark.parametrize("key, metrics, judge, score, partial", [
-    ("ruhhh_image", {"exact_match": 0.9, "group_exact_match": 0.6}, {}, 0.6, True),
-    ("ruhhh_image", {"exact_match": 0.9, "group_exact_match": 0.6},
-     {"judge_score": 0.1, "group_judge_score": 0.4}, 0.5, False),
-    ("ruslun", {"intent_exact_match": 0.8, "slot_f1": 0.4}, {}, 0.6, False),
-    ("weird", {"exact_match": 0.7}, {}, 0.7, True),
-    ("weird", {"exact_match": 0.7}, {"judge_score": 0.3}, 0.5, False),
-])
-def test_task_score_is_the_mean_of_the_leaderboard_metrics_computed(key, metrics, judge,
-                                                                    score, partial):
+@pytest.mark.parametrize(
+    "key, metrics, judge, score, partial",
+    [
+        ("ruhhh_image", {"exact_match": 0.9, "group_exact_match": 0.6}, {}, 0.6, True),
+        (
+            "ruhhh_image",
+            {"exact_match": 0.9, "group_exact_match": 0.6},
+            {"judge_score": 0.1, "group_judge_score": 0.4},
+            0.5,
+            False,
+        ),
+        ("ruslun", {"intent_exact_match": 0.8, "slot_f1": 0.4}, {}, 0.6, False),
+        ("weird", {"exact_match": 0.7}, {}, 0.7, True),
+        ("weird", {"exact_match": 0.7}, {"judge_score": 0.3}, 0.5, False),
+    ],
+)
+def test_task_score_is_the_mean_of_the_leaderboard_metrics_computed(
+    key, metrics, judge, score, partial
+):
     out = task_score(TASKS[key], {"metrics": metrics, "judge": judge})
     assert out["task_score"] == pytest.approx(score)
     assert out["task_score_partial"] is partial
@@ -42,8 +52,10 @@ def test_task_score_is_the_mean_of_the_leaderboard_metrics_computed(key, metrics
 
 def _rutie_examples():
     golds = {1: "A", 2: "B", 3: "Б", 501: "C"}
-    return [Example("rutie_image", i, n, "p", (), g, i, meta={}) for n, (i, g) in
-            enumerate(golds.items())]
+    return [
+        Example("rutie_image", i, n, "p", (), g, i, meta={})
+        for n, (i, g) in enumerate(golds.items())
+    ]
 
 
 def test_rutie_em_is_strict_and_reported_as_a_local_estimate():
@@ -66,7 +78,9 @@ def test_model_index_and_chart_carry_the_leaderboard_task_score():
     from mera_multi_hf.reporting.reports import model_index
 
     examples = _rutie_examples()
-    result = score_task(TASKS["rutie_image"], examples, {1: "A", 2: "B", 3: "x", 501: "y"}).to_dict()
+    result = score_task(
+        TASKS["rutie_image"], examples, {1: "A", 2: "B", 3: "x", 501: "y"}
+    ).to_dict()
     block = model_index([result], "m", {"rutie_image": True})
     assert "type: task_score" in block and "value: 0.5" in block
     (panel,) = panels([result])

@@ -6,6 +6,7 @@ uvicorn's: a request head's deadline on a new connection (here) and on a kept-al
 (tests/test_bounded_io.py), JSON replies to a malformed head (here, and BAD_BODIES in
 tests/test_servers_hostile.py) and past limit_concurrency, and half-sent connections
 closed on shutdown (tests/test_servers_hostile.py). Real servers on 127.0.0.1."""
+
 from __future__ import annotations
 
 import json
@@ -15,10 +16,10 @@ import time
 
 import datasets
 
+from mera_multi_hf.core.offline import in_hub_cache
 from mera_multi_hf.data.arrow_split import _files_of
 from mera_multi_hf.data.datasets_hook import fingerprint
 from mera_multi_hf.serving.app import Server, json_app
-from mera_multi_hf.core.offline import in_hub_cache
 
 
 def _error(status: int, message: str) -> dict:
@@ -31,6 +32,7 @@ def _server(read_timeout: float) -> Server:
     @app.get("/health")
     async def health():
         return {"status": "ok"}
+
     return Server(app, _error, read_timeout=read_timeout).start()
 
 

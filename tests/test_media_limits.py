@@ -2,6 +2,7 @@
 every file's header before anything is decoded, at build and again at decode; every
 image fully decoded and every audio/video's first frame decoded at build, so a file that
 `build` accepts is one that `evaluate` can decode."""
+
 from __future__ import annotations
 
 import io
@@ -19,13 +20,13 @@ from PIL import Image
 
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.errors import DataValidationError, MeraError
-from mera_multi_hf.data.publish import export_raw
 from mera_multi_hf.core.limits import DEFAULT_LIMITS, Limits
-from mera_multi_hf.data.media_decode import Media
 from mera_multi_hf.data.media_checks import audio_problem, image_problem, video_problem
+from mera_multi_hf.data.media_decode import Media
+from mera_multi_hf.data.publish import export_raw
 from mera_multi_hf.data.raw import RawDataset
-from mera_multi_hf.generation import RunConfig
 from mera_multi_hf.demo.sample_data import bundled_sample
+from mera_multi_hf.generation import RunConfig
 from mera_multi_hf.tasks.table import get_task
 
 
@@ -53,8 +54,9 @@ def _problems(task: str, raw: Path, **options) -> list:
 
 
 def _one(problems, example_id, field, text):
-    hits = [p for p in problems if p.example_id == example_id and p.field == field
-            and text in p.message]
+    hits = [
+        p for p in problems if p.example_id == example_id and p.field == field and text in p.message
+    ]
     assert hits, "\n".join(map(str, problems))
     assert all("\n" not in str(p) for p in problems)
     return hits[0]
@@ -78,6 +80,7 @@ def _absurd_rate(data: bytes, rate: int = 2_000_000_000) -> bytes:
 
 
 # ---- audio: the reported case, a small WAV that declares an absurd sample rate ----
+
 
 def test_absurd_sample_rate_is_refused_at_build_and_at_decode(tmp_path, capsys):
     raw = _copy(tmp_path, "ruslun")
@@ -103,30 +106,37 @@ def test_audio_limits_are_options_of_build(tmp_path, capsys):
     raw = _copy(tmp_path, "ruslun")
     _point(raw, "audio", "long.wav", _wav(rate=8_000, seconds=3, channels=3))
     assert main(["build", "ruslun", "--raw", str(raw), "--out", str(tmp_path / "a")]) == 0
-    for option, value, text in (("--min-audio-rate", "10000", "outside 10000..384000 Hz"),
-                                ("--max-audio-channels", "2", "3 channels, above the limit"),
-                                ("--max-audio-seconds", "2.5", "lasts 3 s, above the limit")):
-        code = main(["build", "ruslun", "--raw", str(raw), "--out", str(tmp_path / "b"),
-                     option, value])
+    for option, value, text in (
+        ("--min-audio-rate", "10000", "outside 10000..384000 Hz"),
+        ("--max-audio-channels", "2", "3 channels, above the limit"),
+        ("--max-audio-seconds", "2.5", "lasts 3 s, above the limit"),
+    ):
+        code = main(
+            ["build", "ruslun", "--raw", str(raw), "--out", str(tmp_path / "b"), option, value]
+        )
         assert code == 2 and text in capsys.readouterr().err
-    clip = Media(kind="audio", sha256="x", data=_wav(8_000, 3, 3),
-                 limits=Limits(max_audio_seconds=2.5))
+    clip = Media(
+        kind="audio", sha256="x", data=_wav(8_000, 3, 3), limits=Limits(max_audio_seconds=2.5)
+    )
     with pytest.raises(MeraError, match="lasts 3 s"):
         clip.audio(16_000)
-    assert clip.__class__(kind="audio", sha256="x", data=_wav(8_000, 3, 3)).audio(16_000).shape \
-        == (48_000,)
+    assert clip.__class__(kind="audio", sha256="x", data=_wav(8_000, 3, 3)).audio(16_000).shape == (
+        48_000,
+    )
 
 
-@pytest.mark.parametrize("option,value", [("--max-audio-rate", "0"), ("--max-image-pixels", "-5"),
-                                          ("--max-audio-seconds", "nan")])
+@pytest.mark.parametrize(
+    "option,value",
+    [("--max-audio-rate", "0"), ("--max-image-pixels", "-5"), ("--max-audio-seconds", "nan")],
+)
 def test_a_limit_must_be_positive(tmp_path, capsys, option, value):
-    code = main(["build", "ruslun", "--raw", "sample", "--out", str(tmp_path / "o"),
-                 option, value])
+    code = main(["build", "ruslun", "--raw", "sample", "--out", str(tmp_path / "o"), option, value])
     assert code == 2 and "must be a positive number" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 
 # ---- images: decoded in full at build ----
+
 
 def _png(size=(32, 24)) -> bytes:
     buf = io.BytesIO()
@@ -138,7 +148,7 @@ def _corrupt_png() -> bytes:
     """A PNG whose IDAT data is damaged but whose chunks and end are all in place."""
     data = bytearray(_png((64, 64)))
     start = data.index(b"IDAT") + 4
-    data[start + 2:start + 12] = b"\x00" * 10  # inside the zlib stream
+    data[start + 2 : start + 12] = b"\x00" * 10  # inside the zlib stream
     return bytes(data)
 
 
@@ -150,7 +160,7 @@ def _gif() -> bytes:
 
 def _malformed_gif() -> bytes:
     data = _gif()
-    return data[:len(data) // 2 + 8]  # the image data stops half-way
+    return data[: len(data) // 2 + 8]  # the image data stops half-way
 
 
 def _jpeg_with_trailer() -> bytes:
@@ -185,17 +195,19 @@ def test_the_jpeg_with_a_trailer_builds(raw_sample, tmp_path):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kind=st.sampled_from(["png", "jpeg", "gif"]), cut=st.floats(0.0, 1.0),
-       flips=st.lists(st.tuples(st.floats(0.0, 1.0), st.integers(0, 255)), max_size=4),
-       progressive=st.booleans())
+@given(
+    kind=st.sampled_from(["png", "jpeg", "gif"]),
+    cut=st.floats(0.0, 1.0),
+    flips=st.lists(st.tuples(st.floats(0.0, 1.0), st.integers(0, 255)), max_size=4),
+    progressive=st.booleans(),
+)
 def test_build_check_and_runner_agree_on_damaged_images(kind, cut, flips, progressive):
     """Whatever the damage, the build check accepts a picture exactly when the runner's
     full decode succeeds (a JPEG is checked at 1/8 scale: the same data is decoded), and
     neither raises anything but its own error."""
     buf = io.BytesIO()
-    Image.effect_noise((96, 80), 60).convert("RGB").save(buf, format=kind,
-                                                         progressive=progressive)
-    data = bytearray(buf.getvalue()[:max(1, int(len(buf.getvalue()) * (0.5 + cut / 2)))])
+    Image.effect_noise((96, 80), 60).convert("RGB").save(buf, format=kind, progressive=progressive)
+    data = bytearray(buf.getvalue()[: max(1, int(len(buf.getvalue()) * (0.5 + cut / 2)))])
     for where, value in flips:
         data[int(where * (len(data) - 1))] = value
     why = image_problem(bytes(data))
@@ -209,19 +221,35 @@ def test_build_check_and_runner_agree_on_damaged_images(kind, cut, flips, progre
 
 def test_image_pixels_are_a_build_and_evaluate_option(raw_sample, tmp_path, capsys):
     example_id = _point(raw_sample, "image", "wide.png", _png((200, 100)), 0)
-    code = main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(tmp_path / "o"),
-                 "--max-image-pixels", "10000"])
+    code = main(
+        [
+            "build",
+            "ruhhh_image",
+            "--raw",
+            str(raw_sample),
+            "--out",
+            str(tmp_path / "o"),
+            "--max-image-pixels",
+            "10000",
+        ]
+    )
     err = capsys.readouterr().err
-    assert code == 2 and f"id={example_id}, field inputs.image: 'samples/wide.png': image " \
-        "declares 200x100 = 20000 pixels, above the limit of 10000" in err
+    assert (
+        code == 2
+        and f"id={example_id}, field inputs.image: 'samples/wide.png': image "
+        "declares 200x100 = 20000 pixels, above the limit of 10000"
+        in err
+    )
     config = RunConfig(max_image_pixels=10_000, max_audio_rate=48_000)
-    assert config.limits() == DEFAULT_LIMITS.with_overrides(max_image_pixels=10_000,
-                                                            max_audio_rate=48_000)
+    assert config.limits() == DEFAULT_LIMITS.with_overrides(
+        max_image_pixels=10_000, max_audio_rate=48_000
+    )
     with pytest.raises(MeraError, match="--min-audio-rate 1000 is above --max-audio-rate 500"):
         RunConfig(max_audio_rate=500)
 
 
 # ---- video: header and first frame ----
+
 
 def test_video_duration_and_frames_are_bounded(tmp_path):
     raw = _copy(tmp_path, "commonvideoqa")
@@ -229,10 +257,11 @@ def test_video_duration_and_frames_are_bounded(tmp_path):
     assert video_problem(clip) is None
     why = video_problem(clip, Limits(max_video_seconds=0.01))
     assert why.startswith("video lasts") and "--max-video-seconds" in why
-    assert video_problem(clip[:len(clip) // 3]) is not None  # cut: no frame decodes
+    assert video_problem(clip[: len(clip) // 3]) is not None  # cut: no frame decodes
     problems = _problems("commonvideoqa", raw, limits=Limits(max_video_seconds=0.01))
-    assert problems and all(p.field == "inputs.video" and "video lasts" in p.message
-                            for p in problems)
+    assert problems and all(
+        p.field == "inputs.video" and "video lasts" in p.message for p in problems
+    )
     media = Media(kind="video", sha256="x", data=clip, limits=Limits(max_video_seconds=0.01))
     with pytest.raises(MeraError, match="refused: video lasts"):
         media.frames(4)
@@ -249,6 +278,7 @@ def test_audio_check_reads_only_the_header_and_first_block():
 
 
 # ---- parallel checks: the same problems, in the same order, with any number of workers ----
+
 
 def test_workers_find_the_same_problems_in_order(raw_sample):
     for position in range(0, 20, 3):
@@ -282,8 +312,9 @@ def test_check_all_keeps_order_and_bounds_the_window(monkeypatch):
         return [functools.partial(_slow_double, item), os.getpid]
 
     out = []
-    for item, results in media_checks.check_all(range(40), checks, workers=4,
-                                                size=lambda item: 100):
+    for item, results in media_checks.check_all(
+        range(40), checks, workers=4, size=lambda item: 100
+    ):
         most[0] = max(most[0], len(submitted) - len(out))
         out.append((item, results[0]))
         assert results[1] != os.getpid()  # run in a worker process
@@ -298,6 +329,10 @@ def test_a_decoder_that_kills_its_worker_is_a_one_line_error():
     from mera_multi_hf.data import media_checks
 
     with pytest.raises(MeraError, match="a media decoder crashed"):
-        list(media_checks.check_all(range(media_checks.BATCH + 1),
-                                    lambda item: [functools.partial(os._exit, 3)],
-                                    workers=2))
+        list(
+            media_checks.check_all(
+                range(media_checks.BATCH + 1),
+                lambda item: [functools.partial(os._exit, 3)],
+                workers=2,
+            )
+        )

@@ -3,6 +3,7 @@
 stream without a duration) are decoded within it, split or refused before anything is
 allocated, never a MemoryError. Real files, real decoders, the tiny models, a real
 server on 127.0.0.1; budgets are set small so that nothing here allocates much."""
+
 from __future__ import annotations
 
 import base64
@@ -18,16 +19,16 @@ import pytest
 import requests
 import soundfile
 
-from mera_multi_hf.data import media_decode as media_module
-from mera_multi_hf.core.paths import SAMPLES_DIR
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.limits import DEFAULT_LIMITS
-from mera_multi_hf.data.media_decode import Media, sample_frames
+from mera_multi_hf.core.paths import SAMPLES_DIR
+from mera_multi_hf.data import media_decode as media_module
 from mera_multi_hf.data.media_checks import audio_problem, image_problem
+from mera_multi_hf.data.media_decode import Media, sample_frames
 from mera_multi_hf.generation.request import Request
 
-MiB = 2 ** 20
+MiB = 2**20
 
 
 def _flac(seconds: float, rate: int = 48_000, channels: int = 8, noise: bool = False) -> bytes:
@@ -38,8 +39,7 @@ def _flac(seconds: float, rate: int = 48_000, channels: int = 8, noise: bool = F
         left = int(seconds * rate)
         while left:
             n = min(left, rate * 10)
-            block = (rng.standard_normal((n, channels)) * 0.2 if noise
-                     else np.zeros((n, channels)))
+            block = rng.standard_normal((n, channels)) * 0.2 if noise else np.zeros((n, channels))
             out.write(block)
             left -= n
     return buf.getvalue()
@@ -47,12 +47,22 @@ def _flac(seconds: float, rate: int = 48_000, channels: int = 8, noise: bool = F
 
 def _png_header(width: int, height: int) -> bytes:
     """A PNG that declares width x height (its pixel data cut short: never decoded here)."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return (struct.pack(">I", len(data)) + kind + data +
-                struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+        return (
+            struct.pack(">I", len(data))
+            + kind
+            + data
+            + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        )
+
     head = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) +
-            chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", head)
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 64))
+        + chunk(b"IEND", b"")
+    )
 
 
 def _small_blocks(monkeypatch, frames: int) -> None:
@@ -75,8 +85,9 @@ def test_a_long_multichannel_clip_costs_its_output_size():
     raw = _flac(60)  # 8 channels at 48 kHz: 92 MB as float32, 3.8 MB at 16 kHz mono
     Media("audio", "warm", _flac(0.5, 48_000, 2)).audio(16_000)  # scipy imported first
     limits = DEFAULT_LIMITS.with_overrides(memory_budget=32 * MiB)
-    samples, peak = _peak(lambda: Media("audio", "x", raw, field="audio", limits=limits)
-                          .audio(16_000))
+    samples, peak = _peak(
+        lambda: Media("audio", "x", raw, field="audio", limits=limits).audio(16_000)
+    )
     assert samples.shape == (60 * 16_000,) and samples.dtype == np.float32
     assert not samples.any()
     assert peak < 18 * MiB, peak / MiB  # the whole clip at once: 139 MiB
@@ -141,29 +152,39 @@ def test_a_huge_picture_is_refused_from_its_header():
 
 
 def _image_request(rid: int, side: int, limits) -> Request:
-    return Request(task="t", split="test", id=rid, prompt="<image>", max_new_tokens=4,
-                   media=[Media("image", str(rid), _png_header(side, side), limits=limits)])
+    return Request(
+        task="t",
+        split="test",
+        id=rid,
+        prompt="<image>",
+        max_new_tokens=4,
+        media=[Media("image", str(rid), _png_header(side, side), limits=limits)],
+    )
 
 
 def test_a_batch_over_the_budget_is_split():
     from mera_multi_hf.generation.generate import budget_parts
 
     limits = DEFAULT_LIMITS.with_overrides(memory_budget=10 * MiB)  # 1000x1000: 3.8 MiB
-    batch = [_image_request(i, 1000, limits) for i in range(5)] + \
-        [_image_request(9, 4000, limits)]  # 61 MiB: over the budget alone
+    batch = [_image_request(i, 1000, limits) for i in range(5)] + [
+        _image_request(9, 4000, limits)
+    ]  # 61 MiB: over the budget alone
     parts = budget_parts(batch, 1)
     assert [[r.id for r in p] for p in parts] == [[0, 1], [2, 3], [4], [9]]
     assert budget_parts(batch[:4], 1) == [batch[:2], batch[2:4]]
 
 
 def notes_line(scan: int) -> str:
-    return (f"video without a duration or frame count: frames sampled from its first {scan} "
-            f"only (--max-video-scan-frames)")
+    return (
+        f"video without a duration or frame count: frames sampled from its first {scan} "
+        f"only (--max-video-scan-frames)"
+    )
 
 
 def test_video_without_a_duration_stops_at_the_scan_budget():
-    from mera_multi_hf.demo.sample_data.av_common import encode_video
     from PIL import Image
+
+    from mera_multi_hf.demo.sample_data.av_common import encode_video
 
     pictures = [Image.new("RGB", (16, 16), (4 * i, 80, 160)) for i in range(60)]
     raw = encode_video(pictures, "m4v", fps=8)  # a raw MPEG-4 stream: no duration, no count
@@ -179,8 +200,9 @@ def test_video_without_a_duration_stops_at_the_scan_budget():
     from mera_multi_hf.generation.generate import log_record
 
     item = Media("video", "v", raw, field="video", limits=limits)
-    request = Request(task="t", split="test", id=3, prompt="<video>", media=[item],
-                      max_new_tokens=4)
+    request = Request(
+        task="t", split="test", id=3, prompt="<video>", media=[item], max_new_tokens=4
+    )
     assert len(item.frames(4)) == 4
     assert log_record(request, "A", 0.1, "m")["media_notes"] == [notes_line(20)]
 
@@ -197,8 +219,9 @@ def test_the_chat_server_refuses_request_media_over_the_budget():
         content = [{"type": "image_url", "image_url": {"url": uri}}] * 8  # 8 x 137 MiB
         content.append({"type": "text", "text": "Что на картинках?"})
         body = {"messages": [{"role": "user", "content": content}], "max_tokens": 2}
-        reply, peak = _peak(lambda: requests.post(server.url + "/v1/chat/completions",
-                                                  json=body, timeout=30))
+        reply, peak = _peak(
+            lambda: requests.post(server.url + "/v1/chat/completions", json=body, timeout=30)
+        )
         assert reply.status_code == 413, reply.text
         message = reply.json()["error"]["message"]
         assert "memory budget" in message and "8 media items" in message
@@ -207,20 +230,36 @@ def test_the_chat_server_refuses_request_media_over_the_budget():
         server.shutdown()
 
 
-@pytest.mark.parametrize("key, folder, clip, count", [
-    ("ruenvaqa", "ruEnvAQA", "high.wav", 6),
-    ("rutie_audio", "ruTiE-Audio", "one.wav", 9),  # a dialogue: the later turns go on
-])
+@pytest.mark.parametrize(
+    "key, folder, clip, count",
+    [
+        ("ruenvaqa", "ruEnvAQA", "high.wav", 6),
+        ("rutie_audio", "ruTiE-Audio", "one.wav", 9),  # a dialogue: the later turns go on
+    ],
+)
 def test_an_example_over_the_budget_mid_run_fails_alone_and_the_run_goes_on(
-        key, folder, clip, count, tmp_path, capsys):
+    key, folder, clip, count, tmp_path, capsys
+):
     raw = tmp_path / "raw"
     shutil.copytree(SAMPLES_DIR / folder, raw)
     (raw / "samples" / clip).write_bytes(_flac(20, 48_000, 8))  # example id 1's clip
-    assert main(["build", key, "--raw", str(raw), "--out", str(tmp_path / "hub"),
-                 "--num-proc", "1"]) == 0
+    assert (
+        main(["build", key, "--raw", str(raw), "--out", str(tmp_path / "hub"), "--num-proc", "1"])
+        == 0
+    )
     out = tmp_path / "run"
-    args = ["evaluate", "--tasks", key, "--data", f"{key}={tmp_path / 'hub'}",
-            "--output-dir", str(out), "--no-progress", "--memory-budget", str(8 * MiB)]
+    args = [
+        "evaluate",
+        "--tasks",
+        key,
+        "--data",
+        f"{key}={tmp_path / 'hub'}",
+        "--output-dir",
+        str(out),
+        "--no-progress",
+        "--memory-budget",
+        str(8 * MiB),
+    ]
     assert main(args) == 0
     run = json.loads((out / "results.json").read_text())["run"]
     assert run["limits"]["memory_budget"] == 8 * MiB
@@ -235,5 +274,7 @@ def test_an_example_over_the_budget_mid_run_fails_alone_and_the_run_goes_on(
     assert main(args[:-1] + [str(DEFAULT_LIMITS.memory_budget)]) == 0
     run = json.loads((out / "results.json").read_text())["run"]
     assert run["failed_examples"] == []
-    assert f"from the sample log: {count - len(failed)}, generated now: {len(failed)}" in \
-        capsys.readouterr().out
+    assert (
+        f"from the sample log: {count - len(failed)}, generated now: {len(failed)}"
+        in capsys.readouterr().out
+    )

@@ -1,13 +1,21 @@
 """The metric registry: every metric a task declares is in it, once, and what reads it
 (scoring, the reports, the cards) gets the same facts."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from mera_multi_hf.scoring.metric_groups import group_mean
+from mera_multi_hf.scoring.registry import (
+    GROUP_OF,
+    METRICS,
+    UNOFFICIAL,
+    aggregate,
+    display_name,
+    per_example_functions,
+)
 from mera_multi_hf.tasks.metric_cards import CARD_TEXT, METRIC_CARDS
-from mera_multi_hf.scoring.registry import GROUP_OF, METRICS, UNOFFICIAL, aggregate, display_name, per_example_functions
 from mera_multi_hf.tasks.table import TASKS
 
 
@@ -36,15 +44,19 @@ def test_group_metrics_group_a_registered_per_example_metric():
 def test_per_example_functions_make_each_metric_once():
     slots = per_example_functions(["intent_exact_match", "slot_f1"])
     assert len(slots) == 1
-    made = slots[0](['{"intent": "a", "slots": []}'], ['{"intent": "a", "slots": []}'], "mera",
-                    TASKS["ruslun"])
+    made = slots[0](
+        ['{"intent": "a", "slots": []}'], ['{"intent": "a", "slots": []}'], "mera", TASKS["ruslun"]
+    )
     assert set(made) == {"intent_exact_match", "slot_f1"}
     assert per_example_functions(["group_exact_match", "judge_score"]) == []
-    em = per_example_functions(["exact_match"])[0](["A.", "B"], ["a", "Ответ: B"], "mera",
-                                                   TASKS["weird"])
+    em = per_example_functions(["exact_match"])[0](
+        ["A.", "B"], ["a", "Ответ: B"], "mera", TASKS["weird"]
+    )
     assert em["exact_match"].tolist() == [1, 0]  # "A." -> "a" (lowercase, no punctuation)
     assert em["exact_match_extracted"].tolist() == [1, 1]  # the extra, made with EM
-    assert per_example_functions(["exact_match_extracted"]) == per_example_functions(["exact_match"])
+    assert per_example_functions(["exact_match_extracted"]) == per_example_functions(
+        ["exact_match"]
+    )
     with pytest.warns(UserWarning, match="mode 'squad' on a letter task"):  # scoring warns too
         per_example_functions(["exact_match"])[0](["A"], ["A"], "squad", TASKS["weird"])
 
@@ -53,11 +65,19 @@ def test_the_diagnostics_show_the_means_over_examples_the_registry_names():
     from mera_multi_hf.scoring.diagnostics import _task_lines
 
     fmt = {"format": {"failures": 1, "n": 4, "rate": 0.25, "rule": "a letter"}}
-    ruhhh = {"task": "ruhhh_image", "diagnostics": fmt, "official_metrics": [
-        "exact_match", "group_exact_match"], "metrics": {"exact_match": 0.5, "group_exact_match": 0.25}}
+    ruhhh = {
+        "task": "ruhhh_image",
+        "diagnostics": fmt,
+        "official_metrics": ["exact_match", "group_exact_match"],
+        "metrics": {"exact_match": 0.5, "group_exact_match": 0.25},
+    }
     assert _task_lines(ruhhh)[2].endswith("a letter; Exact match 0.5000")
-    ruslun = {"task": "ruslun", "diagnostics": fmt, "official_metrics": [
-        "intent_exact_match", "slot_f1"], "metrics": {"intent_exact_match": 0.5, "slot_f1": 0.125}}
+    ruslun = {
+        "task": "ruslun",
+        "diagnostics": fmt,
+        "official_metrics": ["intent_exact_match", "slot_f1"],
+        "metrics": {"intent_exact_match": 0.5, "slot_f1": 0.125},
+    }
     assert _task_lines(ruslun)[2].endswith("; Intent exact match 0.5000; Slot F1 0.1250")
 
 
@@ -66,10 +86,15 @@ def test_the_metric_modules_and_their_task_options_come_from_the_registry():
     from mera_multi_hf.spaces.loading import task_defaults
 
     assert set(MODULES) == {"exact_match", "group_exact_match", "slot_f1", "judge_score"}
-    assert task_defaults("exact_match", "weird") == {"mode": "mera", "answer_kind": "letter",
-                                                     "choices": ["A", "B"]}
-    assert task_defaults("group_exact_match", "ruhhh_video") == {"mode": "strict",
-                                                                 "answer_kind": "letter"}
+    assert task_defaults("exact_match", "weird") == {
+        "mode": "mera",
+        "answer_kind": "letter",
+        "choices": ["A", "B"],
+    }
+    assert task_defaults("group_exact_match", "ruhhh_video") == {
+        "mode": "strict",
+        "answer_kind": "letter",
+    }
     assert task_defaults("slot_f1", "ruslun") == {}
 
 

@@ -11,6 +11,7 @@ as an install step: pip from the machine's configured index) and kept in the tem
 folder, keyed by the requirements; without it these tests are skipped, since a test never
 downloads. The first build takes about a minute on an idle machine, three on a busy one.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,19 +56,29 @@ def space_python() -> str:
     downloads."""
     python = space_venv.ready_python()
     if python is None:
-        pytest.skip(f"no Space venv at {space_venv.venv_root()}: make it first with "
-                    "`python tests/space_venv.py` (it installs evaluate, gradio and the "
-                    "folders' requirements from the package index)")
+        pytest.skip(
+            f"no Space venv at {space_venv.venv_root()}: make it first with "
+            "`python tests/space_venv.py` (it installs evaluate, gradio and the "
+            "folders' requirements from the package index)"
+        )
     return python
 
 
 def _run(python: str, root: str, cwd: Path, url: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(cwd / "modules"),
-               HF_HOME=str(cwd / "hf-home"))
+    env.update(
+        HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(cwd / "modules"), HF_HOME=str(cwd / "hf-home")
+    )
     job = {"root": root, "cases": CASES, "judge_url": url, "judge_case": JUDGE_CASE}
-    proc = subprocess.run([python, "-c", RUN], input=json.dumps(job), capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=300)
+    proc = subprocess.run(
+        [python, "-c", RUN],
+        input=json.dumps(job),
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -77,8 +88,9 @@ def _expected(url: str) -> tuple[list[dict], dict]:
     return [load_metric(name).compute(**kwargs) for name, kwargs in CASES], judge
 
 
-def test_committed_folders_load_in_a_clean_venv_from_another_directory(space_python, served_judge,
-                                                                         tmp_path):
+def test_committed_folders_load_in_a_clean_venv_from_another_directory(
+    space_python, served_judge, tmp_path
+):
     url = served_judge.url + "/classify"
     out = _run(space_python, str(REPO / "metrics") + "/", tmp_path, url)
     assert out["visible"] is False
@@ -119,11 +131,21 @@ print(json.dumps(out))
 
 def test_space_apps_build_their_interface(space_python, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env.update(HF_HUB_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False",
-               HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HOME=str(tmp_path / "hf-home"))
+    env.update(
+        HF_HUB_OFFLINE="1",
+        GRADIO_ANALYTICS_ENABLED="False",
+        HF_MODULES_CACHE=str(tmp_path / "modules"),
+        HF_HOME=str(tmp_path / "hf-home"),
+    )
     folders = [str(REPO / "metrics" / name) for name in METRICS]
-    proc = subprocess.run([space_python, "-c", APP, *folders], capture_output=True, text=True,
-                          cwd=tmp_path, env=env, timeout=300)
+    proc = subprocess.run(
+        [space_python, "-c", APP, *folders],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["exact_match"] == ["predictions", "references"]

@@ -1,4 +1,5 @@
 """The metric library (mera_multi_hf.metric_* by family) and the evaluate modules in metrics/."""
+
 from __future__ import annotations
 
 import doctest
@@ -14,9 +15,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mera_multi_hf.scoring import metric_exact_match, metric_extraction, metric_groups, metric_ruslun
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.scoring.metric_exact_match import exact_match_scores, normalize, warn_if_squad_on_letters
+from mera_multi_hf.scoring import (
+    metric_exact_match,
+    metric_extraction,
+    metric_groups,
+    metric_ruslun,
+)
+from mera_multi_hf.scoring.metric_exact_match import (
+    exact_match_scores,
+    normalize,
+    warn_if_squad_on_letters,
+)
 from mera_multi_hf.scoring.metric_extraction import extract_answer
 from mera_multi_hf.scoring.metric_groups import group_mean, group_scores
 from mera_multi_hf.scoring.metric_ruslun import slot_f1_scores
@@ -28,6 +38,7 @@ METRICS = ("exact_match", "group_exact_match", "slot_f1", "judge_score")
 # ---------------------------------------------------------------------------------
 # Exact match against lm-eval's implementation (an independent reference).
 
+
 def _random_pairs(n: int, seed: int = 13) -> tuple[list[str], list[str]]:
     """Answer-like pairs: letters, Cyrillic and Latin words, punctuation, spaces, empties.
 
@@ -35,8 +46,27 @@ def _random_pairs(n: int, seed: int = 13) -> tuple[list[str], list[str]]:
     changed, so both outcomes are well represented.
     """
     rng = random.Random(seed)
-    words = ["A", "b", "C", "d", "Б", "в", "да", "Нет", "кошка", "Синий", "The", "an", "red",
-             "ёлка", "ЁЖ", "42", "3.14", "x-y", ""]
+    words = [
+        "A",
+        "b",
+        "C",
+        "d",
+        "Б",
+        "в",
+        "да",
+        "Нет",
+        "кошка",
+        "Синий",
+        "The",
+        "an",
+        "red",
+        "ёлка",
+        "ЁЖ",
+        "42",
+        "3.14",
+        "x-y",
+        "",
+    ]
     punct = list("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~") + ["«", "»", "—", "…"]
     spaces = [" ", "  ", "\t", "\n", ""]
 
@@ -80,8 +110,14 @@ def test_mera_mode_matches_lm_eval_exact_match_per_example():
     # avoid both, so any difference left is a real disagreement.
     preds, refs = _random_pairs(1500)
     ours = exact_match_scores(preds, refs, mode="mera")
-    theirs = np.array([exact_match_hf_evaluate([p], [r], ignore_case=True, ignore_punctuation=True)
-                       ["exact_match"] for p, r in zip(preds, refs)])
+    theirs = np.array(
+        [
+            exact_match_hf_evaluate([p], [r], ignore_case=True, ignore_punctuation=True)[
+                "exact_match"
+            ]
+            for p, r in zip(preds, refs)
+        ]
+    )
     mismatches = [(p, r) for p, r, a, b in zip(preds, refs, ours, theirs) if a != b]
     assert not mismatches, mismatches[:5]
     assert 0.2 < ours.mean() < 0.8  # both outcomes well represented
@@ -100,11 +136,11 @@ def test_strict_mode_matches_lm_eval_without_options():
 
 def test_normalisation_modes():
     assert normalize("Ответ: B.", "mera") == "ответ b"
-    assert normalize(" A ", "mera") == " a "           # no whitespace strip
+    assert normalize(" A ", "mera") == " a "  # no whitespace strip
     assert normalize("«Да»—нет", "mera") == "«да»—нет"  # only ASCII punctuation goes
     assert normalize("Ответ: B.", "strict") == "Ответ: B."
     assert normalize("The  cat, an apple!", "squad") == "cat apple"
-    assert normalize("theatre", "squad") == "theatre"    # whole words only
+    assert normalize("theatre", "squad") == "theatre"  # whole words only
     assert normalize("A", "squad") == ""
     with pytest.raises(MeraError, match="unknown exact-match mode 'loose'"):
         normalize("x", "loose")
@@ -114,8 +150,9 @@ def test_exact_match_scores_cases():
     assert exact_match_scores(["A", " A", "a.", ""], ["A", "A", "A", ""]).tolist() == [1, 0, 1, 1]
     assert exact_match_scores(["A", "a"], ["A", "A"], mode="strict").tolist() == [1, 0]
     # A list of acceptable answers matches any of them.
-    assert exact_match_scores(["Кошка", "пёс", "кот"], [["кот", "кошка"], ["кот"], "Кот"]).tolist() \
-        == [1, 0, 1]
+    assert exact_match_scores(
+        ["Кошка", "пёс", "кот"], [["кот", "кошка"], ["кот"], "Кот"]
+    ).tolist() == [1, 0, 1]
     with pytest.raises(MeraError, match="2 predictions but 1 references"):
         exact_match_scores(["a", "b"], ["a"])
     with pytest.raises(MeraError, match=r"predictions\[1\] is NoneType"):
@@ -137,8 +174,8 @@ def test_extract_answer_is_separate_from_official_em():
     assert extract_answer("Ответ: B.") == "B"
     assert extract_answer("ответ: b") == "B"
     assert extract_answer("Сначала ответ A, но окончательный ОТВЕТ: **C**") == "C"
-    assert extract_answer("Ответ: (А)") == "A"                                # Cyrillic look-alike
-    assert extract_answer("ОТВЕТ: В", choices=["А", "Б", "В", "Г"]) == "В"      # Cyrillic choices
+    assert extract_answer("Ответ: (А)") == "A"  # Cyrillic look-alike
+    assert extract_answer("ОТВЕТ: В", choices=["А", "Б", "В", "Г"]) == "В"  # Cyrillic choices
     assert extract_answer("ответ: B", choices=["А", "Б", "В", "Г"]) == "В"
     assert extract_answer("Б") == "Б"
     assert extract_answer("Ответ: синий цвет.") == "синий цвет."
@@ -154,8 +191,8 @@ def test_group_mean_hand_cases():
     groups = [1, 1, 2, 2, 2, 3, 4]
     assert group_scores(scores, groups).tolist() == [1, 0, 1, 0]
     assert group_mean(scores, groups) == 0.5
-    assert group_mean([1, 1], ["x", "x"]) == 1.0      # any sortable ids work
-    assert group_mean([1, 0, 1], [5, 5, 5]) == 0.0    # one wrong answer sinks the group
+    assert group_mean([1, 1], ["x", "x"]) == 1.0  # any sortable ids work
+    assert group_mean([1, 0, 1], [5, 5, 5]) == 0.0  # one wrong answer sinks the group
     with pytest.raises(MeraError, match="3 scores but 2 group ids"):
         group_mean([1, 1, 1], [1, 2])
     with pytest.raises(MeraError, match="no examples"):
@@ -187,7 +224,13 @@ OFFICIAL_CRASHES = "official raises"
 # (prediction, gold, intent EM, slot F1, the official code's outcome), values by hand.
 RUSLUN_TABLE = [
     # gold is not lowercased: "Семь утра" never matches the lowercased "семь утра"
-    ('{"intent": "alarm_set", "slots": [{"time": "семь утра"}, {"date": "завтра"}]}', GOLD, 1, 0.5, None),
+    (
+        '{"intent": "alarm_set", "slots": [{"time": "семь утра"}, {"date": "завтра"}]}',
+        GOLD,
+        1,
+        0.5,
+        None,
+    ),
     # CamelCase gold intent: never matches (official); the slot still does
     ('{"intent": "SetAlarm", "slots": [{"date": "завтра"}]}', CAMEL, 0, 1.0, None),
     # a single-quoted dict is not JSON: json.loads only
@@ -200,7 +243,7 @@ RUSLUN_TABLE = [
     ('JSON\n{"intent": "alarm_set", "slots": [{"date": "завтра"}]}', GOLD, 1, 2 / 3, None),
     # a quoted JSON string is unwrapped by a literal parse; no slots vs two -> 0
     ('"{\\"intent\\": \\"alarm_set\\", \\"slots\\": []}"', GOLD, 1, 0.0, None),
-    ("'{\"intent\": \"alarm_set\", \"slots\": [{\"date\": \"завтра\"}]}'", GOLD, 1, 2 / 3, None),
+    ('\'{"intent": "alarm_set", "slots": [{"date": "завтра"}]}\'', GOLD, 1, 2 / 3, None),
     # fences, with and without a language word; upper case is lowered first
     ('```json\n{"intent": "ALARM_SET", "slots": [{"date": "Завтра"}]}\n```', GOLD, 1, 2 / 3, None),
     ('  ```{"intent": "alarm_set", "slots": []}```  ', GOLD, 1, 0.0, None),
@@ -211,7 +254,13 @@ RUSLUN_TABLE = [
     # an empty object: intent None != "x"; both slot lists empty -> F1 1
     ("{}", "{'intent': 'x', 'slots': []}", 0, 1.0, None),
     # values compare as str(): 5 and "5" match, a list never matches a string
-    ('{"intent": "a", "slots": [{"n": 5}]}', "{'intent': 'a', 'slots': [{'n': '5'}]}", 1, 1.0, None),
+    (
+        '{"intent": "a", "slots": [{"n": 5}]}',
+        "{'intent': 'a', 'slots': [{'n': '5'}]}",
+        1,
+        1.0,
+        None,
+    ),
     ('{"intent": "alarm_set", "slots": [{"date": ["завтра"]}]}', GOLD, 1, 0.0, None),
     ('{"intent": "alarm_set", "slots": null}', GOLD, 1, 0.0, None),
     # malformed answers score 0 where the official code aborts the whole run
@@ -246,14 +295,20 @@ def test_ruslun_case_insensitive_variant_is_beside_the_official_one():
     scores = metric_ruslun.ruslun_scores(
         ['{"intent": "SetAlarm", "slots": [{"time": "Семь утра"}]}'],
         ["{'intent': 'SetAlarm', 'slots': [{'time': 'Семь утра'}, {'date': 'завтра'}]}"],
-        case_insensitive=True)
+        case_insensitive=True,
+    )
     # official: intent 0 (gold CamelCase); slots: C=0 -> 0. corrected: intent 1; C=1,
     # P=1, R=1/2 -> 2/3
     assert {k: v.tolist() for k, v in scores.items()} == {
-        "intent_exact_match": [0.0], "slot_f1": [0.0],
-        "intent_exact_match_ci": [1.0], "slot_f1_ci": [pytest.approx(2 / 3)]}
-    assert set(metric_ruslun.ruslun_scores(["{}"], ["{'intent': 'x'}"])) == {"intent_exact_match",
-                                                                          "slot_f1"}
+        "intent_exact_match": [0.0],
+        "slot_f1": [0.0],
+        "intent_exact_match_ci": [1.0],
+        "slot_f1_ci": [pytest.approx(2 / 3)],
+    }
+    assert set(metric_ruslun.ruslun_scores(["{}"], ["{'intent': 'x'}"])) == {
+        "intent_exact_match",
+        "slot_f1",
+    }
 
 
 def test_ruslun_prefiltered_predictions_are_not_filtered_twice():
@@ -264,7 +319,9 @@ def test_ruslun_prefiltered_predictions_are_not_filtered_twice():
     assert once == 'json:\n{"intent": "a", "slots": []}'  # one prefix goes, as officially
     gold = "{'intent': 'a', 'slots': []}"
     assert metric_ruslun.ruslun_scores([raw], [gold])["intent_exact_match"].tolist() == [0.0]
-    assert metric_ruslun.ruslun_scores([once], [gold], filtered=True)["intent_exact_match"].tolist() == [0.0]
+    assert metric_ruslun.ruslun_scores([once], [gold], filtered=True)[
+        "intent_exact_match"
+    ].tolist() == [0.0]
     # filtering the filtered text again would strip the second prefix and score 1
     assert metric_ruslun.ruslun_scores([once], [gold])["intent_exact_match"].tolist() == [1.0]
 
@@ -275,16 +332,21 @@ def test_slot_f1_multiset_and_gold_cases():
     _, f1 = slot_f1_scores(['{"intent": "play", "slots": [{"artist": "a"}]}'], [gold])
     assert f1[0] == pytest.approx(0.5)
     # three "artist: a": only two in gold -> C=2, P=2/3, R=2/3
-    _, f1 = slot_f1_scores(['{"intent": "play", "slots": [{"artist": "a"}, {"artist": "a"}, '
-                            '{"artist": "a"}]}'], [gold])
+    _, f1 = slot_f1_scores(
+        ['{"intent": "play", "slots": [{"artist": "a"}, {"artist": "a"}, {"artist": "a"}]}'], [gold]
+    )
     assert f1[0] == pytest.approx(2 / 3)
     # a gold given as a dict is used as it is (not lowercased either)
-    em, f1 = slot_f1_scores(['{"intent": "x", "slots": []}', '{"intent": "x", "slots": []}'],
-                            [{"intent": "X", "slots": []}, '{"intent": "x", "slots": [{"a": "b"}]}'])
+    em, f1 = slot_f1_scores(
+        ['{"intent": "x", "slots": []}', '{"intent": "x", "slots": []}'],
+        [{"intent": "X", "slots": []}, '{"intent": "x", "slots": [{"a": "b"}]}'],
+    )
     assert em.tolist() == [0, 1] and f1.tolist() == [1.0, 0.0]
     # an apostrophe inside a gold value breaks the official replace; a literal parse saves it
-    em, f1 = slot_f1_scores(['{"intent": "a", "slots": [{"name": "д\'артаньян"}]}'],
-                            ["{'intent': 'a', 'slots': [{'name': \"д'артаньян\"}]}"])
+    em, f1 = slot_f1_scores(
+        ['{"intent": "a", "slots": [{"name": "д\'артаньян"}]}'],
+        ["{'intent': 'a', 'slots': [{'name': \"д'артаньян\"}]}"],
+    )
     assert (em.tolist(), f1.tolist()) == ([1.0], [1.0])
     with pytest.raises(MeraError, match=r"references\[0\]"):
         slot_f1_scores(["{}"], ["not json"])
@@ -308,33 +370,46 @@ def test_filters_registry():
 # ---------------------------------------------------------------------------------
 # "The text after the last ОТВЕТ": the official rule and its lenient, named variant.
 
-@pytest.mark.parametrize("text, official, lenient", [
-    ("Рассуждение. ОТВЕТ: синий", ": синий", "синий"),
-    ("Ответ: синий", "Ответ: синий", "синий"),           # lowercase marker: no marker officially
-    ("ответ b", "ответ b", "b"),
-    ("ОТВЕТ A, нет, ОТВЕТ B ", "B", "B"),
-    ("  без маркера ", "без маркера", "без маркера"),
-    ("ОТВЕТ", "", ""),
-])
+
+@pytest.mark.parametrize(
+    "text, official, lenient",
+    [
+        ("Рассуждение. ОТВЕТ: синий", ": синий", "синий"),
+        ("Ответ: синий", "Ответ: синий", "синий"),  # lowercase marker: no marker officially
+        ("ответ b", "ответ b", "b"),
+        ("ОТВЕТ A, нет, ОТВЕТ B ", "B", "B"),
+        ("  без маркера ", "без маркера", "без маркера"),
+        ("ОТВЕТ", "", ""),
+    ],
+)
 def test_answer_part_official_and_lenient(text, official, lenient):
-    assert metric_extraction.official_answer_part(text) == official == text.split("ОТВЕТ")[-1].strip()
+    assert (
+        metric_extraction.official_answer_part(text) == official == text.split("ОТВЕТ")[-1].strip()
+    )
     assert metric_extraction.lenient_answer_part(text) == lenient
 
 
 def test_library_doctests_pass():
     from mera_multi_hf.judge import judges as judge
+    from mera_multi_hf.scoring import filters
     from mera_multi_hf.spaces import loading as metrics_loading
 
-    from mera_multi_hf.scoring import filters
-
-    for module in (metric_exact_match, metric_extraction, metric_groups, metric_ruslun, judge,
-                   metrics_loading, filters):
+    for module in (
+        metric_exact_match,
+        metric_extraction,
+        metric_groups,
+        metric_ruslun,
+        judge,
+        metrics_loading,
+        filters,
+    ):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0, module.__name__
 
 
 # ---------------------------------------------------------------------------------
 # The evaluate modules.
+
 
 @pytest.fixture(scope="module")
 def modules():
@@ -348,25 +423,34 @@ def test_modules_load_from_the_checkout_and_compute(modules):
     em.add_batch(predictions=["a", "B."], references=["A", "B"])
     em.add_batch(predictions=["Ответ: C"], references=["C"])
     assert em.compute() == {"exact_match": pytest.approx(2 / 3)}
-    assert em.compute(predictions=["Ответ: C", "x"], references=["C", "C"], extract=True) == \
-        {"exact_match": 0.0, "exact_match_extracted": 0.5}
+    assert em.compute(predictions=["Ответ: C", "x"], references=["C", "C"], extract=True) == {
+        "exact_match": 0.0,
+        "exact_match_extracted": 0.5,
+    }
     assert em.compute(predictions=["a"], references=["A"], mode="strict") == {"exact_match": 0.0}
-    assert em.compute(predictions=["да", "нет"], references=[["Да", "верно"], ["нет."]]) == \
-        {"exact_match": 1.0}
+    assert em.compute(predictions=["да", "нет"], references=[["Да", "верно"], ["нет."]]) == {
+        "exact_match": 1.0
+    }
     with pytest.warns(UserWarning, match="squad"):
         em.compute(predictions=[""], references=["A"], mode="squad", answer_kind="letter")
 
     group = modules["group_exact_match"]
     for start in range(0, 6, 2):
-        group.add_batch(predictions=["A", "B", "A", "A", "B", "B"][start:start + 2],
-                        references=["A", "B", "A", "B", "B", "B"][start:start + 2],
-                        group_ids=[0, 0, 1, 1, 2, 2][start:start + 2])
-    assert group.compute() == {"group_exact_match": pytest.approx(2 / 3),
-                               "exact_match": pytest.approx(5 / 6)}
+        group.add_batch(
+            predictions=["A", "B", "A", "A", "B", "B"][start : start + 2],
+            references=["A", "B", "A", "B", "B", "B"][start : start + 2],
+            group_ids=[0, 0, 1, 1, 2, 2][start : start + 2],
+        )
+    assert group.compute() == {
+        "group_exact_match": pytest.approx(2 / 3),
+        "exact_match": pytest.approx(5 / 6),
+    }
 
     slots = modules["slot_f1"]
-    result = slots.compute(predictions=['{"intent": "a", "slots": []}', "oops"],
-                           references=['{"intent": "a", "slots": []}'] * 2)
+    result = slots.compute(
+        predictions=['{"intent": "a", "slots": []}', "oops"],
+        references=['{"intent": "a", "slots": []}'] * 2,
+    )
     assert result == {"slot_f1": 0.5, "intent_exact_match": 0.5}
 
 
@@ -377,13 +461,18 @@ def test_modules_combine(modules):
     both.add_batch(predictions=["A", "B", "B"], references=["A", "A", "B"], group_ids=[1, 1, 2])
     result = both.compute()
     # both modules report exact_match, so evaluate prefixes those (only) with the module name
-    assert result == {"exact_match_exact_match": pytest.approx(2 / 3),
-                      "group_exact_match": 0.5,
-                      "group_exact_match_exact_match": pytest.approx(2 / 3)}
+    assert result == {
+        "exact_match_exact_match": pytest.approx(2 / 3),
+        "group_exact_match": 0.5,
+        "group_exact_match_exact_match": pytest.approx(2 / 3),
+    }
     pair = evaluate.combine([modules["exact_match"], modules["slot_f1"]])
     gold = '{"intent": "a", "slots": [{"k": "v"}]}'
-    assert pair.compute(predictions=[gold.upper()], references=[gold]) == \
-        {"exact_match": 1.0, "slot_f1": 1.0, "intent_exact_match": 1.0}
+    assert pair.compute(predictions=[gold.upper()], references=[gold]) == {
+        "exact_match": 1.0,
+        "slot_f1": 1.0,
+        "intent_exact_match": 1.0,
+    }
 
 
 def test_judge_module_refuses_without_a_judge(modules):
@@ -401,8 +490,9 @@ def test_module_docstring_examples_run(name, modules, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     module = sys.modules[type(modules[name]).__module__]
     text = module._KWARGS_DESCRIPTION
-    test = doctest.DocTestParser().get_doctest(text, {}, f"{name}._KWARGS_DESCRIPTION",
-                                               module.__file__, 0)
+    test = doctest.DocTestParser().get_doctest(
+        text, {}, f"{name}._KWARGS_DESCRIPTION", module.__file__, 0
+    )
     assert test.examples, f"{name} has no examples"
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     runner.run(test)
@@ -420,8 +510,15 @@ def test_module_folder_is_a_space(name):
     assert {"title", "emoji", "colorFrom", "colorTo", "sdk_version", "description"} <= set(meta)
     assert meta["sdk"] == "gradio" and meta["app_file"] == "app.py" and meta["pinned"] is False
     assert {"evaluate", "metric"} <= set(meta["tags"])
-    for section in ("Metric Description", "How to Use", "Inputs", "Output Values", "Examples",
-                    "Limitations and Bias", "Citation"):
+    for section in (
+        "Metric Description",
+        "How to Use",
+        "Inputs",
+        "Output Values",
+        "Examples",
+        "Limitations and Bias",
+        "Citation",
+    ):
         assert f"## {section}" in card, (name, section)
     app = (folder / "app.py").read_text(encoding="utf-8")
     assert "gr.Interface(" in app and "evaluate.load(" in app and "demo.launch()" in app
@@ -443,11 +540,39 @@ def test_load_metric_rejects_unknown_names():
 def test_installed_wheel_finds_the_metric_modules_and_builders(tmp_path):
     """A non-editable install carries metrics/ inside the package and load_metric finds it."""
     wheels, target = tmp_path / "wheels", tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(wheels), str(REPO)], check=True, cwd=tmp_path)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(wheels),
+            str(REPO),
+        ],
+        check=True,
+        cwd=tmp_path,
+    )
     wheel = next(wheels.glob("mera_multi_hf-*.whl"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
-                    "-q", "--target", str(target), str(wheel)], check=True, cwd=tmp_path)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        cwd=tmp_path,
+    )
     script = (
         "import json, mera_multi_hf\n"
         "from mera_multi_hf import load_metric\n"
@@ -460,19 +585,35 @@ def test_installed_wheel_finds_the_metric_modules_and_builders(tmp_path):
         "n = len(load_task('ruhhh_image', source='sample', split='test'))\n"
         "print(json.dumps({'result': r, 'package': mera_multi_hf.__file__, 'n_sample': n,\n"
         "                  'builder': dataset_module(get_task('ruhhh_image')).__file__,\n"
-        "                  'module': metric_path('group_exact_match')}))\n")
-    env = dict(os.environ, PYTHONPATH=str(target), HF_MODULES_CACHE=str(tmp_path / "modules"),
-               MERA_MULTI_CACHE=str(tmp_path / "cache"))
-    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, check=True,
-                         capture_output=True, text=True)
+        "                  'module': metric_path('group_exact_match')}))\n"
+    )
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(target),
+        HF_MODULES_CACHE=str(tmp_path / "modules"),
+        MERA_MULTI_CACHE=str(tmp_path / "cache"),
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["result"] == {"group_exact_match": 0.5, "exact_match": pytest.approx(2 / 3)}
     assert Path(report["package"]).is_relative_to(target)
-    assert Path(report["module"]) == target / "mera_multi_hf" / "_bundled" / "metrics" / "group_exact_match"
+    assert (
+        Path(report["module"])
+        == target / "mera_multi_hf" / "_bundled" / "metrics" / "group_exact_match"
+    )
     assert (Path(report["module"]) / "README.md").is_file()
     # the dataset builders and the bundled sample travel in the wheel too
     assert report["n_sample"] == 26
-    assert Path(report["builder"]) == target / "mera_multi_hf" / "data" / "builders" / "ruhhh_image.py"
+    assert (
+        Path(report["builder"]) == target / "mera_multi_hf" / "data" / "builders" / "ruhhh_image.py"
+    )
 
 
 def test_one_pass_mera_normalisation_equals_per_string_rule():
@@ -480,8 +621,10 @@ def test_one_pass_mera_normalisation_equals_per_string_rule():
     # empty strings and punctuation at the joins
     texts = ["ΑΣ", "Σα", "ΟΔΟΣ.", "İ", "a\x00b", "", "\ud800x", "Б!", "?", "ΣΣ", "x'Σ"]
     for column in (texts, [t for t in texts if "\x00" not in t]):
-        expected = [t.lower().translate(str.maketrans("", "", __import__("string").punctuation))
-                    for t in column]
+        expected = [
+            t.lower().translate(str.maketrans("", "", __import__("string").punctuation))
+            for t in column
+        ]
         ours = exact_match_scores(column, expected, mode="mera")
         assert ours.tolist() == [1] * len(column)
         shifted = expected[1:] + expected[:1]

@@ -1,5 +1,6 @@
 """`mera-multi metrics export|push`: Space folders that compute what the package computes,
 loaded with `evaluate.load` in a Python that cannot import mera_multi_hf."""
+
 from __future__ import annotations
 
 import ast
@@ -15,41 +16,87 @@ import pytest
 import yaml
 
 from mera_multi_hf import load_metric
-from mera_multi_hf.judge.judges import judge_example_scores
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.spaces.flat_modules import flat_folder
+from mera_multi_hf.judge.judges import judge_example_scores
 from mera_multi_hf.scoring.metric_exact_match import exact_match_scores
 from mera_multi_hf.scoring.metric_groups import group_mean
 from mera_multi_hf.spaces.export import export_metrics
+from mera_multi_hf.spaces.flat_modules import flat_folder
 from mera_multi_hf.spaces.loading import METRICS
-
 
 REPO = Path(__file__).resolve().parent.parent
 GOLD = "{'intent': 'alarm_set', 'slots': [{'time': 'семь утра'}, {'date': 'завтра'}]}"
 # (metric, compute kwargs): the table both sides compute.
 CASES = [
-    ("exact_match", dict(predictions=["a", "B.", "Ответ: C", " A"], references=["A", "B", "C", "A"])),
+    (
+        "exact_match",
+        dict(predictions=["a", "B.", "Ответ: C", " A"], references=["A", "B", "C", "A"]),
+    ),
     ("exact_match", dict(predictions=["a", "B"], references=["A", "B"], mode="strict")),
     ("exact_match", dict(predictions=["Ответ: (А)", "D"], references=["A", "C"], extract=True)),
-    ("exact_match", dict(predictions=["a", "B"], references=["A", "B"], mode="strict",
-                         answer_kind="letter", choices=["A", "B", "C", "D"])),
+    (
+        "exact_match",
+        dict(
+            predictions=["a", "B"],
+            references=["A", "B"],
+            mode="strict",
+            answer_kind="letter",
+            choices=["A", "B", "C", "D"],
+        ),
+    ),
     ("exact_match", dict(predictions=["кошка!", "пёс"], references=[["кот", "Кошка"], ["кот"]])),
-    ("group_exact_match", dict(predictions=["A", "B", "a", "B", "A"], references=["A", "B", "B", "B", "A"],
-                               group_ids=[1, 1, 2, 2, 3])),
-    ("group_exact_match", dict(predictions=["a", "B"], references=["A", "B"], group_ids=[4, 4],
-                               mode="strict")),
-    ("slot_f1", dict(predictions=['```json\n{"intent": "alarm_set", "slots": [{"time": "Семь утра"}]}\n```',
-                                 "не знаю", '"{\\"intent\\": \\"alarm_set\\"}"'], references=[GOLD] * 3)),
-    ("slot_f1", dict(predictions=['{"intent": "SetAlarm", "slots": []}'],
-                     references=["{'intent': 'SetAlarm', 'slots': []}"], case_insensitive=True)),
+    (
+        "group_exact_match",
+        dict(
+            predictions=["A", "B", "a", "B", "A"],
+            references=["A", "B", "B", "B", "A"],
+            group_ids=[1, 1, 2, 2, 3],
+        ),
+    ),
+    (
+        "group_exact_match",
+        dict(predictions=["a", "B"], references=["A", "B"], group_ids=[4, 4], mode="strict"),
+    ),
+    (
+        "slot_f1",
+        dict(
+            predictions=[
+                '```json\n{"intent": "alarm_set", "slots": [{"time": "Семь утра"}]}\n```',
+                "не знаю",
+                '"{\\"intent\\": \\"alarm_set\\"}"',
+            ],
+            references=[GOLD] * 3,
+        ),
+    ),
+    (
+        "slot_f1",
+        dict(
+            predictions=['{"intent": "SetAlarm", "slots": []}'],
+            references=["{'intent': 'SetAlarm', 'slots': []}"],
+            case_insensitive=True,
+        ),
+    ),
 ]
-JUDGE_CASE = dict(predictions=["синий", "ОТВЕТ: B", "Думаю, что четыре. Ответ: четыре", "",
-                               "The answer is A because the picture shows a cat.", "красный"],
-                  references=["синий", "B", "четыре", "да", "A", "синий"],
-                  prompts=["Какого цвета небо на картинке?", "Выберите лучший ответ: A или B.",
-                           "Сколько предметов изображено?", "Звук похож на шум дождя?",
-                           "Кошка сидит на подоконнике?", "Небо?"],
-                  group_ids=[1, 1, 2, 2, 3, 3])
+JUDGE_CASE = dict(
+    predictions=[
+        "синий",
+        "ОТВЕТ: B",
+        "Думаю, что четыре. Ответ: четыре",
+        "",
+        "The answer is A because the picture shows a cat.",
+        "красный",
+    ],
+    references=["синий", "B", "четыре", "да", "A", "синий"],
+    prompts=[
+        "Какого цвета небо на картинке?",
+        "Выберите лучший ответ: A или B.",
+        "Сколько предметов изображено?",
+        "Звук похож на шум дождя?",
+        "Кошка сидит на подоконнике?",
+        "Небо?",
+    ],
+    group_ids=[1, 1, 2, 2, 3, 3],
+)
 
 # Run in a fresh interpreter: isolated (-I: no PYTHONPATH, no user site), the checkout
 # taken off sys.path and any import of mera_multi_hf refused.
@@ -100,12 +147,17 @@ def third_party_imports(source: str) -> set[str]:
 
 
 def _requirements(folder: Path) -> list[str]:
-    return [ln.split(">")[0].strip() for ln in (folder / "requirements.txt").read_text().splitlines()
-            if ln and not ln.startswith("#")]
+    return [
+        ln.split(">")[0].strip()
+        for ln in (folder / "requirements.txt").read_text().splitlines()
+        if ln and not ln.startswith("#")
+    ]
 
 
 def test_export_writes_space_folders(exported):
-    assert sorted(p.name for p in exported.iterdir() if not p.name.startswith(".")) == sorted(METRICS)
+    assert sorted(p.name for p in exported.iterdir() if not p.name.startswith(".")) == sorted(
+        METRICS
+    )
     for name in METRICS:
         folder = exported / name
         own = {"README.md", "app.py", "requirements.txt", f"{name}.py"}
@@ -145,8 +197,11 @@ def test_export_writes_space_folders(exported):
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and not p.name.startswith(".")}
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.name.startswith(".")
+    }
 
 
 def test_committed_folders_are_what_export_writes(exported):
@@ -156,22 +211,38 @@ def test_committed_folders_are_what_export_writes(exported):
     for name in METRICS:
         assert _tree(committed / name) == _tree(exported / name), (
             f"metrics/{name}/ is not what the export writes: run `mera-multi metrics export "
-            f"--out DIR` and copy DIR/{name}/ over metrics/{name}/")
+            f"--out DIR` and copy DIR/{name}/ over metrics/{name}/"
+        )
 
 
 def test_each_space_carries_only_the_modules_its_module_imports(exported):
-    carried = {name: {p.name for p in (exported / name).glob("*.py")} - {"app.py", f"{name}.py"}
-               for name in METRICS}
-    assert carried["exact_match"] == {"citation.py", "errors.py", "metric_inputs.py", "answer_marker.py",
-                                      "metric_exact_match.py", "metric_extraction.py"}
-    assert carried["slot_f1"] == {"citation.py", "errors.py", "metric_inputs.py",
-                                  "metric_ruslun.py", "filters.py", "ruslun_rules.py"}
+    carried = {
+        name: {p.name for p in (exported / name).glob("*.py")} - {"app.py", f"{name}.py"}
+        for name in METRICS
+    }
+    assert carried["exact_match"] == {
+        "citation.py",
+        "errors.py",
+        "metric_inputs.py",
+        "answer_marker.py",
+        "metric_exact_match.py",
+        "metric_extraction.py",
+    }
+    assert carried["slot_f1"] == {
+        "citation.py",
+        "errors.py",
+        "metric_inputs.py",
+        "metric_ruslun.py",
+        "filters.py",
+        "ruslun_rules.py",
+    }
     assert "judges.py" in carried["judge_score"] and "filters.py" not in carried["judge_score"]
     # a copied module is the package's source with only its package imports rewritten
     package = (REPO / "mera_multi_hf" / "judge" / "judges.py").read_text(encoding="utf-8")
     flat = (exported / "judge_score" / "judges.py").read_text(encoding="utf-8")
     assert [line for line in flat.splitlines() if "import" not in line] == [
-        line for line in package.splitlines() if "import" not in line]
+        line for line in package.splitlines() if "import" not in line
+    ]
 
 
 def test_flattening_rewrites_imports_from_any_depth():
@@ -188,29 +259,47 @@ def test_flattening_rewrites_imports_from_any_depth():
 
 def test_load_metric_task_fills_the_declared_options():
     em = load_metric("exact_match", task="commonvideoqa")
-    assert em.compute(predictions=["a", "B"], references=["A", "B"]) == \
-        load_metric("exact_match").compute(predictions=["a", "B"], references=["A", "B"], mode="strict")
+    assert em.compute(predictions=["a", "B"], references=["A", "B"]) == load_metric(
+        "exact_match"
+    ).compute(predictions=["a", "B"], references=["A", "B"], mode="strict")
     assert em.compute(predictions=["a"], references=["A"], mode="mera") == {"exact_match": 1.0}
 
 
 def test_exported_modules_match_the_package_without_it(exported, served_judge):
-    job = {"root": str(exported), "cases": CASES, "judge_url": served_judge.url + "/classify",
-           "judge_case": JUDGE_CASE}
+    job = {
+        "root": str(exported),
+        "cases": CASES,
+        "judge_url": served_judge.url + "/classify",
+        "judge_case": JUDGE_CASE,
+    }
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(exported.parent / "modules-isolated"))
     script = ISOLATED.replace("REPO", repr(str(REPO)), 1)
-    proc = subprocess.run([sys.executable, "-I", "-c", script], input=json.dumps(job),
-                          capture_output=True, text=True, cwd=exported.parent, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", script],
+        input=json.dumps(job),
+        capture_output=True,
+        text=True,
+        cwd=exported.parent,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["visible"] is False
     expected = [load_metric(name).compute(**kwargs) for name, kwargs in CASES]
     assert out["results"] == expected
     assert expected[0] == {"exact_match": 0.5} and expected[2]["exact_match_extracted"] == 0.5
-    scores = judge_example_scores(JUDGE_CASE["prompts"], JUDGE_CASE["references"],
-                                  JUDGE_CASE["predictions"], judge_url=served_judge.url)
-    assert out["judge"] == {"judge_score": float(scores.mean()),
-                            "group_judge_score": group_mean(scores, JUDGE_CASE["group_ids"])}
+    scores = judge_example_scores(
+        JUDGE_CASE["prompts"],
+        JUDGE_CASE["references"],
+        JUDGE_CASE["predictions"],
+        judge_url=served_judge.url,
+    )
+    assert out["judge"] == {
+        "judge_score": float(scores.mean()),
+        "group_judge_score": group_mean(scores, JUDGE_CASE["group_ids"]),
+    }
     assert out["no_judge"].startswith("MeraError: no judge configured")
     assert exact_match_scores(["a"], ["A"]).tolist() == [1]
 
@@ -233,11 +322,29 @@ def test_push_offline_fails_in_one_line_without_a_request(tmp_path):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        env = dict(os.environ, HF_HUB_OFFLINE="1",
-                   HF_ENDPOINT=f"http://127.0.0.1:{server.server_address[1]}")
-        proc = subprocess.run([sys.executable, "-m", "mera_multi_hf", "metrics", "push",
-                               "--namespace", "someone", "--token", "hf_x"],
-                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+        env = dict(
+            os.environ,
+            HF_HUB_OFFLINE="1",
+            HF_ENDPOINT=f"http://127.0.0.1:{server.server_address[1]}",
+        )
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mera_multi_hf",
+                "metrics",
+                "push",
+                "--namespace",
+                "someone",
+                "--token",
+                "hf_x",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=120,
+        )
     finally:
         server.shutdown()
     assert proc.returncode == 2
@@ -246,15 +353,35 @@ def test_push_offline_fails_in_one_line_without_a_request(tmp_path):
 
 
 def test_cli_export(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "mera_multi_hf", "metrics", "export", "--out",
-                           str(tmp_path / "spaces"), "--namespace", "acme", "--metric", "slot_f1"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mera_multi_hf",
+            "metrics",
+            "export",
+            "--out",
+            str(tmp_path / "spaces"),
+            "--namespace",
+            "acme",
+            "--metric",
+            "slot_f1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
-    assert [p.name for p in (tmp_path / "spaces").iterdir()
-            if not p.name.startswith(".")] == ["slot_f1"]
+    assert [p.name for p in (tmp_path / "spaces").iterdir() if not p.name.startswith(".")] == [
+        "slot_f1"
+    ]
     card = (tmp_path / "spaces" / "slot_f1" / "README.md").read_text(encoding="utf-8")
     assert 'evaluate.load("acme/slot_f1")' in card
-    bad = subprocess.run([sys.executable, "-m", "mera_multi_hf", "metrics", "export"],
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "mera_multi_hf", "metrics", "export"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "required: --out" in bad.stderr
     assert bad.stderr.count("\n") == 1  # one line, no usage dump

@@ -1,6 +1,7 @@
 """The notebooks run as a Colab user runs them: every cell top to bottom in a real Jupyter
 kernel (nbclient), offline, in a fresh folder; only the cells tagged `install` are skipped
 (the package is installed here already). Each notebook's outputs are checked."""
+
 from __future__ import annotations
 
 import json
@@ -16,10 +17,18 @@ NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 # What each notebook leaves behind when it ran through (relative to its working folder).
 WRITES = {
-    "quickstart.ipynb": ["runs/demo/results.json", "runs/demo/results.md", "runs/demo/results.png",
-                         "runs/demo/submission.zip", "runs/scored/submission.zip"],
-    "metrics.ipynb": ["spaces/exact_match/exact_match.py", "spaces/judge_score/requirements.txt",
-                      "metric_scores.json"],
+    "quickstart.ipynb": [
+        "runs/demo/results.json",
+        "runs/demo/results.md",
+        "runs/demo/results.png",
+        "runs/demo/submission.zip",
+        "runs/scored/submission.zip",
+    ],
+    "metrics.ipynb": [
+        "spaces/exact_match/exact_match.py",
+        "spaces/judge_score/requirements.txt",
+        "metric_scores.json",
+    ],
     "build_dataset.ipynb": ["raw/ruHHH-Image/test.json", "hub/ruHHH-Image/README.md"],
     "judge.ipynb": ["agreement.json", "trained-judge/config.json"],
 }
@@ -58,8 +67,13 @@ def test_notebook_runs(notebook, tmp_path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     nb = nbformat.read(notebook, as_version=4)
-    client = NotebookClient(nb, timeout=300, kernel_name="python3", skip_cells_with_tag="install",
-                            resources={"metadata": {"path": str(tmp_path)}})
+    client = NotebookClient(
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        skip_cells_with_tag="install",
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
     client.execute(env=dict(os.environ))
     for path in WRITES[notebook.name]:
         assert (tmp_path / path).is_file(), path
@@ -96,5 +110,9 @@ def _judge(tmp: Path, nb, text: str) -> None:
     assert (tmp / "trained-judge").joinpath("model.safetensors").is_file()
 
 
-CHECKS = {"quickstart.ipynb": _quickstart, "metrics.ipynb": _metrics,
-          "build_dataset.ipynb": _build, "judge.ipynb": _judge}
+CHECKS = {
+    "quickstart.ipynb": _quickstart,
+    "metrics.ipynb": _metrics,
+    "build_dataset.ipynb": _build,
+    "judge.ipynb": _judge,
+}

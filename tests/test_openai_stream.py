@@ -1,6 +1,7 @@
 """The openai backend against real local HTTP servers: requests stream (answers logged as
 they complete), spread over several servers, a dying server's requests go to the other,
 and a run killed at a random moment resumes without losing or repeating an answer."""
+
 from __future__ import annotations
 
 import hashlib
@@ -17,8 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.pipeline.evaluate import run_evaluation
 from mera_multi_hf.generation.samplelog import read_lines
+from mera_multi_hf.pipeline.evaluate import run_evaluation
 
 TASKS = "ruhhh_image,ruclevr,rucommonvqa"  # 8 bundled examples each
 
@@ -91,20 +92,33 @@ def chat_server():
 
 
 def _run(urls, out, **options):
-    return run_evaluation(model="m", backend="openai", base_url=urls, tasks=TASKS,
-                          data=["sample"], output_dir=str(out), no_progress=True,
-                          max_retries=1, **options)
+    return run_evaluation(
+        model="m",
+        backend="openai",
+        base_url=urls,
+        tasks=TASKS,
+        data=["sample"],
+        output_dir=str(out),
+        no_progress=True,
+        max_retries=1,
+        **options,
+    )
 
 
 def _answers(out) -> dict:
-    return {(r["task"], r["id"]): r["generation"]
-            for path in sorted(out.glob("samples_*.jsonl"))
-            for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+    return {
+        (r["task"], r["id"]): r["generation"]
+        for path in sorted(out.glob("samples_*.jsonl"))
+        for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())
+    }
 
 
 def _log_keys(out) -> list[tuple]:
-    return [(r["task"], r["id"]) for path in sorted((out / "logs").glob("*.jsonl"))
-            for r in read_lines(path)]
+    return [
+        (r["task"], r["id"])
+        for path in sorted((out / "logs").glob("*.jsonl"))
+        for r in read_lines(path)
+    ]
 
 
 def test_two_servers_one_dies_mid_run(chat_server, tmp_path):
@@ -157,12 +171,31 @@ def test_answers_are_logged_as_they_complete(chat_server, tmp_path):
 def test_sigkill_at_a_random_moment_then_rerun(chat_server, tmp_path):
     server = chat_server(delay=0.05)
     out = tmp_path / "run"
-    command = [sys.executable, "-m", "mera_multi_hf", "evaluate", "--backend", "openai",
-               "--base-url", server.url, "--model", "m", "--tasks", TASKS, "--data", "sample",
-               "--concurrency", "3", "--output-dir", str(out), "--no-progress"]
+    command = [
+        sys.executable,
+        "-m",
+        "mera_multi_hf",
+        "evaluate",
+        "--backend",
+        "openai",
+        "--base-url",
+        server.url,
+        "--model",
+        "m",
+        "--tasks",
+        TASKS,
+        "--data",
+        "sample",
+        "--concurrency",
+        "3",
+        "--output-dir",
+        str(out),
+        "--no-progress",
+    ]
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     log = out / "logs" / "samples-rank0.jsonl"
     want = random.Random(os.getpid()).randint(1, 20)  # answers logged before the kill
     deadline = time.time() + 60

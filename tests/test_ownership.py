@@ -4,6 +4,7 @@ same-named files and nothing else; some folders are refused whatever the options
 
 Every "does it delete X" case aims at decoy folders made here, with HOME set to a
 temporary folder: never a real home."""
+
 from __future__ import annotations
 
 import json
@@ -14,14 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_build_hostile import tree_hash
 
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.data.publish import export_raw
 from mera_multi_hf.core.outputs import MARKER, OutputFolder
+from mera_multi_hf.data.publish import export_raw
 from mera_multi_hf.tasks.table import get_task
-
-from test_build_hostile import tree_hash
 
 TASK = get_task("ruhhh_image")
 
@@ -56,16 +56,25 @@ def _one_line_error(capsys) -> str:
 
 def test_build_out_inside_or_holding_the_raw_folder_is_always_refused(raw_sample, home, capsys):
     before = tree_hash(raw_sample)
-    for out in (raw_sample / "samples" / "new", raw_sample / "samples", raw_sample,
-                raw_sample.parent):
-        assert main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(out),
-                     "--overwrite"]) == 2
+    for out in (
+        raw_sample / "samples" / "new",
+        raw_sample / "samples",
+        raw_sample,
+        raw_sample.parent,
+    ):
+        assert (
+            main(
+                ["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(out), "--overwrite"]
+            )
+            == 2
+        )
         assert "never writes there" in _one_line_error(capsys)
     assert tree_hash(raw_sample) == before
 
 
-def test_home_cwd_package_caches_and_root_are_always_refused(raw_sample, home, tmp_path,
-                                                             monkeypatch):
+def test_home_cwd_package_caches_and_root_are_always_refused(
+    raw_sample, home, tmp_path, monkeypatch
+):
     import datasets.config
     from huggingface_hub import constants
 
@@ -76,10 +85,20 @@ def test_home_cwd_package_caches_and_root_are_always_refused(raw_sample, home, t
     work.mkdir(parents=True)
     monkeypatch.chdir(work)
     before = tree_hash(home)
-    refused = [home, home.parent, work, work.parent, Path("/"), Path(".."),
-               Path(mera_multi_hf.__file__).parent, Path(mera_multi_hf.__file__).parent / "x",
-               cache_root(), Path(datasets.config.HF_DATASETS_CACHE),
-               Path(datasets.config.HF_DATASETS_CACHE) / "x", Path(constants.HF_HUB_CACHE) / "y"]
+    refused = [
+        home,
+        home.parent,
+        work,
+        work.parent,
+        Path("/"),
+        Path(".."),
+        Path(mera_multi_hf.__file__).parent,
+        Path(mera_multi_hf.__file__).parent / "x",
+        cache_root(),
+        Path(datasets.config.HF_DATASETS_CACHE),
+        Path(datasets.config.HF_DATASETS_CACHE) / "x",
+        Path(constants.HF_HUB_CACHE) / "y",
+    ]
     for out in refused:
         with pytest.raises(MeraError, match="never writes there"):
             OutputFolder(out, kind="export").check()
@@ -91,7 +110,8 @@ def test_home_cwd_package_caches_and_root_are_always_refused(raw_sample, home, t
 
 
 def test_a_folder_with_a_file_it_did_not_write_is_refused_even_with_overwrite(
-        raw_sample, home, tmp_path, capsys):
+    raw_sample, home, tmp_path, capsys
+):
     decoy = _decoy(tmp_path / "project")
     before = tree_hash(decoy)
     args = ["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(decoy)]
@@ -122,8 +142,11 @@ def test_a_copied_or_forged_marker_grants_nothing(raw_sample, home, tmp_path, ca
     shutil.copytree(export, copy)  # a copied export is not ours either
     with pytest.raises(MeraError, match="not written by this tool"):
         export_raw(TASK, raw_sample, copy)
-    (decoy / MARKER).write_text(json.dumps({"folder": os.path.realpath(decoy),
-                                            "files": ["../home/thesis.txt", "/etc/passwd"]}))
+    (decoy / MARKER).write_text(
+        json.dumps(
+            {"folder": os.path.realpath(decoy), "files": ["../home/thesis.txt", "/etc/passwd"]}
+        )
+    )
     assert OutputFolder(decoy, kind="export").owned() == set()  # no way out of the folder
 
 
@@ -141,13 +164,23 @@ def test_rebuild_removes_only_its_own_stale_files(raw_sample, home, tmp_path):
     (out / "data" / "mine.txt").unlink()
     export_raw(TASK, raw_sample, out)
     assert sorted(p.name for p in (out / "data").iterdir()) == [
-        "shots-00000-of-00001.parquet", "test-00000-of-00001.parquet"]
+        "shots-00000-of-00001.parquet",
+        "test-00000-of-00001.parquet",
+    ]
 
 
 def test_evaluate_never_touches_a_users_file_named_like_a_rank_log(home, tmp_path, capsys):
     out = tmp_path / "run"
-    args = ["evaluate", "--data", "sample", "--limit", "2", "--output-dir", str(out),
-            "--no-progress"]
+    args = [
+        "evaluate",
+        "--data",
+        "sample",
+        "--limit",
+        "2",
+        "--output-dir",
+        str(out),
+        "--no-progress",
+    ]
     (out / "logs").mkdir(parents=True)
     mine = b'{"task": "ruhhh_image", "split": "test", "id": 1, "request_hash": "x", "gene'
     (out / "logs" / "samples-rank0.jsonl").write_bytes(mine)
@@ -176,11 +209,13 @@ def test_evaluate_never_touches_a_users_file_named_like_a_rank_log(home, tmp_pat
 
 def test_score_and_metrics_export_follow_the_same_rule(home, tmp_path, capsys):
     predictions = tmp_path / "p.jsonl"
-    predictions.write_text("".join(json.dumps({"id": i, "prediction": "A"}) + "\n"
-                                   for i in range(1, 27)))
-    for args in (["score", "--task", "ruhhh_image", "--predictions", str(predictions),
-                  "--data", "sample"],
-                 ["metrics", "export", "--metric", "exact_match"]):
+    predictions.write_text(
+        "".join(json.dumps({"id": i, "prediction": "A"}) + "\n" for i in range(1, 27))
+    )
+    for args in (
+        ["score", "--task", "ruhhh_image", "--predictions", str(predictions), "--data", "sample"],
+        ["metrics", "export", "--metric", "exact_match"],
+    ):
         decoy = _decoy(tmp_path / f"decoy-{args[0]}")
         before = tree_hash(decoy)
         for extra in ([], ["--overwrite"]):
@@ -205,18 +240,53 @@ def test_metrics_export_keeps_the_other_metrics_and_the_users_files(home, tmp_pa
 def test_a_second_run_on_the_same_folder_is_refused_at_once(home, tmp_path, capsys):
     out = tmp_path / "busy"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from mera_multi_hf.core.outputs import "
-         "OutputFolder; f = OutputFolder(sys.argv[1], kind='run').claim(); "
-         "print('held', flush=True); "
-         "time.sleep(60)", str(out)], stdout=subprocess.PIPE, text=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from mera_multi_hf.core.outputs import "
+            "OutputFolder; f = OutputFolder(sys.argv[1], kind='run').claim(); "
+            "print('held', flush=True); "
+            "time.sleep(60)",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
-        assert main(["evaluate", "--data", "sample", "--limit", "2", "--output-dir", str(out),
-                     "--no-progress"]) == 2
+        assert (
+            main(
+                [
+                    "evaluate",
+                    "--data",
+                    "sample",
+                    "--limit",
+                    "2",
+                    "--output-dir",
+                    str(out),
+                    "--no-progress",
+                ]
+            )
+            == 2
+        )
         assert "in use by another mera-multi run" in _one_line_error(capsys)
-        assert main(["score", "--task", "ruhhh_image", "--predictions", str(out / "x"),
-                     "--data", "sample", "--out", str(out)]) == 2
+        assert (
+            main(
+                [
+                    "score",
+                    "--task",
+                    "ruhhh_image",
+                    "--predictions",
+                    str(out / "x"),
+                    "--data",
+                    "sample",
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 2
+        )
         assert "in use" in _one_line_error(capsys)
     finally:
         holder.kill()

@@ -1,6 +1,7 @@
 """The preflight covers the environment, before any generation and before any model is
 built: the extras each task's modality needs (made to fail for real, by a module that
 shadows them), the device, the model's kind, and --processes against the machine."""
+
 from __future__ import annotations
 
 import os
@@ -10,9 +11,9 @@ import time
 
 import pytest
 
-from mera_multi_hf.core.paths import SAMPLES_DIR
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.paths import SAMPLES_DIR
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -22,10 +23,21 @@ def _without(module: str, tmp_path, *args: str) -> subprocess.CompletedProcess:
     shadow = tmp_path / "shadow"
     shadow.mkdir(exist_ok=True)
     (shadow / f"{module}.py").write_text(f"raise ImportError('No module named {module!r}')\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(shadow), REPO]),
-               HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    return subprocess.run([sys.executable, "-m", "mera_multi_hf", *args], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(shadow), REPO]),
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "mera_multi_hf", *args],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _one_line(done: subprocess.CompletedProcess) -> str:
@@ -36,29 +48,50 @@ def _one_line(done: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("module, task, extra", [("soundfile", "ruenvaqa", "audio"),
-                                                 ("av", "commonvideoqa", "video")])
+@pytest.mark.parametrize(
+    "module, task, extra", [("soundfile", "ruenvaqa", "audio"), ("av", "commonvideoqa", "video")]
+)
 def test_evaluate_without_the_extras_stops_before_any_model(module, task, extra, tmp_path):
     started = time.monotonic()
-    done = _without(module, tmp_path, "evaluate", "--tasks", task, "--data", "sample",
-                    "--output-dir", str(tmp_path / "run"), "--no-progress")
+    done = _without(
+        module,
+        tmp_path,
+        "evaluate",
+        "--tasks",
+        task,
+        "--data",
+        "sample",
+        "--output-dir",
+        str(tmp_path / "run"),
+        "--no-progress",
+    )
     line = _one_line(done)
-    assert f"{module}, which does not import" in line and f'mera-multi-hf[{extra}]' in line
+    assert f"{module}, which does not import" in line and f"mera-multi-hf[{extra}]" in line
     assert task in line
     assert not (tmp_path / "run").exists()  # nothing done, nothing to lose
     assert time.monotonic() - started < 60
 
 
 def test_build_without_the_audio_extra_is_one_line(tmp_path):
-    done = _without("soundfile", tmp_path, "build", "ruenvaqa", "--raw",
-                    str(SAMPLES_DIR / "ruEnvAQA"), "--out", str(tmp_path / "hub"))
+    done = _without(
+        "soundfile",
+        tmp_path,
+        "build",
+        "ruenvaqa",
+        "--raw",
+        str(SAMPLES_DIR / "ruEnvAQA"),
+        "--out",
+        str(tmp_path / "hub"),
+    )
     line = _one_line(done)
     assert "DatasetGenerationError" not in done.stdout + done.stderr
     assert 'pip install "mera-multi-hf[audio]"' in line and not (tmp_path / "hub").exists()
 
 
-@pytest.mark.parametrize("device, words", [("gpu", "not a device torch knows"),
-                                           ("cuda", "CPU build"), ("cuda:7", "CPU build")])
+@pytest.mark.parametrize(
+    "device, words",
+    [("gpu", "not a device torch knows"), ("cuda", "CPU build"), ("cuda:7", "CPU build")],
+)
 def test_a_device_this_torch_has_not_is_one_line(device, words, tmp_path, capsys):
     import torch
 
@@ -66,8 +99,18 @@ def test_a_device_this_torch_has_not_is_one_line(device, words, tmp_path, capsys
         words = "visible here" if device == "cuda:7" or not torch.cuda.is_available() else None
         if words is None:
             pytest.skip("this machine has the CUDA device")
-    code = main(["evaluate", "--device", device, "--limit", "2", "--no-progress",
-                 "--output-dir", str(tmp_path / "run")])
+    code = main(
+        [
+            "evaluate",
+            "--device",
+            device,
+            "--limit",
+            "2",
+            "--no-progress",
+            "--output-dir",
+            str(tmp_path / "run"),
+        ]
+    )
     err = capsys.readouterr()
     assert code == 2 and words in err.out + err.err
     assert not (tmp_path / "run").exists()
@@ -76,12 +119,28 @@ def test_a_device_this_torch_has_not_is_one_line(device, words, tmp_path, capsys
 def test_a_text_classifier_as_the_model_is_refused_before_loading(tmp_path, capsys):
     from transformers import BertConfig, BertForSequenceClassification
 
-    config = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=32, num_labels=2)
+    config = BertConfig(
+        vocab_size=64,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        num_labels=2,
+    )
     folder = tmp_path / "classifier"
     BertForSequenceClassification(config).save_pretrained(folder)
-    code = main(["evaluate", "--model", str(folder), "--limit", "2", "--no-progress",
-                 "--output-dir", str(tmp_path / "run")])
+    code = main(
+        [
+            "evaluate",
+            "--model",
+            str(folder),
+            "--limit",
+            "2",
+            "--no-progress",
+            "--output-dir",
+            str(tmp_path / "run"),
+        ]
+    )
     out = capsys.readouterr()
     text = out.out + out.err
     assert code == 2 and "a text classifier (BertForSequenceClassification)" in text

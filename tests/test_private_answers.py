@@ -1,6 +1,7 @@
 """Private answers stay in: for a private split (the test split of a task declared
 private) no file made for upload carries a gold answer or a per-example score derived
 from it. Run on the bundled private sample, whose raw folder holds the answers."""
+
 from __future__ import annotations
 
 import io
@@ -20,14 +21,28 @@ def _lines(data: bytes) -> list[dict]:
 def _unzipped(source) -> bytes:
     """Every member of a ZIP (a path or bytes), ZIPs inside it opened too, one after another."""
     with zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source) as zf:
-        return b"".join(_unzipped(zf.read(n)) if n.endswith(".zip") else zf.read(n)
-                        for n in zf.namelist())
+        return b"".join(
+            _unzipped(zf.read(n)) if n.endswith(".zip") else zf.read(n) for n in zf.namelist()
+        )
 
 
 def test_submission_and_its_public_logs_carry_no_private_gold(tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(["evaluate", "--data", "sample", "--limit", "4", "--output-dir", str(out),
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--data",
+                "sample",
+                "--limit",
+                "4",
+                "--output-dir",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     with zipfile.ZipFile(out / "submission.zip") as zf:
         inner = zipfile.ZipFile(io.BytesIO(zf.read("logs_public.zip")))
         public = _lines(inner.read("samples_ruhhh_image_test.jsonl"))
@@ -39,15 +54,34 @@ def test_submission_and_its_public_logs_carry_no_private_gold(tmp_path, capsys):
     assert all(r["target"] in ("A", "B") and r["gold_private"] is True for r in local)
     run = json.loads((out / "results.json").read_text())["run"]
     # every file with a per-example verdict is listed, and says so itself
-    assert run["gold_private"]["files"] == ["samples_ruhhh_image_test.jsonl", "results.json",
-                                            "results.html"]
+    assert run["gold_private"]["files"] == [
+        "samples_ruhhh_image_test.jsonl",
+        "results.json",
+        "results.html",
+    ]
     assert run["gold_private"]["local_only"] == LOCAL_ONLY
-    assert f'class="local-only" role="alert"><strong>{LOCAL_ONLY}' in \
-        (out / "results.html").read_text(encoding="utf-8")
+    assert f'class="local-only" role="alert"><strong>{LOCAL_ONLY}' in (
+        out / "results.html"
+    ).read_text(encoding="utf-8")
     assert LOCAL_ONLY.encode() not in _unzipped(out / "submission.zip")  # no upload file
     # a public split (shots) is not marked, its logs keep the gold
-    assert main(["evaluate", "--data", "sample", "--limit", "2", "--split", "shots",
-                 "--output-dir", str(tmp_path / "shots"), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--data",
+                "sample",
+                "--limit",
+                "2",
+                "--split",
+                "shots",
+                "--output-dir",
+                str(tmp_path / "shots"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     shots = _lines((tmp_path / "shots" / "samples_ruhhh_image_shots.jsonl").read_bytes())
     assert all("gold_private" not in r and "target" in r for r in shots)
     assert LOCAL_ONLY not in (tmp_path / "shots" / "results.html").read_text(encoding="utf-8")
@@ -59,8 +93,9 @@ def test_export_without_internal_flag_carries_no_private_gold(raw_sample, tmp_pa
     record = json.loads((raw_sample / "test.json").read_text(encoding="utf-8"))["data"][0]
     assert record["outputs"] == "A"
     meta["data_example"] = record
-    (raw_sample / "raw_dataset_meta.json").write_text(json.dumps(meta, ensure_ascii=False),
-                                                      encoding="utf-8")
+    (raw_sample / "raw_dataset_meta.json").write_text(
+        json.dumps(meta, ensure_ascii=False), encoding="utf-8"
+    )
     out = tmp_path / "export"
     assert main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(out)]) == 0
     test = datasets.load_dataset(str(out), split="test")
@@ -69,20 +104,49 @@ def test_export_without_internal_flag_carries_no_private_gold(raw_sample, tmp_pa
     card = (out / "README.md").read_text(encoding="utf-8")
     assert '"outputs": ""' in card and '"outputs": "A"' not in card
     internal = tmp_path / "internal"  # the internal export keeps it, marked so
-    assert main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(internal),
-                 "--internal-with-answers"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "ruhhh_image",
+                "--raw",
+                str(raw_sample),
+                "--out",
+                str(internal),
+                "--internal-with-answers",
+            ]
+        )
+        == 0
+    )
     assert '"outputs": "A"' in (internal / "README.md").read_text(encoding="utf-8")
 
 
 def test_scores_of_a_private_split_are_marked_local(tmp_path):
     predictions = tmp_path / "p.jsonl"
-    predictions.write_text("".join(json.dumps({"id": i, "prediction": "A"}) + "\n"
-                                   for i in range(1, 27)))
+    predictions.write_text(
+        "".join(json.dumps({"id": i, "prediction": "A"}) + "\n" for i in range(1, 27))
+    )
     out = tmp_path / "scores"
-    assert main(["score", "--task", "ruhhh_image", "--predictions", str(predictions), "--data",
-                 "sample", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--task",
+                "ruhhh_image",
+                "--predictions",
+                str(predictions),
+                "--data",
+                "sample",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert json.loads((out / "results.json").read_text())["run"]["gold_private"]["files"] == [
-        "results.json", "results.html"]
+        "results.json",
+        "results.html",
+    ]
     with zipfile.ZipFile(out / "submission.zip") as zf:  # the layout of evaluate's ZIP
         assert zf.namelist() == ["ruHHH_Image.json", "logs_public.zip"]
         inner = zipfile.ZipFile(io.BytesIO(zf.read("logs_public.zip")))
@@ -93,14 +157,31 @@ def test_scores_of_a_private_split_are_marked_local(tmp_path):
 def test_a_comparison_of_private_runs_is_marked_local_only(tmp_path):
     """Who got which example right gives an A/B task's gold back: compare.json and
     compare.html of a private split say that they are local only; of a public one, not."""
+
     def run(name, *extra):
-        assert main(["evaluate", "--data", "sample", "--limit", "6", "--output-dir",
-                     str(tmp_path / name), "--no-progress", *extra]) == 0
+        assert (
+            main(
+                [
+                    "evaluate",
+                    "--data",
+                    "sample",
+                    "--limit",
+                    "6",
+                    "--output-dir",
+                    str(tmp_path / name),
+                    "--no-progress",
+                    *extra,
+                ]
+            )
+            == 0
+        )
         return str(tmp_path / name)
 
     for split, marked in (("test", True), ("shots", False)):
-        a, b = run(f"{split}-a", "--split", split), run(f"{split}-b", "--split", split,
-                                                        "--seed", "7")
+        a, b = (
+            run(f"{split}-a", "--split", split),
+            run(f"{split}-b", "--split", split, "--seed", "7"),
+        )
         out = tmp_path / f"compare-{split}"
         assert main(["compare", a, b, "--out", str(out)]) == 0
         doc = json.loads((out / "compare.json").read_text(encoding="utf-8"))

@@ -5,6 +5,7 @@ the provenance of the predictions; the words that must agree with the numbers.
 The resume with another number of processes is checked on the runs of
 tests/test_runner_processes.py, and `--tasks all` on the run of tests/test_all_tasks.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from mera_multi_hf.cli.main import main
-from mera_multi_hf.reporting.compare import compare_runs
 from mera_multi_hf.core.outputs import read_marker
 from mera_multi_hf.pipeline.evaluate import run_evaluation
+from mera_multi_hf.reporting.compare import compare_runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_judge import build_tiny_judge  # noqa: E402
@@ -26,8 +27,16 @@ from tiny_judge import build_tiny_judge  # noqa: E402
 KEY, JUDGE_KEY = "sk-provenance-test-0123", "judge-provenance-key-4567"
 LLAVA = "mera-multi-hf/tiny-random-llava"
 # what a resume must record as the first session recorded it (compare's protocol fields)
-PROTOCOL = ("model", "revision", "backend", "dtype", "backend_options", "generation",
-            "prompt_source", "seed")
+PROTOCOL = (
+    "model",
+    "revision",
+    "backend",
+    "dtype",
+    "backend_options",
+    "generation",
+    "prompt_source",
+    "seed",
+)
 
 
 def _run(out) -> dict:
@@ -67,8 +76,9 @@ def chat_server():
     from mera_multi_hf.generation.backends.hf import HFBackend
     from mera_multi_hf.serving.chat_server import make_server
 
-    server = make_server(HFBackend(None, batch_size=4), port=0, model_name="tiny-served",
-                         api_key=KEY)
+    server = make_server(
+        HFBackend(None, batch_size=4), port=0, model_name="tiny-served", api_key=KEY
+    )
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}/v1"
@@ -82,9 +92,27 @@ def openai_run(chat_server, tmp_path_factory):
     out = tmp_path_factory.mktemp("openai") / "run"
     with pytest.MonkeyPatch.context() as env:
         env.setenv("OPENAI_API_KEY", KEY)
-        assert main(["evaluate", "--backend", "openai", "--base-url", chat_server, "--model",
-                     "tiny-served", "--data", "sample", "--limit", "3", "--output-dir",
-                     str(out), "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "evaluate",
+                    "--backend",
+                    "openai",
+                    "--base-url",
+                    chat_server,
+                    "--model",
+                    "tiny-served",
+                    "--data",
+                    "sample",
+                    "--limit",
+                    "3",
+                    "--output-dir",
+                    str(out),
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
     return out
 
 
@@ -95,57 +123,115 @@ def lm_eval_logs(hf_runs):
     root, _ = hf_runs
     logs = root / "lm_eval"
     logs.mkdir()
-    logged = [json.loads(line) for line in
-              (root / "hf" / "samples_ruhhh_image_test.jsonl").read_text().splitlines()]
-    rows = [{"doc_id": n, "doc": {"meta": {"id": r["id"]}}, "target": r["target"],
-             "resps": [[r["generation"]]], "filtered_resps": [r["generation"]]}
-            for n, r in enumerate(logged)]
+    logged = [
+        json.loads(line)
+        for line in (root / "hf" / "samples_ruhhh_image_test.jsonl").read_text().splitlines()
+    ]
+    rows = [
+        {
+            "doc_id": n,
+            "doc": {"meta": {"id": r["id"]}},
+            "target": r["target"],
+            "resps": [[r["generation"]]],
+            "filtered_resps": [r["generation"]],
+        }
+        for n, r in enumerate(logged)
+    ]
     (logs / "samples_ruhhh_image_2026-01-01T00-00-00.jsonl").write_text(
-        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    config = {"model": "local-chat-completions", "batch_size": 1, "random_seed": 0,
-              "model_args": f"model=served-vlm,base_url=http://127.0.0.1:9/v1,api_key={KEY}"}
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    )
+    config = {
+        "model": "local-chat-completions",
+        "batch_size": 1,
+        "random_seed": 0,
+        "model_args": f"model=served-vlm,base_url=http://127.0.0.1:9/v1,api_key={KEY}",
+    }
     (logs / "results_2026-01-01T00-00-00.json").write_text(
-        json.dumps({"config": config, "model_name": "served-vlm", "results": {}}))
+        json.dumps({"config": config, "model_name": "served-vlm", "results": {}})
+    )
     return logs
 
 
 def _score(predictions, out, *extra) -> dict:
-    assert main(["score", "--task", "ruhhh_image", "--data", "sample", "--predictions",
-                 str(predictions), "--out", str(out), *extra]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--task",
+                "ruhhh_image",
+                "--data",
+                "sample",
+                "--predictions",
+                str(predictions),
+                "--out",
+                str(out),
+                *extra,
+            ]
+        )
+        == 0
+    )
     return _run(out)
 
 
 def _oracle(case, hf_runs, partial, openai_run, chat_server, lm_eval_logs):
     """(what was typed or set, what results.json says) for one row of the table."""
     root, typed = hf_runs
-    hf = {"command": "mera-multi evaluate " + " ".join(typed), "backend": "hf", "model": LLAVA,
-          "dtype": "float32", "model_class": "LlavaForConditionalGeneration",
-          "max_new_tokens": 8, "user_choices": {"max_new_tokens": 8}, "environment": {},
-          "sessions": 1, "generated": [26]}
+    hf = {
+        "command": "mera-multi evaluate " + " ".join(typed),
+        "backend": "hf",
+        "model": LLAVA,
+        "dtype": "float32",
+        "model_class": "LlavaForConditionalGeneration",
+        "max_new_tokens": 8,
+        "user_choices": {"max_new_tokens": 8},
+        "environment": {},
+        "sessions": 1,
+        "generated": [26],
+    }
     if case == "hf":
         return hf, _run(root / "first")
     if case == "full resume":
         return dict(hf, sessions=2, generated=[26, 0]), _run(root / "hf")
     if case == "partial resume":
         out, _ = partial
-        command = (f"run_evaluation(data=['sample'], limit=4, output_dir={str(out)!r}, "
-                   "batch_size=2, max_new_tokens=8, no_progress=True)")  # RunConfig's order
+        command = (
+            f"run_evaluation(data=['sample'], limit=4, output_dir={str(out)!r}, "
+            "batch_size=2, max_new_tokens=8, no_progress=True)"
+        )  # RunConfig's order
         return dict(hf, command=command, sessions=2, generated=[2, 2]), _run(out)
     if case == "openai, key from the environment":
-        command = (f"mera-multi evaluate --backend openai --base-url {chat_server} --model "
-                   f"tiny-served --data sample --limit 3 --output-dir {openai_run} --no-progress")
-        return {"command": command, "backend": "openai", "model": "tiny-served", "dtype": None,
-                "model_class": None, "max_new_tokens": 256, "user_choices": {},
-                "environment": {"api_key": "from $OPENAI_API_KEY"}, "sessions": 1,
-                "generated": [3]}, _run(openai_run)
+        command = (
+            f"mera-multi evaluate --backend openai --base-url {chat_server} --model "
+            f"tiny-served --data sample --limit 3 --output-dir {openai_run} --no-progress"
+        )
+        return {
+            "command": command,
+            "backend": "openai",
+            "model": "tiny-served",
+            "dtype": None,
+            "model_class": None,
+            "max_new_tokens": 256,
+            "user_choices": {},
+            "environment": {"api_key": "from $OPENAI_API_KEY"},
+            "sessions": 1,
+            "generated": [3],
+        }, _run(openai_run)
     if case == "score of this project's log":
         run = _score(root / "hf" / "samples_ruhhh_image_test.jsonl", root / "scored")
         return dict(hf, command=None, sessions=2, generated=[26, 0]), run
     if case == "score of an lm-eval log":
-        return {"command": None, "backend": None, "model": "served-vlm", "dtype": None,
-                "model_class": None, "max_new_tokens": None, "user_choices": None,
-                "environment": {}, "sessions": 0, "generated": []}, \
-            _score(lm_eval_logs, root / "scored-lm-eval")
+        return {
+            "command": None,
+            "backend": None,
+            "model": "served-vlm",
+            "dtype": None,
+            "model_class": None,
+            "max_new_tokens": None,
+            "user_choices": None,
+            "environment": {},
+            "sessions": 0,
+            "generated": [],
+        }, _score(lm_eval_logs, root / "scored-lm-eval")
     raise AssertionError(case)
 
 
@@ -153,17 +239,28 @@ def _said(run: dict) -> dict:
     """What results.json says, in the oracle's terms."""
     options = run.get("backend_options") or {}
     generation = run.get("generation") or {}
-    return {"command": run["command"] if run["mode"] == "evaluate" else None,
-            "backend": run.get("backend"), "model": run["model"], "dtype": run.get("dtype"),
-            "model_class": options.get("model_class"),
-            "max_new_tokens": (generation.get("max_new_tokens") or {}).get("ruhhh_image"),
-            "user_choices": generation.get("user_choices"),
-            "environment": run.get("environment"), "sessions": len(run.get("sessions", [])),
-            "generated": [s["counts"]["generated_here"] for s in run.get("sessions", [])]}
+    return {
+        "command": run["command"] if run["mode"] == "evaluate" else None,
+        "backend": run.get("backend"),
+        "model": run["model"],
+        "dtype": run.get("dtype"),
+        "model_class": options.get("model_class"),
+        "max_new_tokens": (generation.get("max_new_tokens") or {}).get("ruhhh_image"),
+        "user_choices": generation.get("user_choices"),
+        "environment": run.get("environment"),
+        "sessions": len(run.get("sessions", [])),
+        "generated": [s["counts"]["generated_here"] for s in run.get("sessions", [])],
+    }
 
 
-ROWS = ["hf", "full resume", "partial resume", "openai, key from the environment",
-        "score of this project's log", "score of an lm-eval log"]
+ROWS = [
+    "hf",
+    "full resume",
+    "partial resume",
+    "openai, key from the environment",
+    "score of this project's log",
+    "score of an lm-eval log",
+]
 
 
 @pytest.mark.parametrize("case", ROWS)
@@ -186,8 +283,10 @@ def test_a_full_resume_records_the_first_run_and_compare_finds_no_difference(hf_
     manifest = _manifest(root / "hf")
     assert [s["counts"]["generated_here"] for s in manifest["sessions"]] == [26, 0]
     assert manifest["tasks"]["ruhhh_image/test"]["model"] == LLAVA
-    assert all(s["versions"]["mera-multi-hf"] and s["started_at"] <= s["finished_at"]
-               for s in manifest["sessions"])
+    assert all(
+        s["versions"]["mera-multi-hf"] and s["started_at"] <= s["finished_at"]
+        for s in manifest["sessions"]
+    )
 
 
 def test_a_partial_resume_keeps_the_first_options_and_says_what_reports_cover(partial):
@@ -195,9 +294,11 @@ def test_a_partial_resume_keeps_the_first_options_and_says_what_reports_cover(pa
     now = _run(out)
     assert {k: now[k] for k in PROTOCOL} == {k: first[k] for k in PROTOCOL}
     assert [s["batch_size"] for s in now["sessions"]] == [8, 2]
-    assert now["coverage_change"]["note"] == ("results now cover 4 of 4 logged examples of "
-                                              "ruhhh_image (the reports replaced covered 2 of "
-                                              "ruhhh_image)")
+    assert now["coverage_change"]["note"] == (
+        "results now cover 4 of 4 logged examples of "
+        "ruhhh_image (the reports replaced covered 2 of "
+        "ruhhh_image)"
+    )
 
 
 def test_fewer_examples_after_more_are_said_in_one_line(hf_runs, tmp_path, capsys):
@@ -208,8 +309,21 @@ def test_fewer_examples_after_more_are_said_in_one_line(hf_runs, tmp_path, capsy
     marker["folder"] = str(out.resolve())  # this copy's own (a copied marker grants nothing)
     (out / ".mera-multi-outputs.json").write_text(json.dumps(marker))
     capsys.readouterr()
-    assert main(["evaluate", "--output-dir", str(out), "--no-progress", "--limit", "2",
-                 "--max-new-tokens", "8"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--output-dir",
+                str(out),
+                "--no-progress",
+                "--limit",
+                "2",
+                "--max-new-tokens",
+                "8",
+            ]
+        )
+        == 0
+    )
     note = "results now cover 2 of 26 logged examples of ruhhh_image"
     assert f"note: {note}" in capsys.readouterr().out
     assert _run(out)["coverage_change"]["note"].startswith(note)
@@ -224,8 +338,21 @@ def test_a_resume_under_other_fixed_settings_is_refused_in_one_line(hf_runs, tmp
     marker["folder"] = str(out.resolve())
     (out / ".mera-multi-outputs.json").write_text(json.dumps(marker))
     before = (out / "run_manifest.json").read_bytes()
-    assert main(["evaluate", "--output-dir", str(out), "--no-progress", "--max-new-tokens", "8",
-                 "--seed", "7"]) == 2
+    assert (
+        main(
+            [
+                "evaluate",
+                "--output-dir",
+                str(out),
+                "--no-progress",
+                "--max-new-tokens",
+                "8",
+                "--seed",
+                "7",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert err.startswith("mera-multi: error: ") and "\n" not in err
     assert "seed: 1234 there, 7 now" in err and "run_manifest.json" in err
@@ -243,9 +370,26 @@ def test_the_openai_key_from_the_environment_is_never_recorded_as_typed(openai_r
 
 def test_a_wrong_openai_key_gets_a_readable_hint(chat_server, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("OPENAI_API_KEY", "wrong")
-    assert main(["evaluate", "--backend", "openai", "--base-url", chat_server, "--model",
-                 "tiny-served", "--data", "sample", "--limit", "1", "--output-dir",
-                 str(tmp_path / "o")]) == 2
+    assert (
+        main(
+            [
+                "evaluate",
+                "--backend",
+                "openai",
+                "--base-url",
+                chat_server,
+                "--model",
+                "tiny-served",
+                "--data",
+                "sample",
+                "--limit",
+                "1",
+                "--output-dir",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "set the right key in $OPENAI_API_KEY or give it with --api-key" in err
     assert "***" not in err
@@ -253,8 +397,10 @@ def test_a_wrong_openai_key_gets_a_readable_hint(chat_server, tmp_path, monkeypa
 
 def test_score_of_this_projects_log_carries_the_runs_provenance(hf_runs):
     root, _ = hf_runs
-    scored, made = _score(root / "hf" / "samples_ruhhh_image_test.jsonl", root / "scored2"), \
-        _run(root / "hf")
+    scored, made = (
+        _score(root / "hf" / "samples_ruhhh_image_test.jsonl", root / "scored2"),
+        _run(root / "hf"),
+    )
     assert scored["mode"] == "score" and scored["generated_in"] == str(root / "hf")
     assert {k: scored[k] for k in PROTOCOL} == {k: made[k] for k in PROTOCOL}
     assert scored["sessions"] == made["sessions"]
@@ -264,8 +410,7 @@ def test_score_of_an_lm_eval_log_records_its_config_block_masked(lm_eval_logs, t
     run = _score(lm_eval_logs, tmp_path / "scored")
     config = run["harness_config"]
     assert config["model"] == "local-chat-completions" and config["batch_size"] == 1
-    assert config["model_args"] == ("model=served-vlm,base_url=http://127.0.0.1:9/v1,"
-                                    "api_key=***")
+    assert config["model_args"] == ("model=served-vlm,base_url=http://127.0.0.1:9/v1,api_key=***")
     assert run["model"] == "served-vlm" and "generation" not in run
     assert KEY not in (tmp_path / "scored" / "results.json").read_text()
 
@@ -275,18 +420,22 @@ def keyed_judge(tmp_path_factory):
     from mera_multi_hf.serving import judge_server
 
     path = build_tiny_judge(tmp_path_factory.mktemp("keyed-judge"))
-    server = judge_server.serve(str(path), "127.0.0.1", 0, device="cpu", batch_size=8,
-                                api_key=JUDGE_KEY)
+    server = judge_server.serve(
+        str(path), "127.0.0.1", 0, device="cpu", batch_size=8, api_key=JUDGE_KEY
+    )
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
 
 
-def test_every_judge_client_reads_the_key_from_the_environment(keyed_judge, hf_runs, tmp_path,
-                                                                monkeypatch, capsys):
+def test_every_judge_client_reads_the_key_from_the_environment(
+    keyed_judge, hf_runs, tmp_path, monkeypatch, capsys
+):
     root, _ = hf_runs
     labelled = tmp_path / "labelled.jsonl"
-    rows = [{"prompt": "Вопрос?", "gold": "да", "prediction": p, "label": int(p == "да")}
-            for p in ("да", "нет", "да", "может быть")]
+    rows = [
+        {"prompt": "Вопрос?", "gold": "да", "prediction": p, "label": int(p == "да")}
+        for p in ("да", "нет", "да", "может быть")
+    ]
     labelled.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     agreement = ["judge", "agreement", "--data", str(labelled), "--url", keyed_judge + "/classify"]
     # without a key: refused, and the hint names this command's own flag
@@ -296,17 +445,36 @@ def test_every_judge_client_reads_the_key_from_the_environment(keyed_judge, hf_r
     monkeypatch.setenv("MERA_JUDGE_API_KEY", JUDGE_KEY)
     assert main(agreement) == 0
     assert "kappa" in capsys.readouterr().out.lower()
-    run = _score(root / "hf" / "samples_ruhhh_image_test.jsonl", tmp_path / "judged",
-                 "--judge-url", keyed_judge + "/classify")
+    run = _score(
+        root / "hf" / "samples_ruhhh_image_test.jsonl",
+        tmp_path / "judged",
+        "--judge-url",
+        keyed_judge + "/classify",
+    )
     judged = json.loads((tmp_path / "judged" / "results.json").read_text())["tasks"]
     assert set(judged["ruhhh_image"]["judge"]) == {"judge_score", "group_judge_score"}
     assert run["environment"] == {"judge_api_key": "from $MERA_JUDGE_API_KEY"}
     assert JUDGE_KEY not in json.dumps(run)
     # a URL with a password together with a key from the environment: refused, one line
     with_password = keyed_judge.replace("http://", "http://user:pw@") + "/classify"
-    assert main(["score", "--task", "ruhhh_image", "--data", "sample", "--predictions",
-                 str(root / "hf" / "samples_ruhhh_image_test.jsonl"), "--out",
-                 str(tmp_path / "pw"), "--judge-url", with_password]) == 2
+    assert (
+        main(
+            [
+                "score",
+                "--task",
+                "ruhhh_image",
+                "--data",
+                "sample",
+                "--predictions",
+                str(root / "hf" / "samples_ruhhh_image_test.jsonl"),
+                "--out",
+                str(tmp_path / "pw"),
+                "--judge-url",
+                with_password,
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert "$MERA_JUDGE_API_KEY or --judge-api-key" in err and "\n" not in err
 
@@ -317,8 +485,12 @@ def test_the_compare_chart_shows_the_verdict(hf_runs):
     root, _ = hf_runs
     result = compare_runs(root / "first", root / "hf")
     assert result["tasks"]["ruhhh_image"]["task_score"]["verdict"].startswith("too few clusters")
-    texts = [t.get_text() for ax in chart_figure(result).axes for t in ax.texts
-             if t.get_gid() == "verdict"]
+    texts = [
+        t.get_text()
+        for ax in chart_figure(result).axes
+        for t in ax.texts
+        if t.get_gid() == "verdict"
+    ]
     assert texts and all(t.startswith("too few clusters to tell") for t in texts)
 
 
@@ -332,8 +504,9 @@ def test_extending_a_run_to_more_tasks_adds_to_its_manifest(tmp_path):
     from mera_multi_hf.demo.builtin_models import TINY_AUDIO_MODEL_ID
 
     out = tmp_path / "grow"
-    options = dict(data=["sample"], output_dir=str(out), no_progress=True, limit=2,
-                   max_new_tokens=4)
+    options = dict(
+        data=["sample"], output_dir=str(out), no_progress=True, limit=2, max_new_tokens=4
+    )
     run_evaluation(tasks="ruhhh_image", **options)
     first = _manifest(out)
     assert "audio_model" not in first["fixed"]["resolved"]  # the audio model was not loaded
@@ -347,5 +520,6 @@ def test_extending_a_run_to_more_tasks_adds_to_its_manifest(tmp_path):
     assert resolved == first["fixed"]["resolved"]
     assert [s["tasks"] for s in grown["sessions"]] == [["ruhhh_image"], ["ruhhh_image", "ruenvaqa"]]
     run = _run(out)
-    assert run["coverage_change"]["note"].startswith("results now cover 2 of 2 logged examples "
-                                                     "of ruenvaqa")
+    assert run["coverage_change"]["note"].startswith(
+        "results now cover 2 of 2 logged examples of ruenvaqa"
+    )

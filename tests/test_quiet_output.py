@@ -1,6 +1,7 @@
 """Quiet, honest output: no judge rows for a user who never asked for a judge (one
 footnote instead), the "(judge)" label explained where judge rows are, no leaderboard
 total for a bundled sample, and --no-progress silences datasets' bars too."""
+
 from __future__ import annotations
 
 import datasets
@@ -13,8 +14,12 @@ def test_a_demo_run_says_only_what_applies(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("MERA_MULTI_CACHE", str(tmp_path / "fresh-cache"))  # a conversion happens
     shown = datasets.is_progress_bar_enabled()
     try:
-        assert main(["evaluate", "--limit", "2", "--output-dir", str(tmp_path / "run"),
-                     "--no-progress"]) == 0
+        assert (
+            main(
+                ["evaluate", "--limit", "2", "--output-dir", str(tmp_path / "run"), "--no-progress"]
+            )
+            == 0
+        )
     finally:
         (datasets.enable_progress_bars if shown else datasets.disable_progress_bars)()
     out, err = capsys.readouterr()
@@ -27,12 +32,22 @@ def test_a_demo_run_says_only_what_applies(tmp_path, capsys, monkeypatch):
 
 
 def test_judge_rows_come_with_the_explanation_of_the_label():
-    result = {"task": "ruclevr", "split": "test", "n_examples": 4, "scorable": True,
-              "metrics": {"exact_match": 0.5}, "judge": {"judge_score": 0.75},
-              "judge_not_computed": [], "human_baseline": {}}
-    summary = {"modality": {}, "overall": {"score": 0.5, "n_tasks": 1},
-               "official_total": {"score": None, "n_tasks": 0, "of": 11},
-               "task_score_definition": "the mean"}
+    result = {
+        "task": "ruclevr",
+        "split": "test",
+        "n_examples": 4,
+        "scorable": True,
+        "metrics": {"exact_match": 0.5},
+        "judge": {"judge_score": 0.75},
+        "judge_not_computed": [],
+        "human_baseline": {},
+    }
+    summary = {
+        "modality": {},
+        "overall": {"score": 0.5, "n_tasks": 1},
+        "official_total": {"score": None, "n_tasks": 0, "of": 11},
+        "task_score_definition": "the mean",
+    }
     md = markdown([result], summary, {"model": "m", "run_id": "r"})
     assert "Judge score (judge) | 0.7500" in md and JUDGE_LABEL in md
     assert "need a judge" not in md and "private tasks" not in md

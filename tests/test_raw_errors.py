@@ -1,4 +1,5 @@
 """Bad raw folders: every problem named by file, example id and field, all in one run."""
+
 from __future__ import annotations
 
 import io
@@ -25,16 +26,19 @@ def _problems(folder, tmp_path):
     with pytest.raises(DataValidationError) as info:
         from mera_multi_hf.data.publish import export_raw
         from mera_multi_hf.tasks.table import get_task
+
         export_raw(get_task("ruhhh_image"), folder, tmp_path / "out")
     assert not (tmp_path / "out").exists()  # nothing half-written
     return info.value.problems
 
 
 def _find(problems, example_id, field, text):
-    hits = [p for p in problems if p.example_id == example_id and p.field == field
-            and text in p.message]
-    assert hits, f"no problem for id={example_id} {field} ~ {text!r} in:\n" + \
-        "\n".join(map(str, problems))
+    hits = [
+        p for p in problems if p.example_id == example_id and p.field == field and text in p.message
+    ]
+    assert hits, f"no problem for id={example_id} {field} ~ {text!r} in:\n" + "\n".join(
+        map(str, problems)
+    )
     return hits[0]
 
 
@@ -114,9 +118,22 @@ def test_cli_reports_problems_without_traceback(raw_sample, tmp_path, capsys):
 
 
 def test_console_script_unknown_task_is_one_clear_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "mera_multi_hf", "build", "ruhhh_imag",
-                           "--raw", str(tmp_path), "--out", str(tmp_path / "o")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mera_multi_hf",
+            "build",
+            "ruhhh_imag",
+            "--raw",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("mera-multi: error: unknown task 'ruhhh_imag'")
     assert "Traceback" not in proc.stderr
@@ -137,6 +154,7 @@ def test_public_test_split_needs_its_answers(raw_sample, tmp_path):
     path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
     from mera_multi_hf.data.publish import export_raw
     from mera_multi_hf.tasks.table import get_task
+
     out = export_raw(get_task("ruhhh_image"), raw_sample, tmp_path / "public")
     test = load_task("ruhhh_image", source=out, split="test")
     assert set(test["outputs"]) == {"A", "B"}  # a public split keeps its answers
@@ -149,20 +167,31 @@ def test_exclude_fields_in_both_forms(raw_sample, tmp_path):
 
     meta_path = raw_sample / "raw_dataset_meta.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    kept = export_raw(get_task("ruhhh_image"), raw_sample, tmp_path / "kept",
-                      include_private_answers=True)
-    for n, form in enumerate(({"meta": {"": [], "categories": [], "x": {}}, "inputs": ["nope"]},
-                              ["meta.group_id"], {"meta": ["group_id"]}, {})):
+    kept = export_raw(
+        get_task("ruhhh_image"), raw_sample, tmp_path / "kept", include_private_answers=True
+    )
+    for n, form in enumerate(
+        (
+            {"meta": {"": [], "categories": [], "x": {}}, "inputs": ["nope"]},
+            ["meta.group_id"],
+            {"meta": ["group_id"]},
+            {},
+        )
+    ):
         meta["exclude_fields"] = form
         meta_path.write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
-        out = export_raw(get_task("ruhhh_image"), raw_sample, tmp_path / f"o{n}",
-                         include_private_answers=True)
+        out = export_raw(
+            get_task("ruhhh_image"), raw_sample, tmp_path / f"o{n}", include_private_answers=True
+        )
         test = load_task("ruhhh_image", source=out, split="test")
         if n in (1, 2):  # group_id dropped: derived again from image + question
-            assert [m["group_id"] for m in test["meta"]] == \
-                [m["group_id"] for m in load_task("ruhhh_image", source=kept, split="test")["meta"]]
-            raw_ids = {r["meta"]["id"] for r in json.loads(
-                (raw_sample / "test.json").read_text(encoding="utf-8"))["data"]}
+            assert [m["group_id"] for m in test["meta"]] == [
+                m["group_id"] for m in load_task("ruhhh_image", source=kept, split="test")["meta"]
+            ]
+            raw_ids = {
+                r["meta"]["id"]
+                for r in json.loads((raw_sample / "test.json").read_text(encoding="utf-8"))["data"]
+            }
             assert {m["group_id"] for m in test["meta"]} <= raw_ids
         if n == 0:  # "categories": [] drops nothing named; an unknown path is ignored
             assert test[0]["meta"]["categories"]["category"] == "empathetic"

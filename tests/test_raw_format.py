@@ -1,6 +1,7 @@
 """The raw layout in the official form (docs/raw-format.md): a test.json without the
 `access` key takes the task's declaration, with a note; letter golds outside the options
 the prompt shows are named at build time."""
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,9 @@ def test_missing_access_takes_the_task_declaration_with_a_note(task, public, tmp
     err = capsys.readouterr().err
     notes = [ln for ln in err.splitlines() if 'no "access" key' in ln]
     assert len(notes) == 1 and ("'public'" if public else "'private'") in notes[0]
-    outputs = datasets.load_dataset(str(tmp_path / "out"), split="test",
-                                    cache_dir=str(tmp_path / "hf"))["outputs"]
+    outputs = datasets.load_dataset(
+        str(tmp_path / "out"), split="test", cache_dir=str(tmp_path / "hf")
+    )["outputs"]
     assert all(outputs) == public  # a public task keeps its answers, a private one blanks them
 
 

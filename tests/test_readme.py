@@ -1,5 +1,6 @@
 """README.md stays true: its offline command blocks (fenced as `bash`) run in order in a
 fresh folder, and the quick-start commands are the ones the project promises."""
+
 from __future__ import annotations
 
 import os
@@ -12,7 +13,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
 QUICK_START = [
-    'python3 -m venv .venv && . .venv/bin/activate && pip install torch==2.13.0 && '
+    "python3 -m venv .venv && . .venv/bin/activate && pip install torch==2.13.0 && "
     'pip install -e ".[test]" && mera-multi evaluate',
     ". .venv/bin/activate && python -m pytest -q",
 ]
@@ -36,13 +37,24 @@ def test_offline_blocks_use_only_the_tiny_model_and_the_sample():
 
 
 def test_offline_blocks_run(tmp_path):
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    env = dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
     started = time.monotonic()
     outputs = []
     for block in blocks("bash"):
-        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=BUDGET_S)
+        proc = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", block],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=BUDGET_S,
+        )
         assert proc.returncode == 0, f"{block}\n{proc.stderr[-3000:]}"
         outputs.append(proc.stdout)
     assert time.monotonic() - started < BUDGET_S

@@ -2,6 +2,7 @@
 score and `mera-multi view`; checked in a real headless Chromium (the page loads without
 console errors, the filters change the visible rows, the media load) and a screenshot
 is kept as a test artifact."""
+
 from __future__ import annotations
 
 import base64
@@ -27,8 +28,23 @@ needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("page") / "run"
-    assert main(["evaluate", "--tasks", TASKS, "--data", "sample", "--limit", "3",
-                 "--output-dir", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--tasks",
+                TASKS,
+                "--data",
+                "sample",
+                "--limit",
+                "3",
+                "--output-dir",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -96,7 +112,7 @@ def test_the_page_summary_says_what_results_md_says(run_dir):
     md = (run_dir / "results.md").read_text(encoding="utf-8")
     summary = page.tables[:-1]  # the last table holds the examples
     # the main table, the totals and every breakdown, cell by cell, in results.md's order
-    assert summary == _md_tables(md)[:len(summary)] and len(summary) >= 4
+    assert summary == _md_tables(md)[: len(summary)] and len(summary) >= 4
     cells = [c for table in summary for row in table for c in row]
     assert any("±" in c for c in cells) and "(supplementary)" in " ".join(cells)
     assert "(local estimate)" in " ".join(cells) and "human" in summary[0][0]
@@ -119,8 +135,14 @@ def test_view_rebuilds_the_page_of_an_older_run(run_dir, tmp_path, capsys):
     old = tmp_path / "old"
     shutil.copytree(run_dir, old)
     marker = json.loads((old / MARKER).read_text(encoding="utf-8"))  # made here, by a version
-    (old / MARKER).write_text(json.dumps({"folder": os.path.realpath(old),  # before the page
-                                          "files": sorted(set(marker["files"]) - {"results.html"})}))
+    (old / MARKER).write_text(
+        json.dumps(
+            {
+                "folder": os.path.realpath(old),  # before the page
+                "files": sorted(set(marker["files"]) - {"results.html"}),
+            }
+        )
+    )
     (old / "results.html").unlink()
     assert main(["view", str(old)]) == 0
     rebuilt = (old / "results.html").read_text(encoding="utf-8")
@@ -138,11 +160,29 @@ def test_score_writes_the_page_with_the_model_name(tmp_path):
 
     ids = [m["id"] for m in load_task("ruenvaqa", source="sample", split="test")["meta"]]
     preds = tmp_path / "my-predictions.jsonl"
-    preds.write_text("".join(json.dumps({"id": i, "prediction": "A", "model": "org/my-vlm"})
-                             + "\n" for i in ids), encoding="utf-8")
+    preds.write_text(
+        "".join(
+            json.dumps({"id": i, "prediction": "A", "model": "org/my-vlm"}) + "\n" for i in ids
+        ),
+        encoding="utf-8",
+    )
     out = tmp_path / "scored"
-    assert main(["score", "--task", "ruenvaqa", "--predictions", str(preds), "--data", "sample",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--task",
+                "ruenvaqa",
+                "--predictions",
+                str(preds),
+                "--data",
+                "sample",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     page = (out / "results.html").read_text(encoding="utf-8")
     md = (out / "results.md").read_text(encoding="utf-8")
     assert "MERA Multi results: org/my-vlm" in page and "# MERA Multi results: org/my-vlm" in md
@@ -156,19 +196,40 @@ def test_the_page_stays_small_on_the_whole_sample(tmp_path):
 
     from mera_multi_hf.data.examples import make_examples
     from mera_multi_hf.data.loading import load_task
-    from mera_multi_hf.scoring.records import TaskResult
     from mera_multi_hf.reporting.results_page import THUMBNAIL, render, task_rows
+    from mera_multi_hf.scoring.records import TaskResult
     from mera_multi_hf.tasks.table import TASKS as ALL
 
     rows, results = [], []
     for key, task in ALL.items():
         ds = load_task(task, source="sample", split="test")
         examples = make_examples(task, ds)
-        records = [{"id": e.id, "prompt": e.prompt, "generation": "A", "filtered": "A",
-                    "target": e.gold, "metrics": {}} for e in examples]
+        records = [
+            {
+                "id": e.id,
+                "prompt": e.prompt,
+                "generation": "A",
+                "filtered": "A",
+                "target": e.gold,
+                "metrics": {},
+            }
+            for e in examples
+        ]
         rows += task_rows(key, "test", records, examples, ds)
-        results.append(TaskResult(key, task.class_name, task.modality, task.public, "test",
-                                  len(examples), list(task.metrics), [], {}, {}))
+        results.append(
+            TaskResult(
+                key,
+                task.class_name,
+                task.modality,
+                task.public,
+                "test",
+                len(examples),
+                list(task.metrics),
+                [],
+                {},
+                {},
+            )
+        )
     page = render(results, {"model": "m"}, rows)
     assert len(rows) > 100 and len(page) < 2_000_000
     for uri in re.findall(r'data:image/jpeg;base64,([^"]+)', page):
@@ -178,10 +239,24 @@ def test_the_page_stays_small_on_the_whole_sample(tmp_path):
 
 # In a real browser.
 
+
 def _chromium(*args, url: str, timeout: int = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-                           "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
-                           *args, url], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=5000",
+            *args,
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _visible(dom: str) -> list[str]:
@@ -195,20 +270,26 @@ def test_the_page_in_chromium_loads_filters_and_plays(run_dir, tmp_path):
     console = [ln for ln in proc.stderr.splitlines() if "CONSOLE" in ln]
     assert proc.returncode == 0 and not console, console
     assert len(_visible(proc.stdout)) == 15 and "15 of 15 examples" in proc.stdout
-    for fragment, expected in (("task=rutie_image", 3), ("task=runaturalsciencevqa&domain=biology",
-                                                         None), ("q=" + quote("АУДИОзапис"), None)):
+    for fragment, expected in (
+        ("task=rutie_image", 3),
+        ("task=runaturalsciencevqa&domain=biology", None),
+        ("q=" + quote("АУДИОзапис"), None),
+    ):
         dom = _chromium("--dump-dom", url=page.as_uri() + "#" + fragment).stdout
         shown = _visible(dom)
         assert 0 < len(shown) < 15, fragment
         if expected:
             assert len(shown) == expected and all('data-task="rutie_image"' in r for r in shown)
-    verdicts = {v: len(_visible(_chromium("--dump-dom", url=f"{page.as_uri()}#verdict={v}").stdout))
-                for v in ("right", "wrong")}
+    verdicts = {
+        v: len(_visible(_chromium("--dump-dom", url=f"{page.as_uri()}#verdict={v}").stdout))
+        for v in ("right", "wrong")
+    }
     assert verdicts["right"] + verdicts["wrong"] == 15
     # every media element loads: a copy of the page reports what the browser decoded
     probe = tmp_path / "probe.html"
-    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"),
-                     encoding="utf-8")
+    probe.write_text(
+        page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8"
+    )
     dom = _chromium("--dump-dom", url=probe.as_uri()).stdout
     report = json.loads(re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S).group(1))
     assert report["images"] and all(w > 0 for w in report["images"]), report
@@ -219,7 +300,9 @@ def test_the_page_in_chromium_loads_filters_and_plays(run_dir, tmp_path):
     # each clip plays for as long as the clip itself lasts, and the page says how long
     assert report["durations"] == pytest.approx(_clip_seconds(run_dir), abs=0.05), report
     shot = tmp_path / "results-page.png"
-    _chromium("--window-size=1400,1800", f"--screenshot={shot}", url=page.as_uri() + "#task=ruenvaqa")
+    _chromium(
+        "--window-size=1400,1800", f"--screenshot={shot}", url=page.as_uri() + "#task=ruenvaqa"
+    )
     assert shot.is_file() and shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")
 
@@ -261,8 +344,11 @@ def _clip_seconds(run_dir) -> list[float]:
 
     page = (run_dir / "results.html").read_text(encoding="utf-8")
     out = []
-    for kind, data in re.findall(r'<(video|audio) controls preload="metadata" '
-                                 r'src="data:[^;]+;base64,([^"]+)"', page):
+    for kind, data in re.findall(
+        r'<(video|audio) controls preload="metadata" '
+        r'src="data:[^;]+;base64,([^"]+)"',
+        page,
+    ):
         raw = io.BytesIO(base64.b64decode(data))
         if kind == "audio":
             info = soundfile.info(raw)
@@ -276,8 +362,11 @@ def _clip_seconds(run_dir) -> list[float]:
 def test_the_page_says_how_long_each_audio_clip_is(run_dir):
     page = (run_dir / "results.html").read_text(encoding="utf-8")
     shown = re.findall(r'<audio controls[^>]*></audio><span class="note">([\d.]+) s</span>', page)
-    audio = [s for k, s in zip(re.findall(r"<(video|audio) controls", page),
-                               _clip_seconds(run_dir)) if k == "audio"]
+    audio = [
+        s
+        for k, s in zip(re.findall(r"<(video|audio) controls", page), _clip_seconds(run_dir))
+        if k == "audio"
+    ]
     assert shown and [float(s) for s in shown] == [round(s, 1) for s in audio]
 
 
@@ -289,27 +378,36 @@ def _video_rows(key="commonvideoqa", limit=None):
 
     ds = load_task(ALL[key], source="sample", split="test")
     examples = make_examples(ALL[key], ds)[:limit]
-    return task_rows(key, "test", [{"id": e.id, "generation": "A"} for e in examples],
-                     examples, ds)
+    return task_rows(key, "test", [{"id": e.id, "generation": "A"} for e in examples], examples, ds)
 
 
 def test_a_clip_that_cannot_be_re_encoded_shows_its_frames(monkeypatch):
     from mera_multi_hf.reporting import results_page as results_html
 
-    playable, = _video_rows(limit=1)[0]["media"]
+    (playable,) = _video_rows(limit=1)[0]["media"]
     assert playable["kind"] == "video" and playable["src"].startswith("data:video/webm;base64,")
     # an encoder that refuses its settings, as a PyAV built without libvpx would refuse
     monkeypatch.setattr(results_html, "VP9_OPTIONS", {"deadline": "no-such-deadline"})
     rows = _video_rows(limit=1)
-    item, = rows[0]["media"]
+    (item,) = rows[0]["media"]
     assert item["kind"] == "note" and "could not be re-encoded" in item["note"]
     assert len(item["frames"]) == 3 and all(f.startswith("data:image/jpeg") for f in item["frames"])
     from mera_multi_hf.scoring.records import TaskResult
     from mera_multi_hf.tasks.table import get_task
 
     task = get_task("commonvideoqa")
-    result = TaskResult(task.key, task.class_name, task.modality, task.public, "test", 1,
-                        list(task.metrics), [], {}, {})
+    result = TaskResult(
+        task.key,
+        task.class_name,
+        task.modality,
+        task.public,
+        "test",
+        1,
+        list(task.metrics),
+        [],
+        {},
+        {},
+    )
     page = results_html.render([result], {"model": "m"}, rows)
     assert page.count('class="frame"') == 3 and "its frames are shown" in page
     assert "<video" not in page

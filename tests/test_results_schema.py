@@ -2,6 +2,7 @@
 (mera_multi_hf/scoring/records.py): what `evaluate` (every task of the bundled samples) and
 `score` write validates and reads back to the same JSON; a file of an older schema (no
 schema_version: version 1) is read by `compare` and `view` with one note naming it."""
+
 from __future__ import annotations
 
 import json
@@ -16,25 +17,53 @@ from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.outputs import MARKER
 from mera_multi_hf.scoring.records import SCHEMA_VERSION, Results
 
-SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "results.schema.json")
-                    .read_text(encoding="utf-8"))
+SCHEMA = json.loads(
+    (Path(__file__).parent.parent / "docs" / "results.schema.json").read_text(encoding="utf-8")
+)
 
 
 def _problems(doc: dict) -> list[str]:
     validator = jsonschema.Draft202012Validator(SCHEMA)
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
-            for e in validator.iter_errors(doc)]
+    return [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(doc)
+    ]
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """A run of every task on the bundled samples, and one task scored from its log."""
     root = tmp_path_factory.mktemp("schema")
-    assert main(["evaluate", "--tasks", "all", "--output-dir", str(root / "run"),
-                 "--no-progress", "--max-new-tokens", "4"]) == 0
-    assert main(["score", "--task", "ruhhh_image", "--data", "sample", "--predictions",
-                 str(root / "run" / "samples_ruhhh_image_test.jsonl"),
-                 "--out", str(root / "scored")]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--tasks",
+                "all",
+                "--output-dir",
+                str(root / "run"),
+                "--no-progress",
+                "--max-new-tokens",
+                "4",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "score",
+                "--task",
+                "ruhhh_image",
+                "--data",
+                "sample",
+                "--predictions",
+                str(root / "run" / "samples_ruhhh_image_test.jsonl"),
+                "--out",
+                str(root / "scored"),
+            ]
+        )
+        == 0
+    )
     return root
 
 
@@ -72,8 +101,9 @@ def _old_copy(run: Path, old: Path) -> None:
     (old / MARKER).write_text(json.dumps({**marker, "folder": os.path.realpath(old)}))
     doc = json.loads((old / "results.json").read_text(encoding="utf-8"))
     del doc["schema_version"]
-    (old / "results.json").write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n",
-                                      encoding="utf-8")
+    (old / "results.json").write_text(
+        json.dumps(doc, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+    )
 
 
 def test_an_older_file_is_read_by_compare_and_view_with_one_note(runs, tmp_path, capsys):
@@ -95,7 +125,9 @@ def test_a_newer_version_is_read_with_a_note_that_says_so(runs, capsys):
     doc["schema_version"] = SCHEMA_VERSION + 1
     doc["tasks"]["ruhhh_image"]["a_future_field"] = [1]
     read = Results.from_dict(doc, "future.json")
-    assert f"future.json is of a newer results schema (version {SCHEMA_VERSION + 1}" in \
-        capsys.readouterr().err
+    assert (
+        f"future.json is of a newer results schema (version {SCHEMA_VERSION + 1}"
+        in capsys.readouterr().err
+    )
     assert read.tasks["ruhhh_image"].to_dict()["a_future_field"] == [1]  # kept, not refused
     assert read.tasks["ruhhh_image"].scorable is True

@@ -1,5 +1,6 @@
 """The runner end to end on the bundled sample and the built-in tiny model: outputs,
 sample log, resumption, settings clashes, private splits, CLI errors."""
+
 from __future__ import annotations
 
 import hashlib
@@ -14,9 +15,9 @@ import pytest
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.limits import DEFAULT_LIMITS
-from mera_multi_hf.pipeline.evaluate import run_evaluation
 from mera_multi_hf.generation import make_batches
 from mera_multi_hf.generation.samplelog import SampleLog
+from mera_multi_hf.pipeline.evaluate import run_evaluation
 
 NO_PUNCT = str.maketrans("", "", string.punctuation)
 
@@ -54,8 +55,12 @@ def reference(tmp_path_factory):
 
 def test_demo_cli_writes_everything(tmp_path, capsys, sample_ids):
     out = tmp_path / "demo"
-    assert main(["evaluate", "--output-dir", str(out), "--no-progress",
-                 "--max-image-pixels", "5000000"]) == 0
+    assert (
+        main(
+            ["evaluate", "--output-dir", str(out), "--no-progress", "--max-image-pixels", "5000000"]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "Exact match" in printed and "random weights" in printed
     assert "no model-index.yaml" in printed  # the bundled sample is not the official test split
@@ -64,23 +69,40 @@ def test_demo_cli_writes_everything(tmp_path, capsys, sample_ids):
     assert not (out / "model-index.yaml").exists()
 
     run = json.loads((out / "results.json").read_text())["run"]
-    assert run["model"] == "mera-multi-hf/tiny-random-llava" and re.fullmatch(r"[0-9a-f]{12}", run["revision"])
+    assert run["model"] == "mera-multi-hf/tiny-random-llava" and re.fullmatch(
+        r"[0-9a-f]{12}", run["revision"]
+    )
     assert run["dtype"] == "float32" and run["seed"] == 1234 and run["split"] == "test"
     # the official harness's generation: greedy, 256 new tokens, stop at a blank line
-    assert run["generation"] == {"do_sample": False, "num_beams": 1,
-                                 "max_new_tokens": {"ruhhh_image": 256},
-                                 "stop": {"ruhhh_image": ["\n\n"]}, "user_choices": {},
-                                 "dialogue_context": {}}
-    assert set(run["versions"]) >= {"mera-multi-hf", "torch", "transformers", "datasets",
-                                    "evaluate", "accelerate"}
+    assert run["generation"] == {
+        "do_sample": False,
+        "num_beams": 1,
+        "max_new_tokens": {"ruhhh_image": 256},
+        "stop": {"ruhhh_image": ["\n\n"]},
+        "user_choices": {},
+        "dialogue_context": {},
+    }
+    assert set(run["versions"]) >= {
+        "mera-multi-hf",
+        "torch",
+        "transformers",
+        "datasets",
+        "evaluate",
+        "accelerate",
+    }
     assert run["metric_modes"]["ruhhh_image"]["exact_match"] == "mera"
     assert run["official_test_split"] == {"ruhhh_image": False}
     assert run["dataset_source"]["ruhhh_image"] == "sample"
     assert run["limits"] == {**DEFAULT_LIMITS.as_record(), "max_image_pixels": 5_000_000}
     assert "evaluate" in run["command"] and "chat template" in run["prompt_source"]
     # results.json lists every file of its run with its sha256 (a reader can tell a stale one)
-    assert set(run["files"]) == {"samples_ruhhh_image_test.jsonl", "results.md", "results.png",
-                                 "results.html", "submission.zip"}
+    assert set(run["files"]) == {
+        "samples_ruhhh_image_test.jsonl",
+        "results.md",
+        "results.png",
+        "results.html",
+        "submission.zip",
+    }
     for name, digest in run["files"].items():
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest
     assert run["run_id"] in (out / "results.md").read_text()
@@ -108,15 +130,17 @@ def test_demo_cli_writes_everything(tmp_path, capsys, sample_ids):
     # the official EM in results.json is the mean of the per-sample EM
     result = json.loads((out / "results.json").read_text())["tasks"]["ruhhh_image"]
     assert result["metrics"]["exact_match"] == pytest.approx(
-        sum(r["metrics"]["exact_match"] for r in samples) / len(samples))
+        sum(r["metrics"]["exact_match"] for r in samples) / len(samples)
+    )
     assert result["human_baseline"] == {"exact_match": 0.9529, "group_exact_match": 0.893}
     assert result["judge_not_computed"] == ["judge_score", "group_judge_score"]
 
 
 def test_batch_size_does_not_change_answers(reference, tmp_path):
     out, result = reference
-    again = run_evaluation(data=["sample"], batch_size=4, output_dir=str(tmp_path / "b4"),
-                           no_progress=True)
+    again = run_evaluation(
+        data=["sample"], batch_size=4, output_dir=str(tmp_path / "b4"), no_progress=True
+    )
     assert _answers(tmp_path / "b4") == _answers(out)
     assert again["tasks"][0]["metrics"] == result["tasks"][0]["metrics"]
     assert len(set(_answers(out).values())) > 1
@@ -163,7 +187,8 @@ def test_changed_gold_answers_rebuild_every_derived_file(raw_sample, tmp_path):
         assert record["metrics"]["exact_match"] == float(correct)
     result = json.loads((out / "results.json").read_text())["tasks"]["ruhhh_image"]
     assert result["metrics"]["exact_match"] == pytest.approx(
-        sum(r["metrics"]["exact_match"] for r in samples) / len(samples))
+        sum(r["metrics"]["exact_match"] for r in samples) / len(samples)
+    )
 
 
 def test_a_shots_run_removes_the_old_submission_of_its_own_folder(tmp_path):
@@ -210,8 +235,9 @@ def test_a_log_line_not_of_its_request_is_never_resumed(tmp_path, capsys):
     lines = [json.loads(x) for x in shard.read_text(encoding="utf-8").splitlines()]
     lines[1]["prompt"] += " (edited)"
     lines[1]["generation"] = "forged"
-    shard.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines),
-                     encoding="utf-8")
+    shard.write_text(
+        "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8"
+    )
     capsys.readouterr()
     assert main(args) == 2
     err = capsys.readouterr().err
@@ -226,8 +252,21 @@ def test_private_split_logs_and_submits_but_does_not_score(raw_sample, tmp_path,
         record["outputs"] = ""
     (raw_sample / "test.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
     out = tmp_path / "private"
-    assert main(["evaluate", "--data", str(raw_sample), "--output-dir", str(out), "--limit", "5",
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--data",
+                str(raw_sample),
+                "--output-dir",
+                str(out),
+                "--limit",
+                "5",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "cannot score" in printed and "submission.zip" in printed
     result = json.loads((out / "results.json").read_text())["tasks"]["ruhhh_image"]
@@ -237,21 +276,37 @@ def test_private_split_logs_and_submits_but_does_not_score(raw_sample, tmp_path,
     with zipfile.ZipFile(out / "submission.zip") as zf:
         assert len(json.loads(zf.read("ruHHH_Image.json"))["data"]["test"]) == 5
     # the shots split of the same folder has answers: it scores
-    assert main(["evaluate", "--data", str(raw_sample), "--split", "shots",
-                 "--output-dir", str(tmp_path / "shots"), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--data",
+                str(raw_sample),
+                "--split",
+                "shots",
+                "--output-dir",
+                str(tmp_path / "shots"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     shots = json.loads((tmp_path / "shots" / "results.json").read_text())["tasks"]["ruhhh_image"]
     assert shots["scorable"] is True and shots["n_examples"] == len(doc_shots(raw_sample))
     assert not (tmp_path / "shots" / "submission.zip").exists()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--tasks", "ruhhh_imag"], "unknown task 'ruhhh_imag'"),
-    (["--model", "./no/such/model"], "not a model folder"),
-    (["--dialogue-context", "-1"], "0 or more"),
-    (["--data", "/no/such/folder"], "is not a folder"),
-    (["--output-dir", "/dev/null"], "is a file"),
-    (["--batch-size", "0"], "at least 1"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--tasks", "ruhhh_imag"], "unknown task 'ruhhh_imag'"),
+        (["--model", "./no/such/model"], "not a model folder"),
+        (["--dialogue-context", "-1"], "0 or more"),
+        (["--data", "/no/such/folder"], "is not a folder"),
+        (["--output-dir", "/dev/null"], "is a file"),
+        (["--batch-size", "0"], "at least 1"),
+    ],
+)
 def test_user_mistakes_print_one_line(args, message, tmp_path, capsys):
     code = main(["evaluate", "--output-dir", str(tmp_path / "x"), "--no-progress"] + args)
     err = capsys.readouterr().err
@@ -264,12 +319,37 @@ def test_help_lists_every_option(capsys):
     with pytest.raises(SystemExit):
         main(["evaluate", "--help"])
     text = capsys.readouterr().out
-    for flag in ("--model", "--tasks", "--data", "--split", "--limit", "--batch-size",
-                 "--output-dir", "--max-new-tokens", "--dtype", "--device", "--max-pixels",
-                 "--trust-remote-code", "--seed", "--backend", "--base-url", "--api-key",
-                 "--concurrency", "--judge", "--judge-url", "--overwrite", "accelerate launch",
-                 "--stop", "--judge-tokenizer", "--revision", "--prompt-mode", "--timeout",
-                 "--max-retries", "--em-mode", "--no-progress"):
+    for flag in (
+        "--model",
+        "--tasks",
+        "--data",
+        "--split",
+        "--limit",
+        "--batch-size",
+        "--output-dir",
+        "--max-new-tokens",
+        "--dtype",
+        "--device",
+        "--max-pixels",
+        "--trust-remote-code",
+        "--seed",
+        "--backend",
+        "--base-url",
+        "--api-key",
+        "--concurrency",
+        "--judge",
+        "--judge-url",
+        "--overwrite",
+        "accelerate launch",
+        "--stop",
+        "--judge-tokenizer",
+        "--revision",
+        "--prompt-mode",
+        "--timeout",
+        "--max-retries",
+        "--em-mode",
+        "--no-progress",
+    ):
         assert flag in text, flag
 
 
@@ -289,7 +369,7 @@ def test_sample_log_reader_ignores_garbage(tmp_path):
     log.append([{"task": "t", "split": "test", "id": 1, "request_hash": "h", "generation": "A"}])
     log.close()
     with open(log.path, "a", encoding="utf-8") as f:
-        f.write("not json\n{\"task\": \"t\"}\n{\"task\": \"t\", \"split\": \"test\", \"id\": 2,")
+        f.write('not json\n{"task": "t"}\n{"task": "t", "split": "test", "id": 2,')
     assert list(SampleLog(folder).read()) == [("t", "test", 1)]
     log = SampleLog(folder, rank=1)
     log.append([{"task": "t", "split": "test", "id": 2, "request_hash": "h", "generation": "B"}])
@@ -303,10 +383,15 @@ def test_sample_log_reader_ignores_garbage(tmp_path):
 
 
 def test_tiny_model_is_built_deterministically(tmp_path):
-    from mera_multi_hf.demo.builtin_models import build_tiny_model, tiny_model_path, tiny_model_revision
+    from mera_multi_hf.demo.builtin_models import (
+        build_tiny_model,
+        tiny_model_path,
+        tiny_model_revision,
+    )
 
-    assert tiny_model_revision(build_tiny_model(tmp_path / "again")) == \
-        tiny_model_revision(tiny_model_path())
+    assert tiny_model_revision(build_tiny_model(tmp_path / "again")) == tiny_model_revision(
+        tiny_model_path()
+    )
     assert "noise" in (tiny_model_path() / "README.md").read_text()
 
 
@@ -325,6 +410,7 @@ def test_modality_selection():
     assert [t.key for t in select_tasks("ruhhh_image,image")][0] == "ruhhh_image"
     with pytest.raises(MeraError, match="no task given"):
         select_tasks(",")
+
 
 def doc_shots(raw_folder):
     return json.loads((raw_folder / "shots.json").read_text(encoding="utf-8"))["data"]

@@ -1,6 +1,7 @@
 """The runner as separate processes: killed with SIGKILL and resumed; data parallel
 with two CPU processes under `accelerate launch` and with `--processes 2`; resuming with
 another number of processes."""
+
 from __future__ import annotations
 
 import json
@@ -14,11 +15,13 @@ from collections import Counter
 
 import pytest
 
-from mera_multi_hf.pipeline.evaluate import run_evaluation
 from mera_multi_hf.demo.sample_data import bundled_sample
+from mera_multi_hf.pipeline.evaluate import run_evaluation
 
-SAMPLE_IDS = sorted(r["meta"]["id"] for r in json.loads(
-    (bundled_sample() / "test.json").read_text(encoding="utf-8"))["data"])
+SAMPLE_IDS = sorted(
+    r["meta"]["id"]
+    for r in json.loads((bundled_sample() / "test.json").read_text(encoding="utf-8"))["data"]
+)
 
 
 def _env():
@@ -41,11 +44,29 @@ def _free_port() -> int:
 def _two_processes(*args):
     """`accelerate launch` with two processes; on a machine without GPUs they join over
     gloo (`--cpu` would start only one: accelerate leaves multi-CPU to mpirun)."""
-    return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu",
-            "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
-            "--dynamo_backend", "no", "--main_process_ip", "127.0.0.1",
-            "--main_process_port", str(_free_port()),
-            "-m", "mera_multi_hf", "evaluate", "--no-progress", *args]
+    return [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_ip",
+        "127.0.0.1",
+        "--main_process_port",
+        str(_free_port()),
+        "-m",
+        "mera_multi_hf",
+        "evaluate",
+        "--no-progress",
+        *args,
+    ]
 
 
 # a launcher of two sleeping processes that prints their pids, then supervises them
@@ -76,8 +97,10 @@ def _complete_lines(out):
 
 def _results(out):
     doc = json.loads((out / "results.json").read_text())
-    answers = {r["id"]: r["generation"]
-               for r in map(json.loads, (out / "samples_ruhhh_image_test.jsonl").read_text().splitlines())}
+    answers = {
+        r["id"]: r["generation"]
+        for r in map(json.loads, (out / "samples_ruhhh_image_test.jsonl").read_text().splitlines())
+    }
     return doc["tasks"]["ruhhh_image"]["metrics"], answers
 
 
@@ -103,8 +126,12 @@ def _sigkill_once_logged(proc: subprocess.Popen, shard, lines: int) -> None:
 def test_sigkill_mid_run_then_resume(tmp_path, uninterrupted):
     out = tmp_path / "killed"
     shard = out / "logs" / "samples-rank0.jsonl"
-    proc = subprocess.Popen(_evaluate("--data", "sample", "--batch-size", "1", "--output-dir", str(out)),
-                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        _evaluate("--data", "sample", "--batch-size", "1", "--output-dir", str(out)),
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     _sigkill_once_logged(proc, shard, 3)
     logged = len(_complete_lines(out))
     n = len(SAMPLE_IDS)
@@ -115,10 +142,17 @@ def test_sigkill_mid_run_then_resume(tmp_path, uninterrupted):
 
 def _resume_completes(command, out, logged: int, uninterrupted) -> None:
     """The same run again finishes what was not logged: nothing lost, nothing twice."""
-    done = subprocess.run(command("--data", "sample", "--batch-size", "4", "--output-dir", str(out)),
-                          env=_env(), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        command("--data", "sample", "--batch-size", "4", "--output-dir", str(out)),
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert f"from the sample log: {logged}, generated now: {len(SAMPLE_IDS) - logged}" in done.stdout
+    assert (
+        f"from the sample log: {logged}, generated now: {len(SAMPLE_IDS) - logged}" in done.stdout
+    )
     ids = Counter(r["id"] for r in _complete_lines(out))
     assert sorted(ids) == SAMPLE_IDS and set(ids.values()) == {1}
     assert _results(out) == uninterrupted
@@ -129,9 +163,15 @@ def test_two_processes_match_one_and_resume_across_process_counts(tmp_path, unin
     # one process does the first 6 examples ...
     run_evaluation(data="sample", limit=6, output_dir=out, no_progress=True)
     # ... two processes the next 10, each its own stride and log shard ...
-    done = subprocess.run(_two_processes("--data", "sample", "--limit", "16", "--batch-size", "3",
-                                         "--output-dir", str(out)),
-                          env=_env(), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        _two_processes(
+            "--data", "sample", "--limit", "16", "--batch-size", "3", "--output-dir", str(out)
+        ),
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "from the sample log: 6, generated now: 10" in done.stdout
     assert done.stdout.count("model: mera-multi-hf") == 1  # only the main process reports
@@ -155,8 +195,10 @@ def _sessions_as_run(out) -> None:
     assert [s["num_processes"] for s in sessions] == [1, 2, 1]
     assert [s["batch_size"] for s in sessions] == [8, 3, 5]
     assert [s["counts"]["generated"] for s in sessions] == [6, 10, 10]
-    assert sessions[1]["command"] == (f"mera-multi evaluate --no-progress --data sample "
-                                      f"--limit 16 --batch-size 3 --output-dir {out}")
+    assert sessions[1]["command"] == (
+        f"mera-multi evaluate --no-progress --data sample "
+        f"--limit 16 --batch-size 3 --output-dir {out}"
+    )
     assert sessions[0]["command"].startswith("run_evaluation(data=['sample'], limit=6")
     assert run["num_processes"] == 1 and run["dtype"] == "float32"
     assert run["backend_options"]["model_class"] == "LlavaForConditionalGeneration"
@@ -176,28 +218,60 @@ def test_hub_model_from_the_local_cache_records_its_commit(tmp_path):
     (repo / "refs" / "main").write_text(commit)
     out = tmp_path / "run"
     env = dict(_env(), HF_HUB_CACHE=str(tmp_path / "hub"), HF_HUB_OFFLINE="1")
-    done = subprocess.run(_evaluate("--model", "mera-test/tiny-vlm", "--data", "sample", "--limit", "3",
-                                    "--output-dir", str(out)),
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        _evaluate(
+            "--model",
+            "mera-test/tiny-vlm",
+            "--data",
+            "sample",
+            "--limit",
+            "3",
+            "--output-dir",
+            str(out),
+        ),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     run = json.loads((out / "results.json").read_text())["run"]
     assert run["model"] == "mera-test/tiny-vlm" and run["revision"] == commit
-    missing = subprocess.run(_evaluate("--model", "mera-test/not-there", "--data", "sample",
-                                       "--limit", "1", "--output-dir", str(tmp_path / "x")),
-                             env=env, capture_output=True, text=True, timeout=300)
+    missing = subprocess.run(
+        _evaluate(
+            "--model",
+            "mera-test/not-there",
+            "--data",
+            "sample",
+            "--limit",
+            "1",
+            "--output-dir",
+            str(tmp_path / "x"),
+        ),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert missing.returncode == 2 and "cannot load model 'mera-test/not-there'" in missing.stderr
     assert "Traceback" not in missing.stderr
 
 
 def test_processes_option_matches_one_process(tmp_path, uninterrupted):
     out = tmp_path / "dp"
-    done = subprocess.run(_processes_option("--data", "sample", "--batch-size", "3",
-                                            "--output-dir", str(out)),
-                          env=_env(), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        _processes_option("--data", "sample", "--batch-size", "3", "--output-dir", str(out)),
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("model: mera-multi-hf") == 1  # only the main process reports
-    assert sorted(p.name for p in (out / "logs").iterdir()) == ["samples-rank0.jsonl",
-                                                                "samples-rank1.jsonl"]
+    assert sorted(p.name for p in (out / "logs").iterdir()) == [
+        "samples-rank0.jsonl",
+        "samples-rank1.jsonl",
+    ]
     assert json.loads((out / "results.json").read_text())["run"]["num_processes"] == 2
     assert _results(out) == uninterrupted
 
@@ -206,10 +280,13 @@ def test_processes_killed_together_then_resumed(tmp_path, uninterrupted):
     """SIGKILL to the command and both its processes mid-run, then the same command:
     nothing lost, nothing generated twice."""
     out = tmp_path / "killed"
-    proc = subprocess.Popen(_processes_option("--data", "sample", "--batch-size", "1",
-                                              "--output-dir", str(out)),
-                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        _processes_option("--data", "sample", "--batch-size", "1", "--output-dir", str(out)),
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
         if len(_complete_lines(out) if (out / "logs").is_dir() else []) >= 3:
@@ -234,20 +311,32 @@ def test_processes_launcher_stops_the_others_when_one_fails():
     killed = subprocess.Popen([sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"])
     assert wait_all([killed]) == 128 + 9
     # SIGTERM to the command ends its processes too (a scheduler's stop)
-    launcher = subprocess.Popen([sys.executable, "-c", LAUNCH_SLEEPERS], stdout=subprocess.PIPE,
-                                text=True, env=dict(_env(), PYTHONPATH=os.pathsep.join(sys.path)))
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", LAUNCH_SLEEPERS],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(_env(), PYTHONPATH=os.pathsep.join(sys.path)),
+    )
     pids = [int(p) for p in launcher.stdout.readline().split()]
     launcher.send_signal(signal.SIGTERM)
     assert launcher.wait(timeout=60) == 128 + signal.SIGTERM
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
-    bad = subprocess.run(_evaluate("--processes", "0"), env=_env(), capture_output=True,
-                         text=True, timeout=60)
-    assert bad.returncode == 2 and bad.stderr.strip() == \
-        "mera-multi: error: --processes must be 1 or more, got 0"
-    mixed = subprocess.run(_evaluate("--processes", "3"), env=dict(_env(), WORLD_SIZE="2"),
-                           capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        _evaluate("--processes", "0"), env=_env(), capture_output=True, text=True, timeout=60
+    )
+    assert (
+        bad.returncode == 2
+        and bad.stderr.strip() == "mera-multi: error: --processes must be 1 or more, got 0"
+    )
+    mixed = subprocess.run(
+        _evaluate("--processes", "3"),
+        env=dict(_env(), WORLD_SIZE="2"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert mixed.returncode == 2 and "under a launcher that started 2" in mixed.stderr
 
 
@@ -257,16 +346,28 @@ def test_a_data_parallel_run_on_a_folder_in_use_stops_every_process(tmp_path, la
     process of the launch stops at once with one line (none waits at a barrier)."""
     out = tmp_path / "busy"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from mera_multi_hf.core.outputs import "
-         "OutputFolder; f = OutputFolder(sys.argv[1], kind='run').claim(); "
-         "print('held', flush=True); "
-         "time.sleep(300)", str(out)], stdout=subprocess.PIPE, text=True,
-        env=dict(_env(), PYTHONPATH=os.pathsep.join(sys.path)))
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from mera_multi_hf.core.outputs import "
+            "OutputFolder; f = OutputFolder(sys.argv[1], kind='run').claim(); "
+            "print('held', flush=True); "
+            "time.sleep(300)",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(_env(), PYTHONPATH=os.pathsep.join(sys.path)),
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
-        done = subprocess.run(launch("--data", "sample", "--limit", "2", "--output-dir",
-                                     str(out)), env=_env(), capture_output=True,
-                              text=True, timeout=240)
+        done = subprocess.run(
+            launch("--data", "sample", "--limit", "2", "--output-dir", str(out)),
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
     finally:
         holder.kill()
         holder.wait()

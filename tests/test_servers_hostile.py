@@ -3,6 +3,7 @@ over the tiny model and the judge's /classify server over the tiny judge), on re
 sockets on 127.0.0.1: every reply is JSON (a clear 4xx/5xx or a valid 200), the server
 lives on, authentication holds, and slow clients neither hold threads nor delay others.
 Both run on FastAPI under uvicorn (mera_multi_hf.serving.app)."""
+
 from __future__ import annotations
 
 import collections
@@ -19,19 +20,22 @@ from fastapi import Request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mera_multi_hf.serving import judge_server as server_mod
-from mera_multi_hf.serving.app import Server, json_app, read_json
 from mera_multi_hf.core.limits import DEFAULT_LIMITS
 from mera_multi_hf.generation.backends.hf import HFBackend
+from mera_multi_hf.serving import judge_server as server_mod
+from mera_multi_hf.serving.app import Server, json_app, read_json
 from mera_multi_hf.serving.chat_server import make_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_judge import build_tiny_judge  # noqa: E402
 
 KEY = "s3cret-key"
-HOSTILE = settings(max_examples=80, deadline=None, database=None,
-                   suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                          HealthCheck.too_slow])
+HOSTILE = settings(
+    max_examples=80,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 MAX_BODY_BYTES = DEFAULT_LIMITS.max_body_bytes
 TALLY: collections.Counter = collections.Counter()  # (case class, outcome) -> count
 
@@ -62,8 +66,11 @@ def tiny_backend():
 
 @pytest.fixture(scope="module")
 def chat(tiny_backend):
-    server = _serve(make_server(tiny_backend, port=0, model_name="tiny", read_timeout=2.0,
-                                workers=4, max_tokens_limit=4))
+    server = _serve(
+        make_server(
+            tiny_backend, port=0, model_name="tiny", read_timeout=2.0, workers=4, max_tokens_limit=4
+        )
+    )
     yield server
     _stop(server)
 
@@ -71,8 +78,9 @@ def chat(tiny_backend):
 @pytest.fixture(scope="module")
 def judge(tmp_path_factory):
     path = build_tiny_judge(tmp_path_factory.mktemp("tiny-judge"))
-    server = server_mod.create_server(str(path), "127.0.0.1", 0, device="cpu", batch_size=4,
-                                      read_timeout=2.0)
+    server = server_mod.create_server(
+        str(path), "127.0.0.1", 0, device="cpu", batch_size=4, read_timeout=2.0
+    )
     yield _serve(server)
     _stop(server)
 
@@ -88,6 +96,7 @@ def _echo_server(**options) -> Server:
     @app.post("/x")
     async def keys(request: Request):
         return {"keys": sorted(await read_json(request))}
+
     return Server(app, _echo_error, **options)
 
 
@@ -142,43 +151,87 @@ def _check_reply(server, status: int, headers: dict, payload, case: str) -> None
 
 # -- hostile bodies ------------------------------------------------------------------
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats()
-    | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=12)
-data_uris = st.sampled_from(["data:image/png;base64,", "data:text/plain;base64,", "data:image/png,",
-                             "http://127.0.0.1:9/x.png", "data:audio/wav;base64,", ""]) \
-    .flatmap(lambda head: st.sampled_from(["", "AAAA", "!!!!", "iVBORw0KGgo=", "QUJD\nREVG", "Zm9v"])
-             .map(lambda tail: head + tail))
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+data_uris = st.sampled_from(
+    [
+        "data:image/png;base64,",
+        "data:text/plain;base64,",
+        "data:image/png,",
+        "http://127.0.0.1:9/x.png",
+        "data:audio/wav;base64,",
+        "",
+    ]
+).flatmap(
+    lambda head: st.sampled_from(["", "AAAA", "!!!!", "iVBORw0KGgo=", "QUJD\nREVG", "Zm9v"]).map(
+        lambda tail: head + tail
+    )
+)
 parts = st.one_of(
     json_values,
     st.fixed_dictionaries({"type": st.just("text"), "text": json_values | st.text(max_size=30)}),
-    st.sampled_from(["image_url", "video_url", "audio_url"]).flatmap(lambda kind: st.fixed_dictionaries(
-        {"type": st.just(kind), kind: json_values | data_uris | st.builds(lambda u: {"url": u}, data_uris)})),
+    st.sampled_from(["image_url", "video_url", "audio_url"]).flatmap(
+        lambda kind: st.fixed_dictionaries(
+            {
+                "type": st.just(kind),
+                kind: json_values | data_uris | st.builds(lambda u: {"url": u}, data_uris),
+            }
+        )
+    ),
     st.fixed_dictionaries({"type": st.just("input_audio"), "input_audio": json_values}),
-    st.fixed_dictionaries({"type": st.text(max_size=12)}))
+    st.fixed_dictionaries({"type": st.text(max_size=12)}),
+)
 contents = st.text(max_size=40) | json_values | st.lists(parts, max_size=3)
-messages = st.lists(st.one_of(json_values, st.fixed_dictionaries(
-    {"role": st.sampled_from(["user", "system", "assistant"]) | json_values, "content": contents})),
-    max_size=3)
+messages = st.lists(
+    st.one_of(
+        json_values,
+        st.fixed_dictionaries(
+            {
+                "role": st.sampled_from(["user", "system", "assistant"]) | json_values,
+                "content": contents,
+            }
+        ),
+    ),
+    max_size=3,
+)
 token_counts = st.none() | st.integers(-3, 6) | st.sampled_from([0, 1.5, "8", True, 10**30, [4]])
 near_valid = st.builds(
-    lambda content, tokens, stop: {"messages": [{"role": "user", "content": content}],
-                                   "max_tokens": tokens, "stop": stop},
+    lambda content, tokens, stop: {
+        "messages": [{"role": "user", "content": content}],
+        "max_tokens": tokens,
+        "stop": stop,
+    },
     st.text(max_size=30) | st.lists(parts, min_size=1, max_size=2),
-    st.integers(1, 4) | token_counts, st.none() | st.text(min_size=1, max_size=2) | json_values)
-chat_bodies = near_valid | st.fixed_dictionaries({}, optional={
-    "messages": messages | json_values, "max_tokens": token_counts,
-    "max_completion_tokens": token_counts, "stop": st.none() | st.text(max_size=3) | json_values,
-    "model": st.sampled_from(["tiny", "other"]) | json_values, "stream": st.booleans(),
-    "n": st.sampled_from([1, 2, None])})
+    st.integers(1, 4) | token_counts,
+    st.none() | st.text(min_size=1, max_size=2) | json_values,
+)
+chat_bodies = near_valid | st.fixed_dictionaries(
+    {},
+    optional={
+        "messages": messages | json_values,
+        "max_tokens": token_counts,
+        "max_completion_tokens": token_counts,
+        "stop": st.none() | st.text(max_size=3) | json_values,
+        "model": st.sampled_from(["tiny", "other"]) | json_values,
+        "stream": st.booleans(),
+        "n": st.sampled_from([1, 2, None]),
+    },
+)
 
 
 @HOSTILE
 @given(body=chat_bodies)
 def test_chat_hostile_message_shapes_get_json_replies(chat, body, capfd):
-    reply = requests.post(_url(chat) + "/v1/chat/completions", data=json.dumps(body).encode(),
-                          headers={"Content-Type": "application/json"}, timeout=30)
+    reply = requests.post(
+        _url(chat) + "/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        timeout=30,
+    )
     if reply.status_code == 200 and body.get("stream") is True:  # server-sent chunks
         assert reply.headers["Content-Type"].startswith("text/event-stream")
         assert reply.text.endswith("data: [DONE]\n\n")
@@ -188,8 +241,13 @@ def test_chat_hostile_message_shapes_get_json_replies(chat, body, capfd):
         assert isinstance(payload["choices"][0]["message"]["content"], str)
     else:
         assert reply.status_code == 400, payload
-    _check_reply(chat, reply.status_code, {"content-type": reply.headers["Content-Type"]},
-                 payload, "chat: message shapes")
+    _check_reply(
+        chat,
+        reply.status_code,
+        {"content-type": reply.headers["Content-Type"]},
+        payload,
+        "chat: message shapes",
+    )
     assert "Traceback" not in capfd.readouterr().err
 
 
@@ -236,8 +294,13 @@ def test_chat_malformed_requests_say_what_is_wrong(chat, body, words):
     reply = requests.post(_url(chat) + "/v1/chat/completions", json=body, timeout=30)
     message = _error_message(chat, reply.json())
     assert reply.status_code == 400 and all(w in message for w in words), message
-    _check_reply(chat, 400, {"content-type": reply.headers["Content-Type"]}, reply.json(),
-                 "chat: malformed (listed)")
+    _check_reply(
+        chat,
+        400,
+        {"content-type": reply.headers["Content-Type"]},
+        reply.json(),
+        "chat: malformed (listed)",
+    )
 
 
 def test_chat_stop_cuts_the_answer_and_max_tokens_is_kept(chat):
@@ -256,40 +319,71 @@ def test_chat_stop_cuts_the_answer_and_max_tokens_is_kept(chat):
 def test_hostile_body_bytes_get_json_replies(which, raw, request, capfd):
     server = request.getfixturevalue(which)
     route = "/v1/chat/completions" if which == "chat" else "/classify"
-    reply = requests.post(_url(server) + route, data=raw, timeout=30,
-                          headers={"Content-Type": "application/json"})
+    reply = requests.post(
+        _url(server) + route, data=raw, timeout=30, headers={"Content-Type": "application/json"}
+    )
     assert reply.status_code in (200, 400, 411), reply.text  # no body: 411
-    _check_reply(server, reply.status_code, {"content-type": reply.headers["Content-Type"]},
-                 reply.json(), f"{which}: body bytes")
+    _check_reply(
+        server,
+        reply.status_code,
+        {"content-type": reply.headers["Content-Type"]},
+        reply.json(),
+        f"{which}: body bytes",
+    )
     assert "Traceback" not in capfd.readouterr().err
 
 
-header_text = st.text(st.characters(min_codepoint=32, max_codepoint=255, blacklist_characters="\x7f"),
-                      max_size=30)
-heads = st.fixed_dictionaries({
-    "method": st.sampled_from(["GET", "POST", "PUT", "HEAD", "OPTIONS", "BREW", "get", "P\x00ST"]),
-    "path": st.sampled_from(["/health", "/classify", "/v1/chat/completions", "/v1/models", "*", ""])
-    | st.text(max_size=20).map(lambda t: "/" + t.replace(" ", "")),
-    "version": st.sampled_from(["HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "HTTP/0.9", "HTTP/x", "FOO", ""]),
-    "headers": st.lists(st.tuples(st.text("ABCXYZ-abcxyz", min_size=1, max_size=12) | st.sampled_from(
-        ["Content-Length", "Transfer-Encoding", "Expect", "Authorization", "Connection"]),
-        header_text | st.sampled_from(["100-continue", "chunked", "close", "-1", "1e3", "99999999999999999999"])),
-        max_size=5),
-    "length": st.sampled_from(["exact", "missing", "garbage", "huge", "twice"]),
-    "body": st.binary(max_size=200)})
+header_text = st.text(
+    st.characters(min_codepoint=32, max_codepoint=255, blacklist_characters="\x7f"), max_size=30
+)
+heads = st.fixed_dictionaries(
+    {
+        "method": st.sampled_from(
+            ["GET", "POST", "PUT", "HEAD", "OPTIONS", "BREW", "get", "P\x00ST"]
+        ),
+        "path": st.sampled_from(
+            ["/health", "/classify", "/v1/chat/completions", "/v1/models", "*", ""]
+        )
+        | st.text(max_size=20).map(lambda t: "/" + t.replace(" ", "")),
+        "version": st.sampled_from(
+            ["HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "HTTP/0.9", "HTTP/x", "FOO", ""]
+        ),
+        "headers": st.lists(
+            st.tuples(
+                st.text("ABCXYZ-abcxyz", min_size=1, max_size=12)
+                | st.sampled_from(
+                    ["Content-Length", "Transfer-Encoding", "Expect", "Authorization", "Connection"]
+                ),
+                header_text
+                | st.sampled_from(
+                    ["100-continue", "chunked", "close", "-1", "1e3", "99999999999999999999"]
+                ),
+            ),
+            max_size=5,
+        ),
+        "length": st.sampled_from(["exact", "missing", "garbage", "huge", "twice"]),
+        "body": st.binary(max_size=200),
+    }
+)
 
 
 def _waits_for_body(name: str, value: str) -> bool:
     """A Content-Length the server would rightly wait for (the body sent may be shorter)."""
     value = value.strip()
-    return name.lower() == "content-length" and value.isascii() and value.isdigit() \
+    return (
+        name.lower() == "content-length"
+        and value.isascii()
+        and value.isdigit()
         and 0 < int(value) <= MAX_BODY_BYTES
+    )
 
 
 def _head_bytes(h: dict) -> bytes:
     line = " ".join(x for x in (h["method"], h["path"], h["version"]) if x)
     headers = [(n, v) for n, v in h["headers"] if not _waits_for_body(n, v)]
-    length = {"exact": str(len(h["body"])), "garbage": "12abc", "huge": str(100 * 2**20)}.get(h["length"])
+    length = {"exact": str(len(h["body"])), "garbage": "12abc", "huge": str(100 * 2**20)}.get(
+        h["length"]
+    )
     if length is not None:
         headers.append(("Content-Length", length))
     if h["length"] == "twice":
@@ -332,7 +426,9 @@ BAD_BODIES = [  # (head extra, body, status, words the message must hold)
 def test_bad_bodies_get_their_own_status_and_message(which, extra, body, status, words, request):
     server = request.getfixturevalue(which)
     route = {"echo": "/x", "chat": "/v1/chat/completions", "judge": "/classify"}[which]
-    got, headers, payload = _raw(server, f"POST {route} HTTP/1.1\r\nHost: t\r\n{extra}\r\n".encode() + body, "POST")
+    got, headers, payload = _raw(
+        server, f"POST {route} HTTP/1.1\r\nHost: t\r\n{extra}\r\n".encode() + body, "POST"
+    )
     message = _error_message(server, payload)
     assert all(word in message for word in words), message
     assert got == status, (got, message)
@@ -343,24 +439,33 @@ def test_bad_bodies_get_their_own_status_and_message(which, extra, body, status,
 @pytest.mark.parametrize("which", ["chat", "judge"])
 def test_api_key_required_except_on_health(which, request):
     server = request.getfixturevalue(which)
-    route, body = {"chat": ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Привет"}],
-                                                      "max_tokens": 2}),
-                   "judge": ("/classify", {"input": ["Ответ: синий."]})}[which]
+    route, body = {
+        "chat": (
+            "/v1/chat/completions",
+            {"messages": [{"role": "user", "content": "Привет"}], "max_tokens": 2},
+        ),
+        "judge": ("/classify", {"input": ["Ответ: синий."]}),
+    }[which]
     url = _url(server)
     server.api_key = KEY
     try:
         for auth in (None, "Bearer wrong", f"Basic {KEY}", f"Bearer {KEY}x", KEY):
-            reply = requests.post(url + route, json=body, timeout=30,
-                                  headers={"Authorization": auth} if auth else {})
+            reply = requests.post(
+                url + route, json=body, timeout=30, headers={"Authorization": auth} if auth else {}
+            )
             assert reply.status_code == 401, (auth, reply.text)
             _error_message(server, reply.json())
         assert requests.get(url + "/v1/models", timeout=10).status_code == 401
         assert requests.get(url + "/health", timeout=10).status_code == 200
-        ok = requests.post(url + route, json=body, headers={"Authorization": f"Bearer {KEY}"}, timeout=30)
+        ok = requests.post(
+            url + route, json=body, headers={"Authorization": f"Bearer {KEY}"}, timeout=30
+        )
         assert ok.status_code == 200, ok.text
         # a half-sent body without the key is refused at once, not buffered until the timeout
         start = time.monotonic()
-        status, _, payload = _raw(server, f"POST {route} HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n{{".encode())
+        status, _, payload = _raw(
+            server, f"POST {route} HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n{{".encode()
+        )
         assert status == 401 and time.monotonic() - start < 1.0
     finally:
         server.api_key = None
@@ -371,7 +476,9 @@ def _half_sent(server, n: int) -> list[socket.socket]:
     socks = []
     for _ in range(n):
         sock = socket.create_connection(("127.0.0.1", server.server_port), timeout=10)
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n{\"messages\"")
+        sock.sendall(
+            b'POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n{"messages"'
+        )
         socks.append(sock)
     return socks
 
@@ -439,7 +546,9 @@ def test_close_ends_idle_and_half_sent_connections_and_joins_the_workers():
     before = set(threading.enumerate())
     server = _serve(_echo_server(read_timeout=30.0))
     idle = socket.create_connection(("127.0.0.1", server.server_port), timeout=10)
-    idle.sendall(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n")  # answered, then left open (keep-alive)
+    idle.sendall(
+        b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n"
+    )  # answered, then left open (keep-alive)
     with idle.makefile("rb") as f:
         assert _read_reply(f)[0] == 200
     half = socket.create_connection(("127.0.0.1", server.server_port), timeout=10)
@@ -469,11 +578,14 @@ class _Counting:
         return getattr(self.tokenizer, name)
 
 
-@pytest.mark.parametrize("body, words", [
-    ({"input": ["Ответ: да."] * 5000}, ["5000 inputs", "max_judge_items"]),
-    ({"input": ["я" * 300_000]}, ["300000 characters", "max_judge_chars"]),
-    ({"input": ["a", "b" * 300_000]}, ["input 1", "max_judge_chars"]),
-])
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        ({"input": ["Ответ: да."] * 5000}, ["5000 inputs", "max_judge_items"]),
+        ({"input": ["я" * 300_000]}, ["300000 characters", "max_judge_chars"]),
+        ({"input": ["a", "b" * 300_000]}, ["input 1", "max_judge_chars"]),
+    ],
+)
 def test_judge_refuses_too_many_or_too_long_inputs_before_tokenising(judge, body, words):
     local = judge.service.judge
     counting = local.tokenizer = _Counting(local.tokenizer)
@@ -484,8 +596,13 @@ def test_judge_refuses_too_many_or_too_long_inputs_before_tokenising(judge, body
         message = _error_message(judge, reply.json())
         assert all(w in message for w in words), message
         assert counting.calls == 0
-        assert requests.post(_url(judge) + "/classify", json={"input": "Ответ: да."},
-                             timeout=30).status_code == 200 and counting.calls > 0
+        assert (
+            requests.post(
+                _url(judge) + "/classify", json={"input": "Ответ: да."}, timeout=30
+            ).status_code
+            == 200
+            and counting.calls > 0
+        )
     finally:
         local.tokenizer = counting.tokenizer
 
@@ -504,15 +621,19 @@ def _png(width: int, height: int) -> str:
 def test_chat_refuses_an_image_over_the_pixel_bound_from_its_header(tiny_backend):
     from mera_multi_hf.core.limits import Limits
 
-    server = _serve(make_server(tiny_backend, port=0, limits=Limits(max_image_pixels=100 * 100),
-                                max_tokens_limit=2))
+    server = _serve(
+        make_server(
+            tiny_backend, port=0, limits=Limits(max_image_pixels=100 * 100), max_tokens_limit=2
+        )
+    )
     try:
         url = _url(server) + "/v1/chat/completions"
         big = requests.post(url, json=_image_part({"url": _png(101, 100)}), timeout=30)
         assert big.status_code == 413, big.text
         assert "101x100 pixels" in _error_message(server, big.json())
-        small = requests.post(url, json={**_image_part({"url": _png(100, 100)}), "max_tokens": 2},
-                              timeout=30)
+        small = requests.post(
+            url, json={**_image_part({"url": _png(100, 100)}), "max_tokens": 2}, timeout=30
+        )
         assert small.status_code == 200, small.text
     finally:
         _stop(server)
@@ -527,9 +648,15 @@ VLLM_USAGE_KEYS = {"prompt_tokens", "total_tokens", "completion_tokens", "prompt
 def test_judge_classify_speaks_vllms_request_and_reply_shapes(judge):
     name = requests.get(_url(judge) + "/v1/models", timeout=10).json()["data"][0]["id"]
     for route in ("/classify", "/v1/classify"):
-        reply = requests.post(_url(judge) + route, timeout=30, json={
-            "model": name, "input": ["Ответ: синий.", "Ответ: красный."],
-            "truncate_prompt_tokens": 64})
+        reply = requests.post(
+            _url(judge) + route,
+            timeout=30,
+            json={
+                "model": name,
+                "input": ["Ответ: синий.", "Ответ: красный."],
+                "truncate_prompt_tokens": 64,
+            },
+        )
         assert reply.status_code == 200, reply.text
         answer = reply.json()
         assert set(answer) == VLLM_REPLY_KEYS and answer["object"] == "list"
@@ -541,12 +668,19 @@ def test_judge_classify_speaks_vllms_request_and_reply_shapes(judge):
         usage = answer["usage"]
         assert set(usage) == VLLM_USAGE_KEYS and usage["completion_tokens"] == 0
         assert 0 < usage["prompt_tokens"] == usage["total_tokens"] <= 2 * 64
-    single = requests.post(_url(judge) + "/classify", json={"model": name, "input": "Ответ: да."},
-                           timeout=30).json()
+    single = requests.post(
+        _url(judge) + "/classify", json={"model": name, "input": "Ответ: да."}, timeout=30
+    ).json()
     assert len(single["data"]) == 1
-    missing = requests.post(_url(judge) + "/classify", json={"model": "other", "input": "x"},
-                            timeout=30)
-    assert missing.status_code == 404 and set(missing.json()) >= {"object", "message", "type", "code"}
+    missing = requests.post(
+        _url(judge) + "/classify", json={"model": "other", "input": "x"}, timeout=30
+    )
+    assert missing.status_code == 404 and set(missing.json()) >= {
+        "object",
+        "message",
+        "type",
+        "code",
+    }
 
 
 def test_judge_serve_takes_its_key_from_the_environment(tmp_path):
@@ -556,9 +690,25 @@ def test_judge_serve_takes_its_key_from_the_environment(tmp_path):
 
     path = build_tiny_judge(tmp_path / "judge")
     env = {**os.environ, "MERA_JUDGE_API_KEY": KEY}
-    proc = subprocess.Popen([sys.executable, "-m", "mera_multi_hf", "judge", "serve", "--model",
-                             str(path), "--port", "0", "--device", "cpu"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mera_multi_hf",
+            "judge",
+            "serve",
+            "--model",
+            str(path),
+            "--port",
+            "0",
+            "--device",
+            "cpu",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         match = re.search(r"http://127\.0\.0\.1:(\d+)/classify", line)
@@ -567,8 +717,9 @@ def test_judge_serve_takes_its_key_from_the_environment(tmp_path):
         url = f"http://127.0.0.1:{match.group(1)}"
         body = {"input": "Ответ: да."}
         assert requests.post(url + "/classify", json=body, timeout=30).status_code == 401
-        ok = requests.post(url + "/classify", json=body, timeout=30,
-                           headers={"Authorization": f"Bearer {KEY}"})
+        ok = requests.post(
+            url + "/classify", json=body, timeout=30, headers={"Authorization": f"Bearer {KEY}"}
+        )
         assert ok.status_code == 200 and requests.get(url + "/health", timeout=10).ok
     finally:
         proc.terminate()

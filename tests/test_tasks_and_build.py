@@ -1,4 +1,5 @@
 """Foundation: the task registry, building the Hub layout, loading from every source."""
+
 from __future__ import annotations
 
 import io
@@ -18,9 +19,25 @@ from mera_multi_hf.demo.sample_data import bundled_sample, write_sample
 from mera_multi_hf.tasks.table import resolve_tasks
 
 SPEC_CLASS_NAMES = {
-    "ruHHH_Image", "ruHHH_Video", "ruCLEVR", "ruCommonVQA", "WEIRD", "ruNaturalScienceVQA",
-    "LabTabVQA", "RealVQA", "ruMathVQA", "ruTiE_Image", "SchoolScienceVQA", "UniScienceVQA",
-    "ruEnvAQA", "ruSLUn", "AQUARIA", "ruTiE_Audio", "CommonVideoQA", "RealVideoQA"}
+    "ruHHH_Image",
+    "ruHHH_Video",
+    "ruCLEVR",
+    "ruCommonVQA",
+    "WEIRD",
+    "ruNaturalScienceVQA",
+    "LabTabVQA",
+    "RealVQA",
+    "ruMathVQA",
+    "ruTiE_Image",
+    "SchoolScienceVQA",
+    "UniScienceVQA",
+    "ruEnvAQA",
+    "ruSLUn",
+    "AQUARIA",
+    "ruTiE_Audio",
+    "CommonVideoQA",
+    "RealVideoQA",
+}
 
 
 def test_registry_declares_all_18_tasks():
@@ -30,7 +47,12 @@ def test_registry_declares_all_18_tasks():
     hhh = get_task("ruHHH-Image")
     assert hhh.key == "ruhhh_image" and hhh.has_groups and hhh.choices == ("A", "B")
     assert get_task("UniScienceVQA").domains[-1] == "Social_Sciences"
-    assert [t.key for t in resolve_tasks("audio")] == ["ruenvaqa", "ruslun", "aquaria", "rutie_audio"]
+    assert [t.key for t in resolve_tasks("audio")] == [
+        "ruenvaqa",
+        "ruslun",
+        "aquaria",
+        "rutie_audio",
+    ]
     with pytest.raises(MeraError, match="unknown task 'nope'"):
         get_task("nope")
 
@@ -42,25 +64,40 @@ def test_tasks_command_prints_every_task(capsys):
         assert re.search(rf"^{task.key}\s+{task.class_name}\s+{task.modality}", out, re.M)
 
 
-SAMPLE_FILES = ("test.json", "shots.json", "raw_dataset_meta.json", "raw_readme_en.json",
-                "raw_readme_ru.json")
+SAMPLE_FILES = (
+    "test.json",
+    "shots.json",
+    "raw_dataset_meta.json",
+    "raw_readme_en.json",
+    "raw_readme_ru.json",
+)
 
 # The exported schema, written out (not read back from the builder under test).
 STRING = datasets.Value("string")
-EXPECTED_FEATURES = datasets.Features({
-    "instruction": STRING,
-    # the official notebook's Image(decode=False): the harness's get_image reads image["bytes"]
-    "inputs": {"image": datasets.Image(decode=False), "question": STRING, "option_a": STRING,
-               "option_b": STRING},
-    "outputs": STRING,
-    "meta": {
-        "id": datasets.Value("int32"),
-        "group_id": datasets.Value("int32"),
-        "image": {"source": datasets.List(STRING), "type": datasets.List(STRING),
-                  "content": datasets.List(STRING), "context": datasets.List(STRING)},
-        "categories": {"category": STRING, "subcategory": STRING},
-    },
-})
+EXPECTED_FEATURES = datasets.Features(
+    {
+        "instruction": STRING,
+        # the official notebook's Image(decode=False): the harness's get_image reads image["bytes"]
+        "inputs": {
+            "image": datasets.Image(decode=False),
+            "question": STRING,
+            "option_a": STRING,
+            "option_b": STRING,
+        },
+        "outputs": STRING,
+        "meta": {
+            "id": datasets.Value("int32"),
+            "group_id": datasets.Value("int32"),
+            "image": {
+                "source": datasets.List(STRING),
+                "type": datasets.List(STRING),
+                "content": datasets.List(STRING),
+                "context": datasets.List(STRING),
+            },
+            "categories": {"category": STRING, "subcategory": STRING},
+        },
+    }
+)
 
 
 def test_bundled_sample_is_what_the_generator_writes(tmp_path):
@@ -68,8 +105,9 @@ def test_bundled_sample_is_what_the_generator_writes(tmp_path):
     shipped = bundled_sample()
     for name in SAMPLE_FILES:
         assert json.loads((fresh / name).read_text()) == json.loads((shipped / name).read_text())
-    assert sorted(p.name for p in (shipped / "samples").iterdir()) == \
-        sorted(p.name for p in (fresh / "samples").iterdir())
+    assert sorted(p.name for p in (shipped / "samples").iterdir()) == sorted(
+        p.name for p in (fresh / "samples").iterdir()
+    )
     for image in (shipped / "samples").iterdir():
         with Image.open(image) as a, Image.open(fresh / "samples" / image.name) as b:
             assert ImageChops.difference(a.convert("RGB"), b.convert("RGB")).getbbox() is None
@@ -87,8 +125,9 @@ def test_sample_is_in_the_published_official_layout():
     assert isinstance(meta["prompts"], dict) and meta["dataset_size"] == "len(DATA)"
     assert meta["synt_source_models"].startswith("list(set(")
     assert meta["exclude_fields"] == {"meta": {"image": ["synt_source"]}}
-    assert {"Exact match", "Group Exact match"} == set(meta["metrics"]) == \
-        set(meta["human_benchmark"])
+    assert (
+        {"Exact match", "Group Exact match"} == set(meta["metrics"]) == set(meta["human_benchmark"])
+    )
     assert isinstance(shots[0]["meta"]["image"]["source"], str)  # strings and lists both occur
     pairs = {(r["inputs"]["image"], r["inputs"]["question"]) for r in test}
     assert len(pairs) >= 8 and len({r["instruction"] for r in test}) >= 10
@@ -111,27 +150,39 @@ def test_build_writes_hub_layout_that_load_dataset_reads(raw_sample, tmp_path, c
     assert main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(out)]) == 0
     assert "wrote ruhhh_image" in capsys.readouterr().out
     assert sorted(p.name for p in (out / "data").iterdir()) == [
-        "shots-00000-of-00001.parquet", "test-00000-of-00001.parquet"]
+        "shots-00000-of-00001.parquet",
+        "test-00000-of-00001.parquet",
+    ]
     card, text = _card(out)
     assert card["language"] == ["ru"] and card["license"] == "other"
     assert card["license_name"] == "mera-private" and card["pretty_name"] == "ruHHH-Image"
     assert "visual-question-answering" in card["task_categories"]
     assert card["configs"][0]["data_files"] == [
-        {"split": "test", "path": "data/test-*"}, {"split": "shots", "path": "data/shots-*"}]
+        {"split": "test", "path": "data/test-*"},
+        {"split": "shots", "path": "data/shots-*"},
+    ]
     assert {s["name"]: s["num_examples"] for s in card["dataset_info"]["splits"]} == {
-        "test": 26, "shots": 6}
+        "test": 26,
+        "shots": 6,
+    }
     assert "mera-internal-with-answers" not in card["tags"]
 
     exported = datasets.load_dataset(str(out))
-    with_answers = export_raw(get_task("ruhhh_image"), raw_sample, tmp_path / "internal",
-                              include_private_answers=True)
+    with_answers = export_raw(
+        get_task("ruhhh_image"), raw_sample, tmp_path / "internal", include_private_answers=True
+    )
     internal = datasets.load_dataset(str(with_answers))
-    raw = {r["meta"]["id"]: r for split in ("test", "shots")
-           for r in json.loads((raw_sample / f"{split}.json").read_text())["data"]}
+    raw = {
+        r["meta"]["id"]: r
+        for split in ("test", "shots")
+        for r in json.loads((raw_sample / f"{split}.json").read_text())["data"]
+    }
     for split in ("test", "shots"):
         assert exported[split].features == EXPECTED_FEATURES
-        assert exported[split].remove_columns("outputs").to_list() == \
-            internal[split].remove_columns("outputs").to_list()
+        assert (
+            exported[split].remove_columns("outputs").to_list()
+            == internal[split].remove_columns("outputs").to_list()
+        )
         for row in internal[split]:
             record = raw[row["meta"]["id"]]
             assert row["instruction"] == record["instruction"]
@@ -140,8 +191,12 @@ def test_build_writes_hub_layout_that_load_dataset_reads(raw_sample, tmp_path, c
     assert exported["shots"]["outputs"] == internal["shots"]["outputs"]
     first = exported["test"][0]
     assert isinstance(Image.open(io.BytesIO(first["inputs"]["image"]["bytes"])), Image.Image)
-    assert first["meta"]["image"] == {"source": ["mera-multi-hf sample"], "type": ["graphics"],
-                                      "content": ["object"], "context": ["no_context"]}
+    assert first["meta"]["image"] == {
+        "source": ["mera-multi-hf sample"],
+        "type": ["graphics"],
+        "content": ["object"],
+        "context": ["no_context"],
+    }
     shot = exported["shots"][0]["meta"]["image"]  # written as plain strings in the raw file
     assert shot["source"] == ["mera-multi-hf sample"] and shot["context"] == ["no_context"]
 
@@ -168,8 +223,10 @@ def test_card_is_built_from_the_metadata_and_readmes(raw_sample, tmp_path):
 def test_documented_form_int_instructions_index_the_prompt_list(raw_sample, tmp_path):
     meta_path = raw_sample / "raw_dataset_meta.json"
     meta = json.loads(meta_path.read_text())
-    prompts = [f"<image>\nШаблон {n}: {{question}}\nA. {{option_a}}\nB. {{option_b}}\nОтвет:"
-               for n in range(10)]
+    prompts = [
+        f"<image>\nШаблон {n}: {{question}}\nA. {{option_a}}\nB. {{option_b}}\nОтвет:"
+        for n in range(10)
+    ]
     meta.update(prompts=prompts, dataset_size=26, synt_source_models=["x"])
     meta_path.write_text(json.dumps(meta, ensure_ascii=False))
     for split in ("test", "shots"):
@@ -184,12 +241,25 @@ def test_documented_form_int_instructions_index_the_prompt_list(raw_sample, tmp_
     assert "resolved from a list of 10 prompts" in _card(out)[1]
 
 
-def test_internal_export_keeps_answers_is_marked_and_never_pushed(raw_sample, tmp_path, capsys,
-                                                                   monkeypatch):
+def test_internal_export_keeps_answers_is_marked_and_never_pushed(
+    raw_sample, tmp_path, capsys, monkeypatch
+):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     out = tmp_path / "internal"
-    assert main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(out),
-                 "--internal-with-answers"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "ruhhh_image",
+                "--raw",
+                str(raw_sample),
+                "--out",
+                str(out),
+                "--internal-with-answers",
+            ]
+        )
+        == 0
+    )
     assert "INTERNAL" in capsys.readouterr().out
     card, text = _card(out)
     assert "mera-internal-with-answers" in card["tags"] and "INTERNAL EXPORT" in text
@@ -199,8 +269,19 @@ def test_internal_export_keeps_answers_is_marked_and_never_pushed(raw_sample, tm
     (out / MARKER).unlink()  # the card alone still marks it
     with pytest.raises(MeraError, match="never pushed"):
         push(out, "someone/leak")
-    code = main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(tmp_path / "p"),
-                 "--internal-with-answers", "--push", "someone/leak"])
+    code = main(
+        [
+            "build",
+            "ruhhh_image",
+            "--raw",
+            str(raw_sample),
+            "--out",
+            str(tmp_path / "p"),
+            "--internal-with-answers",
+            "--push",
+            "someone/leak",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "never published" in err and not (tmp_path / "p").exists()
 
@@ -218,16 +299,24 @@ def _hub_style_copy(dsd, folder):
     """What the published Hub copy looks like: origin/image_content names, no group_id."""
     (folder / "data").mkdir(parents=True)
     for split, ds in dsd.items():
-        rows = ds.cast_column("inputs", {**ds.features["inputs"],
-                                         "image": datasets.Image(decode=False)}).to_list()
+        rows = ds.cast_column(
+            "inputs", {**ds.features["inputs"], "image": datasets.Image(decode=False)}
+        ).to_list()
         for row in rows:
             image = row["meta"]["image"]
-            row["meta"] = {"id": row["meta"]["id"], "categories": row["meta"]["categories"],
-                           "image": {"origin": image["source"], "type": image["type"],
-                                     "image_content": image["content"],
-                                     "context": image["context"]}}
-        hub = datasets.Dataset.from_list(rows).cast_column("inputs", {
-            **ds.features["inputs"], "image": datasets.Image()})
+            row["meta"] = {
+                "id": row["meta"]["id"],
+                "categories": row["meta"]["categories"],
+                "image": {
+                    "origin": image["source"],
+                    "type": image["type"],
+                    "image_content": image["content"],
+                    "context": image["context"],
+                },
+            }
+        hub = datasets.Dataset.from_list(rows).cast_column(
+            "inputs", {**ds.features["inputs"], "image": datasets.Image()}
+        )
         hub.to_parquet(str(folder / "data" / f"{split}-00000-of-00001.parquet"))
     return folder
 
@@ -261,12 +350,21 @@ def test_load_task_rejects_missing_source_and_split(raw_sample, tmp_path):
         load_task("ruhhh_image", source=raw_sample, split="train")
 
 
-def test_push_offline_fails_clearly_and_keeps_the_export(raw_sample, tmp_path, capsys,
-                                                         monkeypatch):
+def test_push_offline_fails_clearly_and_keeps_the_export(raw_sample, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     out = tmp_path / "hub"
-    code = main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(out),
-                 "--push", "someone/ruHHH-Image-test"])
+    code = main(
+        [
+            "build",
+            "ruhhh_image",
+            "--raw",
+            str(raw_sample),
+            "--out",
+            str(out),
+            "--push",
+            "someone/ruHHH-Image-test",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "could not publish" in err and "Traceback" not in err
     assert (out / "README.md").is_file()
@@ -301,13 +399,12 @@ def test_equally_named_exports_in_different_folders_load_their_own_data(raw_samp
     # the folder rebuilt with other data in place: read afresh, not from the old cache
     _set_question(raw_sample, "Третий вопрос?")
     export_raw(task, raw_sample, first)
-    assert load_task(task, source=first, split="test")[0]["inputs"]["question"] == \
-        "Третий вопрос?"
+    assert load_task(task, source=first, split="test")[0]["inputs"]["question"] == "Третий вопрос?"
 
 
 def test_a_push_sends_only_the_files_the_exports_marker_lists(raw_sample, tmp_path):
-    from mera_multi_hf.data.publish import upload_files
     from mera_multi_hf.core.outputs import OutputFolder
+    from mera_multi_hf.data.publish import upload_files
 
     out = tmp_path / "export"
     assert main(["build", "ruhhh_image", "--raw", str(raw_sample), "--out", str(out)]) == 0

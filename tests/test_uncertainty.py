@@ -1,6 +1,7 @@
 """Uncertainty: the plain stderr against lm-evaluation-harness's, the clustered bootstrap
 interval's coverage in simulation (and the naive one's under-coverage with strong
 clusters), and the intervals a scored task and its totals carry."""
+
 from __future__ import annotations
 
 import time
@@ -8,17 +9,23 @@ import time
 import numpy as np
 import pytest
 
-from mera_multi_hf.scoring import uncertainty as U
 from mera_multi_hf.data.examples import make_examples
 from mera_multi_hf.data.loading import load_task
+from mera_multi_hf.scoring import uncertainty as U
 from mera_multi_hf.scoring.score import score_task, summarize
 from mera_multi_hf.tasks.table import TASKS, get_task
 
 FIELDS = {"stderr", "low", "high", "level", "cluster", "n_clusters", "n"}
 
 
-@pytest.mark.parametrize("values", [[1, 0, 1, 1, 0, 0, 1], [0.2, 0.9, 0.4, 0.4, 1.0],
-                                    list(np.random.default_rng(3).integers(0, 2, 500))])
+@pytest.mark.parametrize(
+    "values",
+    [
+        [1, 0, 1, 1, 0, 0, 1],
+        [0.2, 0.9, 0.4, 0.4, 1.0],
+        list(np.random.default_rng(3).integers(0, 2, 500)),
+    ],
+)
 def test_plain_stderr_equals_lm_eval_mean_stderr(values):
     from lm_eval.api.metrics import mean_stderr
 
@@ -31,11 +38,13 @@ def _coverage(rng, *, n_sets, clusters, size, rate, concentration, resamples=100
     """Share of simulated datasets (known rate, clusters of correlated examples) whose
     clustered / naive (example-level) bootstrap interval covers the rate."""
     p = rng.beta(rate * concentration, (1 - rate) * concentration, size=(clusters, n_sets))
-    right = rng.binomial(size, p).astype(float)             # per cluster, per dataset
+    right = rng.binomial(size, p).astype(float)  # per cluster, per dataset
     per_example = (np.arange(size)[None, :, None] < right[:, None, :]).reshape(-1, n_sets)
     covered = {}
-    for name, num, den in [("clustered", right, np.full(clusters, float(size))),
-                           ("naive", per_example.astype(float), np.ones(clusters * size))]:
+    for name, num, den in [
+        ("clustered", right, np.full(clusters, float(size))),
+        ("naive", per_example.astype(float), np.ones(clusters * size)),
+    ]:
         reps = U.replicates({"x": U.Units(num, den, clusters * size)}, rng, resamples)["x"]
         low, high = U.percentile_interval(reps)
         covered[name] = float(np.mean((low <= rate) & (rate <= high)))
@@ -47,12 +56,14 @@ def test_clustered_interval_covers_and_naive_undercovers_with_strong_clusters():
     rng = np.random.default_rng(1)
     # strong clusters: intra-cluster correlation 1/3, six examples per cluster;
     # 25 x 20 = 500 datasets, each chunk of 20 with its own resampling draws
-    strong = [_coverage(rng, n_sets=20, clusters=150, size=6, rate=0.6, concentration=2.0)
-              for _ in range(25)]
+    strong = [
+        _coverage(rng, n_sets=20, clusters=150, size=6, rate=0.6, concentration=2.0)
+        for _ in range(25)
+    ]
     clustered = np.mean([c["clustered"] for c in strong])
     naive = np.mean([c["naive"] for c in strong])
     assert 0.93 <= clustered <= 0.97, clustered
-    assert naive < 0.88, naive   # the naive interval ignores the clusters: far too narrow
+    assert naive < 0.88, naive  # the naive interval ignores the clusters: far too narrow
     # without clusters (independent examples) the naive one is right too
     flat = _coverage(rng, n_sets=500, clusters=300, size=1, rate=0.3, concentration=1e6)
     assert 0.93 <= flat["naive"] <= 0.97, flat
@@ -96,15 +107,20 @@ def test_example_tasks_give_lm_evals_stderr_and_intervals_are_reproducible():
 
 def test_cluster_keys_come_from_the_declaration():
     assert {t.cluster_by for t in TASKS.values()} <= set(U.CLUSTER_KEYS)
-    assert {t.key for t in TASKS.values() if t.cluster_by == "group"} == \
-        {t.key for t in TASKS.values() if t.has_groups}
-    assert {t.key for t in TASKS.values() if t.cluster_by == "dialogue"} == \
-        {t.key for t in TASKS.values() if t.dialogue}
+    assert {t.key for t in TASKS.values() if t.cluster_by == "group"} == {
+        t.key for t in TASKS.values() if t.has_groups
+    }
+    assert {t.key for t in TASKS.values() if t.cluster_by == "dialogue"} == {
+        t.key for t in TASKS.values() if t.dialogue
+    }
     result = _scored("rutie_image", lambda e: "A").to_dict()
     table = result["examples"]
     assert result["uncertainty"]["exact_match"]["cluster"] == "dialogue"
-    assert result["uncertainty"]["exact_match"]["n_clusters"] == len(set(table["cluster"])) < \
-        len(table["id"])
+    assert (
+        result["uncertainty"]["exact_match"]["n_clusters"]
+        == len(set(table["cluster"]))
+        < len(table["id"])
+    )
 
 
 def test_model_index_carries_each_standard_error():

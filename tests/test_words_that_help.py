@@ -1,15 +1,16 @@
 """Words that help: a typo gets a "did you mean" in one line (never the usage, never an
 option's value), each kind of --model and --data is named by what it is, and every
 command's help says what it writes, with its defaults written one way."""
+
 from __future__ import annotations
 
 import argparse
 import re
 
 import pytest
+from test_flag_names import COMMANDS
 
 from mera_multi_hf.cli.main import main
-from test_flag_names import COMMANDS
 
 
 def _one_line(capsys) -> str:
@@ -27,13 +28,30 @@ def test_a_task_typo_gets_did_you_mean_and_the_other_names(capsys):
     assert "did you mean ruclevr?" in _one_line(capsys)
 
 
-@pytest.mark.parametrize("argv, hint", [
-    (["evaluate", "--task", "ruhhh_image"], "did you mean --tasks?"),
-    (["score", "--task", "ruhhh_image", "--predictions", "p", "--out", "o",
-      "--judge-api", "sk-secret-value-123"], "did you mean --judge-api-key?"),
-    (["build", "ruhhh_image", "--raw", "sample", "--out", "o", "--max-shard", "1GB"],
-     "did you mean --max-shard-size?"),
-])
+@pytest.mark.parametrize(
+    "argv, hint",
+    [
+        (["evaluate", "--task", "ruhhh_image"], "did you mean --tasks?"),
+        (
+            [
+                "score",
+                "--task",
+                "ruhhh_image",
+                "--predictions",
+                "p",
+                "--out",
+                "o",
+                "--judge-api",
+                "sk-secret-value-123",
+            ],
+            "did you mean --judge-api-key?",
+        ),
+        (
+            ["build", "ruhhh_image", "--raw", "sample", "--out", "o", "--max-shard", "1GB"],
+            "did you mean --max-shard-size?",
+        ),
+    ],
+)
 def test_an_unknown_option_is_one_line_pointing_at_the_right_one(argv, hint, capsys):
     with pytest.raises(SystemExit) as info:
         main(argv)
@@ -49,20 +67,31 @@ def test_each_kind_of_source_is_named_by_what_it_is(flag, tmp_path, capsys, monk
     (tmp_path / "models").mkdir()
     (tmp_path / "weights.bin").write_bytes(b"x")
     said = {}
-    for kind, value in (("missing", "models/none"), ("missing", str(tmp_path / "no" / "x")),
-                        ("file", "weights.bin"), ("hub", "someone/no-such-thing")):
-        assert main(["evaluate", flag, value, "--output-dir", str(tmp_path / "o"),
-                     "--no-progress"]) == 2
+    for kind, value in (
+        ("missing", "models/none"),
+        ("missing", str(tmp_path / "no" / "x")),
+        ("file", "weights.bin"),
+        ("hub", "someone/no-such-thing"),
+    ):
+        assert (
+            main(["evaluate", flag, value, "--output-dir", str(tmp_path / "o"), "--no-progress"])
+            == 2
+        )
         said.setdefault(kind, []).append(_one_line(capsys))
-    assert all("local path that does not exist" in x and "Hub" not in x.split("exist")[0]
-               for x in said["missing"]), said
+    assert all(
+        "local path that does not exist" in x and "Hub" not in x.split("exist")[0]
+        for x in said["missing"]
+    ), said
     assert all("is a file" in x for x in said["file"]), said
     assert all("as a Hub id it is out of reach" in x for x in said["hub"]), said
 
 
 def test_every_command_says_what_it_writes():
-    silent = [name for name, parser in COMMANDS.items()
-              if name and not re.search(r"\b[Ww]rites?\b", parser.description or "")]
+    silent = [
+        name
+        for name, parser in COMMANDS.items()
+        if name and not re.search(r"\b[Ww]rites?\b", parser.description or "")
+    ]
     assert not silent, silent
     assert "compare.html" in COMMANDS["compare"].format_help()
     assert "accelerate launch --multi_gpu --num_processes" in COMMANDS["evaluate"].format_help()

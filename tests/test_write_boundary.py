@@ -5,6 +5,7 @@ except the library writers listed below, each with the reason it is safe (they w
 into a staging folder that outputs/ made, into memory, or into the system's temporary
 folder). A new feature that writes files then has to go through the boundary, and so
 gets its rules (no link followed, ownership by kind, inputs untouched) for free."""
+
 from __future__ import annotations
 
 import ast
@@ -17,45 +18,95 @@ WRITE_MODES = set("wax+")
 # os.open flags that write
 WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND"}
 # calls that change the file system whatever their receiver
-MUTATORS = {"write_text", "write_bytes", "unlink", "rmdir", "touch", "mkdir", "rename",
-            "symlink_to", "hardlink_to", "chmod", "truncate"}
-MODULE_MUTATORS = {
-    "os": {"remove", "unlink", "rmdir", "removedirs", "rename", "renames", "replace",
-           "truncate", "ftruncate", "mkdir", "makedirs", "symlink", "link", "chmod", "fchmod"},
-    "shutil": {"rmtree", "move", "copy", "copy2", "copyfile", "copytree", "copymode",
-               "copystat"},
+MUTATORS = {
+    "write_text",
+    "write_bytes",
+    "unlink",
+    "rmdir",
+    "touch",
+    "mkdir",
+    "rename",
+    "symlink_to",
+    "hardlink_to",
+    "chmod",
+    "truncate",
 }
-TEMP_MAKERS = {"mkstemp", "mkdtemp", "NamedTemporaryFile", "TemporaryDirectory",
-               "TemporaryFile", "SpooledTemporaryFile"}
+MODULE_MUTATORS = {
+    "os": {
+        "remove",
+        "unlink",
+        "rmdir",
+        "removedirs",
+        "rename",
+        "renames",
+        "replace",
+        "truncate",
+        "ftruncate",
+        "mkdir",
+        "makedirs",
+        "symlink",
+        "link",
+        "chmod",
+        "fchmod",
+    },
+    "shutil": {"rmtree", "move", "copy", "copy2", "copyfile", "copytree", "copymode", "copystat"},
+}
+TEMP_MAKERS = {
+    "mkstemp",
+    "mkdtemp",
+    "NamedTemporaryFile",
+    "TemporaryDirectory",
+    "TemporaryFile",
+    "SpooledTemporaryFile",
+}
 # writers of other libraries that take a path
-LIBRARY_WRITERS = {"save_pretrained", "save_model", "to_parquet", "to_json", "to_csv",
-                   "save_to_disk", "download_and_prepare", "savefig", "push_to_hub",
-                   "upload_folder", "upload_file", "save", "ZipFile"}
+LIBRARY_WRITERS = {
+    "save_pretrained",
+    "save_model",
+    "to_parquet",
+    "to_json",
+    "to_csv",
+    "save_to_disk",
+    "download_and_prepare",
+    "savefig",
+    "push_to_hub",
+    "upload_folder",
+    "upload_file",
+    "save",
+    "ZipFile",
+}
 
 # (module, call) -> why it is safe. Every entry must still be used (checked below).
 ALLOWED = {
     ("data/hub_layout.py", "download_and_prepare"): "datasets writes the Parquet shards into the "
-                                               "staging folder that OutputFolder.staging() made",
+    "staging folder that OutputFolder.staging() made",
     ("data/publish.py", "save"): "the dataset card, saved into the staging folder",
-    ("data/hub_layout.py", "mkdir"): "inside the staging folder: the domain layout is laid out there",
+    (
+        "data/hub_layout.py",
+        "mkdir",
+    ): "inside the staging folder: the domain layout is laid out there",
     ("data/hub_layout.py", "rename"): "inside the staging folder: shards renamed into that layout",
     ("spaces/export.py", "upload_folder"): "uploads (reads) Space folders; writes nothing here",
     ("spaces/export.py", "TemporaryDirectory"): "the system's temporary folder, for a push",
     ("judge/train.py", "save_model"): "the Trainer saves into OutputFolder.staging()",
     ("judge/train.py", "save_pretrained"): "the tokenizer saves into OutputFolder.staging()",
-    ("demo/builtin_models.py", "save_pretrained"): "into outputs.cache_folder()'s staging folder, or a "
-                                          "folder a test or benchmark made",
+    (
+        "demo/builtin_models.py",
+        "save_pretrained",
+    ): "into outputs.cache_folder()'s staging folder, or a folder a test or benchmark made",
     ("demo/tiny_models/judge.py", "save_pretrained"): "into outputs.cache_folder()'s staging "
-                                                 "folder, or a folder a test made",
-    ("reporting/submission.py", "ZipFile"): "into an in-memory buffer (the ZIP's bytes are then written "
-                                  "through the boundary)",
+    "folder, or a folder a test made",
+    (
+        "reporting/submission.py",
+        "ZipFile",
+    ): "into an in-memory buffer (the ZIP's bytes are then written through the boundary)",
     ("data/media_decode.py", "save"): "a reduced image into an in-memory buffer",
     ("reporting/compare.py", "savefig"): "into an in-memory buffer",
     ("reporting/leaderboard.py", "savefig"): "into an in-memory buffer",
     ("reporting/results_page.py", "save"): "a PIL thumbnail into an in-memory buffer",
     ("reporting/results_page.py", "open"): "PyAV writes the WebM preview into an in-memory buffer",
     ("demo/sample_data/*", "*"): "the developer command that rewrites the bundled raw samples "
-                            "inside the package (python -m mera_multi_hf.demo.sample_data)",
+    "inside the package (python -m mera_multi_hf.demo.sample_data)",
 }
 
 
@@ -69,8 +120,11 @@ def _name(node) -> str | None:
 
 def _mode(call: ast.Call, position: int) -> str | None:
     """The literal mode of an open-like call ('r' when none is given; None: not literal)."""
-    node = call.args[position] if len(call.args) > position else next(
-        (k.value for k in call.keywords if k.arg == "mode"), None)
+    node = (
+        call.args[position]
+        if len(call.args) > position
+        else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    )
     if node is None:
         return "r"
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
@@ -125,8 +179,10 @@ def _scan():
 
 def test_no_module_writes_around_the_boundary():
     found, _ = _scan()
-    assert not found, ("these calls write, rename or remove files outside "
-                       "mera_multi_hf/core/outputs/; route them through it:\n" + "\n".join(found))
+    assert not found, (
+        "these calls write, rename or remove files outside "
+        "mera_multi_hf/core/outputs/; route them through it:\n" + "\n".join(found)
+    )
 
 
 def test_every_allowance_is_still_needed():
@@ -137,10 +193,21 @@ def test_every_allowance_is_still_needed():
 def test_the_scan_finds_writes(tmp_path):
     """The walker itself: each way of writing in a module is found (it could not fail
     otherwise)."""
-    source = ("open(p, 'w'); open(p); p.open('ab'); p.write_text('x'); os.replace(a, b); "
-              "os.open(p, os.O_WRONLY | os.O_CREAT); os.open(p, os.O_RDONLY); "
-              "shutil.rmtree(p); tempfile.mkdtemp(dir=p); model.save_pretrained(p); "
-              "'a'.replace('a', 'b'); Image.open(p); av.open(p); av.open(p, 'w')")
+    source = (
+        "open(p, 'w'); open(p); p.open('ab'); p.write_text('x'); os.replace(a, b); "
+        "os.open(p, os.O_WRONLY | os.O_CREAT); os.open(p, os.O_RDONLY); "
+        "shutil.rmtree(p); tempfile.mkdtemp(dir=p); model.save_pretrained(p); "
+        "'a'.replace('a', 'b'); Image.open(p); av.open(p); av.open(p, 'w')"
+    )
     calls = [_writes(n) for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)]
-    assert [c for c in calls if c] == ["open", "open", "write_text", "os.replace", "os.open",
-                                       "shutil.rmtree", "mkdtemp", "save_pretrained", "open"]
+    assert [c for c in calls if c] == [
+        "open",
+        "open",
+        "write_text",
+        "os.replace",
+        "os.open",
+        "shutil.rmtree",
+        "mkdtemp",
+        "save_pretrained",
+        "open",
+    ]

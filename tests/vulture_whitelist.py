@@ -3,6 +3,7 @@
 Each is called or read by a library or by name, never dead: keep this list short, and
 delete dead code rather than adding it here. Never imported or run.
 """
+
 # ruff: noqa
 _ = object
 

@@ -4,6 +4,7 @@ With no arguments it runs the built-in tiny random model on the bundled ruHHH-Im
 sample (a plumbing check that takes seconds on a CPU). Under ``accelerate launch -m
 mera_multi_hf evaluate ...`` every process runs this command on its own shard.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,23 +27,33 @@ back from the sample log (any number of processes), the rest is generated.
 """
 
 
-DESCRIPTION = ("Run a model on MERA Multi tasks. Writes into --output-dir: the sample log "
-               "(logs/samples-rank<N>.jsonl while running, samples_<task>_<split>.jsonl at "
-               "the end: one JSON line per example; reruns resume from it), results.json, "
-               "results.md, results.png, results.html, model-index.yaml (for a Hub model "
-               "card; whole official test splits only) and, for the test split, "
-               "submission.zip (with logs_public.zip).")
+DESCRIPTION = (
+    "Run a model on MERA Multi tasks. Writes into --output-dir: the sample log "
+    "(logs/samples-rank<N>.jsonl while running, samples_<task>_<split>.jsonl at "
+    "the end: one JSON line per example; reruns resume from it), results.json, "
+    "results.md, results.png, results.html, model-index.yaml (for a Hub model "
+    "card; whole official test splits only) and, for the test split, "
+    "submission.zip (with logs_public.zip)."
+)
 
 
 @dataclass
 class LaunchOptions:
     """How `evaluate` starts: not a RunConfig field, since a Python caller of
     run_evaluation is already inside the one process it runs in."""
-    processes: int = opt(1, "run N processes on this machine, each on its share of the "
-                         "examples (data parallel; one per GPU), as torchrun would start "
-                         "them but sooner; the main process scores", metavar="N")
-    allow_oversubscribe: bool = opt(False, "with --processes: allow more processes than the "
-                                    "GPUs (or CPUs) there are (default: refused)")
+
+    processes: int = opt(
+        1,
+        "run N processes on this machine, each on its share of the "
+        "examples (data parallel; one per GPU), as torchrun would start "
+        "them but sooner; the main process scores",
+        metavar="N",
+    )
+    allow_oversubscribe: bool = opt(
+        False,
+        "with --processes: allow more processes than the "
+        "GPUs (or CPUs) there are (default: refused)",
+    )
 
 
 def options_parser():
@@ -67,8 +78,8 @@ def cmd_evaluate(options: list[str]) -> int:
     check_processes(processes, values.pop("allow_oversubscribe"))
     if processes > 1 and not under_launcher():  # the processes run this same command
         return launch(processes, options)
-    from mera_multi_hf.pipeline.evaluate import run_evaluation
     from mera_multi_hf.generation import RunConfig
+    from mera_multi_hf.pipeline.evaluate import run_evaluation
 
     result = run_evaluation(RunConfig(**values), typed=options)
     if result is None:  # not the main process of a data-parallel run
@@ -82,19 +93,29 @@ def format_results(result: dict) -> str:
     from mera_multi_hf.reporting.finalize import results_table
 
     run = result["run"]
-    lines = [f"model: {run['model']}" + (f"  (revision {run['revision']})" if run["revision"] else "")]
-    lines += [f"model of {task['task']}: {task['model']}" for task in result["tasks"]
-              if task.get("model") not in (None, run["model"])]
+    lines = [
+        f"model: {run['model']}" + (f"  (revision {run['revision']})" if run["revision"] else "")
+    ]
+    lines += [
+        f"model of {task['task']}: {task['model']}"
+        for task in result["tasks"]
+        if task.get("model") not in (None, run["model"])
+    ]
     counts = result["counts"]
-    lines.append(f"examples: {counts['requested']}  (from the sample log: {counts['resumed']}, "
-                 f"generated now: {counts['generated']})")
+    lines.append(
+        f"examples: {counts['requested']}  (from the sample log: {counts['resumed']}, "
+        f"generated now: {counts['generated']})"
+    )
     return "\n".join(lines + [results_table(result)])
 
 
 def add_parser(sub) -> None:
     # Listed here for `mera-multi --help`; cli.main hands its options to cmd_evaluate,
     # so other commands never import transformers just to build the CLI.
-    sub.add_parser("evaluate", add_help=False, description=DESCRIPTION,
-                   help="run a model on MERA Multi tasks: sample log, scores, submission "
-                        "(options: `mera-multi evaluate --help`)")
-
+    sub.add_parser(
+        "evaluate",
+        add_help=False,
+        description=DESCRIPTION,
+        help="run a model on MERA Multi tasks: sample log, scores, submission "
+        "(options: `mera-multi evaluate --help`)",
+    )

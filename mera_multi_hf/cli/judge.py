@@ -4,17 +4,18 @@ The code lives in judge_server.py, judge_agreement.py and judge_train.py (import
 command runs, so that `--help` stays light); the scripts in the checkout's judge_model/
 run these same commands.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 
-from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.judge.judges import API_KEY_ENV
-from mera_multi_hf.core.limits import DEFAULT_LIMITS
-from mera_multi_hf.serving.options import ServerOptions
-from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.core.arguments import add_command, opt
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.limits import DEFAULT_LIMITS
+from mera_multi_hf.core.outputs import OVERWRITE_HELP
+from mera_multi_hf.judge.judges import API_KEY_ENV
+from mera_multi_hf.serving.options import ServerOptions
 
 JUDGE_DATA_HELP = "JSONL with prompt, gold, prediction, label (0/1) per line"
 
@@ -23,20 +24,30 @@ JUDGE_DATA_HELP = "JSONL with prompt, gold, prediction, label (0/1) per line"
 class JudgeServeOptions(ServerOptions):
     """The options of `judge serve` (judge_model/server.py runs this same command); those
     of any server come from ServerOptions."""
+
     model: str | None = opt(None, "local folder or Hub id of the judge classifier", required=True)
     served_model_name: str | None = opt(None, "the name clients send as `model` (default: --model)")
     device: str | None = opt(None, "cpu, cuda, cuda:1, ... (default: cuda when available)")
     batch_size: int = opt(16, "texts per forward pass")
-    api_key: str | None = opt(None, f"require `Authorization: Bearer <key>` on every route but "
-                              f"/health (default: ${API_KEY_ENV}, which `ps` does not show; none: "
-                              f"no authentication)", secret=True)
-    max_judge_items: int | None = opt(None, f"inputs per /classify request (default: "
-                                      f"{DEFAULT_LIMITS.max_judge_items})")
-    max_judge_chars: int | None = opt(None, f"characters per input (default: "
-                                      f"{DEFAULT_LIMITS.max_judge_chars})")
-    max_judge_request_chars: int | None = opt(None, f"characters of a request's inputs "
-                                              f"together (default: "
-                                              f"{DEFAULT_LIMITS.max_judge_request_chars})")
+    api_key: str | None = opt(
+        None,
+        f"require `Authorization: Bearer <key>` on every route but "
+        f"/health (default: ${API_KEY_ENV}, which `ps` does not show; none: "
+        f"no authentication)",
+        secret=True,
+    )
+    max_judge_items: int | None = opt(
+        None, f"inputs per /classify request (default: {DEFAULT_LIMITS.max_judge_items})"
+    )
+    max_judge_chars: int | None = opt(
+        None, f"characters per input (default: {DEFAULT_LIMITS.max_judge_chars})"
+    )
+    max_judge_request_chars: int | None = opt(
+        None,
+        f"characters of a request's inputs "
+        f"together (default: "
+        f"{DEFAULT_LIMITS.max_judge_request_chars})",
+    )
 
 
 def cmd_serve(options: JudgeServeOptions) -> int:
@@ -45,8 +56,10 @@ def cmd_serve(options: JudgeServeOptions) -> int:
     try:
         server = server_mod.from_options(options)
     except OSError as err:
-        raise MeraError(f"cannot listen on {options.host}:{options.port}: {err}. Pick another "
-                        "--port or stop what is using it") from None
+        raise MeraError(
+            f"cannot listen on {options.host}:{options.port}: {err}. Pick another "
+            "--port or stop what is using it"
+        ) from None
     except ValueError as err:
         raise MeraError(f"judge serve: {err}") from None
     return server_mod.run_foreground(server)
@@ -55,52 +68,76 @@ def cmd_serve(options: JudgeServeOptions) -> int:
 @dataclass
 class AgreementOptions:
     """The options of `judge agreement`: a judge run here (--model) or served (--url)."""
+
     data: str | None = opt(None, JUDGE_DATA_HELP, required=True)
     model: str | None = opt(None, "judge run here: local folder or Hub id")
     url: str | None = opt(None, "or a served judge, e.g. http://127.0.0.1:8000/classify")
-    served_model_name: str | None = opt(None, "with --url: the model name (default: ask "
-                                        "/v1/models)")
-    tokenizer: str | None = opt(None, "with --url: the judge tokenizer, path or Hub id, for SEP "
-                                "and token windows (default: ask the server)")
+    served_model_name: str | None = opt(
+        None, "with --url: the model name (default: ask /v1/models)"
+    )
+    tokenizer: str | None = opt(
+        None,
+        "with --url: the judge tokenizer, path or Hub id, for SEP "
+        "and token windows (default: ask the server)",
+    )
     sep: str | None = opt(None, "with --url and no --tokenizer: the separator token, e.g. [SEP]")
-    api_key: str | None = opt(None, "with --url: the served judge's API key (default: "
-                              "$MERA_JUDGE_API_KEY)", secret=True)
+    api_key: str | None = opt(
+        None, "with --url: the served judge's API key (default: $MERA_JUDGE_API_KEY)", secret=True
+    )
     window: int | None = opt(None, "token window (default: 7995)")
     device: str | None = opt(None, "with --model: cpu, cuda, ...")
     batch_size: int = opt(16, "with --model: texts per forward pass")
     out: str | None = opt(None, "also write the report as JSON into this new file")
-    overwrite: bool = opt(False, "replace the --out file when it is an agreement report "
-                          "that this command wrote (never another file, never through a link)")
+    overwrite: bool = opt(
+        False,
+        "replace the --out file when it is an agreement report "
+        "that this command wrote (never another file, never through a link)",
+    )
 
 
 def cmd_agreement(options: AgreementOptions) -> int:
-    from mera_multi_hf.judge import agreement
-    from mera_multi_hf.judge.judges import HttpJudge, LocalJudge, WINDOW_TOKENS
     from mera_multi_hf.core.outputs import check_report_file, report_kind, write_report_file
+    from mera_multi_hf.judge import agreement
+    from mera_multi_hf.judge.judges import WINDOW_TOKENS, HttpJudge, LocalJudge
 
     if bool(options.model) == bool(options.url):
-        raise MeraError("give exactly one of --model PATH (a judge run here) and --url URL "
-                        "(a served judge)")
+        raise MeraError(
+            "give exactly one of --model PATH (a judge run here) and --url URL (a served judge)"
+        )
     if options.out:  # before the work: nothing done is lost to a refused file
-        check_report_file(options.out, kind="agreement", overwrite=options.overwrite,
-                          inputs=[options.data, options.model])
+        check_report_file(
+            options.out,
+            kind="agreement",
+            overwrite=options.overwrite,
+            inputs=[options.data, options.model],
+        )
     records = agreement.read_labelled(options.data)
     window = options.window or WINDOW_TOKENS
     if options.model:
-        judge = LocalJudge(options.model, device=options.device, batch_size=options.batch_size,
-                           window=window)
+        judge = LocalJudge(
+            options.model, device=options.device, batch_size=options.batch_size, window=window
+        )
     else:
-        judge = HttpJudge(options.url, model=options.served_model_name,
-                          tokenizer=options.tokenizer, sep=options.sep, window=window,
-                          api_key=options.api_key,
-                          flags={"tokenizer": "--tokenizer", "api_key": "--api-key"})
+        judge = HttpJudge(
+            options.url,
+            model=options.served_model_name,
+            tokenizer=options.tokenizer,
+            sep=options.sep,
+            window=window,
+            api_key=options.api_key,
+            flags={"tokenizer": "--tokenizer", "api_key": "--api-key"},
+        )
     report = agreement.judge_agreement(records, judge)
     print(agreement.format_report(report))
     if options.out:
         doc = {"kind": report_kind("agreement"), **report}
-        out = write_report_file(options.out, json.dumps(doc, ensure_ascii=False, indent=2),
-                                kind="agreement", overwrite=options.overwrite,
-                                inputs=[options.data, options.model])
+        out = write_report_file(
+            options.out,
+            json.dumps(doc, ensure_ascii=False, indent=2),
+            kind="agreement",
+            overwrite=options.overwrite,
+            inputs=[options.data, options.model],
+        )
         print(f"wrote {out}")
     return 0
 
@@ -108,6 +145,7 @@ def cmd_agreement(options: AgreementOptions) -> int:
 @dataclass
 class TrainOptions:
     """The options of `judge train` (the recipe: mera_multi_hf/judge/train.py)."""
+
     data: str | None = opt(None, JUDGE_DATA_HELP, required=True)
     base: str | None = opt(None, "the model to start from (folder or Hub id)", required=True)
     out: str | None = opt(None, "folder to save the trained judge into", required=True)
@@ -123,35 +161,59 @@ class TrainOptions:
 def cmd_train(options: TrainOptions) -> int:
     from mera_multi_hf.judge import train
 
-    out = train.train(options.data, options.base, options.out, epochs=options.epochs,
-                      learning_rate=options.lr, batch_size=options.batch_size,
-                      max_length=options.max_length, seed=options.seed, device=options.device)
+    out = train.train(
+        options.data,
+        options.base,
+        options.out,
+        epochs=options.epochs,
+        learning_rate=options.lr,
+        batch_size=options.batch_size,
+        max_length=options.max_length,
+        seed=options.seed,
+        device=options.device,
+    )
     print(f"saved the judge to {out}")
     return 0
 
 
 def add_parser(subparsers) -> None:
     judge = subparsers.add_parser(
-        "judge", help="serve a judge model, measure its agreement with humans, train one",
+        "judge",
+        help="serve a judge model, measure its agreement with humans, train one",
         description="The answer judge (judge_model/README.md): `judge serve` serves it and "
-                    "writes no file; `judge agreement` prints its agreement with human labels "
-                    "(with --out, also as a JSON file); `judge train` writes a trained judge "
-                    "into --out.")
+        "writes no file; `judge agreement` prints its agreement with human labels "
+        "(with --out, also as a JSON file); `judge train` writes a trained judge "
+        "into --out.",
+    )
     sub = judge.add_subparsers(dest="judge_command", metavar="JUDGE_COMMAND")
     judge.set_defaults(func=lambda args: judge.print_help() or 2)
-    add_command(sub, "serve", JudgeServeOptions, cmd_serve,
-                help="serve a classifier with a vLLM-style /classify route",
-                description="Serve a judge classifier over HTTP with vLLM's routes: /classify, "
-                            "/tokenizer_info, /tokenize, /detokenize, /v1/models and /health "
-                            "(FastAPI under uvicorn). Writes no file.")
-    add_command(sub, "agreement", AgreementOptions, cmd_agreement,
-                help="accuracy, Cohen's kappa and confusion matrix of a judge against human "
-                     "labels",
-                description="Accuracy, Cohen's kappa and the confusion matrix of a judge (run "
-                            "here or served) against human labels, printed; with --out, it also "
-                            "writes them to that file as JSON.")
-    add_command(sub, "train", TrainOptions, cmd_train,
-                help="train or fine-tune a judge on human-labelled answers",
-                description="Train or fine-tune a judge on human-labelled answers. Writes into "
-                            "--out the judge as save_pretrained writes it (config.json, the "
-                            "weights, the tokenizer files).")
+    add_command(
+        sub,
+        "serve",
+        JudgeServeOptions,
+        cmd_serve,
+        help="serve a classifier with a vLLM-style /classify route",
+        description="Serve a judge classifier over HTTP with vLLM's routes: /classify, "
+        "/tokenizer_info, /tokenize, /detokenize, /v1/models and /health "
+        "(FastAPI under uvicorn). Writes no file.",
+    )
+    add_command(
+        sub,
+        "agreement",
+        AgreementOptions,
+        cmd_agreement,
+        help="accuracy, Cohen's kappa and confusion matrix of a judge against human labels",
+        description="Accuracy, Cohen's kappa and the confusion matrix of a judge (run "
+        "here or served) against human labels, printed; with --out, it also "
+        "writes them to that file as JSON.",
+    )
+    add_command(
+        sub,
+        "train",
+        TrainOptions,
+        cmd_train,
+        help="train or fine-tune a judge on human-labelled answers",
+        description="Train or fine-tune a judge on human-labelled answers. Writes into "
+        "--out the judge as save_pretrained writes it (config.json, the "
+        "weights, the tokenizer files).",
+    )

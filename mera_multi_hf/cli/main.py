@@ -1,4 +1,5 @@
 """The `mera-multi` command line. User mistakes print one clear line, never a traceback."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,20 +10,42 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mera_multi_hf.core import json_read, masking
-from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.data.media_checks import MediaLimitOptions
-from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.core.arguments import Parser, add_command, no_abbreviations, opt, text_table
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.outputs import OVERWRITE_HELP
+from mera_multi_hf.data.media_checks import MediaLimitOptions
 
 
 def cmd_tasks(args) -> int:
     from mera_multi_hf.tasks.table import TASKS
 
-    rows = [("task", "class name", "modality", "test", "public", "answer", "metrics",
-             "domains", "hub id")]  # the columns: TASK_COLUMNS, shown by `tasks --help`
+    rows = [
+        (
+            "task",
+            "class name",
+            "modality",
+            "test",
+            "public",
+            "answer",
+            "metrics",
+            "domains",
+            "hub id",
+        )
+    ]  # the columns: TASK_COLUMNS, shown by `tasks --help`
     for t in TASKS.values():
-        rows.append((t.key, t.class_name, t.modality, str(t.test_size), "yes" if t.public else "no",
-                     t.answer_kind, ",".join(t.metrics), str(len(t.domains) or ""), t.hub_id))
+        rows.append(
+            (
+                t.key,
+                t.class_name,
+                t.modality,
+                str(t.test_size),
+                "yes" if t.public else "no",
+                t.answer_kind,
+                ",".join(t.metrics),
+                str(len(t.domains) or ""),
+                t.hub_id,
+            )
+        )
     print(text_table(rows))
     return 0
 
@@ -31,35 +54,56 @@ def cmd_tasks(args) -> int:
 class BuildOptions(MediaLimitOptions):
     """The options of `mera-multi build` (and of the scripts in dataset_scripts/); the media
     limits come from MediaLimitOptions, which `evaluate` shares."""
-    task: str | None = opt(None, "task key, e.g. ruhhh_image (see `mera-multi tasks`)",
-                           positional=True)
-    raw: str | None = opt(None, "the raw MERA folder (test.json, shots.json, samples/), or "
-                          "`sample` for the bundled one", required=True)
-    out: str | None = opt(None, "folder to write the Hub layout into: new, empty, or an "
-                          "earlier export (a folder holding anything else is refused)",
-                          required=True)
+
+    task: str | None = opt(
+        None, "task key, e.g. ruhhh_image (see `mera-multi tasks`)", positional=True
+    )
+    raw: str | None = opt(
+        None,
+        "the raw MERA folder (test.json, shots.json, samples/), or `sample` for the bundled one",
+        required=True,
+    )
+    out: str | None = opt(
+        None,
+        "folder to write the Hub layout into: new, empty, or an "
+        "earlier export (a folder holding anything else is refused)",
+        required=True,
+    )
     overwrite: bool = opt(False, OVERWRITE_HELP)
-    internal_with_answers: bool = opt(False, "keep the gold answers of a private test split "
-                                      "(an internal export: marked so, never pushed)")
+    internal_with_answers: bool = opt(
+        False,
+        "keep the gold answers of a private test split "
+        "(an internal export: marked so, never pushed)",
+    )
     max_shard_size: str = opt("500MB", "largest Parquet shard, e.g. 500MB or 2GB (default: 500MB)")
-    num_proc: int | None = opt(None, "processes that decode media while checking (default: "
-                               "one per CPU; 1: in the building process)")
-    push: str | None = opt(None, "also publish the export as this Hub dataset: the files its "
-                           "marker lists, nothing else in the folder", metavar="ORG/NAME")
+    num_proc: int | None = opt(
+        None,
+        "processes that decode media while checking (default: "
+        "one per CPU; 1: in the building process)",
+    )
+    push: str | None = opt(
+        None,
+        "also publish the export as this Hub dataset: the files its "
+        "marker lists, nothing else in the folder",
+        metavar="ORG/NAME",
+    )
     private: bool = opt(False, "with --push: a private repository")
-    token: str | None = opt(None, "with --push: a Hub token (default: the logged-in one)",
-                           secret=True)
+    token: str | None = opt(
+        None, "with --push: a Hub token (default: the logged-in one)", secret=True
+    )
 
 
 def cmd_build(options: BuildOptions) -> int:
-    from mera_multi_hf.data.publish import export_raw, push, shard_size
     from mera_multi_hf.data.loading import check_data_task, resolve_source
+    from mera_multi_hf.data.publish import export_raw, push, shard_size
     from mera_multi_hf.pipeline.preflight import check_extras
     from mera_multi_hf.tasks.table import get_task
 
     if options.internal_with_answers and options.push:  # refused before anything is built or sent
-        raise MeraError("--push with --internal-with-answers: an export that keeps private "
-                        "answers is never published")
+        raise MeraError(
+            "--push with --internal-with-answers: an export that keeps private "
+            "answers is never published"
+        )
     limits = options.limits()
     if options.num_proc is not None and options.num_proc < 1:
         raise MeraError(f"--num-proc {options.num_proc}: must be at least 1")
@@ -69,13 +113,23 @@ def cmd_build(options: BuildOptions) -> int:
     raw = resolve_source(task, options.raw)
     if Path(raw).is_dir():  # another task's folder is named as such, not as field errors
         check_data_task(task, raw, "raw")
-    out = export_raw(task, raw, options.out,
-                     max_shard_size=options.max_shard_size,
-                     include_private_answers=options.internal_with_answers,
-                     limits=limits, num_proc=options.num_proc)
-    print(f"wrote {task.key} in the Hub layout to {out}"
-          + (" (INTERNAL: keeps private answers; never publish it)"
-             if options.internal_with_answers else ""))
+    out = export_raw(
+        task,
+        raw,
+        options.out,
+        max_shard_size=options.max_shard_size,
+        include_private_answers=options.internal_with_answers,
+        limits=limits,
+        num_proc=options.num_proc,
+    )
+    print(
+        f"wrote {task.key} in the Hub layout to {out}"
+        + (
+            " (INTERNAL: keeps private answers; never publish it)"
+            if options.internal_with_answers
+            else ""
+        )
+    )
     if options.push:
         url = push(out, options.push, private=options.private, token=options.token)
         print(f"published {url}")
@@ -99,28 +153,41 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="mera-multi",
         description="MERA Multi on the Hugging Face stack: build task datasets, evaluate "
-                    "models, score predictions and package submissions.")
+        "models, score predictions and package submissions.",
+    )
     from mera_multi_hf import __version__
 
     parser.add_argument("--version", action="version", version=f"mera-multi-hf {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("tasks", help="list the 18 MERA Multi tasks", epilog=TASK_COLUMNS,
-                       description="The 18 MERA Multi tasks, one per line. Writes no file.")
+    p = sub.add_parser(
+        "tasks",
+        help="list the 18 MERA Multi tasks",
+        epilog=TASK_COLUMNS,
+        description="The 18 MERA Multi tasks, one per line. Writes no file.",
+    )
     p.set_defaults(func=cmd_tasks)
 
-    add_command(sub, "build", BuildOptions, cmd_build,
-                help="turn a raw MERA folder into a Hub dataset (Parquet + card)",
-                description="Turn a raw MERA folder (docs/raw-format.md) into the Hub's "
-                            "dataset layout. Writes into --out: data/<split>-*.parquet (a "
-                            "domain-split task: <domain>/<split>-*.parquet), README.md (the "
-                            "dataset card) and the hidden marker .mera-multi-outputs.json; "
-                            "--push also publishes the folder.")
+    add_command(
+        sub,
+        "build",
+        BuildOptions,
+        cmd_build,
+        help="turn a raw MERA folder into a Hub dataset (Parquet + card)",
+        description="Turn a raw MERA folder (docs/raw-format.md) into the Hub's "
+        "dataset layout. Writes into --out: data/<split>-*.parquet (a "
+        "domain-split task: <domain>/<split>-*.parquet), README.md (the "
+        "dataset card) and the hidden marker .mera-multi-outputs.json; "
+        "--push also publishes the folder.",
+    )
     # Listed for `mera-multi --help`; main hands its options to runner.serve, whose
     # parser is built only then (it imports FastAPI).
-    sub.add_parser("serve", add_help=False,
-                   help="serve a model as an OpenAI-compatible chat server (options: "
-                        "`mera-multi serve --help`)")
+    sub.add_parser(
+        "serve",
+        add_help=False,
+        help="serve a model as an OpenAI-compatible chat server (options: "
+        "`mera-multi serve --help`)",
+    )
 
     for module in COMMAND_MODULES:
         __import__(f"mera_multi_hf.{module}", fromlist=["add_parser"]).add_parser(sub)
@@ -129,9 +196,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Further commands register themselves: each module has add_parser(subparsers).
-COMMAND_MODULES: list[str] = ["cli.score", "cli.judge", "cli.evaluate", "spaces.export",
-                               "reporting.compare", "reporting.leaderboard", "cli.view",
-                               "demo.tiny_models"]
+COMMAND_MODULES: list[str] = [
+    "cli.score",
+    "cli.judge",
+    "cli.evaluate",
+    "spaces.export",
+    "reporting.compare",
+    "reporting.leaderboard",
+    "cli.view",
+    "demo.tiny_models",
+]
 
 
 # OSErrors of a write that the user can act on (space, permissions, read-only folders).
@@ -158,8 +232,9 @@ def check_blank(args: argparse.Namespace) -> None:
             continue
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, str) and not item.strip():
-                raise MeraError(f"--{name.replace('_', '-')} is empty: give a value or leave "
-                                "the option out")
+                raise MeraError(
+                    f"--{name.replace('_', '-')} is empty: give a value or leave the option out"
+                )
 
 
 def check_encodable(argv: list[str]) -> None:
@@ -168,10 +243,16 @@ def check_encodable(argv: list[str]) -> None:
     marker, results.json) records names as UTF-8 text."""
     for i, arg in enumerate(argv):
         if json_read.SURROGATE.search(arg):
-            option = argv[i - 1] if i and argv[i - 1].startswith("--") and "=" not in arg else "an argument"
+            option = (
+                argv[i - 1]
+                if i and argv[i - 1].startswith("--") and "=" not in arg
+                else "an argument"
+            )
             shown = os.fsencode(arg).decode("utf-8", "backslashreplace")
-            raise MeraError(f"{option} '{shown}' is not UTF-8 text: name files and folders in "
-                            "UTF-8 (nothing was written)")
+            raise MeraError(
+                f"{option} '{shown}' is not UTF-8 text: name files and folders in "
+                "UTF-8 (nothing was written)"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:

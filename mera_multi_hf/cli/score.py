@@ -1,4 +1,5 @@
 """`mera-multi score`: score predictions made elsewhere and package the submission."""
+
 from __future__ import annotations
 
 import time
@@ -7,27 +8,41 @@ from pathlib import Path
 
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.reporting.finalize import TaskPart, finalize, results_table
 from mera_multi_hf.scoring.options import ScoringOptions, opt
-from mera_multi_hf.core.outputs import OVERWRITE_HELP
 
 
 @dataclass
 class ScoreConfig(ScoringOptions):
     """The options of `mera-multi score`; its scoring options are evaluate's."""
+
     task: str | None = opt(None, "task key, e.g. ruhhh_image", required=True)
     predictions: str | None = opt(None, "JSONL file or folder of them", required=True)
-    data: str | None = opt(None, "dataset source: raw folder, exported folder, Hub id or "
-                           "`sample` (default: the official Hub id)")
+    data: str | None = opt(
+        None,
+        "dataset source: raw folder, exported folder, Hub id or "
+        "`sample` (default: the official Hub id)",
+    )
     split: str = opt("test", "split to score (default: test)")
     out: str | None = opt(None, "output folder for the reports", required=True)
     overwrite: bool = opt(False, OVERWRITE_HELP)
 
 
-def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str | Path, *,
-                      data=None, split: str = "test", em_mode: str | None = None,
-                      judge=None, judge_url: str | None = None, judge_tokenizer: str | None = None,
-                      judge_api_key: str | None = None, submission: bool = True) -> dict:
+def score_predictions(
+    task_key: str,
+    predictions_path: str | Path,
+    out_dir: str | Path,
+    *,
+    data=None,
+    split: str = "test",
+    em_mode: str | None = None,
+    judge=None,
+    judge_url: str | None = None,
+    judge_tokenizer: str | None = None,
+    judge_api_key: str | None = None,
+    submission: bool = True,
+) -> dict:
     """Score one task's predictions file; write results.json/.md, model-index.yaml and
     (for the test split) submission.zip into ``out_dir``. Returns the task result."""
     from mera_multi_hf.core.outputs import OutputFolder
@@ -36,18 +51,24 @@ def score_predictions(task_key: str, predictions_path: str | Path, out_dir: str 
 
     started = time.time()
     task = get_task(task_key)
-    checked = preflight_score(task, data, out_dir, judge, judge_url, judge_tokenizer,
-                              judge_api_key)
-    options = ScoringOptions(em_mode, judge, judge_url, judge_tokenizer, judge_api_key,
-                             no_submission=not submission)
+    checked = preflight_score(task, data, out_dir, judge, judge_url, judge_tokenizer, judge_api_key)
+    options = ScoringOptions(
+        em_mode, judge, judge_url, judge_tokenizer, judge_api_key, no_submission=not submission
+    )
     folder = OutputFolder(out_dir, kind="score", inputs=[data, predictions_path, judge])
     with folder.claim() as folder:  # before any work
         part = _task_part(task, predictions_path, data, split)
         record = _score_record(predictions_path, checked, f"{task.key}/{split}")
         # answers whose lone surrogates were replaced by U+FFFD as they were read
         record["unencodable_replaced"] = {task.key: len(part.predictions.replaced)}
-        out = finalize(folder, [part], options, split=split, started=started,
-                       run_info=dict(record, environment=_environment(judge_url, judge_api_key)))
+        out = finalize(
+            folder,
+            [part],
+            options,
+            split=split,
+            started=started,
+            run_info=dict(record, environment=_environment(judge_url, judge_api_key)),
+        )
     result = out["tasks"][0]
     result["written"] = sorted(out["files"])
     result["coverage_note"] = (out["run"]["coverage_change"] or {}).get("note")
@@ -70,16 +91,25 @@ def _task_part(task, predictions_path, data, split) -> TaskPart:
     dataset = load_split(task, source=data, split=split)
     examples = make_examples(task, dataset)
     if task.dialogue or harness_order:
-        predictions = read_predictions(predictions_path, task.key, split,
-                                       _places(task, examples, harness_order))
+        predictions = read_predictions(
+            predictions_path, task.key, split, _places(task, examples, harness_order)
+        )
     extra = sorted(set(predictions) - {e.id for e in examples})
     if extra:
-        raise MeraError(f"{predictions_path}: ids not in {task.key}/{split}: "
-                        f"{', '.join(map(str, extra[:20]))}")
+        raise MeraError(
+            f"{predictions_path}: ids not in {task.key}/{split}: {', '.join(map(str, extra[:20]))}"
+        )
     source = str(data or task.hub_id)
-    return TaskPart(task, examples, predictions, source, split == "test" and source == task.hub_id,
-                    dataset, getattr(dataset, "_fingerprint", None),
-                    given_logs=_given_logs(predictions_path, task.key, split))
+    return TaskPart(
+        task,
+        examples,
+        predictions,
+        source,
+        split == "test" and source == task.hub_id,
+        dataset,
+        getattr(dataset, "_fingerprint", None),
+        given_logs=_given_logs(predictions_path, task.key, split),
+    )
 
 
 def _places(task, examples, harness_order: bool) -> dict:
@@ -90,6 +120,7 @@ def _places(task, examples, harness_order: bool) -> dict:
     places = {}
     if task.dialogue:
         from mera_multi_hf.tasks.dialogue import positions
+
         places = {p: i for i, p in positions(task, examples).items()}
     if harness_order:
         places.update({(DOC_POSITION, n): e.id for n, e in enumerate(examples)})
@@ -110,13 +141,18 @@ def _given_logs(predictions_path, task_key: str, split: str) -> dict[str, list[d
 def _score_record(predictions_path, checked, entry: str) -> dict:
     """The fields of the run record that belong to a scoring: the predictions files and
     where they were made (``entry``: the ``task/split`` scored)."""
-    from mera_multi_hf.scoring.predictions import prediction_files
     from mera_multi_hf.core.provenance import command_line, file_sha256
+    from mera_multi_hf.scoring.predictions import prediction_files
 
     files = [str(f) for f in prediction_files(predictions_path)]
     record = {"model": model_name(files), **made_by(files, entry), "mode": "score"}
-    return dict(record, predictions=files, predictions_sha256={f: file_sha256(f) for f in files},
-                command=command_line(), preflight=checked)
+    return dict(
+        record,
+        predictions=files,
+        predictions_sha256={f: file_sha256(f) for f in files},
+        command=command_line(),
+        preflight=checked,
+    )
 
 
 def _environment(judge_url, judge_api_key) -> dict:
@@ -139,8 +175,11 @@ def made_by(files: list[str], entry: str) -> dict:
         for folder in (file.parent, file.parent.parent):  # samples_*.jsonl or logs/samples-rank*
             doc = read_manifest(folder)
             if doc and entry in doc.get("tasks", {}):
-                return dict(provenance(doc, [entry]), model=doc["tasks"][entry]["model"],
-                            generated_in=str(folder))
+                return dict(
+                    provenance(doc, [entry]),
+                    model=doc["tasks"][entry]["model"],
+                    generated_in=str(folder),
+                )
     config = harness_config(files)
     return {"harness_config": config} if config is not None else {}
 
@@ -168,8 +207,9 @@ def model_name(files: list[str]) -> str:
         for candidate in (Path(file), *sorted(Path(file).parent.glob("results*.json"))):
             try:
                 with open(candidate, "rb") as fh:
-                    record = json_read.loads(fh.readline() if candidate.suffix == ".jsonl"
-                                             else fh.read(), str(candidate))
+                    record = json_read.loads(
+                        fh.readline() if candidate.suffix == ".jsonl" else fh.read(), str(candidate)
+                    )
             except (OSError, ValueError):
                 continue
             record = record if isinstance(record, dict) else {}
@@ -182,11 +222,19 @@ def model_name(files: list[str]) -> str:
 
 def cmd_score(config: ScoreConfig) -> int:
     out = Path(config.out)
-    result = score_predictions(config.task, config.predictions, out, data=config.data,
-                               split=config.split, em_mode=config.em_mode, judge=config.judge,
-                               judge_url=config.judge_url, judge_tokenizer=config.judge_tokenizer,
-                               judge_api_key=config.judge_api_key,
-                               submission=not config.no_submission)
+    result = score_predictions(
+        config.task,
+        config.predictions,
+        out,
+        data=config.data,
+        split=config.split,
+        em_mode=config.em_mode,
+        judge=config.judge,
+        judge_url=config.judge_url,
+        judge_tokenizer=config.judge_tokenizer,
+        judge_api_key=config.judge_api_key,
+        submission=not config.no_submission,
+    )
     print(result["table"])
     return 0
 
@@ -194,11 +242,16 @@ def cmd_score(config: ScoreConfig) -> int:
 def add_parser(sub) -> None:
     from mera_multi_hf.core.arguments import add_command
 
-    add_command(sub, "score", ScoreConfig, cmd_score,
-                help="score a predictions file and write results + submission",
-                description="Score predictions made elsewhere: this project's sample log, a "
-                            "JSONL of {id, prediction}, or lm-evaluation-harness "
-                            "samples_<task>_*.jsonl logs (a file or their folder). Writes into "
-                            "--out: results.json, results.md, results.png, results.html and, "
-                            "for the test split, submission.zip (its logs_public.zip holds the "
-                            "predictions files, without private answers).")
+    add_command(
+        sub,
+        "score",
+        ScoreConfig,
+        cmd_score,
+        help="score a predictions file and write results + submission",
+        description="Score predictions made elsewhere: this project's sample log, a "
+        "JSONL of {id, prediction}, or lm-evaluation-harness "
+        "samples_<task>_*.jsonl logs (a file or their folder). Writes into "
+        "--out: results.json, results.md, results.png, results.html and, "
+        "for the test split, submission.zip (its logs_public.zip holds the "
+        "predictions files, without private answers).",
+    )

@@ -2,15 +2,16 @@
 a results.json (a run made before the page existed, or to refresh it): every example
 with its media, prompt, answer, gold and scores, from the folder's results.json and
 sample files and the run's dataset."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
 from mera_multi_hf.core import json_read
+from mera_multi_hf.core.arguments import add_command, opt
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
-from mera_multi_hf.core.arguments import add_command, opt
 
 
 def _load_split(task, source, split, notes: list[str]):
@@ -34,8 +35,8 @@ def _records(run_dir: Path, run: dict, task, split, examples, result) -> list[di
     if sample_file.is_file():
         return [record for _, record in json_read.iter_jsonl(sample_file)]
     if run.get("mode") == "score" and examples is not None:
-        from mera_multi_hf.scoring.predictions import read_predictions
         from mera_multi_hf.reporting.finalize import prediction_records
+        from mera_multi_hf.scoring.predictions import read_predictions
         from mera_multi_hf.scoring.score import score_task
 
         predictions = {}
@@ -43,15 +44,17 @@ def _records(run_dir: Path, run: dict, task, split, examples, result) -> list[di
             predictions.update(read_predictions(file, task.key, split))
         scored = score_task(task, examples, predictions, split=split)
         # a scoring is of one task: the run's gold_private record is that task's
-        return prediction_records(examples, predictions, scored,
-                                  private=bool(run.get("gold_private")))
-    raise MeraError(f"{run_dir} has no {sample_file.name}: the examples of {task.key} are "
-                    f"not at hand")
+        return prediction_records(
+            examples, predictions, scored, private=bool(run.get("gold_private"))
+        )
+    raise MeraError(
+        f"{run_dir} has no {sample_file.name}: the examples of {task.key} are not at hand"
+    )
 
 
 def page_of(run_dir: Path) -> str:
-    from mera_multi_hf.scoring.records import Results
     from mera_multi_hf.reporting.results_page import render, task_rows
+    from mera_multi_hf.scoring.records import Results
     from mera_multi_hf.tasks.table import get_task
 
     try:
@@ -59,9 +62,10 @@ def page_of(run_dir: Path) -> str:
     except MeraError as err:
         raise MeraError(f"{err}; run `mera-multi evaluate` or `score` first") from None
     except (ValueError, KeyError, TypeError) as err:
-        raise MeraError(f"{run_dir} holds no readable results.json of a run "
-                        f"({type(err).__name__}); run `mera-multi evaluate` or `score` first") \
-            from None
+        raise MeraError(
+            f"{run_dir} holds no readable results.json of a run "
+            f"({type(err).__name__}); run `mera-multi evaluate` or `score` first"
+        ) from None
     run, results = doc.run.to_dict(), list(doc.tasks.values())
     summary = doc.summary.to_dict() if doc.summary.overall else None  # a file without one
     sources, notes, rows = run.get("dataset_source"), [], []
@@ -78,9 +82,13 @@ def page_of(run_dir: Path) -> str:
 @dataclass
 class ViewOptions:
     """The options of `mera-multi view`."""
-    run_dir: str | None = opt(None, "a folder written by `mera-multi evaluate` or `score`, or "
-                              "its results.json (as `compare` and `leaderboard` take it)",
-                              positional=True)
+
+    run_dir: str | None = opt(
+        None,
+        "a folder written by `mera-multi evaluate` or `score`, or "
+        "its results.json (as `compare` and `leaderboard` take it)",
+        positional=True,
+    )
     overwrite: bool = opt(False, OVERWRITE_HELP)
 
 
@@ -92,24 +100,33 @@ def cmd_view(options: ViewOptions) -> int:
     if run_dir.is_file() and run_dir.name == "results.json":  # the page goes beside it
         run_dir = run_dir.parent
     if not run_dir.is_dir():
-        raise MeraError(f"{run_dir} is neither a run folder nor its results.json: give a "
-                        "folder written by `mera-multi evaluate` or `score`")
+        raise MeraError(
+            f"{run_dir} is neither a run folder nor its results.json: give a "
+            "folder written by `mera-multi evaluate` or `score`"
+        )
     page = page_of(run_dir)
     kind = folder_kind(run_dir)
     if kind not in ("run", "score"):
-        raise MeraError(f"view {run_dir}: not a folder that `evaluate` or `score` wrote (its "
-                        "marker says so); view writes results.html only into one of those")
+        raise MeraError(
+            f"view {run_dir}: not a folder that `evaluate` or `score` wrote (its "
+            "marker says so); view writes results.html only into one of those"
+        )
     add_files(run_dir, {PAGE_NAME: page}, kind=kind, flag="view")
     print(f"wrote {run_dir / PAGE_NAME} (open it in a browser; it needs no network)")
     return 0
 
 
 def add_parser(sub) -> None:
-    add_command(sub, "view", ViewOptions, cmd_view,
-                help="write results.html for a run folder: every example with its media, "
-                     "prompt, answer, gold and scores",
-                description="Write results.html for a run made by `evaluate` or `score` (its "
-                            "folder, or its results.json): every example with its media, "
-                            "prompt, answer, gold and scores, from the run's results.json, "
-                            "sample files and dataset. Writes only results.html, into the run's "
-                            "folder.")
+    add_command(
+        sub,
+        "view",
+        ViewOptions,
+        cmd_view,
+        help="write results.html for a run folder: every example with its media, "
+        "prompt, answer, gold and scores",
+        description="Write results.html for a run made by `evaluate` or `score` (its "
+        "folder, or its results.json): every example with its media, "
+        "prompt, answer, gold and scores, from the run's results.json, "
+        "sample files and dataset. Writes only results.html, into the run's "
+        "folder.",
+    )

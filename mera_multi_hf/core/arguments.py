@@ -1,6 +1,7 @@
 """The parsers of every command: help that shows each option's default, no abbreviated
 options, argparse errors with secrets kept out, and the options of a dataclass as flags
 (one per field, ``--max-new-tokens``), which is how every command gets its options."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,12 @@ class HelpFormatter(argparse.HelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if not action.option_strings or action.default is argparse.SUPPRESS \
-                or "default" in text.lower() or "required" in text.lower():
+        if (
+            not action.option_strings
+            or action.default is argparse.SUPPRESS
+            or "default" in text.lower()
+            or "required" in text.lower()
+        ):
             return text
         if action.required:
             return f"{text} (required)"
@@ -87,15 +92,21 @@ def _masked_error(parser):
             flags = [a.split("=")[0] for a in rest.split() if a.startswith("-")]
             message = f"{head}{sep}{' '.join(flags)} (values not shown){_near(parser, flags)}"
         return error(mask_secrets(message))
+
     return masked
 
 
 def _near(parser, flags: list[str]) -> str:
-    """"; did you mean --tasks?" for mistyped options (`evaluate --task`)."""
+    """ "; did you mean --tasks?" for mistyped options (`evaluate --task`)."""
     import difflib
 
-    known = [s for a in parser._actions if a.help != argparse.SUPPRESS
-             for s in a.option_strings if s.startswith("--")]
+    known = [
+        s
+        for a in parser._actions
+        if a.help != argparse.SUPPRESS
+        for s in a.option_strings
+        if s.startswith("--")
+    ]
     near = [m for f in flags for m in difflib.get_close_matches(f, known, n=1, cutoff=0.7)]
     return f"; did you mean {' or '.join(dict.fromkeys(near))}?" if near else ""
 
@@ -126,8 +137,12 @@ def add_dataclass_options(parser: argparse.ArgumentParser, cls) -> None:
     ``positional`` is an argument without a flag. Each action keeps its field
     (:data:`FIELD_TAG`)."""
     hints = typing.get_type_hints(cls)
-    inherited = {f.name: base for base in reversed(cls.__mro__[1:])
-                 if dataclasses.is_dataclass(base) for f in dataclasses.fields(base)}
+    inherited = {
+        f.name: base
+        for base in reversed(cls.__mro__[1:])
+        if dataclasses.is_dataclass(base)
+        for f in dataclasses.fields(base)
+    }
     groups = {}
     for f in sorted(dataclasses.fields(cls), key=lambda f: f.name in inherited):
         base = inherited.get(f.name)
@@ -140,11 +155,13 @@ def add_dataclass_options(parser: argparse.ArgumentParser, cls) -> None:
             setattr(target.add_argument(f.name, **options), FIELD_TAG, f)
             continue
         aliases = options.pop("aliases", ())
-        setattr(target.add_argument("--" + f.name.replace("_", "-"), *aliases, **options),
-                FIELD_TAG, f)
+        setattr(
+            target.add_argument("--" + f.name.replace("_", "-"), *aliases, **options), FIELD_TAG, f
+        )
         if "_" in f.name:  # the spelling HfArgumentParser and Python callers use
-            hidden = target.add_argument("--" + f.name, **dict(
-                options, help=argparse.SUPPRESS, default=argparse.SUPPRESS))
+            hidden = target.add_argument(
+                "--" + f.name, **dict(options, help=argparse.SUPPRESS, default=argparse.SUPPRESS)
+            )
             setattr(hidden, FIELD_TAG, f)
 
 

@@ -1,5 +1,6 @@
 """The content hash of what a run writes (results.json's ``files``). The files themselves
 are written whole or not at all by :mod:`mera_multi_hf.core.outputs`."""
+
 from __future__ import annotations
 
 import hashlib

@@ -6,6 +6,7 @@ the sample log) accepts. The reader parses with :func:`pairs_hook`, which marks 
 object that had a repeated key, and looks for surrogate escapes in the text; only a
 file with either is walked (:func:`doubts`) to name the field of each.
 """
+
 from __future__ import annotations
 
 
@@ -32,9 +33,11 @@ def unencodable(text: str) -> str | None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as err:
-        return (f"text that is not valid Unicode: a lone surrogate "
-                f"\\u{ord(text[err.start]):04x} at character {err.start} (fix the file's "
-                f"escapes; a surrogate must come in a high+low pair)")
+        return (
+            f"text that is not valid Unicode: a lone surrogate "
+            f"\\u{ord(text[err.start]):04x} at character {err.start} (fix the file's "
+            f"escapes; a surrogate must come in a high+low pair)"
+        )
     return None
 
 
@@ -50,8 +53,13 @@ def doubts(value, path: str = "", skip: str | None = None) -> list[tuple[str, st
     while stack:
         node, where = stack.pop()
         if isinstance(node, dict):
-            out += [(_join(where, k), f"duplicate key {k!r:.80}: JSON keeps only the last "
-                     "value; remove the other") for k in getattr(node, "duplicates", ())]
+            out += [
+                (
+                    _join(where, k),
+                    f"duplicate key {k!r:.80}: JSON keeps only the last value; remove the other",
+                )
+                for k in getattr(node, "duplicates", ())
+            ]
             for key, child in reversed(node.items()):
                 why = unencodable(key)
                 if why:

@@ -9,10 +9,10 @@ or one huge string. Checks run on headers and counts, before any decode, resampl
 tokenisation. Every limit is recorded in ``results.json`` and can be overridden by the
 command-line option named in :data:`OPTION_NAMES`.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Limits:
     # The memory one media item (or one batch's, or one server request's media) may cost
     # decoded, in bytes, by the rule below: what no single figure limit bounds (their
     # product). The bundled samples and any official MERA clip or picture are far below.
-    memory_budget: int = 2 * 1024 ** 3
+    memory_budget: int = 2 * 1024**3
     # Frames decoded at most to sample a video whose container reports no duration or
     # frame count (about an hour at 25 fps); the frames are spread over what was read.
     max_video_scan_frames: int = 100_000
@@ -46,7 +46,7 @@ class Limits:
     # Characters of all the inputs of one judge request together (its work is bounded).
     max_judge_request_chars: int = 4_000_000
 
-    def with_overrides(self, **values) -> "Limits":
+    def with_overrides(self, **values) -> Limits:
         """A copy with the given (non-None) limits replaced."""
         return replace(self, **{k: v for k, v in values.items() if v is not None})
 
@@ -86,6 +86,7 @@ def audio_bytes(frames: int, channels: int, rate: int, target: int) -> tuple[int
 def video_bytes(width: int, height: int, frames: int) -> int:
     """The RGB frames kept to sample a video (twice ``frames`` while the count is unknown)."""
     return width * height * 3 * 2 * frames
+
 
 # Limit -> the command-line option that overrides it.
 OPTION_NAMES = {name: "--" + name.replace("_", "-") for name in Limits.__dataclass_fields__}

@@ -7,6 +7,7 @@ secret-looking query values of every URL it was given, and the secret-looking va
 ``key=value`` lists. :func:`mask_secrets` replaces each one, plain, JSON-escaped,
 HTML-escaped and percent-encoded; the patterns after it catch what the run was not told.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,11 +24,17 @@ from urllib.parse import quote, quote_plus, unquote, urlsplit
 MIN_SECRET = 6  # shorter values are not treated as secrets (they would mask ordinary text)
 MASK = "***"
 # environment variables whose values are credentials, whichever command reads them
-SECRET_ENV = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "MERA_JUDGE_API_KEY",
-              "MERA_SERVE_API_KEY")
+SECRET_ENV = (
+    "OPENAI_API_KEY",
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "MERA_JUDGE_API_KEY",
+    "MERA_SERVE_API_KEY",
+)
 # names (of query parameters, key=value entries) whose values are credentials
-SECRET_NAME = re.compile(r"token|key|sig|pass|pwd|secret|auth|session|jwt|code|credential",
-                         re.IGNORECASE)
+SECRET_NAME = re.compile(
+    r"token|key|sig|pass|pwd|secret|auth|session|jwt|code|credential", re.IGNORECASE
+)
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s,'\"<>]+")
 _PAIR = re.compile(r"([A-Za-z_][\w.%-]*)=([^,;&\s'\"]+)")
 # a parameter's name is a word (a data URI's ";base64,..." is not one)
@@ -47,14 +54,19 @@ def remember(value) -> None:
     new = {v for v in (value, unquote(value)) if len(v.strip()) >= MIN_SECRET} - _known
     if new:
         _known.update(new)
-        spellings = sorted({form for v in _known for form in _spellings(v)}, key=len,
-                           reverse=True)
+        spellings = sorted({form for v in _known for form in _spellings(v)}, key=len, reverse=True)
         _forms[:] = [re.compile("|".join(map(re.escape, spellings)))]
 
 
 def _spellings(value: str) -> set[str]:
-    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
-            html.escape(value), quote(value, safe=""), quote_plus(value, safe="")}
+    return {
+        value,
+        json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        html.escape(value),
+        quote(value, safe=""),
+        quote_plus(value, safe=""),
+    }
 
 
 def remember_text(text) -> None:
@@ -149,8 +161,10 @@ def _masked_record_factory(make):
             record.msg, record.args = masked, None
         if record.exc_info and record.exc_info[0] is not None:
             record.exc_text = mask_secrets(
-                "".join(traceback.format_exception(*record.exc_info)).rstrip("\n"))
+                "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+            )
         return record
+
     factory.masked = True
     return factory
 
@@ -164,16 +178,22 @@ def excepthook(kind, value, tb) -> None:
 def masked_console():
     """stdout and stderr masked, with logging, warnings and the excepthook, until the
     block ends (a command's whole run; nested blocks wrap once)."""
-    saved = (sys.stdout, sys.stderr, sys.excepthook, warnings.showwarning,
-             logging.getLogRecordFactory())
+    saved = (
+        sys.stdout,
+        sys.stderr,
+        sys.excepthook,
+        warnings.showwarning,
+        logging.getLogRecordFactory(),
+    )
     show = warnings.showwarning
     if not isinstance(sys.stdout, MaskedStream):
         sys.stdout = MaskedStream(sys.stdout)
     if not isinstance(sys.stderr, MaskedStream):
         sys.stderr = MaskedStream(sys.stderr)
     sys.excepthook = excepthook
-    warnings.showwarning = lambda message, *rest, **kw: show(mask_secrets(str(message)),
-                                                             *rest, **kw)
+    warnings.showwarning = lambda message, *rest, **kw: show(
+        mask_secrets(str(message)), *rest, **kw
+    )
     if not getattr(saved[4], "masked", False):
         logging.setLogRecordFactory(_masked_record_factory(saved[4]))
     try:

@@ -5,6 +5,7 @@ process switches the Hub libraries to offline mode: what is in the local cache s
 loads, and anything else fails at once instead of after a minute of retries. Callers
 then refuse in one line naming the source and the offline alternative.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -13,8 +14,10 @@ import sys
 from pathlib import Path
 
 _STATE: dict = {}
-DATA_ALTERNATIVE = ("use --data sample (the bundled sample) or a local folder (a raw MERA "
-                    "folder with test.json, or one written by `mera-multi build`)")
+DATA_ALTERNATIVE = (
+    "use --data sample (the bundled sample) or a local folder (a raw MERA "
+    "folder with test.json, or one written by `mera-multi build`)"
+)
 
 
 def offline_reason(probe_timeout: float = 5.0) -> str | None:

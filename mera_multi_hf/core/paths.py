@@ -4,6 +4,7 @@ A wheel carries the metric Space folders (metrics/) inside the package (under _b
 a checkout or editable install has them beside the package. No package code lives
 outside the package: the top-level folders only hold what a user opens and runs.
 """
+
 from __future__ import annotations
 
 import importlib.util

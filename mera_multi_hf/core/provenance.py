@@ -1,4 +1,5 @@
 """What makes a result reproducible: recorded in every results file."""
+
 from __future__ import annotations
 
 import hashlib
@@ -11,8 +12,17 @@ from pathlib import Path
 
 from mera_multi_hf.core.masking import mask_secrets  # noqa: F401  (re-exported: the one masking helper)
 
-PACKAGES = ("mera-multi-hf", "torch", "transformers", "datasets", "evaluate", "accelerate",
-            "huggingface_hub", "pillow", "numpy")
+PACKAGES = (
+    "mera-multi-hf",
+    "torch",
+    "transformers",
+    "datasets",
+    "evaluate",
+    "accelerate",
+    "huggingface_hub",
+    "pillow",
+    "numpy",
+)
 
 
 def package_versions() -> dict[str, str | None]:
@@ -34,8 +44,14 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def folder_fingerprint(root: str | Path, *, read: tuple[str, ...] = (), salt: str = "",
-                       times: bool = False, length: int = 16) -> str:
+def folder_fingerprint(
+    root: str | Path,
+    *,
+    read: tuple[str, ...] = (),
+    salt: str = "",
+    times: bool = False,
+    length: int = 16,
+) -> str:
     """A short hash of a folder (its files, recursively, in a stable order): each file's
     relative name and, for the suffixes in ``read`` (files under 16 MiB), its bytes;
     otherwise its size, and its modification time when ``times``. Model revisions read
@@ -75,8 +91,11 @@ def command_line(config=None, typed: list[str] | None = None) -> str:
 
 
 # an option whose value is a secret, by its name (api_key, hf_token, password, ...)
-SECRET_NAME = re.compile(r"(?:^|[_-])(?:api[_-]?key|key|token|secret|password|passwd|auth|"
-                         r"credentials?|sig)$", re.IGNORECASE)
+SECRET_NAME = re.compile(
+    r"(?:^|[_-])(?:api[_-]?key|key|token|secret|password|passwd|auth|"
+    r"credentials?|sig)$",
+    re.IGNORECASE,
+)
 
 
 def mask_values(value):
@@ -84,12 +103,16 @@ def mask_values(value):
     a secret-named field, a ``name=value`` pair of a comma-separated argument string
     (``model_args``), and whatever mask_secrets masks in the other strings."""
     if isinstance(value, dict):
-        return {k: "***" if SECRET_NAME.search(str(k)) and v else mask_values(v)
-                for k, v in value.items()}
+        return {
+            k: "***" if SECRET_NAME.search(str(k)) and v else mask_values(v)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [mask_values(v) for v in value]
     if isinstance(value, str):
-        pairs = [(k, sep, "***" if sep and SECRET_NAME.search(k.strip()) else v)
-                 for k, sep, v in (part.partition("=") for part in value.split(","))]
+        pairs = [
+            (k, sep, "***" if sep and SECRET_NAME.search(k.strip()) else v)
+            for k, sep, v in (part.partition("=") for part in value.split(","))
+        ]
         return mask_secrets(",".join(k + sep + v for k, sep, v in pairs))
     return value

@@ -6,6 +6,7 @@ Arrow cache names, per split, the very Arrow files the loaded split is made of, 
 loaded features and the fingerprint `datasets` gave it; later loads memory-map those
 files with pyarrow alone: the same rows, the same fingerprint, a second faster.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,8 +64,11 @@ def _rows(table: pa.Table, rows) -> pa.Table:
             runs.append([row, 1])
     if len(runs) == 1:
         return table.slice(*runs[0])
-    return pa.concat_tables([table.slice(start, n) for start, n in runs]) if runs \
+    return (
+        pa.concat_tables([table.slice(start, n) for start, n in runs])
+        if runs
         else table.slice(0, 0)
+    )
 
 
 # `datasets` media features with a ``decode`` flag (True unless stated)
@@ -74,8 +78,11 @@ DECODABLE = ("Image", "Audio", "Video", "Pdf", "Nifti")
 def _kept_whole(feature) -> bool:
     """A media feature that decodes: `datasets` does not flatten its ``{bytes, path}``
     struct."""
-    return isinstance(feature, dict) and feature.get("_type") in DECODABLE \
+    return (
+        isinstance(feature, dict)
+        and feature.get("_type") in DECODABLE
         and feature.get("decode", True)
+    )
 
 
 def validity(column: pa.ChunkedArray) -> list[bool]:
@@ -88,9 +95,8 @@ def validity(column: pa.ChunkedArray) -> list[bool]:
         if chunk.null_count in (0, len(chunk)):
             out += [chunk.null_count == 0] * len(chunk)
             continue
-        bits = np.unpackbits(np.frombuffer(chunk.buffers()[0], dtype=np.uint8),
-                             bitorder="little")
-        out += bits[chunk.offset:chunk.offset + len(chunk)].astype(bool).tolist()
+        bits = np.unpackbits(np.frombuffer(chunk.buffers()[0], dtype=np.uint8), bitorder="little")
+        out += bits[chunk.offset : chunk.offset + len(chunk)].astype(bool).tolist()
     return out
 
 
@@ -103,8 +109,11 @@ def flat_columns(split: ArrowSplit) -> dict[str, pa.ChunkedArray]:
     def walk(name: str, column: pa.ChunkedArray, feature) -> None:
         if pa.types.is_struct(column.type) and not _kept_whole(feature):
             for field, child in zip(column.type, column.flatten()):
-                walk(f"{name}.{field.name}", child,
-                     feature.get(field.name) if isinstance(feature, dict) else None)
+                walk(
+                    f"{name}.{field.name}",
+                    child,
+                    feature.get(field.name) if isinstance(feature, dict) else None,
+                )
         else:
             out[name] = column
 
@@ -123,11 +132,14 @@ def read_manifest(cache_dir: str | Path) -> dict[str, ArrowSplit] | None:
     longer as it was."""
     try:
         manifest = json_read.read_file(Path(cache_dir) / MANIFEST)
-        if manifest.get("format") != MANIFEST_FORMAT or \
-                manifest.get("datasets") != _datasets_version():
+        if (
+            manifest.get("format") != MANIFEST_FORMAT
+            or manifest.get("datasets") != _datasets_version()
+        ):
             return None
-        splits = {split: _open(Path(cache_dir), entry)
-                  for split, entry in manifest["splits"].items()}
+        splits = {
+            split: _open(Path(cache_dir), entry) for split, entry in manifest["splits"].items()
+        }
     except (OSError, ValueError, KeyError, TypeError, AttributeError, pa.ArrowException):
         return None
     return None if None in splits.values() else splits
@@ -138,8 +150,11 @@ def _open(cache_dir: Path, entry: dict) -> ArrowSplit | None:
     if any(_stamp(p) != stamp for p, (_, *stamp) in zip(paths, entry["files"])):
         return None
     tables = [_read_arrow(p) for p in paths]
-    return ArrowSplit(pa.concat_tables(tables) if len(tables) > 1 else tables[0],
-                      entry["features"], entry["fingerprint"])
+    return ArrowSplit(
+        pa.concat_tables(tables) if len(tables) > 1 else tables[0],
+        entry["features"],
+        entry["fingerprint"],
+    )
 
 
 def _files_of(ds, cache_dir: Path) -> list[str] | None:
@@ -172,8 +187,11 @@ def write_manifest(cache_dir: str | Path, dsd) -> None:
         files = _files_of(ds, cache_dir)
         if files is None:
             return
-        splits[split] = {"files": [[f, *_stamp(cache_dir / f)] for f in files],
-                         "features": ds.features.to_dict(), "fingerprint": fingerprint(ds)}
+        splits[split] = {
+            "files": [[f, *_stamp(cache_dir / f)] for f in files],
+            "features": ds.features.to_dict(),
+            "fingerprint": fingerprint(ds),
+        }
     manifest = {"format": MANIFEST_FORMAT, "datasets": _datasets_version(), "splits": splits}
     from mera_multi_hf.core.outputs import cache_file
 

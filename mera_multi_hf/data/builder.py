@@ -6,6 +6,7 @@ task's declaration in :mod:`mera_multi_hf.tasks.table`. Every normalised meta is
 against the declared features (types, integer ranges) before Arrow sees it, so a bad
 value is a problem naming its field, never a failed write.
 """
+
 from __future__ import annotations
 
 import functools
@@ -51,15 +52,17 @@ def task_features(task: TaskSpec, meta_features: dict, media=None) -> datasets.F
     inputs = {name: media[task.modality]() for name in task.media_fields}
     inputs.update({name: datasets.Value("string") for name in task.text_fields})
     answer = datasets.Value("string")
-    return datasets.Features({
-        "instruction": datasets.Value("string"),
-        "inputs": inputs,
-        "outputs": datasets.List(answer) if task.gold_list else answer,
-        "meta": meta_features,
-    })
+    return datasets.Features(
+        {
+            "instruction": datasets.Value("string"),
+            "inputs": inputs,
+            "outputs": datasets.List(answer) if task.gold_list else answer,
+            "meta": meta_features,
+        }
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _int_range(dtype: str) -> tuple[int, int]:
     info = np.iinfo(dtype)
     return int(info.min), int(info.max)
@@ -77,8 +80,9 @@ def _check_scalar(value, dtype: str, field: str) -> None:
             raise FieldError(field, f"{value} is out of range for {dtype} ({low}..{high})")
     elif dtype == "bool" and not isinstance(value, bool):
         raise FieldError(field, f"must be true or false, got {type(value).__name__}")
-    elif dtype.startswith("float") and (not isinstance(value, (int, float)) or
-                                        isinstance(value, bool)):
+    elif dtype.startswith("float") and (
+        not isinstance(value, (int, float)) or isinstance(value, bool)
+    ):
         raise FieldError(field, f"must be a number, got {type(value).__name__}")
 
 
@@ -109,8 +113,11 @@ def with_domain(meta: dict, domains: tuple[str, ...]) -> dict:
     a missing or unknown one is a problem in ``meta.domain``."""
     domain = record_domain(meta, domains)
     if domain is None:
-        raise FieldError("meta.domain", f"{named_domain(meta)!r:.80} is not one of "
-                         f"{', '.join(domains)} (each record names its domain in meta.domain)")
+        raise FieldError(
+            "meta.domain",
+            f"{named_domain(meta)!r:.80} is not one of "
+            f"{', '.join(domains)} (each record names its domain in meta.domain)",
+        )
     return {**meta, "domain": domain}
 
 
@@ -135,8 +142,9 @@ class MeraBuilder(datasets.GeneratorBasedBuilder):
         super().__init_subclass__(**kwargs)
         task = TASKS.get(cls.TASK_KEY)
         if task is not None and task.domains and "BUILDER_CONFIGS" not in cls.__dict__:
-            cls.BUILDER_CONFIGS = [datasets.BuilderConfig(name=ALL_DOMAINS)] + \
-                [datasets.BuilderConfig(name=domain) for domain in task.domains]
+            cls.BUILDER_CONFIGS = [datasets.BuilderConfig(name=ALL_DOMAINS)] + [
+                datasets.BuilderConfig(name=domain) for domain in task.domains
+            ]
             cls.DEFAULT_CONFIG_NAME = ALL_DOMAINS
 
     @staticmethod
@@ -171,7 +179,7 @@ class MeraBuilder(datasets.GeneratorBasedBuilder):
         task = self.task()
         return datasets.DatasetInfo(
             description=f"MERA Multi task {task.class_name} ({task.modality}), "
-                        f"built from the raw MERA layout by mera-multi-hf.",
+            f"built from the raw MERA layout by mera-multi-hf.",
             features=self.features(),
             homepage="https://mera.a-ai.ru/",
             citation=CITATION,
@@ -179,10 +187,13 @@ class MeraBuilder(datasets.GeneratorBasedBuilder):
 
     def _split_generators(self, dl_manager):
         if self.raw is None:
-            self.raw = RawDataset(self.task(), self.config.data_dir, self.checked_meta,
-                                  **self.raw_options)
-        return [datasets.SplitGenerator(name=split, gen_kwargs={"split": split})
-                for split in self.raw.splits()]
+            self.raw = RawDataset(
+                self.task(), self.config.data_dir, self.checked_meta, **self.raw_options
+            )
+        return [
+            datasets.SplitGenerator(name=split, gen_kwargs={"split": split})
+            for split in self.raw.splits()
+        ]
 
     def _generate_examples(self, split):
         """A domain config takes its domain's records, picked before their media is read."""

@@ -8,6 +8,7 @@ from a Dataset's state, which is not the one a transformed Dataset carries). A r
 `datasets` gave. Tested against the installed `datasets` in tests/test_library_hooks.py;
 pyproject.toml's `datasets` range covers only the versions it was tested on.
 """
+
 from __future__ import annotations
 
 

@@ -4,6 +4,7 @@ the submission all read it; nothing else rebuilds reference rows.
 Made from the Arrow columns without reading or decoding any media: a media field is
 only known to be present (the bytes are read for the batch being generated).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,15 +20,15 @@ Gold = str | list[str]
 class Example:
     task: str
     id: int
-    index: int                     # the row in its split (where the media are read from)
-    prompt: str                    # the official doc_to_text, media placeholders in place
+    index: int  # the row in its split (where the media are read from)
+    prompt: str  # the official doc_to_text, media placeholders in place
     media_fields: tuple[str, ...]  # the present media, in the order they are passed
-    gold: Gold | None              # typed: a string, or a list of acceptable answers; None = hidden
-    group: int                     # group id (its own id where the task has no groups)
+    gold: Gold | None  # typed: a string, or a list of acceptable answers; None = hidden
+    group: int  # group id (its own id where the task has no groups)
     breakdown: dict[str, str] = field(default_factory=dict)  # breakdown name -> key
     meta: dict = field(default_factory=dict)
-    instruction: str = ""          # as stored (a dialogue's history shows it)
-    options: tuple = ()            # the texts of the task's option_* inputs, in letter order
+    instruction: str = ""  # as stored (a dialogue's history shows it)
+    options: tuple = ()  # the texts of the task's option_* inputs, in letter order
 
 
 def _nest(target: dict, keys: list[str], value) -> None:
@@ -57,8 +58,11 @@ def _present_media(task: TaskSpec, columns: dict, n: int) -> dict[str, list[bool
     """Media field -> per row "has an item", read from Arrow validity only."""
     present = {}
     for name in task.media_fields:
-        valid = [validity(column) for c, column in columns.items()
-                 if c == f"inputs.{name}" or c.startswith(f"inputs.{name}.")]
+        valid = [
+            validity(column)
+            for c, column in columns.items()
+            if c == f"inputs.{name}" or c.startswith(f"inputs.{name}.")
+        ]
         present[name] = [any(v) for v in zip(*valid)] if valid else [False] * n
     return present
 
@@ -74,8 +78,11 @@ def make_examples(task: TaskSpec, ds) -> list[Example]:
     split = ArrowSplit.of(ds)
     columns = flat_columns(split)
     present = _present_media(task, columns, len(split))
-    keep = [c for c in columns if not any(c == f"inputs.{m}" or c.startswith(f"inputs.{m}.")
-                                          for m in task.media_fields)]
+    keep = [
+        c
+        for c in columns
+        if not any(c == f"inputs.{m}" or c.startswith(f"inputs.{m}.") for m in task.media_fields)
+    ]
     option_fields, out = task.option_fields, []
     for position, row in enumerate(_flat_rows(columns, keep, len(split))):
         meta, inputs = {}, {}
@@ -89,12 +96,23 @@ def make_examples(task: TaskSpec, ds) -> list[Example]:
         example = {"instruction": row["instruction"], "inputs": inputs, "meta": meta}
         prompt, media = render_prompt(task, example)
         group = meta.get("group_id")
-        out.append(Example(
-            task=task.key, id=int(meta["id"]), index=position, prompt=prompt,
-            media_fields=tuple(name for name, _ in media), gold=_typed_gold(row["outputs"]),
-            group=int(group) if group is not None else int(meta["id"]),
-            breakdown={name: str(_lookup(meta, path)) for name, path in task.breakdowns
-                       if _lookup(meta, path) is not None},
-            meta=meta, instruction=row["instruction"],
-            options=tuple(inputs.get(f) for f in option_fields)))
+        out.append(
+            Example(
+                task=task.key,
+                id=int(meta["id"]),
+                index=position,
+                prompt=prompt,
+                media_fields=tuple(name for name, _ in media),
+                gold=_typed_gold(row["outputs"]),
+                group=int(group) if group is not None else int(meta["id"]),
+                breakdown={
+                    name: str(_lookup(meta, path))
+                    for name, path in task.breakdowns
+                    if _lookup(meta, path) is not None
+                },
+                meta=meta,
+                instruction=row["instruction"],
+                options=tuple(inputs.get(f) for f in option_fields),
+            )
+        )
     return out

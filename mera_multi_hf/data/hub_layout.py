@@ -12,6 +12,7 @@ decode-checked once per export, and ids stay unique across the domains. datasets
 a config's shards ``<builder>-<split>[-NNNNN-of-NNNNN].parquet``; they move to the Hub's
 names here.
 """
+
 from __future__ import annotations
 
 import copy
@@ -19,14 +20,13 @@ from pathlib import Path
 
 import datasets
 
+from mera_multi_hf.core.errors import DataValidationError, MeraError
 from mera_multi_hf.data.builder import ALL_DOMAINS
 from mera_multi_hf.data.builders import builder_class
-from mera_multi_hf.core.errors import DataValidationError, MeraError
 from mera_multi_hf.tasks.table import TaskSpec
 
 
-def build_configs(task: TaskSpec, raw_dir: Path, work: Path, size: int,
-                  raw_options: dict) -> dict:
+def build_configs(task: TaskSpec, raw_dir: Path, work: Path, size: int, raw_options: dict) -> dict:
     """Build the export's configs into ``work/prepared/<config>``: ``default`` (a task of
     one config) or one per domain. Returns config -> its builder (all holding the same
     ``raw``). Every problem of the raw folder is raised at once (DataValidationError),
@@ -35,12 +35,16 @@ def build_configs(task: TaskSpec, raw_dir: Path, work: Path, size: int,
     builders: dict = {}
     raw = None
     for name in task.domains or ("default",):
-        builder = cls(config_name=name if task.domains else None,
-                      data_dir=str(Path(raw_dir).resolve()), cache_dir=str(work / "cache"))
+        builder = cls(
+            config_name=name if task.domains else None,
+            data_dir=str(Path(raw_dir).resolve()),
+            cache_dir=str(work / "cache"),
+        )
         builder.raw_options, builder.raw = raw_options, raw
         try:
-            builder.download_and_prepare(output_dir=str(work / "prepared" / name),
-                                         file_format="parquet", max_shard_size=size)
+            builder.download_and_prepare(
+                output_dir=str(work / "prepared" / name), file_format="parquet", max_shard_size=size
+            )
         except MeraError:
             raise
         except Exception:  # a record left out for its problems can fail a config's build
@@ -81,7 +85,12 @@ def joined_info(builders: dict, configs: dict) -> datasets.DatasetInfo:
     info.splits = datasets.SplitDict(dataset_name=info.dataset_name)
     for split in dict.fromkeys(s for splits in configs.values() for s in splits):
         sizes = [splits[split] for splits in configs.values() if split in splits]
-        info.splits.add(datasets.SplitInfo(name=split, num_examples=sum(r for r, _ in sizes),
-                                           num_bytes=sum(b for _, b in sizes)))
+        info.splits.add(
+            datasets.SplitInfo(
+                name=split,
+                num_examples=sum(r for r, _ in sizes),
+                num_bytes=sum(b for _, b in sizes),
+            )
+        )
     info.dataset_size = sum(split.num_bytes for split in info.splits.values())
     return info

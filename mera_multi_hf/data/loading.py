@@ -1,4 +1,5 @@
 """Load a MERA task from a raw folder, an exported folder or the Hub, always in one schema."""
+
 from __future__ import annotations
 
 import contextlib
@@ -7,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mera_multi_hf.core.paths import cache_root
 from mera_multi_hf._version import __version__
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.limits import Limits
+from mera_multi_hf.core.paths import cache_root
 from mera_multi_hf.core.provenance import folder_fingerprint
 from mera_multi_hf.data.raw.groups import GroupIds
 from mera_multi_hf.tasks.table import TaskSpec, get_task
@@ -48,6 +49,7 @@ def resolve_source(task: TaskSpec, source: str | Path | None) -> str | Path:
         return task.hub_id
     if str(source) == "sample":
         from mera_multi_hf.demo.sample_data import bundled_sample
+
         return bundled_sample(task.key)  # a task without one is a MeraError naming those with one
     return source
 
@@ -58,30 +60,50 @@ def source_kind(source: str | Path) -> str:
     path = Path(source).expanduser()
     if path.is_dir():
         return "raw" if _holds_test_json(path) else _exported_or_refused(path)
-    if path.exists() or str(source).startswith((".", "/", "~")) or "/" not in str(source) \
-            or path.parent.is_dir() and str(path.parent) not in ("", "."):
+    if (
+        path.exists()
+        or str(source).startswith((".", "/", "~"))
+        or "/" not in str(source)
+        or path.parent.is_dir()
+        and str(path.parent) not in ("", ".")
+    ):
         from mera_multi_hf.core.offline import did_you_mean, nearby_names
 
-        what = "is a file, not a folder" if path.exists() else \
-            "is not a folder: it is a local path that does not exist (nor `sample`, nor a " \
+        what = (
+            "is a file, not a folder"
+            if path.exists()
+            else "is not a folder: it is a local path that does not exist (nor `sample`, nor a "
             "Hub id org/name)"
-        raise MeraError(f"dataset source {source!r} {what}"
-                        f"{did_you_mean(str(source), nearby_names(str(source)))}")
+        )
+        raise MeraError(
+            f"dataset source {source!r} {what}"
+            f"{did_you_mean(str(source), nearby_names(str(source)))}"
+        )
     return "hub"
 
 
 # What a folder without test.json is when it holds no dataset: (marker files, what it
 # is, what to do); the first whose marker is present names it.
 NOT_A_DATASET = (
-    (("raw_dataset_meta.json",), "an official MERA task folder without test.json (the "
-     "official repository ships only raw_dataset_meta.json and samples/; the test and shots "
-     "files live on the Hub)", "leave --data out to read the Hub copy, or give a raw folder "
-     "with test.json (see docs/raw-format.md)"),
-    (("results.json",), "a run folder (results, sample logs), not a dataset",
-     "pass its sample log to `mera-multi score --predictions`, or look at it with "
-     "`mera-multi view`; --data is the dataset it was run on"),
-    (("app.py",), "a Hugging Face Space folder (app.py), not a dataset",
-     "give the dataset it serves (a Hub id, a raw folder or an export)"),
+    (
+        ("raw_dataset_meta.json",),
+        "an official MERA task folder without test.json (the "
+        "official repository ships only raw_dataset_meta.json and samples/; the test and shots "
+        "files live on the Hub)",
+        "leave --data out to read the Hub copy, or give a raw folder "
+        "with test.json (see docs/raw-format.md)",
+    ),
+    (
+        ("results.json",),
+        "a run folder (results, sample logs), not a dataset",
+        "pass its sample log to `mera-multi score --predictions`, or look at it with "
+        "`mera-multi view`; --data is the dataset it was run on",
+    ),
+    (
+        ("app.py",),
+        "a Hugging Face Space folder (app.py), not a dataset",
+        "give the dataset it serves (a Hub id, a raw folder or an export)",
+    ),
 )
 
 
@@ -89,19 +111,25 @@ def _exported_or_refused(path: Path) -> str:
     """'exported' for a folder that may hold a dataset; one line naming what the folder
     is and what is missing for the known kinds that hold none."""
     names = {p.name for p in path.iterdir()}
-    if any(n.endswith((".parquet", ".arrow")) or n in ("data", "dataset_dict.json")
-           for n in names) or "configs:" in _card(path):
+    if any(
+        n.endswith((".parquet", ".arrow")) or n in ("data", "dataset_dict.json") for n in names
+    ) or "configs:" in _card(path):
         return "exported"
-    if any(n.startswith("samples_") and n.endswith(".jsonl") for n in names) \
-            or any((path / "logs").glob("samples-rank*.jsonl")):
+    if any(n.startswith("samples_") and n.endswith(".jsonl") for n in names) or any(
+        (path / "logs").glob("samples-rank*.jsonl")
+    ):
         names.add("results.json")  # sample logs: a run folder
     for markers, what, todo in NOT_A_DATASET:
         if names & set(markers):
-            raise MeraError(f"{path} looks like {what}: it has no test.json (a raw MERA folder) "
-                            f"and no Parquet files (an export); {todo}")
+            raise MeraError(
+                f"{path} looks like {what}: it has no test.json (a raw MERA folder) "
+                f"and no Parquet files (an export); {todo}"
+            )
     if not names:
-        raise MeraError(f"{path} is empty: a dataset source is a raw MERA folder (test.json), "
-                        f"a folder written by `mera-multi build`, a Hub id or `sample`")
+        raise MeraError(
+            f"{path} is empty: a dataset source is a raw MERA folder (test.json), "
+            f"a folder written by `mera-multi build`, a Hub id or `sample`"
+        )
     return "exported"
 
 
@@ -119,21 +147,25 @@ def check_hub_source(task: TaskSpec, repo_id: str) -> None:
 
     reason = offline_reason()
     if reason and not in_hub_cache(repo_id, "dataset"):
-        raise MeraError(f"{task.key}: the dataset {repo_id} is no folder here, and as a Hub "
-                        f"id it is out of reach ({reason}) and not in the local cache: "
-                        f"{DATA_ALTERNATIVE}")
+        raise MeraError(
+            f"{task.key}: the dataset {repo_id} is no folder here, and as a Hub "
+            f"id it is out of reach ({reason}) and not in the local cache: "
+            f"{DATA_ALTERNATIVE}"
+        )
 
 
 # ---- whose data it is: features cannot tell tasks apart (CommonVideoQA and
 # RealVideoQA share them), so the data's own words decide ----
+
 
 def _name_key(name: str) -> str:
     return "".join(c for c in name.lower() if c.isalnum())  # ruHHH-Image = ruhhh_image
 
 
 def _names(task: TaskSpec) -> set[str]:
-    return {_name_key(n) for n in (task.dataset_name, task.key, task.class_name,
-                                   *task.harness_names)}
+    return {
+        _name_key(n) for n in (task.dataset_name, task.key, task.class_name, *task.harness_names)
+    }
 
 
 def _card_header(folder: Path) -> dict:
@@ -186,15 +218,20 @@ def check_data_task(task: TaskSpec, source, kind: str) -> str | None:
     name, where = declared_name(source, kind)
     if isinstance(name, str) and _name_key(name) in _names(task):
         return None
-    other = next((t for t in TASKS.values() if isinstance(name, str)
-                  and _name_key(name) in _names(t)), None)
+    other = next(
+        (t for t in TASKS.values() if isinstance(name, str) and _name_key(name) in _names(t)), None
+    )
     if other is not None:
-        raise MeraError(f"{source} holds {other.dataset_name} data (task {other.key}), not "
-                        f"{task.dataset_name} (task {task.key}): {where} says {name!r}; run "
-                        f"it as {other.key}, or give {task.key} its own data")
+        raise MeraError(
+            f"{source} holds {other.dataset_name} data (task {other.key}), not "
+            f"{task.dataset_name} (task {task.key}): {where} says {name!r}; run "
+            f"it as {other.key}, or give {task.key} its own data"
+        )
     said = f"says {name!r}, no task's name" if isinstance(name, str) else "names no task"
-    return (f"{task.key}: the data {source} is treated as private, its answers kept out of "
-            f"submission.zip: {where} {said}")
+    return (
+        f"{task.key}: the data {source} is treated as private, its answers kept out of "
+        f"submission.zip: {where} {said}"
+    )
 
 
 def data_says_private(task: TaskSpec, source, kind: str) -> bool:
@@ -215,8 +252,9 @@ def _holds_test_json(path: Path) -> bool:
     if os.path.lexists(path / "test.json"):
         return True
     with os.scandir(path) as entries:
-        return any(e.is_dir() and os.path.lexists(os.path.join(e.path, "test.json"))
-                   for e in entries)
+        return any(
+            e.is_dir() and os.path.lexists(os.path.join(e.path, "test.json")) for e in entries
+        )
 
 
 def _folder_fingerprint(root: Path) -> str:
@@ -227,8 +265,13 @@ def _folder_fingerprint(root: Path) -> str:
     return folder_fingerprint(root, salt=f"{__version__}:{CACHE_FORMAT}:{root}", times=True)
 
 
-def load_task(task: str | TaskSpec, source: str | Path | None = None,
-              split: str | None = None, *, limits: Limits | None = None):
+def load_task(
+    task: str | TaskSpec,
+    source: str | Path | None = None,
+    split: str | None = None,
+    *,
+    limits: Limits | None = None,
+):
     """The task as a DatasetDict (splits ``test`` and ``shots``), or one split.
 
     ``source``: a raw MERA folder (single-folder or per-domain layout), a folder exported
@@ -243,8 +286,13 @@ def load_task(task: str | TaskSpec, source: str | Path | None = None,
     return _pick(task, source, _load(task, source, kind), split)
 
 
-def load_split(task: str | TaskSpec, source: str | Path | None = None, split: str = "test",
-               *, limits: Limits | None = None) -> ArrowSplit:
+def load_split(
+    task: str | TaskSpec,
+    source: str | Path | None = None,
+    split: str = "test",
+    *,
+    limits: Limits | None = None,
+) -> ArrowSplit:
     """``load_task(task, source, split)`` as plain Arrow
     (:class:`~mera_multi_hf.data.arrow_split.ArrowSplit`): the same rows, features and
     fingerprint. A local folder loaded before is read from the Arrow files `datasets`
@@ -281,10 +329,12 @@ def _prepared(task, source, limits) -> tuple[TaskSpec, str | Path, str]:
             if not (target / "README.md").is_file():
                 from mera_multi_hf.data.publish import export_raw
 
-                with _one_line(task, source, "preparing {task} from {source} (once: "
-                               "then it is read from the cache)"):
-                    export_raw(task, source, target, include_private_answers=True,
-                               limits=limits)
+                with _one_line(
+                    task,
+                    source,
+                    "preparing {task} from {source} (once: then it is read from the cache)",
+                ):
+                    export_raw(task, source, target, include_private_answers=True, limits=limits)
         source = target
     return task, source, kind
 
@@ -310,8 +360,9 @@ def _one_line(task: TaskSpec, source, line: str):
     datasets = _datasets()
     shown = datasets.is_progress_bar_enabled()
     if shown and line:
-        print("mera-multi: " + line.format(task=task.key, source=source), file=sys.stderr,
-              flush=True)
+        print(
+            "mera-multi: " + line.format(task=task.key, source=source), file=sys.stderr, flush=True
+        )
     datasets.disable_progress_bars()
     try:
         yield
@@ -324,8 +375,9 @@ def _pick(task: TaskSpec, source, splits, split: str | None):
     if split is None:
         return splits
     if split not in splits:
-        raise MeraError(f"{task.key} from {source} has no split {split!r} "
-                        f"(splits: {', '.join(splits)})")
+        raise MeraError(
+            f"{task.key} from {source} has no split {split!r} (splits: {', '.join(splits)})"
+        )
     return splits[split]
 
 
@@ -376,13 +428,20 @@ def _load_domains(source: str, domains: list[str], cache_dir: str | None) -> dat
     parts = {}
     for domain in domains:
         dsd = datasets.load_dataset(source, domain, cache_dir=cache_dir)
-        parts[domain] = dsd if all("domain" in ds.features["meta"] for ds in dsd.values()) \
+        parts[domain] = (
+            dsd
+            if all("domain" in ds.features["meta"] for ds in dsd.values())
             else dsd.map(with_domain(domain), input_columns="meta")
+        )
     splits = dict.fromkeys(split for dsd in parts.values() for split in dsd)
-    return datasets.DatasetDict({
-        split: datasets.concatenate_datasets([dsd[split] for dsd in parts.values()
-                                              if split in dsd])
-        for split in splits})
+    return datasets.DatasetDict(
+        {
+            split: datasets.concatenate_datasets(
+                [dsd[split] for dsd in parts.values() if split in dsd]
+            )
+            for split in splits
+        }
+    )
 
 
 def normalize(task: TaskSpec, dsd: datasets.DatasetDict) -> datasets.DatasetDict:
@@ -390,6 +449,7 @@ def normalize(task: TaskSpec, dsd: datasets.DatasetDict) -> datasets.DatasetDict
     datasets = _datasets()
     try:
         from mera_multi_hf.data.builders import builder_class
+
         builder = builder_class(task)
     except MeraError:
         return dsd  # no declared schema yet for this task: leave it as published
@@ -415,8 +475,13 @@ def _relabel(ds: datasets.Dataset, features: datasets.Features) -> datasets.Data
 
     info = copy.deepcopy(ds.info)
     info.features = features
-    return datasets.Dataset(ds.data, info=info, split=ds.split, indices_table=ds._indices,
-                            fingerprint=Hasher.hash([ds._fingerprint, "loaded media labels"]))
+    return datasets.Dataset(
+        ds.data,
+        info=info,
+        split=ds.split,
+        indices_table=ds._indices,
+        fingerprint=Hasher.hash([ds._fingerprint, "loaded media labels"]),
+    )
 
 
 def _missing_groups(task: TaskSpec, ds: datasets.Dataset) -> bool:

@@ -9,6 +9,7 @@ pixel or sample is decoded, so a small hostile file cannot make the check itself
 :func:`check_all` spreads the checks over worker processes: the files of a split are
 checked in parallel, in order.
 """
+
 from __future__ import annotations
 
 import functools
@@ -17,13 +18,13 @@ import multiprocessing
 import sys
 import warnings
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, fields
-from typing import Callable, Iterable, Iterator
 
-from mera_multi_hf.core.limits import DEFAULT_LIMITS, OPTION_NAMES, Limits, audio_bytes, image_bytes
 from mera_multi_hf.core.arguments import opt
+from mera_multi_hf.core.limits import DEFAULT_LIMITS, OPTION_NAMES, Limits, audio_bytes, image_bytes
 
 
 def _raise(option: str) -> str:
@@ -33,22 +34,25 @@ def _raise(option: str) -> str:
 def budget_problem(cost: int, limits: Limits, what: str) -> str | None:
     """Why decoding ``what`` (``cost`` bytes by the memory rule of limits.py) is refused."""
     if cost > limits.memory_budget:
-        return (f"{what} would take {cost / 2**20:.0f} MiB decoded, above the memory budget "
-                f"of {limits.memory_budget / 2**20:.0f} MiB ({_raise('memory_budget')})")
+        return (
+            f"{what} would take {cost / 2**20:.0f} MiB decoded, above the memory budget "
+            f"of {limits.memory_budget / 2**20:.0f} MiB ({_raise('memory_budget')})"
+        )
     return None
 
 
 def pixel_problem(width: int, height: int, limits: Limits, what: str = "image") -> str | None:
     if width * height > limits.max_image_pixels:
-        return (f"{what} declares {width}x{height} = {width * height} pixels, above the limit "
-                f"of {limits.max_image_pixels} ({_raise('max_image_pixels')})")
+        return (
+            f"{what} declares {width}x{height} = {width * height} pixels, above the limit "
+            f"of {limits.max_image_pixels} ({_raise('max_image_pixels')})"
+        )
     if what == "image":
-        return budget_problem(image_bytes(width, height), limits,
-                              f"the {width}x{height} picture")
+        return budget_problem(image_bytes(width, height), limits, f"the {width}x{height} picture")
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _quiet_bomb_warning() -> None:
     """Pillow warns on pictures between half its bomb limit and the limit; the pixel limit
     here decides instead. A filter set once, because warnings.catch_warnings is not
@@ -86,26 +90,35 @@ def image_problem(data: bytes, limits: Limits = DEFAULT_LIMITS) -> str | None:
     return why
 
 
-def audio_header_problem(rate: int, channels: int, frames: int, limits: Limits,
-                         target: int | None = None) -> str | None:
+def audio_header_problem(
+    rate: int, channels: int, frames: int, limits: Limits, target: int | None = None
+) -> str | None:
     """Why an audio header is refused (before anything is decoded or resampled), or None.
     ``target``: the rate it is resampled to (None: its own, as `build` and the WAV sent
     to a server have it); decoded in blocks when whole it would exceed the budget."""
     if rate <= 0 or channels <= 0 or frames <= 0:
         return f"audio without samples (rate {rate}, {channels} channels, {frames} frames)"
     if not limits.min_audio_rate <= rate <= limits.max_audio_rate:
-        return (f"audio sample rate {rate} Hz is outside {limits.min_audio_rate}.."
-                f"{limits.max_audio_rate} Hz ({_raise('max_audio_rate')} or "
-                f"{OPTION_NAMES['min_audio_rate']} if this is intended)")
+        return (
+            f"audio sample rate {rate} Hz is outside {limits.min_audio_rate}.."
+            f"{limits.max_audio_rate} Hz ({_raise('max_audio_rate')} or "
+            f"{OPTION_NAMES['min_audio_rate']} if this is intended)"
+        )
     if channels > limits.max_audio_channels:
-        return (f"audio has {channels} channels, above the limit of "
-                f"{limits.max_audio_channels} ({_raise('max_audio_channels')})")
+        return (
+            f"audio has {channels} channels, above the limit of "
+            f"{limits.max_audio_channels} ({_raise('max_audio_channels')})"
+        )
     if frames / rate > limits.max_audio_seconds:
-        return (f"audio lasts {frames / rate:.0f} s, above the limit of "
-                f"{limits.max_audio_seconds:g} s ({_raise('max_audio_seconds')})")
-    return budget_problem(min(audio_bytes(frames, channels, rate, target or rate)), limits,
-                          f"the {channels}-channel {frames / rate:.0f} s clip at "
-                          f"{target or rate} Hz")
+        return (
+            f"audio lasts {frames / rate:.0f} s, above the limit of "
+            f"{limits.max_audio_seconds:g} s ({_raise('max_audio_seconds')})"
+        )
+    return budget_problem(
+        min(audio_bytes(frames, channels, rate, target or rate)),
+        limits,
+        f"the {channels}-channel {frames / rate:.0f} s clip at {target or rate} Hz",
+    )
 
 
 def audio_problem(data: bytes, limits: Limits = DEFAULT_LIMITS) -> str | None:
@@ -138,8 +151,10 @@ def video_header_problem(container, limits: Limits) -> str | None:
     why = pixel_problem(stream.width or 0, stream.height or 0, limits, "video frames")
     seconds = video_seconds(container, stream)
     if why is None and seconds > limits.max_video_seconds:
-        why = (f"video lasts {seconds:.0f} s, above the limit of {limits.max_video_seconds:g} s "
-               f"({_raise('max_video_seconds')})")
+        why = (
+            f"video lasts {seconds:.0f} s, above the limit of {limits.max_video_seconds:g} s "
+            f"({_raise('max_video_seconds')})"
+        )
     return why
 
 
@@ -160,7 +175,10 @@ def video_problem(data: bytes, limits: Limits = DEFAULT_LIMITS) -> str | None:
 
 # modality -> the check of one media file's bytes (a message, or None when it is fine)
 MEDIA_CHECKS: dict[str, Callable[[bytes, Limits], str | None]] = {
-    "image": image_problem, "audio": audio_problem, "video": video_problem}
+    "image": image_problem,
+    "audio": audio_problem,
+    "video": video_problem,
+}
 
 
 WINDOW_BYTES = 256 * 2**20  # media bytes held by the checks in flight, at most (about)
@@ -183,9 +201,13 @@ def _pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers, mp_context=context)
 
 
-def check_all(items: Iterable, checks: Callable[[object], list], workers: int,
-              size: Callable[[object], int] = lambda item: 0,
-              ahead: int = 4) -> Iterator[tuple[object, list]]:
+def check_all(
+    items: Iterable,
+    checks: Callable[[object], list],
+    workers: int,
+    size: Callable[[object], int] = lambda item: 0,
+    ahead: int = 4,
+) -> Iterator[tuple[object, list]]:
     """``(item, results)`` for each item in order, where ``checks(item)`` is a list of
     zero-argument picklable checks, run in this process (``workers`` 1, or a split too
     small to fill one batch: starting processes would cost more), else in ``workers``
@@ -241,8 +263,10 @@ def _done(sent: tuple):
     except BrokenProcessPool:  # a decoder crashed on a file: a problem, not a traceback
         from mera_multi_hf.core.errors import MeraError
 
-        raise MeraError("a media decoder crashed on one of the files (its worker process "
-                        "died); build with --num-proc 1 to find which") from None
+        raise MeraError(
+            "a media decoder crashed on one of the files (its worker process "
+            "died); build with --num-proc 1 to find which"
+        ) from None
     for (item, _, _), results in zip(batch, found):
         yield item, results
     return sum(held for _, _, held in batch)
@@ -258,11 +282,11 @@ MEDIA_LIMIT_HELP = {
     "max_audio_seconds": "refuse longer audio (seconds, from the header)",
     "max_video_seconds": "refuse longer videos (seconds, from the header)",
     "max_video_frames": "the most frames a video may give the model (--max-frames is "
-                        "checked against it)",
+    "checked against it)",
     "memory_budget": "bytes one media item, one batch's media or one server request's "
-                     "media may take decoded (README: the memory budget)",
+    "media may take decoded (README: the memory budget)",
     "max_video_scan_frames": "frames decoded at most from a video whose container reports "
-                             "no duration or frame count",
+    "no duration or frame count",
 }
 
 
@@ -278,20 +302,24 @@ def media_limits(values: dict, base: Limits = DEFAULT_LIMITS) -> Limits:
             raise MeraError(f"{OPTION_NAMES[name]} {value!r}: must be a positive number")
     limits = base.with_overrides(**values)
     if limits.min_audio_rate > limits.max_audio_rate:
-        raise MeraError(f"{OPTION_NAMES['min_audio_rate']} {limits.min_audio_rate} is above "
-                        f"{OPTION_NAMES['max_audio_rate']} {limits.max_audio_rate}")
+        raise MeraError(
+            f"{OPTION_NAMES['min_audio_rate']} {limits.min_audio_rate} is above "
+            f"{OPTION_NAMES['max_audio_rate']} {limits.max_audio_rate}"
+        )
     return limits
 
 
 def _limit(name: str):
     """A media limit's option: its text and default come from the one set of limits."""
-    return opt(None, f"{MEDIA_LIMIT_HELP[name]} (default: {getattr(DEFAULT_LIMITS, name)})",
-               metavar="N")
+    return opt(
+        None, f"{MEDIA_LIMIT_HELP[name]} (default: {getattr(DEFAULT_LIMITS, name)})", metavar="N"
+    )
 
 
 @dataclass
 class MediaLimitOptions:
     """media limits and the memory budget (checked on each file's header, before decoding)"""
+
     max_image_pixels: int | None = _limit("max_image_pixels")
     min_audio_rate: int | None = _limit("min_audio_rate")
     max_audio_rate: int | None = _limit("max_audio_rate")

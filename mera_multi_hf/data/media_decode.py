@@ -4,6 +4,7 @@ the library made for it (Pillow for pictures).
 A request carries one :class:`Media` per placeholder. Only its sha256 is kept for
 long (the sample log records it); the bytes are read for the batch being generated.
 """
+
 from __future__ import annotations
 
 import base64
@@ -11,20 +12,34 @@ import contextlib
 import functools
 import io
 import warnings
-from dataclasses import dataclass, field as _field
+from dataclasses import dataclass
+from dataclasses import field as _field
 from math import gcd
 from pathlib import Path
 
 from mera_multi_hf.core.errors import MediaError, MeraError
-from mera_multi_hf.core.limits import AUDIO_BLOCK_FRAMES, DEFAULT_LIMITS, Limits, audio_bytes, image_bytes, output_frames, video_bytes
-from mera_multi_hf.data.media_checks import audio_header_problem, budget_problem, pixel_problem, video_header_problem
+from mera_multi_hf.core.limits import (
+    AUDIO_BLOCK_FRAMES,
+    DEFAULT_LIMITS,
+    Limits,
+    audio_bytes,
+    image_bytes,
+    output_frames,
+    video_bytes,
+)
+from mera_multi_hf.data.media_checks import (
+    audio_header_problem,
+    budget_problem,
+    pixel_problem,
+    video_header_problem,
+)
 
 
 @dataclass
 class Media:
-    kind: str                      # image | audio | video
+    kind: str  # image | audio | video
     sha256: str
-    data: bytes | None = None      # filled for the batch being generated only
+    data: bytes | None = None  # filled for the batch being generated only
     field: str = ""
     # what the item may declare (pixels, audio rate, channels and length, video length),
     # checked on its header before anything is decoded or resampled
@@ -52,8 +67,9 @@ class Media:
         """Up to ``max_frames`` RGB pictures spread evenly over the video, decoded
         streaming (PyAV): only the kept frames are held, whatever the video's length."""
         try:
-            return sample_frames(io.BytesIO(self._bytes()), max_frames, max_pixels, self.limits,
-                                 self.notes)
+            return sample_frames(
+                io.BytesIO(self._bytes()), max_frames, max_pixels, self.limits, self.notes
+            )
         except MediaError as err:
             raise MediaError(f"{self._where()}: {err}") from None
 
@@ -142,15 +158,21 @@ def wav_bytes(raw: bytes, where: str = "audio", limits: Limits = DEFAULT_LIMITS)
             samples = _read_mono(clip, where, "float64")
             soundfile.write(buf, samples, clip.samplerate, format="WAV", subtype="PCM_16")
             return buf.getvalue()
-        with soundfile.SoundFile(buf, "w", clip.samplerate, 1, format="WAV",
-                                 subtype="PCM_16") as out:
+        with soundfile.SoundFile(
+            buf, "w", clip.samplerate, 1, format="WAV", subtype="PCM_16"
+        ) as out:
             for block in clip.blocks(AUDIO_BLOCK_FRAMES, dtype="float64", always_2d=True):
                 out.write(block.mean(axis=1))
     return buf.getvalue()
 
 
-def decode_audio(raw: bytes, where: str = "audio", dtype: str = "float32",
-                 limits: Limits = DEFAULT_LIMITS, target: int | None = None):
+def decode_audio(
+    raw: bytes,
+    where: str = "audio",
+    dtype: str = "float32",
+    limits: Limits = DEFAULT_LIMITS,
+    target: int | None = None,
+):
     """(mono samples, rate) of an audio file's bytes (soundfile: WAV, FLAC, OGG, MP3),
     resampled to ``target`` Hz when one is given; anything it cannot read, or whose
     header is over the limits or the memory budget (checked before any sample is read),
@@ -159,8 +181,7 @@ def decode_audio(raw: bytes, where: str = "audio", dtype: str = "float32",
         rate = clip.samplerate
         if whole:
             samples = _read_mono(clip, where, dtype)
-            return (samples if target is None else resample(samples, rate, target)), \
-                target or rate
+            return (samples if target is None else resample(samples, rate, target)), target or rate
         return _resampled_blocks(clip, target or rate, where), target or rate
 
 
@@ -177,8 +198,10 @@ def _open_audio(raw: bytes, where: str, limits: Limits, target: int | None):
                 raise MediaError(f"{where}: refused: {why}")
             whole = audio_bytes(frames, channels, rate, target or rate)[0] <= limits.memory_budget
             if not (whole or clip.seekable()):
-                raise MediaError(f"{where}: refused: too long to decode whole within the memory "
-                                f"budget, and not seekable to decode in blocks")
+                raise MediaError(
+                    f"{where}: refused: too long to decode whole within the memory "
+                    f"budget, and not seekable to decode in blocks"
+                )
             yield clip, whole
     except (soundfile.LibsndfileError, RuntimeError, TypeError, ValueError) as err:
         raise MediaError(f"{where}: cannot decode the audio ({err})") from None
@@ -213,7 +236,7 @@ def _resampled_blocks(clip, target: int, where: str):
         done = resample(mono, rate, target)
         lo, hi = start * up // down, min(len(out), (start + block) * up // down)
         skip = (start - first) * up // down
-        out[lo:hi] = done[skip:skip + hi - lo]
+        out[lo:hi] = done[skip : skip + hi - lo]
     return out
 
 
@@ -238,8 +261,13 @@ def frame_indices(total: int, wanted: int) -> list[int]:
     return [int((i + 0.5) * total / wanted) for i in range(wanted)]
 
 
-def sample_frames(source, max_frames: int, max_pixels: int | None = None,
-                  limits: Limits = DEFAULT_LIMITS, notes: list | None = None) -> list:
+def sample_frames(
+    source,
+    max_frames: int,
+    max_pixels: int | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    notes: list | None = None,
+) -> list:
     """Up to ``max_frames`` frames of a video file (path or file object) as RGB PIL
     pictures, spread evenly; decoded streaming, only the kept frames converted and held.
 
@@ -252,23 +280,32 @@ def sample_frames(source, max_frames: int, max_pixels: int | None = None,
     import av
 
     if max_frames > limits.max_video_frames:
-        raise MeraError(f"{max_frames} frames per video asked, above the limit of "
-                        f"{limits.max_video_frames} (--max-video-frames)")
+        raise MeraError(
+            f"{max_frames} frames per video asked, above the limit of "
+            f"{limits.max_video_frames} (--max-video-frames)"
+        )
     try:
         with av.open(source, mode="r", metadata_errors="ignore") as container:
             why = video_header_problem(container, limits)
             if why:
                 raise MediaError(f"refused: {why}")
             stream = container.streams.video[0]
-            why = budget_problem(video_bytes(stream.width, stream.height, max_frames), limits,
-                                 f"{max_frames} frames of {stream.width}x{stream.height}")
+            why = budget_problem(
+                video_bytes(stream.width, stream.height, max_frames),
+                limits,
+                f"{max_frames} frames of {stream.width}x{stream.height}",
+            )
             if why:
                 raise MediaError(f"refused: {why}")
             stream.thread_type = "AUTO"
             total = _frame_count(stream)
-            frames = (_known_count(container, stream, frame_indices(total, max_frames))
-                      if total else _unknown_count(container, stream, max_frames,
-                                                   limits.max_video_scan_frames, notes))
+            frames = (
+                _known_count(container, stream, frame_indices(total, max_frames))
+                if total
+                else _unknown_count(
+                    container, stream, max_frames, limits.max_video_scan_frames, notes
+                )
+            )
     except av.error.FFmpegError as err:
         raise MediaError(f"cannot decode the video ({err})") from None
     if not frames:
@@ -302,8 +339,10 @@ def _unknown_count(container, stream, max_frames: int, scan: int, notes: list | 
     for number, frame in enumerate(container.decode(stream)):
         if number >= scan:  # spread over what was read, and say so
             if notes is not None:
-                notes.append(f"video without a duration or frame count: frames sampled from "
-                             f"its first {scan} only (--max-video-scan-frames)")
+                notes.append(
+                    f"video without a duration or frame count: frames sampled from "
+                    f"its first {scan} only (--max-video-scan-frames)"
+                )
             break
         if number % stride == 0:
             kept.append(frame.to_image())
@@ -322,8 +361,13 @@ def limit_pixels(img, max_pixels: int | None):
 
 
 def _image_mime(raw: bytes) -> str:
-    for magic, mime in ((b"\x89PNG", "image/png"), (b"\xff\xd8", "image/jpeg"),
-                        (b"GIF8", "image/gif"), (b"RIFF", "image/webp"), (b"BM", "image/bmp")):
+    for magic, mime in (
+        (b"\x89PNG", "image/png"),
+        (b"\xff\xd8", "image/jpeg"),
+        (b"GIF8", "image/gif"),
+        (b"RIFF", "image/webp"),
+        (b"BM", "image/bmp"),
+    ):
         if raw.startswith(magic):
             return mime
     return "image/png"
@@ -344,7 +388,7 @@ def _av_mime(kind: str, raw: bytes) -> str:
     return "video/mp4"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _undecoded_audio_class():
     import datasets
 
@@ -361,15 +405,19 @@ def _undecoded_audio_class():
             super().__init__(decode=decode)
 
         def encode_example(self, value):
-            if isinstance(value, dict) and "array" not in value and \
-                    (value.get("bytes") is not None or value.get("path")):
+            if (
+                isinstance(value, dict)
+                and "array" not in value
+                and (value.get("bytes") is not None or value.get("path"))
+            ):
                 return {"bytes": value.get("bytes"), "path": value.get("path")}
             return super().encode_example(value)
 
         def __eq__(self, other):
             fields = ("sampling_rate", "decode", "num_channels", "stream_index")
-            return isinstance(other, datasets.Audio) and \
-                all(getattr(self, f, None) == getattr(other, f, None) for f in fields)
+            return isinstance(other, datasets.Audio) and all(
+                getattr(self, f, None) == getattr(other, f, None) for f in fields
+            )
 
         __hash__ = datasets.Audio.__hash__
 

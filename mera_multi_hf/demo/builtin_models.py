@@ -14,6 +14,7 @@ Its audio sibling, a tiny random Qwen2-Audio (Whisper-style log-mel features at 
 3-second windows), is built the same way (:func:`tiny_audio_model_path`): the runner
 sends audio tasks to it when no model is named. Videos go to the LLaVA as frames.
 """
+
 from __future__ import annotations
 
 import json
@@ -68,8 +69,9 @@ def is_tiny_model(name: str | None) -> bool:
 
 def tiny_model_path(size: str = "tiny") -> Path:
     """The folder of the built-in model, built on first use (atomically)."""
-    return _built(f"tiny-random-llava-{size}-r{RECIPE_VERSION}",
-                  lambda out: build_tiny_model(out, size=size))
+    return _built(
+        f"tiny-random-llava-{size}-r{RECIPE_VERSION}", lambda out: build_tiny_model(out, size=size)
+    )
 
 
 def tiny_audio_model_path() -> Path:
@@ -80,9 +82,8 @@ def tiny_audio_model_path() -> Path:
 def _built(name: str, build) -> Path:
     """``<cache_root>/models/<name>``, made by ``build(folder)`` once (atomically: a
     temporary folder renamed into place; a concurrent build of the same recipe wins)."""
-    from mera_multi_hf.core.paths import cache_root
-
     from mera_multi_hf.core.outputs import cache_folder
+    from mera_multi_hf.core.paths import cache_root
 
     target = cache_root() / "models" / name
     if (target / "config.json").is_file():
@@ -115,13 +116,29 @@ def _tokenizer(texts: list[str] | None = None, media_tokens: dict[str, str] | No
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    special = ["<pad>", "<s>", "</s>", *media_tokens.values(), "<|user|>", "<|assistant|>",
-               "<|system|>"]
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=special, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    special = [
+        "<pad>",
+        "<s>",
+        "</s>",
+        *media_tokens.values(),
+        "<|user|>",
+        "<|assistant|>",
+        "<|system|>",
+    ]
+    trainer = trainers.BpeTrainer(
+        vocab_size=400,
+        special_tokens=special,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(texts if texts is not None else _training_texts(), trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
-                                   pad_token="<pad>", extra_special_tokens=media_tokens)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        extra_special_tokens=media_tokens,
+    )
 
 
 def _unit_scale_and_letters(model, tokenizer, hidden: int) -> None:
@@ -165,44 +182,79 @@ def _save(model, processor, out_dir, card: str, info: dict) -> Path:
 def build_tiny_model(out_dir: str | Path, size: str = "tiny") -> Path:
     """Build the model into ``out_dir`` (offline, deterministic) and return the folder."""
     import torch
-    from transformers import (CLIPImageProcessorPil, CLIPVisionConfig, LlamaConfig, LlavaConfig,
-                              LlavaForConditionalGeneration, LlavaProcessor)
+    from transformers import (
+        CLIPImageProcessorPil,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
 
     dims = SIZES[size]
     tokenizer = _tokenizer()
     processor = LlavaProcessor(
-        image_processor=CLIPImageProcessorPil(size={"shortest_edge": 28},
-                                              crop_size={"height": 28, "width": 28}),
-        tokenizer=tokenizer, patch_size=14, vision_feature_select_strategy="default",
-        num_additional_image_tokens=1, chat_template=CHAT_TEMPLATE)
+        image_processor=CLIPImageProcessorPil(
+            size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28}
+        ),
+        tokenizer=tokenizer,
+        patch_size=14,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=CHAT_TEMPLATE,
+    )
     vocab = len(tokenizer)
     config = LlavaConfig(
-        vision_config=CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                       num_attention_heads=2, image_size=28, patch_size=14,
-                                       projection_dim=32),
-        text_config=LlamaConfig(vocab_size=vocab, hidden_size=dims["hidden"],
-                                intermediate_size=dims["intermediate"],
-                                num_hidden_layers=dims["layers"],
-                                num_attention_heads=dims["heads"],
-                                num_key_value_heads=dims["kv_heads"], max_position_embeddings=1024,
-                                bos_token_id=tokenizer.bos_token_id,
-                                eos_token_id=tokenizer.eos_token_id,
-                                pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False),
+        vision_config=CLIPVisionConfig(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            image_size=28,
+            patch_size=14,
+            projection_dim=32,
+        ),
+        text_config=LlamaConfig(
+            vocab_size=vocab,
+            hidden_size=dims["hidden"],
+            intermediate_size=dims["intermediate"],
+            num_hidden_layers=dims["layers"],
+            num_attention_heads=dims["heads"],
+            num_key_value_heads=dims["kv_heads"],
+            max_position_embeddings=1024,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            tie_word_embeddings=False,
+        ),
         image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
-        vision_feature_select_strategy="default", vision_feature_layer=-1,
-        pad_token_id=tokenizer.pad_token_id)
+        vision_feature_select_strategy="default",
+        vision_feature_layer=-1,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     torch.manual_seed(SEED)
     model = LlavaForConditionalGeneration(config).eval()
     _unit_scale_and_letters(model, tokenizer, config.text_config.hidden_size)
     card = CARD.format(name=TINY_MODEL_ID, recipe=RECIPE_VERSION, seed=SEED, layers=dims["layers"])
-    return _save(model, processor, out_dir, card,
-                 {"model_id": TINY_MODEL_ID, "recipe": RECIPE_VERSION, "seed": SEED, "size": size,
-                  "note": NOTE})
+    return _save(
+        model,
+        processor,
+        out_dir,
+        card,
+        {
+            "model_id": TINY_MODEL_ID,
+            "recipe": RECIPE_VERSION,
+            "seed": SEED,
+            "size": size,
+            "note": NOTE,
+        },
+    )
 
 
 AUDIO_CHAT_TEMPLATE = CHAT_TEMPLATE.replace(
     "{% if c['type'] == 'image' %}<image>{{ '\n' }}",
-    "{% if c['type'] == 'audio' %}<|audio_bos|><|AUDIO|><|audio_eos|>{{ '\n' }}")
+    "{% if c['type'] == 'audio' %}<|audio_bos|><|AUDIO|><|audio_eos|>{{ '\n' }}",
+)
 
 AUDIO_CARD = """---
 library_name: transformers
@@ -228,36 +280,70 @@ def _audio_training_texts() -> list[str]:
 def build_tiny_audio_model(out_dir: str | Path) -> Path:
     """A tiny random Qwen2-Audio (offline, deterministic) into ``out_dir``."""
     import torch
-    from transformers import (Qwen2AudioConfig, Qwen2AudioEncoderConfig,
-                              Qwen2AudioForConditionalGeneration, Qwen2AudioProcessor,
-                              Qwen2Config, WhisperFeatureExtractor)
+    from transformers import (
+        Qwen2AudioConfig,
+        Qwen2AudioEncoderConfig,
+        Qwen2AudioForConditionalGeneration,
+        Qwen2AudioProcessor,
+        Qwen2Config,
+        WhisperFeatureExtractor,
+    )
 
-    tokens = {"audio_token": "<|AUDIO|>", "audio_bos_token": "<|audio_bos|>",
-              "audio_eos_token": "<|audio_eos|>"}
+    tokens = {
+        "audio_token": "<|AUDIO|>",
+        "audio_bos_token": "<|audio_bos|>",
+        "audio_eos_token": "<|audio_eos|>",
+    }
     tokenizer = _tokenizer(_audio_training_texts(), tokens)
     # 3-second windows (300 mel frames): the encoder's input length is fixed by its positions
     extractor = WhisperFeatureExtractor(feature_size=32, sampling_rate=16000, chunk_length=3)
-    processor = Qwen2AudioProcessor(feature_extractor=extractor, tokenizer=tokenizer,
-                                    chat_template=AUDIO_CHAT_TEMPLATE, **tokens)
+    processor = Qwen2AudioProcessor(
+        feature_extractor=extractor,
+        tokenizer=tokenizer,
+        chat_template=AUDIO_CHAT_TEMPLATE,
+        **tokens,
+    )
     config = Qwen2AudioConfig(
-        audio_config=Qwen2AudioEncoderConfig(num_mel_bins=32, encoder_layers=1,
-                                             encoder_attention_heads=2, encoder_ffn_dim=64,
-                                             d_model=32, max_source_positions=150),
-        text_config=Qwen2Config(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128,
-                                num_hidden_layers=2, num_attention_heads=4,
-                                num_key_value_heads=2, max_position_embeddings=1024,
-                                bos_token_id=tokenizer.bos_token_id,
-                                eos_token_id=tokenizer.eos_token_id,
-                                pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False),
+        audio_config=Qwen2AudioEncoderConfig(
+            num_mel_bins=32,
+            encoder_layers=1,
+            encoder_attention_heads=2,
+            encoder_ffn_dim=64,
+            d_model=32,
+            max_source_positions=150,
+        ),
+        text_config=Qwen2Config(
+            vocab_size=len(tokenizer),
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=1024,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            tie_word_embeddings=False,
+        ),
         audio_token_index=tokenizer.convert_tokens_to_ids("<|AUDIO|>"),
-        pad_token_id=tokenizer.pad_token_id)
+        pad_token_id=tokenizer.pad_token_id,
+    )
     torch.manual_seed(SEED)
     model = Qwen2AudioForConditionalGeneration(config).eval()
     _unit_scale_and_letters(model, tokenizer, config.text_config.hidden_size)
     card = AUDIO_CARD.format(name=TINY_AUDIO_MODEL_ID, recipe=AUDIO_RECIPE_VERSION, seed=SEED)
-    return _save(model, processor, out_dir, card,
-                 {"model_id": TINY_AUDIO_MODEL_ID, "recipe": AUDIO_RECIPE_VERSION, "seed": SEED,
-                  "note": NOTE})
+    return _save(
+        model,
+        processor,
+        out_dir,
+        card,
+        {
+            "model_id": TINY_AUDIO_MODEL_ID,
+            "recipe": AUDIO_RECIPE_VERSION,
+            "seed": SEED,
+            "note": NOTE,
+        },
+    )
 
 
 if __name__ == "__main__":

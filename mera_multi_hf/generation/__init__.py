@@ -17,6 +17,7 @@ before a run or the outputs after it (:mod:`mera_multi_hf.pipeline` joins them).
 
 May import: core, tasks, demo, data, judge, scoring.
 """
+
 from mera_multi_hf.generation.config import RunConfig
 
 
@@ -24,6 +25,7 @@ def __getattr__(name):
     # The run (and datasets behind it) loads on first use: the CLI's parser needs only RunConfig.
     if name == "make_batches":
         from mera_multi_hf.generation.generate import make_batches
+
         return make_batches
     raise AttributeError(name)
 

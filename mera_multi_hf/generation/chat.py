@@ -5,10 +5,11 @@ A dialogue request (ruTiE) becomes several turns: each earlier question as a use
 message with its media, the model's earlier answer as an assistant message, then the
 question asked now.
 """
+
 from __future__ import annotations
 
-from mera_multi_hf.tasks.prompts import content_parts
 from mera_multi_hf.generation.request import Request
+from mera_multi_hf.tasks.prompts import content_parts
 
 
 def turn_parts(text: str, media: list) -> list[dict]:
@@ -43,8 +44,15 @@ def plain_dialogue(request: Request) -> str:
 def chat_messages(request: Request) -> list[dict]:
     """The request as chat messages, media as typed parts (for ``apply_chat_template``;
     the media go to the processor in :meth:`Request.all_media` order)."""
-    return [{"role": role, "content": turn_parts(text, media) if role == "user"
-             else [{"type": "text", "text": text}]} for role, text, media in _turns(request)]
+    return [
+        {
+            "role": role,
+            "content": turn_parts(text, media)
+            if role == "user"
+            else [{"type": "text", "text": text}],
+        }
+        for role, text, media in _turns(request)
+    ]
 
 
 def _api_content(text: str, media: list, max_pixels: int | None) -> list[dict]:
@@ -66,5 +74,7 @@ def openai_messages(request: Request, max_pixels: int | None = None) -> list[dic
     alternates the prompt's text parts (verbatim) and its media, each media item where
     its placeholder stood, as a base64 data URI: ``image_url``, ``audio_url`` (a WAV at
     the clip's own rate) or ``video_url`` (the whole file)."""
-    return [{"role": role, "content": _api_content(text, media, max_pixels) if role == "user"
-             else text} for role, text, media in _turns(request)]
+    return [
+        {"role": role, "content": _api_content(text, media, max_pixels) if role == "user" else text}
+        for role, text, media in _turns(request)
+    ]

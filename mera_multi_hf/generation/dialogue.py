@@ -13,16 +13,25 @@ the sample log; its request hash covers the history (earlier texts, media and an
 so a rerun resumes a dialogue from its logged turns and regenerates from the first
 turn whose history changed.
 """
+
 from __future__ import annotations
 
-from mera_multi_hf.tasks.dialogue import dialogues, reduce_answer
 from mera_multi_hf.data.examples import Example
-from mera_multi_hf.tasks.table import TaskSpec
 from mera_multi_hf.generation.request import Turn
+from mera_multi_hf.tasks.dialogue import dialogues, reduce_answer
+from mera_multi_hf.tasks.table import TaskSpec
 
 
-def walk(task: TaskSpec, examples: list[Example], *, context_turns: int, answer, make,
-         rank: int = 0, world: int = 1):
+def walk(
+    task: TaskSpec,
+    examples: list[Example],
+    *,
+    context_turns: int,
+    answer,
+    make,
+    rank: int = 0,
+    world: int = 1,
+):
     """Yield the waves of this process's dialogues: lists of requests whose histories are
     complete. ``make(examples) -> requests`` builds a dialogue's requests;
     ``answer(request) -> str`` gives a request's generation once known (the caller fills
@@ -38,8 +47,13 @@ def walk(task: TaskSpec, examples: list[Example], *, context_turns: int, answer,
             request = requests[d][k]
             start = max(0, k - context_turns)
             request.history = [
-                Turn(text=items[j].instruction, media=requests[d][j].media,
-                     answer=reduce_answer(task, answer(requests[d][j])), index=items[j].index)
-                for j in range(start, k)]
+                Turn(
+                    text=items[j].instruction,
+                    media=requests[d][j].media,
+                    answer=reduce_answer(task, answer(requests[d][j])),
+                    index=items[j].index,
+                )
+                for j in range(start, k)
+            ]
             wave.append(request)
         yield wave

@@ -2,6 +2,7 @@
 backend into the sample log. A backend with ``stream`` (openai) answers request by
 request, each logged (and flushed) as it completes; the others (hf) go in batches of one
 task each, the log flushed after every batch."""
+
 from __future__ import annotations
 
 import time
@@ -21,7 +22,7 @@ def make_batches(requests: list[Request], batch_size: int) -> list[list[Request]
         by_task.setdefault(request.task, []).append(request)
     for task_requests in by_task.values():
         ordered = sorted(task_requests, key=lambda r: (-len(r.prompt), r.id))
-        batches += [ordered[i:i + batch_size] for i in range(0, len(ordered), batch_size)]
+        batches += [ordered[i : i + batch_size] for i in range(0, len(ordered), batch_size)]
     return batches
 
 
@@ -31,10 +32,17 @@ def log_record(request: Request, generation: str, seconds: float, model_id: str)
     the generation (a server's reply may hold one; no UTF-8 writer takes it) is replaced
     by U+FFFD here, where every generation enters the log, and counted."""
     generation, replaced = json_read.replace_unencodable(generation)
-    record = {"task": request.task, "split": request.split, "id": request.id,
-              "prompt": request.prompt, "media_sha256": [m.sha256 for m in request.media],
-              "generation": generation, "time_s": round(seconds, 4), "model": model_id,
-              "request_hash": request.hash}
+    record = {
+        "task": request.task,
+        "split": request.split,
+        "id": request.id,
+        "prompt": request.prompt,
+        "media_sha256": [m.sha256 for m in request.media],
+        "generation": generation,
+        "time_s": round(seconds, 4),
+        "model": model_id,
+        "request_hash": request.hash,
+    }
     if request.tokens_cut:  # the prompt was cut to fit the model's context
         record["prompt_tokens_cut"] = request.tokens_cut
     if request.failed:
@@ -47,8 +55,15 @@ def log_record(request: Request, generation: str, seconds: float, model_id: str)
     return record
 
 
-def generate_into_log(engine, mine: list[Request], datasets: dict, log: SampleLog, *,
-                      show: bool, label: str = "generating") -> dict[tuple, str]:
+def generate_into_log(
+    engine,
+    mine: list[Request],
+    datasets: dict,
+    log: SampleLog,
+    *,
+    show: bool,
+    label: str = "generating",
+) -> dict[tuple, str]:
     """Generate ``mine`` (a list of requests) into the log; returns the generations by
     request key."""
     from tqdm.auto import tqdm
@@ -58,11 +73,16 @@ def generate_into_log(engine, mine: list[Request], datasets: dict, log: SampleLo
     bar = tqdm(total=len(mine), disable=not show, unit="ex", desc=label)
     generated: dict[tuple, str] = {}
     try:
-        steps = _streamed(engine, mine, datasets) if capabilities_of(engine).streaming \
+        steps = (
+            _streamed(engine, mine, datasets)
+            if capabilities_of(engine).streaming
             else _batched(engine, mine, datasets)
+        )
         for done in steps:  # (request, generation, seconds) triples, logged as they come
-            records = [log_record(r, g, s, model_for(engine, {m.kind for m in r.all_media()}))
-                       for r, g, s in done]
+            records = [
+                log_record(r, g, s, model_for(engine, {m.kind for m in r.all_media()}))
+                for r, g, s in done
+            ]
             log.append(records)  # a dialogue's next turn sees the answer as logged
             generated.update((r.key, rec["generation"]) for (r, _, _), rec in zip(done, records))
             bar.update(len(done))

@@ -5,6 +5,7 @@ its launcher, which imports torch before it starts a worker and again costs its 
 1.0-1.7 s of a run on a 2-core machine (benchmarks/data_parallel.py). Nothing here
 imports torch; the processes join over gloo (CPU) or NCCL (GPUs) as under torchrun.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,13 +28,22 @@ def under_launcher() -> bool:
 def launch(processes: int, options: list[str]) -> int:
     """Run ``mera-multi evaluate OPTIONS`` as ``processes`` processes; the exit status of
     the first that fails (the others are stopped: they would wait for it), else 0."""
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
-               WORLD_SIZE=str(processes), LOCAL_WORLD_SIZE=str(processes))
+    env = dict(
+        os.environ,
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(free_port()),
+        WORLD_SIZE=str(processes),
+        LOCAL_WORLD_SIZE=str(processes),
+    )
     # torchrun's rule is one thread each; the cores shared out use them all on a CPU
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // processes)))
     command = [sys.executable, "-m", "mera_multi_hf", "evaluate", *options]
-    return supervise([subprocess.Popen(command, env=dict(env, RANK=str(r), LOCAL_RANK=str(r)))
-                      for r in range(processes)])
+    return supervise(
+        [
+            subprocess.Popen(command, env=dict(env, RANK=str(r), LOCAL_RANK=str(r)))
+            for r in range(processes)
+        ]
+    )
 
 
 def supervise(ranks: list[subprocess.Popen]) -> int:
@@ -118,10 +128,14 @@ def check_processes(processes: int, oversubscribe: bool = False) -> None:
         raise MeraError(f"--processes must be 1 or more, got {processes}")
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if processes > 1 and world > 1 and world != processes:
-        raise MeraError(f"--processes {processes} under a launcher that started {world} "
-                        "processes: give one or the other")
+        raise MeraError(
+            f"--processes {processes} under a launcher that started {world} "
+            "processes: give one or the other"
+        )
     have, what = capacity()
     if processes > have and not oversubscribe:
-        raise MeraError(f"--processes {processes} is more than the {have} {what} this process "
-                        f"may use: give at most {have}, or add --allow-oversubscribe to share "
-                        f"them anyway")
+        raise MeraError(
+            f"--processes {processes} is more than the {have} {what} this process "
+            f"may use: give at most {have}, or add --allow-oversubscribe to share "
+            f"them anyway"
+        )

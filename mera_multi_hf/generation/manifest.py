@@ -14,6 +14,7 @@ when it starts (before any generation) and carried across its resumes.
 results.json is made from it, so a resume that generates nothing records what the run
 was, not what this session happened to load.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,31 +57,54 @@ def read_manifest(folder) -> dict | None:
 def fixed_settings(config, engine) -> dict:
     """What a resume must agree with (the request hash's inputs and the model's identity)."""
     info = engine.info()
-    return {"model": info.pop("model"), "revision": info.pop("revision"),
-            "backend": info.pop("backend"), "settings": engine.settings(), "seed": config.seed,
-            "user_choices": {k: v for k, v in (("max_new_tokens", config.max_new_tokens),
-                                               ("stop", config.stop)) if v is not None},
-            "backend_options": session_free(info), "resolved": None}
+    return {
+        "model": info.pop("model"),
+        "revision": info.pop("revision"),
+        "backend": info.pop("backend"),
+        "settings": engine.settings(),
+        "seed": config.seed,
+        "user_choices": {
+            k: v
+            for k, v in (("max_new_tokens", config.max_new_tokens), ("stop", config.stop))
+            if v is not None
+        },
+        "backend_options": session_free(info),
+        "resolved": None,
+    }
 
 
 def session_free(info: dict) -> dict:
     """An engine's info without what belongs to one session (nested models' too)."""
-    return {k: session_free(v) if isinstance(v, dict) else v for k, v in info.items()
-            if k not in SESSION_ONLY}
+    return {
+        k: session_free(v) if isinstance(v, dict) else v
+        for k, v in info.items()
+        if k not in SESSION_ONLY
+    }
 
 
 def task_entries(config, engine, loaded) -> dict:
     """Per ``task/split``: the model that answers it, its data and generation settings."""
     from mera_multi_hf.generation.backends import model_for
 
-    return {f"{d.task.key}/{config.split}": {
-        "task": d.task.key, "split": config.split, "model": model_for(engine, {d.task.modality}),
-        "source": str(d.source or d.task.hub_id), "fingerprint": d.fingerprint,
-        "max_new_tokens": config.max_new_tokens or d.task.max_new_tokens,
-        "stop": list(config.stop if config.stop is not None else d.task.stop),
-        "dialogue_context": (config.dialogue_context if config.dialogue_context is not None
-                             else d.task.dialogue.context_turns) if d.task.dialogue else None}
-        for d in loaded}
+    return {
+        f"{d.task.key}/{config.split}": {
+            "task": d.task.key,
+            "split": config.split,
+            "model": model_for(engine, {d.task.modality}),
+            "source": str(d.source or d.task.hub_id),
+            "fingerprint": d.fingerprint,
+            "max_new_tokens": config.max_new_tokens or d.task.max_new_tokens,
+            "stop": list(config.stop if config.stop is not None else d.task.stop),
+            "dialogue_context": (
+                config.dialogue_context
+                if config.dialogue_context is not None
+                else d.task.dialogue.context_turns
+            )
+            if d.task.dialogue
+            else None,
+        }
+        for d in loaded
+    }
 
 
 def check_fixed(old: dict | None, fixed: dict, where) -> None:
@@ -92,7 +116,8 @@ def check_fixed(old: dict | None, fixed: dict, where) -> None:
             raise MeraError(
                 f"{where} holds a run with other settings ({key}: {_short(old['fixed'].get(key))} "
                 f"there, {_short(fixed[key])} now; see {MANIFEST}). Use a new --output-dir, "
-                "or --overwrite to replace that run")
+                "or --overwrite to replace that run"
+            )
 
 
 def _short(value) -> str:
@@ -103,12 +128,19 @@ def _short(value) -> str:
 def start(old: dict | None, fixed: dict, tasks: dict, session: dict) -> dict:
     """The manifest with this session begun: the run's first, or one more of it."""
     if old is None:
-        return {"created_by": "mera-multi-hf", "fixed": fixed, "tasks": tasks,
-                "sessions": [session]}
+        return {
+            "created_by": "mera-multi-hf",
+            "fixed": fixed,
+            "tasks": tasks,
+            "sessions": [session],
+        }
     if fixed["backend_options"] != old["fixed"].get("backend_options"):
         session = dict(session, backend_options_here=fixed["backend_options"])  # --base-url, ...
-    return {**old, "tasks": {**old.get("tasks", {}), **tasks},
-            "sessions": list(old.get("sessions", [])) + [session]}
+    return {
+        **old,
+        "tasks": {**old.get("tasks", {}), **tasks},
+        "sessions": list(old.get("sessions", [])) + [session],
+    }
 
 
 def finish(manifest: dict, engine, counts: dict) -> dict:
@@ -145,33 +177,50 @@ def backend_options(manifest: dict) -> dict:
     fixed = manifest["fixed"]
     options = dict(fixed.get("resolved") or fixed["backend_options"])
     if fixed["backend"] == "hf":
-        options["prompts_cut_here"] = sorted({x for s in manifest["sessions"]
-                                              for x in s.get("prompts_cut_here") or []})
+        options["prompts_cut_here"] = sorted(
+            {x for s in manifest["sessions"] for x in s.get("prompts_cut_here") or []}
+        )
     return options
 
 
 def generation(manifest: dict, keys: list[str]) -> dict:
     """How the answers of these ``task/split`` entries were generated."""
     tasks = [manifest["tasks"][k] for k in keys]
-    return {"do_sample": False, "num_beams": 1,
-            "max_new_tokens": {t["task"]: t["max_new_tokens"] for t in tasks},
-            "stop": {t["task"]: t["stop"] for t in tasks},
-            "user_choices": manifest["fixed"].get("user_choices", {}),
-            "dialogue_context": {t["task"]: t["dialogue_context"] for t in tasks
-                                 if t["dialogue_context"] is not None}}
+    return {
+        "do_sample": False,
+        "num_beams": 1,
+        "max_new_tokens": {t["task"]: t["max_new_tokens"] for t in tasks},
+        "stop": {t["task"]: t["stop"] for t in tasks},
+        "user_choices": manifest["fixed"].get("user_choices", {}),
+        "dialogue_context": {
+            t["task"]: t["dialogue_context"] for t in tasks if t["dialogue_context"] is not None
+        },
+    }
 
 
 def provenance(manifest: dict, keys: list[str]) -> dict:
     """The run's part of a results record for these ``task/split`` entries: the model,
     how it generated, the sessions (what `evaluate` records, and `score` of its log)."""
     fixed = manifest["fixed"]
-    options = {k: mask_secrets(v) if isinstance(v, str) else v
-               for k, v in backend_options(manifest).items()}
-    return {"model": fixed["model"], "revision": fixed["revision"], "backend": fixed["backend"],
-            "dtype": options.pop("dtype", None), "backend_options": options,
-            "generation": generation(manifest, keys), "seed": fixed["seed"],
-            "prompt_source": "the dataset's per-example `instruction`, filled as the task's "
-                             "official doc_to_text, rendered " +
-                             ("with the model's chat template" if options.get("prompt_mode")
-                              != "plain" else "as plain text") + "; media placeholders in place",
-            "sessions": manifest["sessions"]}
+    options = {
+        k: mask_secrets(v) if isinstance(v, str) else v
+        for k, v in backend_options(manifest).items()
+    }
+    return {
+        "model": fixed["model"],
+        "revision": fixed["revision"],
+        "backend": fixed["backend"],
+        "dtype": options.pop("dtype", None),
+        "backend_options": options,
+        "generation": generation(manifest, keys),
+        "seed": fixed["seed"],
+        "prompt_source": "the dataset's per-example `instruction`, filled as the task's "
+        "official doc_to_text, rendered "
+        + (
+            "with the model's chat template"
+            if options.get("prompt_mode") != "plain"
+            else "as plain text"
+        )
+        + "; media placeholders in place",
+        "sessions": manifest["sessions"],
+    }

@@ -5,6 +5,7 @@ place) and one :class:`Media` per placeholder, in placeholder order. Media carry
 sha256 of their bytes (what the sample log keeps); the bytes themselves are read from
 the dataset only for the batch being generated, so memory stays bounded on big tasks.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,10 +20,11 @@ from mera_multi_hf.tasks.table import DEFAULT_STOP, TaskSpec
 class Turn:
     """An earlier question of a dialogue (ruTiE) as the history shows it: its text, its
     media (placeholders in the text mark where) and the model's earlier answer."""
+
     text: str
     media: list[Media]
     answer: str
-    index: int = -1                # row in the dataset its media come from
+    index: int = -1  # row in the dataset its media come from
 
 
 @dataclass
@@ -30,11 +32,11 @@ class Request:
     task: str
     split: str
     id: int
-    prompt: str                    # rendered text with media placeholders
+    prompt: str  # rendered text with media placeholders
     media: list[Media]
     max_new_tokens: int
-    index: int = -1                # row in the dataset the media come from
-    hash: str = ""                 # request hash (model + settings + prompt + media)
+    index: int = -1  # row in the dataset the media come from
+    hash: str = ""  # request hash (model + settings + prompt + media)
     # generation stops at the first of these strings (or EOS) and the text is cut there
     stop: tuple[str, ...] = DEFAULT_STOP
     history: list[Turn] = field(default_factory=list)  # earlier turns (dialogue tasks)
@@ -65,38 +67,72 @@ def arrow_view(ds):
     return ds if ds.format["type"] == "arrow" else ds.with_format("arrow")
 
 
-def hash_media(task: TaskSpec, examples: list, ds, chunk: int = 64,
-               limits: Limits = DEFAULT_LIMITS) -> list[list[Media]]:
+def hash_media(
+    task: TaskSpec, examples: list, ds, chunk: int = 64, limits: Limits = DEFAULT_LIMITS
+) -> list[list[Media]]:
     """The media of each example (hashes only, no bytes kept), read chunk by chunk."""
     out = []
     ds = arrow_view(ds)
     for start in range(0, len(examples), chunk):
-        part = examples[start:start + chunk]
-        inputs = ds[[e.index for e in part]].column("inputs").to_pylist() \
-            if task.media_fields else [{}] * len(part)
-        out += [[Media(kind=task.modality, field=name, limits=limits,
-                       sha256=hashlib.sha256(media_bytes(row[name])).hexdigest())
-                 for name in example.media_fields] for example, row in zip(part, inputs)]
+        part = examples[start : start + chunk]
+        inputs = (
+            ds[[e.index for e in part]].column("inputs").to_pylist()
+            if task.media_fields
+            else [{}] * len(part)
+        )
+        out += [
+            [
+                Media(
+                    kind=task.modality,
+                    field=name,
+                    limits=limits,
+                    sha256=hashlib.sha256(media_bytes(row[name])).hexdigest(),
+                )
+                for name in example.media_fields
+            ]
+            for example, row in zip(part, inputs)
+        ]
     return out
 
 
-def build_requests(task: TaskSpec, examples: list, ds, split: str,
-                   max_new_tokens: int | None = None, stop: tuple[str, ...] | None = None,
-                   chunk: int = 64, limits: Limits = DEFAULT_LIMITS) -> list[Request]:
+def build_requests(
+    task: TaskSpec,
+    examples: list,
+    ds,
+    split: str,
+    max_new_tokens: int | None = None,
+    stop: tuple[str, ...] | None = None,
+    chunk: int = 64,
+    limits: Limits = DEFAULT_LIMITS,
+) -> list[Request]:
     """One request per example (:class:`mera_multi_hf.data.examples.Example`) of one split of a
     task, in order. Media bytes are read chunk by chunk, only to hash them; ``limits``
     bound what they may declare when they are decoded."""
     n_tokens = max_new_tokens or task.max_new_tokens
     stops = tuple(stop if stop is not None else task.stop)
-    return [Request(task=task.key, split=split, id=example.id, prompt=example.prompt,
-                    media=media, max_new_tokens=n_tokens, index=example.index, stop=stops)
-            for example, media in zip(examples, hash_media(task, examples, ds, chunk, limits))]
+    return [
+        Request(
+            task=task.key,
+            split=split,
+            id=example.id,
+            prompt=example.prompt,
+            media=media,
+            max_new_tokens=n_tokens,
+            index=example.index,
+            stop=stops,
+        )
+        for example, media in zip(examples, hash_media(task, examples, ds, chunk, limits))
+    ]
 
 
 def load_media(requests: list[Request], ds) -> None:
     """Read the media bytes of these requests (their history's too) from their dataset."""
-    wanted = [(row, media) for r in requests for row, media in r.media_rows()
-              if media and media[0].data is None]
+    wanted = [
+        (row, media)
+        for r in requests
+        for row, media in r.media_rows()
+        if media and media[0].data is None
+    ]
     if not wanted:
         return
     inputs = arrow_view(ds)[[row for row, _ in wanted]].column("inputs").to_pylist()

@@ -9,6 +9,7 @@ process runs it: each takes a disjoint stride of the
 requests not yet in the sample log and writes its own log shard; the main process then
 merges the shards by (task, split, id), scores and writes.
 """
+
 from __future__ import annotations
 
 import threading
@@ -17,33 +18,43 @@ from datetime import timedelta
 from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.data.examples import Example, make_examples
 from mera_multi_hf.core.outputs import OutputFolder
-from mera_multi_hf.tasks.table import TaskSpec, get_task, resolve_tasks
+from mera_multi_hf.data.examples import Example, make_examples
+from mera_multi_hf.generation import dialogue, manifest
 from mera_multi_hf.generation.backends import capabilities_of
 from mera_multi_hf.generation.config import RunConfig
 from mera_multi_hf.generation.generate import generate_into_log
-from mera_multi_hf.tasks.dialogue import warn_meta
-from mera_multi_hf.generation import dialogue, manifest
 from mera_multi_hf.generation.manifest import MANIFEST
 from mera_multi_hf.generation.request import Request, arrow_view, build_requests
 from mera_multi_hf.generation.samplelog import LOG_DIR, SampleLog, request_hash
+from mera_multi_hf.tasks.dialogue import warn_meta
+from mera_multi_hf.tasks.table import TaskSpec, get_task, resolve_tasks
 
 
 @dataclass
 class TaskData:
     """One task of the run: its split, as loaded, and its examples."""
+
     task: TaskSpec
     source: object
-    dataset: object                # Arrow-formatted split (media read lazily)
+    dataset: object  # Arrow-formatted split (media read lazily)
     examples: list[Example]
     fingerprint: str
-    full_size: int                 # examples in the split before --limit
+    full_size: int  # examples in the split before --limit
     requests: list[Request] = field(default_factory=list)
 
 
-def run_tasks(config: RunConfig, specs: list[TaskSpec], sources: dict, *, engine=None,
-              typed: list[str] | None = None, started: float, finish, warm_up=None) -> dict | None:
+def run_tasks(
+    config: RunConfig,
+    specs: list[TaskSpec],
+    sources: dict,
+    *,
+    engine=None,
+    typed: list[str] | None = None,
+    started: float,
+    finish,
+    warm_up=None,
+) -> dict | None:
     """Generate every task's answers into the run folder's sample log (this process's
     share, resuming what is logged), then, on the main process, hand the merged log to
     ``finish(folder, loaded, records, counts=, manifest=, logged=, damaged=)`` inside the
@@ -54,10 +65,13 @@ def run_tasks(config: RunConfig, specs: list[TaskSpec], sources: dict, *, engine
     """
     state = process_state(config.device, config.backend)
     if config.device == "auto" and state.num_processes > 1:
-        raise MeraError("--device auto spreads one model over all GPUs: run it as one process, "
-                        "not under a multi-process launch")
+        raise MeraError(
+            "--device auto spreads one model over all GPUs: run it as one process, "
+            "not under a multi-process launch"
+        )
     if config.no_progress or not state.is_main_process:  # datasets' bars too
         from mera_multi_hf.data.loading import quiet_progress
+
         quiet_progress()
     seed_everything(state, config.seed)
     with first_if(builds_model(config), state):  # the main process builds a built-in model
@@ -68,8 +82,7 @@ def run_tasks(config: RunConfig, specs: list[TaskSpec], sources: dict, *, engine
     folder.check()  # every process, before any work
     _claim(folder, _log_names(folder, state.num_processes) + [MANIFEST], state)
     with folder:
-        return _run(config, engine, specs, sources, state, folder, started, typed, finish,
-                    warm_up)
+        return _run(config, engine, specs, sources, state, folder, started, typed, finish, warm_up)
 
 
 def _claim(folder, logs: list[str], state) -> None:
@@ -106,11 +119,18 @@ def new_session(config: RunConfig, engine, loaded, world: int, typed, started: f
     """This start or resume of the run, as the manifest lists it."""
     from mera_multi_hf.core.provenance import command_line, package_versions
 
-    return {"started_at": manifest.iso(started), "finished_at": None,
-            "command": command_line(config, typed), "environment": config.environment(),
-            "num_processes": world, "batch_size": engine.batch_size,
-            "tasks": [d.task.key for d in loaded], "split": config.split, "limit": config.limit,
-            "versions": package_versions()}
+    return {
+        "started_at": manifest.iso(started),
+        "finished_at": None,
+        "command": command_line(config, typed),
+        "environment": config.environment(),
+        "num_processes": world,
+        "batch_size": engine.batch_size,
+        "tasks": [d.task.key for d in loaded],
+        "split": config.split,
+        "limit": config.limit,
+        "versions": package_versions(),
+    }
 
 
 def open_manifest(folder, config: RunConfig, engine, loaded, session: dict) -> dict:
@@ -128,8 +148,9 @@ def write_manifest(folder, doc: dict) -> None:
     folder.put(MANIFEST, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
 
 
-def _run(config: RunConfig, engine, specs, sources, state, folder, started, typed, finish,
-         warm_up) -> dict | None:
+def _run(
+    config: RunConfig, engine, specs, sources, state, folder, started, typed, finish, warm_up
+) -> dict | None:
     loaded = [load_task_data(task, sources[task.key], config, state) for task in specs]
     for data in loaded:
         if not data.task.dialogue:
@@ -162,12 +183,23 @@ def _run(config: RunConfig, engine, specs, sources, state, folder, started, type
             run_dialogues(data, config, engine, None, index)
     requests = [r for data in loaded for r in data.requests]
     resumed = sum(1 for r in requests if answered(before, r))
-    counts = {"requested": len(requests), "resumed": resumed,
-              "generated": len(requests) - resumed, "generated_here": here}
+    counts = {
+        "requested": len(requests),
+        "resumed": resumed,
+        "generated": len(requests) - resumed,
+        "generated_here": here,
+    }
     doc = manifest.finish(doc, engine, counts)
     write_manifest(folder, doc)
-    return finish(folder, loaded, merged(index, requests), counts=counts, manifest=doc,
-                  logged=logged_counts(index), damaged=log.damaged)
+    return finish(
+        folder,
+        loaded,
+        merged(index, requests),
+        counts=counts,
+        manifest=doc,
+        logged=logged_counts(index),
+        damaged=log.damaged,
+    )
 
 
 def logged_counts(index: dict) -> dict[tuple, int]:
@@ -184,15 +216,26 @@ def warn_damaged(damaged: list[str]) -> None:
     import sys
 
     for line in damaged[:20]:
-        print(f"mera-multi: warning: {line}; skipped (its example is generated again)",
-              file=sys.stderr)
+        print(
+            f"mera-multi: warning: {line}; skipped (its example is generated again)",
+            file=sys.stderr,
+        )
     if len(damaged) > 20:
-        print(f"mera-multi: warning: ... and {len(damaged) - 20} more damaged sample-log lines",
-              file=sys.stderr)
+        print(
+            f"mera-multi: warning: ... and {len(damaged) - 20} more damaged sample-log lines",
+            file=sys.stderr,
+        )
 
 
-def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: SampleLog,
-                   before: dict, state, warm_up=None) -> int:
+def generate_share(
+    config: RunConfig,
+    engine,
+    loaded: list[TaskData],
+    log: SampleLog,
+    before: dict,
+    state,
+    warm_up=None,
+) -> int:
     """This process's share: a stride of the pending requests, then its dialogues;
     returns how many it generated. The log and the engine are closed after it."""
     rank, world = state.process_index, state.num_processes
@@ -202,9 +245,16 @@ def generate_share(config: RunConfig, engine, loaded: list[TaskData], log: Sampl
     if warm_up and capabilities_of(engine).streaming and state.is_main_process:  # a server answers
         threading.Thread(target=warm_up, daemon=True).start()
     try:
-        here = len(generate_into_log(
-            engine, pending[rank::world], {d.task.key: d.dataset for d in loaded}, log,
-            show=show, label="generating" + (f" (rank 0 of {world})" if world > 1 else "")))
+        here = len(
+            generate_into_log(
+                engine,
+                pending[rank::world],
+                {d.task.key: d.dataset for d in loaded},
+                log,
+                show=show,
+                label="generating" + (f" (rank 0 of {world})" if world > 1 else ""),
+            )
+        )
         for data in loaded:
             if data.task.dialogue:
                 here += run_dialogues(data, config, engine, log, before, rank=rank, world=world)
@@ -258,8 +308,11 @@ def process_state(device: str | None, backend: str = "hf"):
 
     accelerator = getattr(torch, "accelerator", None)
     has_accelerator = accelerator.is_available() if accelerator else torch.cuda.is_available()
-    cpu = device == "cpu" or not has_accelerator or \
-        os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes")
+    cpu = (
+        device == "cpu"
+        or not has_accelerator
+        or os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes")
+    )
     # A long collective timeout: a rank may wait at the final barrier while another
     # finishes its share of a big task (torch's default is 30 minutes).
     return PartialState(cpu=cpu, timeout=timedelta(hours=24))
@@ -279,6 +332,7 @@ def seed_everything(state, seed: int) -> None:
 class OneProcess:
     """The state of a run in one process that needs no torch (the openai backend): the
     model is on a server, so importing torch and accelerate would only cost seconds."""
+
     process_index, num_processes, is_main_process = 0, 1, True
 
     def wait_for_everyone(self) -> None:
@@ -294,8 +348,9 @@ def builds_model(config: RunConfig) -> bool:
     """Whether making the engine may build one of the built-in models (the tiny ones)."""
     from mera_multi_hf.demo.builtin_models import TINY_AUDIO_MODEL_ID, is_tiny_model
 
-    return config.backend == "hf" and (is_tiny_model(config.model)
-                                       or config.model == TINY_AUDIO_MODEL_ID)
+    return config.backend == "hf" and (
+        is_tiny_model(config.model) or config.model == TINY_AUDIO_MODEL_ID
+    )
 
 
 def first_if(condition: bool, state):
@@ -340,35 +395,68 @@ def load_task_data(task: TaskSpec, source, config: RunConfig, state) -> TaskData
 
 def make_requests(data: TaskData, config: RunConfig, examples=None) -> list[Request]:
     stop = tuple(config.stop) if config.stop is not None else None
-    return build_requests(data.task, data.examples if examples is None else examples,
-                          data.dataset, config.split, config.max_new_tokens, stop,
-                          limits=config.limits())
+    return build_requests(
+        data.task,
+        data.examples if examples is None else examples,
+        data.dataset,
+        config.split,
+        config.max_new_tokens,
+        stop,
+        limits=config.limits(),
+    )
 
 
 def stamp(requests: list[Request], engine) -> list[Request]:
     """Set each request's hash: what its answer depends on."""
     settings = engine.settings()
     for r in requests:
-        history = [{"text": t.text, "media": [m.sha256 for m in t.media], "answer": t.answer}
-                   for t in r.history]
-        r.hash = request_hash(engine.model_id, engine.revision, settings, r.prompt,
-                              [m.sha256 for m in r.media], r.max_new_tokens, r.stop, history)
+        history = [
+            {"text": t.text, "media": [m.sha256 for m in t.media], "answer": t.answer}
+            for t in r.history
+        ]
+        r.hash = request_hash(
+            engine.model_id,
+            engine.revision,
+            settings,
+            r.prompt,
+            [m.sha256 for m in r.media],
+            r.max_new_tokens,
+            r.stop,
+            history,
+        )
     return requests
 
 
-def run_dialogues(data: TaskData, config: RunConfig, engine, log: SampleLog | None,
-                  index: dict, *, rank: int = 0, world: int = 1) -> int:
+def run_dialogues(
+    data: TaskData,
+    config: RunConfig,
+    engine,
+    log: SampleLog | None,
+    index: dict,
+    *,
+    rank: int = 0,
+    world: int = 1,
+) -> int:
     """Walk this process's dialogues wave by wave: a turn logged with the same request
     hash is resumed, the others are generated into ``log`` (with no log, every turn must
     be logged: the main process's replay). The requests go to ``data.requests``; returns
     how many were generated."""
     answers: dict[tuple, str] = {}
-    context = config.dialogue_context if config.dialogue_context is not None \
+    context = (
+        config.dialogue_context
+        if config.dialogue_context is not None
         else data.task.dialogue.context_turns
+    )
     count = 0
-    waves = dialogue.walk(data.task, data.examples, context_turns=context, answer=lambda r: answers[r.key],
-                          make=lambda items: make_requests(data, config, items),
-                          rank=rank, world=world)
+    waves = dialogue.walk(
+        data.task,
+        data.examples,
+        context_turns=context,
+        answer=lambda r: answers[r.key],
+        make=lambda items: make_requests(data, config, items),
+        rank=rank,
+        world=world,
+    )
     for wave in waves:
         stamp(wave, engine)
         todo = [r for r in wave if not _reused(logged(None, index, [r]).get(r.key), log)]
@@ -376,11 +464,14 @@ def run_dialogues(data: TaskData, config: RunConfig, engine, log: SampleLog | No
             if r not in todo:
                 answers[r.key] = index[r.key][r.hash]["generation"]
         if todo and log is None:
-            raise MeraError(f"{data.task.key}: {len(todo)} dialogue turns have no line in the "
-                            f"sample log (e.g. id={todo[0].id}); rerun the same command")
+            raise MeraError(
+                f"{data.task.key}: {len(todo)} dialogue turns have no line in the "
+                f"sample log (e.g. id={todo[0].id}); rerun the same command"
+            )
         if todo:
-            answers.update(generate_into_log(engine, todo, {data.task.key: data.dataset},
-                                             log, show=False))
+            answers.update(
+                generate_into_log(engine, todo, {data.task.key: data.dataset}, log, show=False)
+            )
             count += len(todo)
         data.requests += wave
     return count
@@ -410,15 +501,17 @@ def logged(log: SampleLog | None, index: dict, requests: list[Request]) -> dict[
             f"{where} holds a run with other settings: {len(clashes)} of the requested "
             f"examples (e.g. {first.task} id={first.id}) were logged for another model, revision, "
             f"generation settings or prompt, or edited since. Use a new --output-dir, "
-            f"or --overwrite to replace that run")
+            f"or --overwrite to replace that run"
+        )
     return done
 
 
 def _same_request(record: dict, request: Request) -> bool:
     """A line with the request's hash whose prompt and media are the request's own (an
     edited line, or one written under other settings, is never resumed)."""
-    return (record.get("prompt") == request.prompt
-            and record.get("media_sha256") == [m.sha256 for m in request.media])
+    return record.get("prompt") == request.prompt and record.get("media_sha256") == [
+        m.sha256 for m in request.media
+    ]
 
 
 def merged(index: dict, requests: list[Request]) -> dict[tuple, dict]:
@@ -430,7 +523,9 @@ def merged(index: dict, requests: list[Request]) -> dict[tuple, dict]:
         else:
             records[request.key] = record
     if missing:
-        raise MeraError(f"{len(missing)} examples have no line in the sample log after "
-                        f"generation (e.g. {missing[0].task} id={missing[0].id}); did a process "
-                        f"fail? Rerun the same command to finish them")
+        raise MeraError(
+            f"{len(missing)} examples have no line in the sample log after "
+            f"generation (e.g. {missing[0].task} id={missing[0].id}); did a process "
+            f"fail? Rerun the same command to finish them"
+        )
     return records

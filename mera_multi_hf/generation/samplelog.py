@@ -6,6 +6,7 @@ processes that wrote them, and skips an example whose (task, split, id) is logge
 the same request hash. A line torn by a kill is ignored (and cut off before the shard
 is appended to again). Media are logged as sha256 hashes, never as bytes.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,13 +18,27 @@ from mera_multi_hf.core import json_read
 LOG_DIR = "logs"
 
 
-def request_hash(model: str, revision: str | None, settings: dict, prompt: str,
-                 media_hashes: list[str], max_new_tokens: int, stop=(), history=()) -> str:
+def request_hash(
+    model: str,
+    revision: str | None,
+    settings: dict,
+    prompt: str,
+    media_hashes: list[str],
+    max_new_tokens: int,
+    stop=(),
+    history=(),
+) -> str:
     """What an answer depends on: model, revision, generation settings (the stop strings
     and token limit included), prompt, media, and a dialogue's earlier turns."""
-    payload = {"model": model, "revision": revision, "settings": settings,
-               "max_new_tokens": max_new_tokens, "stop": list(stop),
-               "prompt": prompt, "media": media_hashes}
+    payload = {
+        "model": model,
+        "revision": revision,
+        "settings": settings,
+        "max_new_tokens": max_new_tokens,
+        "stop": list(stop),
+        "prompt": prompt,
+        "media": media_hashes,
+    }
     if history:
         payload["history"] = list(history)
     payload = json.dumps(payload, sort_keys=True, ensure_ascii=False)
@@ -41,8 +56,12 @@ def read_lines(path: Path, damaged: list | None = None):
             if not raw.strip():
                 continue
             try:
-                record = json_read.loads(raw, f"{path}:{number}", max_bytes=json_read.MAX_LINE_BYTES,
-                                         object_pairs_hook=None)  # our own lines: no repeats
+                record = json_read.loads(
+                    raw,
+                    f"{path}:{number}",
+                    max_bytes=json_read.MAX_LINE_BYTES,
+                    object_pairs_hook=None,
+                )  # our own lines: no repeats
             except json_read.JsonReadError as err:
                 _note(damaged, str(err))
                 continue
@@ -60,10 +79,14 @@ def _note(damaged: list | None, line: str) -> None:
 def _well_formed(record) -> bool:
     """A line this project wrote: anything else (edited, foreign) is not trusted, so its
     example is generated again rather than scored from a guess."""
-    return (isinstance(record, dict) and isinstance(record.get("id"), int)
-            and not isinstance(record.get("id"), bool)
-            and all(isinstance(record.get(k), str)
-                    for k in ("task", "split", "request_hash", "generation")))
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("id"), int)
+        and not isinstance(record.get("id"), bool)
+        and all(
+            isinstance(record.get(k), str) for k in ("task", "split", "request_hash", "generation")
+        )
+    )
 
 
 class SampleLog:
@@ -81,10 +104,14 @@ class SampleLog:
 
     def shards(self) -> list[Path]:
         owned = self.folder.owned()
-        names = sorted(n for n in owned if n.startswith(f"{LOG_DIR}/samples-rank")
-                       and n.endswith(".jsonl"))
-        return [self.folder.path / n for n in names
-                if (self.folder.path / n).is_file() and not (self.folder.path / n).is_symlink()]
+        names = sorted(
+            n for n in owned if n.startswith(f"{LOG_DIR}/samples-rank") and n.endswith(".jsonl")
+        )
+        return [
+            self.folder.path / n
+            for n in names
+            if (self.folder.path / n).is_file() and not (self.folder.path / n).is_symlink()
+        ]
 
     def read(self) -> dict[tuple, dict[str, dict]]:
         """Every logged record: (task, split, id) -> {request hash: record} (first wins,

@@ -11,6 +11,7 @@ measures the judge as it is used.
 Run:  mera-multi judge agreement --data labelled.jsonl --model PATH [--out report.json]
   or: mera-multi judge agreement --data labelled.jsonl --url http://127.0.0.1:8000 --tokenizer PATH
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -71,8 +72,10 @@ def read_labelled(path: str | Path) -> list[dict]:
     the file, the line and the field (and how many more lines are bad)."""
     path = Path(path)
     if not path.is_file():
-        raise MeraError(f"labelled file {path} does not exist: write one JSON object per line "
-                        f"with the fields {', '.join(FIELDS)}")
+        raise MeraError(
+            f"labelled file {path} does not exist: write one JSON object per line "
+            f"with the fields {', '.join(FIELDS)}"
+        )
     records, problems = [], []
     with path.open("rb") as f:
         for n, raw in enumerate(f, 1):
@@ -101,7 +104,9 @@ def agreement_report(human: list[int], judge: list[int]) -> dict:
     (0.75, 0.5, {'tn': 2, 'fp': 0, 'fn': 1, 'tp': 1})
     """
     if len(human) != len(judge) or not human:
-        raise MeraError(f"need equally many human and judge labels, got {len(human)} and {len(judge)}")
+        raise MeraError(
+            f"need equally many human and judge labels, got {len(human)} and {len(judge)}"
+        )
     n = len(human)
     tp = sum(1 for h, j in zip(human, judge) if h == 1 and j == 1)
     tn = sum(1 for h, j in zip(human, judge) if h == 0 and j == 0)
@@ -131,8 +136,12 @@ def judge_agreement(records: list[dict], judge) -> dict:
     """Rate every record with `judge` (a mera_multi_hf.judge.judges.Judge) and compare with humans."""
     from mera_multi_hf.judge.judges import judge_scores
 
-    scores = judge_scores(judge, [r["prediction"] for r in records], [r["gold"] for r in records],
-                          [r["prompt"] for r in records])
+    scores = judge_scores(
+        judge,
+        [r["prediction"] for r in records],
+        [r["gold"] for r in records],
+        [r["prompt"] for r in records],
+    )
     report = agreement_report([r["label"] for r in records], [int(s) for s in scores])
     report["judge"] = judge.describe()
     return report
@@ -141,13 +150,14 @@ def judge_agreement(records: list[dict], judge) -> dict:
 def format_report(report: dict) -> str:
     c = report["confusion"]
     kappa = "undefined" if report["cohen_kappa"] is None else f"{report['cohen_kappa']:.4f}"
-    return "\n".join([
-        f"examples:       {report['n']}",
-        f"accuracy:       {report['accuracy']:.4f}",
-        f"Cohen's kappa:  {kappa}",
-        "confusion (rows human, columns judge):",
-        "              judge 0  judge 1",
-        f"  human 0   {c['tn']:8d} {c['fp']:8d}",
-        f"  human 1   {c['fn']:8d} {c['tp']:8d}",
-    ])
-
+    return "\n".join(
+        [
+            f"examples:       {report['n']}",
+            f"accuracy:       {report['accuracy']:.4f}",
+            f"Cohen's kappa:  {kappa}",
+            "confusion (rows human, columns judge):",
+            "              judge 0  judge 1",
+            f"  human 0   {c['tn']:8d} {c['fp']:8d}",
+            f"  human 1   {c['fn']:8d} {c['tp']:8d}",
+        ]
+    )

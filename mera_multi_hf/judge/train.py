@@ -8,12 +8,13 @@ truncated on the left like the served judge. The result is a folder that `LocalJ
 
 Run:  mera-multi judge train --data train.jsonl --base MERA-evaluation/MERA_Answer_judge --out DIR
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
-from mera_multi_hf.judge import agreement
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.judge import agreement
 
 
 def judge_text(record: dict, sep: str) -> str:
@@ -23,51 +24,97 @@ def judge_text(record: dict, sep: str) -> str:
     return raw_inputs(record["prompt"], record["gold"], record["prediction"], sep)[0]
 
 
-def train(data: str | Path, base: str, out: str | Path, *, epochs: float = 1.0,
-          learning_rate: float = 2e-5, batch_size: int = 8, max_length: int = 8192,
-          seed: int = 0, device: str | None = None) -> Path:
+def train(
+    data: str | Path,
+    base: str,
+    out: str | Path,
+    *,
+    epochs: float = 1.0,
+    learning_rate: float = 2e-5,
+    batch_size: int = 8,
+    max_length: int = 8192,
+    seed: int = 0,
+    device: str | None = None,
+) -> Path:
     """Fine-tune `base` (a classifier or any encoder; a 2-class head is added) and save to
     `out` (under the tool's ownership rule: see mera_multi_hf.core.outputs)."""
     from mera_multi_hf.core.outputs import OutputFolder
 
     folder = OutputFolder(out, kind="judge_model", inputs=[base, data])
     with folder.claim(), folder.staging() as stage:  # before training
-        _train_into(stage, data, base, epochs=epochs, learning_rate=learning_rate,
-                    batch_size=batch_size, max_length=max_length, seed=seed, device=device)
-        saved = {str(f.relative_to(stage / "model")): f
-                 for f in sorted((stage / "model").rglob("*")) if f.is_file()}
+        _train_into(
+            stage,
+            data,
+            base,
+            epochs=epochs,
+            learning_rate=learning_rate,
+            batch_size=batch_size,
+            max_length=max_length,
+            seed=seed,
+            device=device,
+        )
+        saved = {
+            str(f.relative_to(stage / "model")): f
+            for f in sorted((stage / "model").rglob("*"))
+            if f.is_file()
+        }
         folder.write_set(saved, index="config.json")
     return Path(out)
 
 
-def _train_into(stage: Path, data, base: str, *, epochs, learning_rate, batch_size,
-                max_length, seed, device) -> None:
+def _train_into(
+    stage: Path, data, base: str, *, epochs, learning_rate, batch_size, max_length, seed, device
+) -> None:
     import datasets
-    from transformers import (AutoModelForSequenceClassification, AutoTokenizer,
-                              DataCollatorWithPadding, Trainer, TrainingArguments)
+    from transformers import (
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+        DataCollatorWithPadding,
+        Trainer,
+        TrainingArguments,
+    )
 
     records = agreement.read_labelled(data)
     try:
         tokenizer = AutoTokenizer.from_pretrained(base)
         model = AutoModelForSequenceClassification.from_pretrained(
-            base, num_labels=2, id2label={0: "incorrect", 1: "correct"},
-            label2id={"incorrect": 0, "correct": 1})
+            base,
+            num_labels=2,
+            id2label={0: "incorrect", 1: "correct"},
+            label2id={"incorrect": 0, "correct": 1},
+        )
     except (OSError, ValueError) as err:
         raise MeraError(f"could not load the base model {base!r}: {err}") from None
     if tokenizer.sep_token is None:
         raise MeraError(f"the tokenizer of {base!r} has no sep_token; the judge input needs one")
     tokenizer.truncation_side = "left"
     limit = min(max_length, getattr(model.config, "max_position_embeddings", max_length))
-    rows = datasets.Dataset.from_dict({"text": [judge_text(r, tokenizer.sep_token) for r in records],
-                                       "labels": [r["label"] for r in records]})
-    rows = rows.map(lambda b: tokenizer(b["text"], truncation=True, max_length=limit),
-                    batched=True, remove_columns=["text"])
+    rows = datasets.Dataset.from_dict(
+        {
+            "text": [judge_text(r, tokenizer.sep_token) for r in records],
+            "labels": [r["label"] for r in records],
+        }
+    )
+    rows = rows.map(
+        lambda b: tokenizer(b["text"], truncation=True, max_length=limit),
+        batched=True,
+        remove_columns=["text"],
+    )
     args = TrainingArguments(
-        output_dir=str(stage / "checkpoints"), num_train_epochs=epochs, learning_rate=learning_rate,
-        per_device_train_batch_size=batch_size, seed=seed, save_strategy="no", report_to=[],
-        logging_steps=10, use_cpu=(device == "cpu"), disable_tqdm=True)
-    trainer = Trainer(model=model, args=args, train_dataset=rows,
-                      data_collator=DataCollatorWithPadding(tokenizer))
+        output_dir=str(stage / "checkpoints"),
+        num_train_epochs=epochs,
+        learning_rate=learning_rate,
+        per_device_train_batch_size=batch_size,
+        seed=seed,
+        save_strategy="no",
+        report_to=[],
+        logging_steps=10,
+        use_cpu=(device == "cpu"),
+        disable_tqdm=True,
+    )
+    trainer = Trainer(
+        model=model, args=args, train_dataset=rows, data_collator=DataCollatorWithPadding(tokenizer)
+    )
     trainer.train()
     _save(trainer, tokenizer, stage / "model")
 
@@ -83,7 +130,8 @@ def _save(trainer, tokenizer, model_dir: Path) -> None:
         tokenizer.save_pretrained(str(model_dir))
     except (OSError, SafetensorError) as err:
         reason = getattr(err, "strerror", None) or str(err).splitlines()[0]
-        raise MeraError(f"cannot write the trained judge into {model_dir}: {reason}; the output "
-                        "folder is left as it was (free some space or fix the permissions, "
-                        "then rerun)") from None
-
+        raise MeraError(
+            f"cannot write the trained judge into {model_dir}: {reason}; the output "
+            "folder is left as it was (free some space or fix the permissions, "
+            "then rerun)"
+        ) from None

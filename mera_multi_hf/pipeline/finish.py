@@ -1,61 +1,99 @@
 """The last stages of a run, on the main process: the merged sample log and the run's
 part of the record go to :func:`mera_multi_hf.reporting.finalize.finalize` (shared with `score`),
 which scores them and writes every output, the sample files included, as one set."""
+
 from __future__ import annotations
 
-from mera_multi_hf.reporting.finalize import TaskPart, finalize
 from mera_multi_hf.demo.builtin_models import TINY_MODEL_ID
-from mera_multi_hf.tasks.dialogue import meta_disagreements
 from mera_multi_hf.generation.config import RunConfig
+from mera_multi_hf.reporting.finalize import TaskPart, finalize
+from mera_multi_hf.tasks.dialogue import meta_disagreements
 
 
 def _is_official(data, config: RunConfig) -> bool:
     """The whole official test split from the official Hub copy (what a model card may claim)."""
-    return (config.split == "test" and str(data.source or data.task.hub_id) == data.task.hub_id
-            and len(data.examples) == data.full_size)
+    return (
+        config.split == "test"
+        and str(data.source or data.task.hub_id) == data.task.hub_id
+        and len(data.examples) == data.full_size
+    )
 
 
-def finish_run(folder, config: RunConfig, loaded: list, records: dict, *, counts: dict,
-               manifest: dict, logged: dict, started: float, preflight: dict | None = None,
-               damaged: list[str] = ()) -> dict:
+def finish_run(
+    folder,
+    config: RunConfig,
+    loaded: list,
+    records: dict,
+    *,
+    counts: dict,
+    manifest: dict,
+    logged: dict,
+    started: float,
+    preflight: dict | None = None,
+    damaged: list[str] = (),
+) -> dict:
     """Score the merged sample log and write every output (:func:`finalize`); the run's
     record comes from its manifest."""
     split = config.split
     tasks = manifest["tasks"]
-    parts = [TaskPart(d.task, d.examples, {e.id: records[(d.task.key, split, e.id)]["generation"]
-                                           for e in d.examples},
-                      str(d.source or d.task.hub_id), _is_official(d, config), d.dataset,
-                      d.fingerprint, [records[(d.task.key, split, e.id)] for e in d.examples],
-                      config.dialogue_context, model=tasks[f"{d.task.key}/{split}"]["model"],
-                      logged=logged.get((d.task.key, split)))
-             for d in loaded]
+    parts = [
+        TaskPart(
+            d.task,
+            d.examples,
+            {e.id: records[(d.task.key, split, e.id)]["generation"] for e in d.examples},
+            str(d.source or d.task.hub_id),
+            _is_official(d, config),
+            d.dataset,
+            d.fingerprint,
+            [records[(d.task.key, split, e.id)] for e in d.examples],
+            config.dialogue_context,
+            model=tasks[f"{d.task.key}/{split}"]["model"],
+            logged=logged.get((d.task.key, split)),
+        )
+        for d in loaded
+    ]
     info = run_record(config, manifest, loaded)
     # prompts cut from the left to fit the model (the harness's rule), from the sample log
     info["truncated_prompts"] = {
-        d.task.key: sum(bool(records[(d.task.key, split, e.id)].get("prompt_tokens_cut"))
-                        for e in d.examples) for d in loaded}
+        d.task.key: sum(
+            bool(records[(d.task.key, split, e.id)].get("prompt_tokens_cut")) for e in d.examples
+        )
+        for d in loaded
+    }
     # examples whose media did not decode within the limits and the budget: empty answers
     info["failed_examples"] = [
-        {"task": d.task.key, "id": e.id, "reason": rec["failed"]} for d in loaded
-        for e in d.examples if (rec := records[(d.task.key, split, e.id)]).get("failed")]
-    info["media_notes"] = {f"{d.task.key} id={e.id}": rec["media_notes"] for d in loaded
-                           for e in d.examples
-                           if (rec := records[(d.task.key, split, e.id)]).get("media_notes")}
+        {"task": d.task.key, "id": e.id, "reason": rec["failed"]}
+        for d in loaded
+        for e in d.examples
+        if (rec := records[(d.task.key, split, e.id)]).get("failed")
+    ]
+    info["media_notes"] = {
+        f"{d.task.key} id={e.id}": rec["media_notes"]
+        for d in loaded
+        for e in d.examples
+        if (rec := records[(d.task.key, split, e.id)]).get("media_notes")
+    }
     info["preflight"] = preflight
     # generations whose lone surrogates were replaced by U+FFFD, per task (sample log)
     info["unencodable_replaced"] = {
-        d.task.key: sum(bool(records[(d.task.key, split, e.id)].get("unencodable_replaced"))
-                        for e in d.examples) for d in loaded}
+        d.task.key: sum(
+            bool(records[(d.task.key, split, e.id)].get("unencodable_replaced")) for e in d.examples
+        )
+        for d in loaded
+    }
     # sample-log lines skipped as unreadable ("file:line: why"), the file left as it was
     info["sample_log_damaged"] = {"lines": len(damaged), "first": list(damaged[:20])}
     notes = run_notes(config, manifest, loaded)
     if info["failed_examples"]:
         first = info["failed_examples"][0]
-        notes.append(f"{len(info['failed_examples'])} examples failed and count as empty "
-                     f"answers (results.json run.failed_examples; a rerun tries them again), "
-                     f"e.g. {first['reason']}")
-    out = finalize(folder, parts, config.scoring(), split=split, run_info=info, started=started,
-                   notes=notes)
+        notes.append(
+            f"{len(info['failed_examples'])} examples failed and count as empty "
+            f"answers (results.json run.failed_examples; a rerun tries them again), "
+            f"e.g. {first['reason']}"
+        )
+    out = finalize(
+        folder, parts, config.scoring(), split=split, run_info=info, started=started, notes=notes
+    )
     return dict(out, counts=counts)
 
 
@@ -63,11 +101,15 @@ def run_notes(config, manifest, loaded) -> list[str]:
     notes = []
     partial = [d.task.key for d in loaded if len(d.examples) < d.full_size]
     if partial and config.split == "test":
-        notes.append(f"submission.zip covers only the first {config.limit} examples of "
-                     f"{', '.join(partial)} (--limit): not a leaderboard submission")
+        notes.append(
+            f"submission.zip covers only the first {config.limit} examples of "
+            f"{', '.join(partial)} (--limit): not a leaderboard submission"
+        )
     if manifest["fixed"]["model"] == TINY_MODEL_ID:
-        notes.append("the built-in tiny model has random weights: its answers are noise "
-                     "(a plumbing check, not a score)")
+        notes.append(
+            "the built-in tiny model has random weights: its answers are noise "
+            "(a plumbing check, not a score)"
+        )
     return notes
 
 
@@ -77,14 +119,24 @@ def run_record(config: RunConfig, manifest: dict, loaded) -> dict:
     from mera_multi_hf.generation.manifest import provenance
 
     session = manifest["sessions"][-1]
-    record = {"mode": "evaluate",
-              **provenance(manifest, [f"{d.task.key}/{config.split}" for d in loaded])}
-    record.update({
-        "limit": config.limit,
-        # ruTiE: examples whose meta placed them elsewhere than the official arithmetic
-        "dialogue_meta_disagrees": {d.task.key: len(meta_disagreements(d.task, d.examples))
-                                    for d in loaded if d.task.dialogue},
-        "batch_size": session["batch_size"], "num_processes": session["num_processes"],
-        "limits": config.limits().as_record(),
-        "command": session["command"], "environment": session["environment"]})
+    record = {
+        "mode": "evaluate",
+        **provenance(manifest, [f"{d.task.key}/{config.split}" for d in loaded]),
+    }
+    record.update(
+        {
+            "limit": config.limit,
+            # ruTiE: examples whose meta placed them elsewhere than the official arithmetic
+            "dialogue_meta_disagrees": {
+                d.task.key: len(meta_disagreements(d.task, d.examples))
+                for d in loaded
+                if d.task.dialogue
+            },
+            "batch_size": session["batch_size"],
+            "num_processes": session["num_processes"],
+            "limits": config.limits().as_record(),
+            "command": session["command"],
+            "environment": session["environment"],
+        }
+    )
     return record

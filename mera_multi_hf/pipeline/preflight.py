@@ -7,6 +7,7 @@ results.json (``run.preflight``).
 Each network check is one attempt with a short timeout: a server that does not answer
 a preflight will not answer the run either.
 """
+
 from __future__ import annotations
 
 import errno
@@ -27,8 +28,14 @@ def _timed(checks: list, component: str, check) -> None:
     except MeraError as err:
         named = component.split()[-1] in str(err)  # "data ruhhh_image": the task is named
         raise MeraError(f"preflight: {'' if named else component + ': '}{err}") from None
-    checks.append({"component": component, "ok": True, "detail": detail,
-                   "seconds": round(time.perf_counter() - started, 3)})
+    checks.append(
+        {
+            "component": component,
+            "ok": True,
+            "detail": detail,
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+    )
 
 
 def preflight_run(config, specs, sources, engine=None) -> dict:
@@ -44,8 +51,13 @@ def preflight_run(config, specs, sources, engine=None) -> dict:
     for task in specs:
         _timed(checks, f"data {task.key}", lambda task=task: check_source(task, sources[task.key]))
     if config.judge or config.judge_url:
-        _timed(checks, "judge", lambda: check_judge(config.judge, config.judge_url,
-                                                    config.judge_tokenizer, config.judge_api_key))
+        _timed(
+            checks,
+            "judge",
+            lambda: check_judge(
+                config.judge, config.judge_url, config.judge_tokenizer, config.judge_api_key
+            ),
+        )
     return {"ok": True, "seconds": round(time.perf_counter() - started, 3), "checks": checks}
 
 
@@ -55,8 +67,9 @@ def preflight_score(task, data, out, judge, judge_url, judge_tokenizer, judge_ap
     _timed(checks, "output folder", lambda: check_output(out, flag="--out"))
     _timed(checks, f"data {task.key}", lambda: check_source(task, data))
     if judge or judge_url:
-        _timed(checks, "judge", lambda: check_judge(judge, judge_url, judge_tokenizer,
-                                                    judge_api_key))
+        _timed(
+            checks, "judge", lambda: check_judge(judge, judge_url, judge_tokenizer, judge_api_key)
+        )
     return {"ok": True, "seconds": round(time.perf_counter() - started, 3), "checks": checks}
 
 
@@ -75,10 +88,12 @@ def check_extras(specs) -> str:
                 importlib.import_module(module)
             except Exception as err:  # noqa: BLE001 - ImportError, or a broken native library
                 tasks = ", ".join(t.key for t in specs if t.modality == modality)
-                raise MeraError(f"{tasks}: {modality} tasks need {module.split('.')[0]}, which "
-                                f"does not import here ({type(err).__name__}: {err}); install "
-                                f"it with: pip install \"mera-multi-hf[{extra}]\" (in a "
-                                f"checkout: pip install -e \".[{extra}]\")") from None
+                raise MeraError(
+                    f"{tasks}: {modality} tasks need {module.split('.')[0]}, which "
+                    f"does not import here ({type(err).__name__}: {err}); install "
+                    f'it with: pip install "mera-multi-hf[{extra}]" (in a '
+                    f'checkout: pip install -e ".[{extra}]")'
+                ) from None
         found += modules
     return ", ".join(found) or "none needed"
 
@@ -93,16 +108,21 @@ def check_device(device: str | None) -> str:
     try:
         kind = torch.device(device)
     except (RuntimeError, TypeError, ValueError):
-        raise MeraError(f"--device {device!r} is not a device torch knows: give cpu, cuda, "
-                        f"cuda:N or auto") from None
+        raise MeraError(
+            f"--device {device!r} is not a device torch knows: give cpu, cuda, cuda:N or auto"
+        ) from None
     backend = getattr(torch, kind.type, None)
     if kind.type == "cuda" and torch.version.cuda is None:
-        raise MeraError(f"--device {device}: this torch ({torch.__version__}) is a CPU build, "
-                        f"without CUDA: install the CUDA build of torch, or run on --device cpu")
+        raise MeraError(
+            f"--device {device}: this torch ({torch.__version__}) is a CPU build, "
+            f"without CUDA: install the CUDA build of torch, or run on --device cpu"
+        )
     count = backend.device_count() if hasattr(backend, "device_count") else 0
     if count == 0 or (kind.index or 0) >= count:
-        raise MeraError(f"--device {device}: {count} {kind.type} device(s) visible here; give "
-                        f"one that exists, or --device cpu")
+        raise MeraError(
+            f"--device {device}: {count} {kind.type} device(s) visible here; give "
+            f"one that exists, or --device cpu"
+        )
     return f"{device} ({count} visible)"
 
 
@@ -117,16 +137,22 @@ def check_model_kind(path: Path) -> str | None:
         return None  # loading it will say what is wrong
     from transformers.models.auto import modeling_auto as auto
 
-    kinds = {"a text classifier": "SEQUENCE_CLASSIFICATION", "a token classifier":
-             "TOKEN_CLASSIFICATION", "a question-answering model": "QUESTION_ANSWERING",
-             "a masked language model": "MASKED_LM", "an image classifier":
-             "IMAGE_CLASSIFICATION", "an audio classifier": "AUDIO_CLASSIFICATION"}
+    kinds = {
+        "a text classifier": "SEQUENCE_CLASSIFICATION",
+        "a token classifier": "TOKEN_CLASSIFICATION",
+        "a question-answering model": "QUESTION_ANSWERING",
+        "a masked language model": "MASKED_LM",
+        "an image classifier": "IMAGE_CLASSIFICATION",
+        "an audio classifier": "AUDIO_CLASSIFICATION",
+    }
     for kind, mapping in kinds.items():
         names = getattr(auto, f"MODEL_FOR_{mapping}_MAPPING_NAMES", {}).values()
         classes = {n for v in names for n in ((v,) if isinstance(v, str) else v)}
         if architectures and all(a in classes for a in architectures):
-            return (f"--model {path} is {kind} ({', '.join(architectures)}), not a generative "
-                    f"model: give an image-text, audio or causal language model")
+            return (
+                f"--model {path} is {kind} ({', '.join(architectures)}), not a generative "
+                f"model: give an image-text, audio or causal language model"
+            )
     return None
 
 
@@ -150,7 +176,12 @@ def check_output(folder, flag: str = "--output-dir") -> str:
 def check_source(task, source) -> str:
     """The source resolves (sample, a folder holding a dataset, or a Hub id that is
     reachable or cached) and is the task's own data, not another task's."""
-    from mera_multi_hf.data.loading import check_data_task, check_hub_source, resolve_source, source_kind
+    from mera_multi_hf.data.loading import (
+        check_data_task,
+        check_hub_source,
+        resolve_source,
+        source_kind,
+    )
 
     resolved = resolve_source(task, source)
     kind = source_kind(resolved)
@@ -168,9 +199,11 @@ def check_media(kind: str, specs, engine=None) -> None:
     takes = capabilities_of(engine).media if engine else backend_spec(kind).capabilities.media
     refused = [t.key for t in specs if t.modality not in takes]
     if refused:
-        raise MeraError(f"preflight: the {kind} backend takes {', '.join(sorted(takes)) or 'no media'}"
-                        f", not the {'/'.join(sorted({t.modality for t in specs} - takes))} of "
-                        f"{', '.join(refused)}: choose other tasks or another backend")
+        raise MeraError(
+            f"preflight: the {kind} backend takes {', '.join(sorted(takes)) or 'no media'}"
+            f", not the {'/'.join(sorted({t.modality for t in specs} - takes))} of "
+            f"{', '.join(refused)}: choose other tasks or another backend"
+        )
 
 
 def check_model(config) -> str:
@@ -180,8 +213,7 @@ def check_model(config) -> str:
         return f"the {config.backend} backend's model {config.model or '(its default)'}"
     if config.model is None:
         return "the built-in tiny model"
-    found = check_hub_model(config.model, "model", "--model", "a folder saved with "
-                            "save_pretrained")
+    found = check_hub_model(config.model, "model", "--model", "a folder saved with save_pretrained")
     path = Path(config.model).expanduser()
     why = check_model_kind(path) if path.is_dir() else None
     if why:
@@ -199,18 +231,25 @@ def check_hub_model(name: str, what: str, flag: str, alternative: str) -> str:
     if path.exists():
         raise MeraError(f"{flag} {name} is not a {what} folder: it is a file (give {alternative})")
     # a path as typed, or one under a folder that is here (runs/model), is a local path
-    if name.startswith((".", "/", "~")) or name.count("/") > 1 or \
-            "/" in name and path.parent.is_dir():
-        raise MeraError(f"{flag} {name} is not a {what} folder: it is a local path that does "
-                        "not exist")
+    if (
+        name.startswith((".", "/", "~"))
+        or name.count("/") > 1
+        or "/" in name
+        and path.parent.is_dir()
+    ):
+        raise MeraError(
+            f"{flag} {name} is not a {what} folder: it is a local path that does not exist"
+        )
     reason = offline_reason()
     if reason is None:
         return f"Hub id {name} (online)"
     if in_hub_cache(name, "model"):
         return f"Hub id {name} (offline: from the local cache)"
-    raise MeraError(f"cannot load {what} {name!r}: no folder of that name is here, and as a Hub "
-                    f"id it is out of reach ({reason}) and not in the local cache: pass "
-                    f"{alternative}, or run where the Hub answers")
+    raise MeraError(
+        f"cannot load {what} {name!r}: no folder of that name is here, and as a Hub "
+        f"id it is out of reach ({reason}) and not in the local cache: pass "
+        f"{alternative}, or run where the Hub answers"
+    )
 
 
 def probe(url: str, api_key: str | None, timeout: float = PROBE_TIMEOUT):
@@ -227,8 +266,9 @@ def probe(url: str, api_key: str | None, timeout: float = PROBE_TIMEOUT):
     except requests.Timeout:
         raise MeraError(f"{url} did not answer within {timeout:g} s") from None
     except requests.RequestException as err:
-        raise MeraError(f"{url} is unreachable ({short_error(err)}); is the server "
-                        f"running?") from None
+        raise MeraError(
+            f"{url} is unreachable ({short_error(err)}); is the server running?"
+        ) from None
     try:
         body = json_read.loads(resp.content, url)
     except json_read.JsonReadError:
@@ -238,21 +278,25 @@ def probe(url: str, api_key: str | None, timeout: float = PROBE_TIMEOUT):
 
 def _refused(url: str, status: int, key_flag: str, env: str) -> str:
     if status in (401, 403):  # the flag last: masking eats the word after a key flag
-        return (f"{url} refused the request with HTTP {status} (authentication): set the "
-                f"right key in ${env} or give it with {key_flag}")
+        return (
+            f"{url} refused the request with HTTP {status} (authentication): set the "
+            f"right key in ${env} or give it with {key_flag}"
+        )
     return f"{url} answered HTTP {status}"
 
 
-def check_server(base_url: str | None, api_key: str | None, model: str | None,
-                 timeout: float) -> str:
+def check_server(
+    base_url: str | None, api_key: str | None, model: str | None, timeout: float
+) -> str:
     """An OpenAI-compatible server answers GET /v1/models, accepts the key and serves
     the model."""
     if not base_url or not model:
         raise MeraError("--backend openai needs --base-url and --model")
     from mera_multi_hf.generation.backends.openai import split_urls
 
-    return "; ".join(_check_one_server(url, api_key, model, timeout)
-                     for url in split_urls(base_url))  # every server named must answer
+    return "; ".join(
+        _check_one_server(url, api_key, model, timeout) for url in split_urls(base_url)
+    )  # every server named must answer
 
 
 def _check_one_server(base_url: str, api_key: str | None, model: str, timeout: float) -> str:
@@ -262,11 +306,15 @@ def _check_one_server(base_url: str, api_key: str | None, model: str, timeout: f
     status, body = probe(url, api_key, min(timeout, PROBE_TIMEOUT))
     if status != 200:
         raise MeraError(_refused(url, status, "--api-key", "OPENAI_API_KEY"))
-    served = [str(m.get("id")) for m in (body or {}).get("data", []) if isinstance(m, dict)] \
-        if isinstance(body, dict) else []
+    served = (
+        [str(m.get("id")) for m in (body or {}).get("data", []) if isinstance(m, dict)]
+        if isinstance(body, dict)
+        else []
+    )
     if served and model not in served:
-        raise MeraError(f"{url} serves {', '.join(served[:10])}, not {model!r}: pass one of "
-                        f"those with --model")
+        raise MeraError(
+            f"{url} serves {', '.join(served[:10])}, not {model!r}: pass one of those with --model"
+        )
     return f"{url} serves {model}"
 
 
@@ -286,16 +334,21 @@ def check_judge(judge, judge_url, judge_tokenizer, judge_api_key) -> str:
         base = classify_url(judge_url).split("/", 3)
         models = "/".join(base[:3]) + "/v1/models"
         judge_api_key = key_or_env(judge_api_key, API_KEY_ENV)
-        one_secret("the judge URL", judge_url, judge_api_key,  # before any key is sent
-                   f"${API_KEY_ENV} or --judge-api-key")
+        one_secret(
+            "the judge URL",
+            judge_url,
+            judge_api_key,  # before any key is sent
+            f"${API_KEY_ENV} or --judge-api-key",
+        )
         status, _ = probe(models, judge_api_key)
         if status != 200:
             raise MeraError(_refused(models, status, "--judge-api-key", API_KEY_ENV))
         options = {"api_key": judge_api_key} if judge_api_key else {}
         served = get_judge(None, judge_url, judge_tokenizer=judge_tokenizer, **options)
         return f"{served.url}: model {served.resolved_model()}, separator {served.sep!r}"
-    found = check_hub_model(str(judge), "judge model", "--judge",
-                            "a local judge folder (saved with save_pretrained)")
+    found = check_hub_model(
+        str(judge), "judge model", "--judge", "a local judge folder (saved with save_pretrained)"
+    )
     from mera_multi_hf.judge.judges import _load_tokenizer
 
     sep = _load_tokenizer(str(judge)).sep_token  # the judge input needs one

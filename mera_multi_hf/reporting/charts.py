@@ -12,6 +12,7 @@ result carries one (``uncertainty``); the human baseline (dashed red) is drawn o
 bars that exist. matplotlib is imported here only, through its object API (Figure and the
 Agg canvas: no display, no pyplot state).
 """
+
 from __future__ import annotations
 
 import io
@@ -51,9 +52,14 @@ def _breakdown_panel(result: dict) -> dict | None:
     series = {m: [result["metrics"][m]] + [rows[k].get(m) for k in rows] for m in metrics}
     intervals = {m: [_interval(e.get("uncertainty"), m) for e in entries] for m in metrics}
     human = {m: result.get("human_baseline", {}).get(m) for m in metrics}
-    return {"title": f"{official_name(result['task'])} by {name} ({result['split']})",
-            "labels": ["all"] + list(rows), "n": [e.get("n_examples") for e in entries],
-            "series": series, "intervals": intervals, "human": human}
+    return {
+        "title": f"{official_name(result['task'])} by {name} ({result['split']})",
+        "labels": ["all"] + list(rows),
+        "n": [e.get("n_examples") for e in entries],
+        "series": series,
+        "intervals": intervals,
+        "human": human,
+    }
 
 
 def _task_human(result: dict):
@@ -67,16 +73,19 @@ def _summary_panel(results: list[dict]) -> dict | None:
     if not results:
         return None
     scored = [bool(r.get("scorable") and r.get("metrics")) for r in results]
-    return {"title": "task score per task (mean of the leaderboard metrics computed)",
-            "labels": [official_name(r["task"]) for r in results],
-            "n": [r.get("n_examples") for r in results],
-            "series": {"task score": [r.get("task_score") if ok else None
-                                      for r, ok in zip(results, scored)]},
-            "intervals": {"task score": [_interval({"s": r.get("task_score_uncertainty")}, "s")
-                                         for r in results]},
-            "human": {"task score": [_task_human(r) if ok else None
-                                     for r, ok in zip(results, scored)]},
-            "missing": "not scored"}
+    return {
+        "title": "task score per task (mean of the leaderboard metrics computed)",
+        "labels": [official_name(r["task"]) for r in results],
+        "n": [r.get("n_examples") for r in results],
+        "series": {
+            "task score": [r.get("task_score") if ok else None for r, ok in zip(results, scored)]
+        },
+        "intervals": {
+            "task score": [_interval({"s": r.get("task_score_uncertainty")}, "s") for r in results]
+        },
+        "human": {"task score": [_task_human(r) if ok else None for r, ok in zip(results, scored)]},
+        "missing": "not scored",
+    }
 
 
 def panels(task_results: list[dict]) -> list[dict]:
@@ -95,37 +104,78 @@ def _bars(ax, panel: dict, j: int, metric: str, values: list, width: float) -> N
     few = [n is not None and n < MIN_N for n in panel["n"]]
     color = BAR_COLORS[j % len(BAR_COLORS)]
     heights = [0.0 if v is None else v for v in values]
-    bars = ax.bar(xs, heights, width * 0.95, color=color, edgecolor="white",
-                  label=display_name(metric))
+    bars = ax.bar(
+        xs, heights, width * 0.95, color=color, edgecolor="white", label=display_name(metric)
+    )
     for bar, f, v in zip(bars.patches, few, values):
         if f:  # too few examples: the metric's colour, faded and hatched grey
             bar.set(alpha=0.45, hatch="///", edgecolor="#666666")
         bar.set_visible(v is not None)
     intervals = panel["intervals"].get(metric) or []
-    shown = [(x, v, iv) for x, v, iv in zip(xs, values, intervals)
-             if v is not None and iv is not None]
+    shown = [
+        (x, v, iv) for x, v, iv in zip(xs, values, intervals) if v is not None and iv is not None
+    ]
     if shown:  # one call for every bar: errorbar is slow to set up (a tenth of a second each)
-        ax.errorbar([x for x, _, _ in shown], [v for _, v, _ in shown],
-                    yerr=[[max(0.0, v - iv[0]) for _, v, iv in shown],
-                          [max(0.0, iv[1] - v) for _, v, iv in shown]],
-                    fmt="none", ecolor="black", elinewidth=1, capsize=2, gid="interval")
+        ax.errorbar(
+            [x for x, _, _ in shown],
+            [v for _, v, _ in shown],
+            yerr=[
+                [max(0.0, v - iv[0]) for _, v, iv in shown],
+                [max(0.0, iv[1] - v) for _, v, iv in shown],
+            ],
+            fmt="none",
+            ecolor="black",
+            elinewidth=1,
+            capsize=2,
+            gid="interval",
+        )
     for i, (x, v) in enumerate(zip(xs, values)):
         if v is None:
-            ax.text(x, 0.02, panel.get("missing", "—"), rotation=90, ha="center", va="bottom",
-                    fontsize=7, color="#555555", gid="missing")
+            ax.text(
+                x,
+                0.02,
+                panel.get("missing", "—"),
+                rotation=90,
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color="#555555",
+                gid="missing",
+            )
             continue
         if v == 0:  # a zero is a result, not a missing bar
-            ax.plot([x - width * 0.45, x + width * 0.45], [0.004, 0.004], color="black",
-                    linewidth=2.5, solid_capstyle="butt", gid="zero-mark")
+            ax.plot(
+                [x - width * 0.45, x + width * 0.45],
+                [0.004, 0.004],
+                color="black",
+                linewidth=2.5,
+                solid_capstyle="butt",
+                gid="zero-mark",
+            )
         top = intervals[i][1] if i < len(intervals) and intervals[i] else v
-        ax.annotate(f"{v:.2f}", (x, _label_base(top, _level(panel, metric, i))),
-                    xytext=(0, 3), textcoords="offset points", rotation=90, ha="center",
-                    va="bottom", fontsize=7, gid="value")
+        ax.annotate(
+            f"{v:.2f}",
+            (x, _label_base(top, _level(panel, metric, i))),
+            xytext=(0, 3),
+            textcoords="offset points",
+            rotation=90,
+            ha="center",
+            va="bottom",
+            fontsize=7,
+            gid="value",
+        )
     for i, (x, v) in enumerate(zip(xs, values)):
         level = _level(panel, metric, i)
         if level is not None and v is not None:  # no baseline where there is no bar
-            ax.hlines(level, x - width / 2, x + width / 2, colors=HUMAN_COLOR,
-                      linestyles="dashed", linewidth=1.6, gid="human")
+            ax.hlines(
+                level,
+                x - width / 2,
+                x + width / 2,
+                colors=HUMAN_COLOR,
+                linestyles="dashed",
+                linewidth=1.6,
+                gid="human",
+            )
 
 
 LABEL_SPAN = 0.16  # the height of a rotated value label, in score units (ylim 0-1.18)
@@ -162,9 +212,12 @@ def _draw(ax, panel: dict) -> None:
         handles.append(Patch(facecolor=FEW_COLOR, hatch="///", edgecolor="white"))
         names.append(f"n < {MIN_N}: too few examples to compare")
     ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels([f"{label}\nn={n}" if n is not None else label
-                        for label, n in zip(labels, panel["n"])],
-                       rotation=90 if len(labels) > 4 else 0, ha="center", fontsize=8)
+    ax.set_xticklabels(
+        [f"{label}\nn={n}" if n is not None else label for label, n in zip(labels, panel["n"])],
+        rotation=90 if len(labels) > 4 else 0,
+        ha="center",
+        fontsize=8,
+    )
     ax.set_xlim(-0.6, len(labels) - 0.4)
     ax.set_ylim(0, 1.18)
     ax.set_ylabel("score")
@@ -211,7 +264,19 @@ def warm_up() -> None:
     """Draw a small chart and drop it: matplotlib's first figure loads its fonts and
     fills its text caches (a few tenths of a second), which a run pays here while it
     only waits for a server's answers."""
-    chart_png([{"task": next(iter(TASKS)), "split": "test", "n_examples": 1, "scorable": True,
-                "metrics": {"exact_match": 0.5}, "task_score": 0.5, "human_baseline": {},
-                "breakdown": {}, "task_score_uncertainty": {"low": 0.4, "high": 0.6}}],
-              "warm-up")
+    chart_png(
+        [
+            {
+                "task": next(iter(TASKS)),
+                "split": "test",
+                "n_examples": 1,
+                "scorable": True,
+                "metrics": {"exact_match": 0.5},
+                "task_score": 0.5,
+                "human_baseline": {},
+                "breakdown": {},
+                "task_score_uncertainty": {"low": 0.4, "high": 0.6},
+            }
+        ],
+        "warm-up",
+    )

@@ -3,6 +3,7 @@
 right, both right, both wrong) and a search box; everything inline, no network, no media
 (results.html of each run shows those). A gold answer is shown only where the run's own
 sample line may show it (never a private split's)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,8 +49,12 @@ def _right(task: str, result) -> dict:
     return {i: s >= 1.0 for i, s in zip(table["id"], table["scores"][main])}
 
 
-OUTCOMES = {(True, False): "only-a", (False, True): "only-b", (True, True): "both-right",
-            (False, False): "both-wrong"}
+OUTCOMES = {
+    (True, False): "only-a",
+    (False, True): "only-b",
+    (True, True): "both-right",
+    (False, False): "both-wrong",
+}
 
 
 def _task_rows(task: str, doc_a, doc_b) -> list[dict]:
@@ -61,10 +66,17 @@ def _task_rows(task: str, doc_a, doc_b) -> list[dict]:
     for example_id in sorted(set(right_a) & set(right_b), key=str):
         line = la.get(example_id) or lb.get(example_id) or {}
         private = line.get("gold_private") or not line
-        rows.append({"task": task, "id": example_id, "prompt": line.get("prompt", ""),
-                     "a": ans_a.get(example_id, ""), "b": ans_b.get(example_id, ""),
-                     "gold": "(private split: not shown)" if private else line.get("target"),
-                     "outcome": OUTCOMES[(right_a[example_id], right_b[example_id])]})
+        rows.append(
+            {
+                "task": task,
+                "id": example_id,
+                "prompt": line.get("prompt", ""),
+                "a": ans_a.get(example_id, ""),
+                "b": ans_b.get(example_id, ""),
+                "gold": "(private split: not shown)" if private else line.get("target"),
+                "outcome": OUTCOMES[(right_a[example_id], right_b[example_id])],
+            }
+        )
     return rows
 
 
@@ -78,13 +90,21 @@ def render(result: dict, rows: list[dict]) -> str:
     """The page as HTML text."""
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
-                             autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     counts = {k: sum(r["outcome"] == k for r in rows) for k in OUTCOMES.values()}
     return env.get_template("compare_page.html.j2").render(
         local_only=LOCAL_ONLY if result.get("gold_private") else None,
-        a=result["a"]["label"], b=result["b"]["label"], rows=rows, counts=counts,
-        tasks=sorted({r["task"] for r in rows}))
+        a=result["a"]["label"],
+        b=result["b"]["label"],
+        rows=rows,
+        counts=counts,
+        tasks=sorted({r["task"] for r in rows}),
+    )
 
 
 def compare_page(result: dict, doc_a, doc_b) -> str:

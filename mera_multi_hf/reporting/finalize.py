@@ -2,6 +2,7 @@
 scored, and the reports, the results page and the submission are written as one set,
 with one record of the run in results.json (the same schema for both commands; each
 adds its own fields, such as the generation settings or the predictions files)."""
+
 from __future__ import annotations
 
 import time
@@ -17,21 +18,22 @@ from mera_multi_hf.tasks.table import TaskSpec
 @dataclass
 class TaskPart:
     """One task's inputs: its examples, the predictions by id, where they came from."""
+
     task: TaskSpec
     examples: list
     predictions: dict
     source: str
-    official: bool = False           # the whole official test split from the Hub copy
-    dataset: object = None           # the split, for the page's media
+    official: bool = False  # the whole official test split from the Hub copy
+    dataset: object = None  # the split, for the page's media
     fingerprint: str | None = None
-    log: list[dict] | None = None     # evaluate: the sample log's records, example order
-    context: int | None = None        # dialogue turns shown with each question
-    model: str | None = None          # the model that answered this task
-    logged: int | None = None         # evaluate: the task's examples in the sample log
+    log: list[dict] | None = None  # evaluate: the sample log's records, example order
+    context: int | None = None  # dialogue turns shown with each question
+    model: str | None = None  # the model that answered this task
+    logged: int | None = None  # evaluate: the task's examples in the sample log
     # score: the predictions files' lines of this task, file name -> records, as given;
     # they go into logs_public.zip as the official packer puts the harness's logs there
     given_logs: dict | None = None
-    private: bool = False             # a private split (set by finalize: task or data says so)
+    private: bool = False  # a private split (set by finalize: task or data says so)
 
 
 def make_judge(options: ScoringOptions):
@@ -41,12 +43,21 @@ def make_judge(options: ScoringOptions):
     from mera_multi_hf.judge.judges import get_judge
 
     extra = {"api_key": options.judge_api_key} if options.judge_api_key else {}
-    return get_judge(options.judge, options.judge_url, judge_tokenizer=options.judge_tokenizer,
-                     **extra)
+    return get_judge(
+        options.judge, options.judge_url, judge_tokenizer=options.judge_tokenizer, **extra
+    )
 
 
-def finalize(folder, parts: list[TaskPart], options: ScoringOptions, *, split: str,
-             run_info: dict, started: float, notes=()) -> dict:
+def finalize(
+    folder,
+    parts: list[TaskPart],
+    options: ScoringOptions,
+    *,
+    split: str,
+    run_info: dict,
+    started: float,
+    notes=(),
+) -> dict:
     """Score ``parts`` and write everything into ``folder`` (a claimed OutputFolder).
     ``run_info``: the command's own fields of the run record (mode, model, ...)."""
     from mera_multi_hf.reporting.reports import report_files, results_doc, write_outputs
@@ -55,9 +66,18 @@ def finalize(folder, parts: list[TaskPart], options: ScoringOptions, *, split: s
 
     notes = mark_private(parts, split) + list(notes)
     judge = make_judge(options)
-    results = [score_task(p.task, p.examples, p.predictions, em_mode=options.em_mode,
-                          judge=judge, split=split, model=p.model or run_info.get("model"))
-               for p in parts]
+    results = [
+        score_task(
+            p.task,
+            p.examples,
+            p.predictions,
+            em_mode=options.em_mode,
+            judge=judge,
+            split=split,
+            model=p.model or run_info.get("model"),
+        )
+        for p in parts
+    ]
     docs = [r.to_dict() for r in results]  # results.json's form, what the reports render
     run = run_record(parts, results, judge, split, run_info, started)
     run["coverage_change"] = coverage_change(folder, parts, split)
@@ -66,17 +86,25 @@ def finalize(folder, parts: list[TaskPart], options: ScoringOptions, *, split: s
     if run["coverage_change"]:
         notes.insert(0, run["coverage_change"]["note"])
     summary = summarize(results)
-    files = {f"samples_{p.task.key}_{split}.jsonl": sample_lines(p, r, split)
-             for p, r in zip(parts, results) if p.log is not None}
+    files = {
+        f"samples_{p.task.key}_{split}.jsonl": sample_lines(p, r, split)
+        for p, r in zip(parts, results)
+        if p.log is not None
+    }
     notes += secrets_in_data(parts, files)
     files.update(report_files(docs, summary, run, official))
-    files[PAGE_NAME] = render(results, run, page_rows(parts, results, files, split), notes,
-                             summary)
+    files[PAGE_NAME] = render(results, run, page_rows(parts, results, files, split), notes, summary)
     if split == "test" and not options.no_submission:
         files["submission.zip"] = submission(parts, results, public_logs(parts, results, split))
     written = write_outputs(folder, files, results_doc(results, summary, run))
-    return {"output_dir": str(folder.path), "run": run, "tasks": docs, "summary": summary,
-            "files": written, "notes": notes}
+    return {
+        "output_dir": str(folder.path),
+        "run": run,
+        "tasks": docs,
+        "summary": summary,
+        "files": written,
+        "notes": notes,
+    }
 
 
 def run_record(parts, results, judge, split, run_info: dict, started: float) -> dict:
@@ -86,19 +114,25 @@ def run_record(parts, results, judge, split, run_info: dict, started: float) -> 
     from mera_multi_hf.scoring.uncertainty import settings as bootstrap_settings
 
     keys = [p.task.key for p in parts]
-    run = {"run_id": uuid.uuid4().hex[:12], "mode": None, "model": None,
-           "tasks": keys, "split": split,
-           "n_examples": {p.task.key: len(p.examples) for p in parts},
-           "dataset_source": {p.task.key: p.source for p in parts},
-           "official_test_split": {p.task.key: p.official for p in parts},
-           "gold_private": gold_private(parts, results, split),
-           "dataset_fingerprint": {p.task.key: p.fingerprint for p in parts},
-           "metric_modes": {r.task: r.metric_modes for r in results},
-           "judge": judge.describe() if judge is not None else None,
-           "bootstrap": bootstrap_settings(), "versions": package_versions(), "preflight": None}
+    run = {
+        "run_id": uuid.uuid4().hex[:12],
+        "mode": None,
+        "model": None,
+        "tasks": keys,
+        "split": split,
+        "n_examples": {p.task.key: len(p.examples) for p in parts},
+        "dataset_source": {p.task.key: p.source for p in parts},
+        "official_test_split": {p.task.key: p.official for p in parts},
+        "gold_private": gold_private(parts, results, split),
+        "dataset_fingerprint": {p.task.key: p.fingerprint for p in parts},
+        "metric_modes": {r.task: r.metric_modes for r in results},
+        "judge": judge.describe() if judge is not None else None,
+        "bootstrap": bootstrap_settings(),
+        "versions": package_versions(),
+        "preflight": None,
+    }
     run.update(run_info)
-    run["started_at"] = datetime.fromtimestamp(started, timezone.utc).isoformat(
-        timespec="seconds")
+    run["started_at"] = datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds")
     run["duration_s"] = round(time.time() - started, 2)
     return run
 
@@ -122,20 +156,34 @@ def coverage_change(folder, parts, split: str) -> dict | None:
     def named(key, cover):
         return key + (f" ({cover['split']})" if cover["split"] != "test" else "")
 
-    now = [f"{len(p.examples)}" + (f" of {p.logged} logged" if p.logged is not None else "")
-           + f" examples of {named(p.task.key, after[p.task.key])}"
-           for p in parts if before.get(p.task.key) != after[p.task.key]]
+    now = [
+        f"{len(p.examples)}"
+        + (f" of {p.logged} logged" if p.logged is not None else "")
+        + f" examples of {named(p.task.key, after[p.task.key])}"
+        for p in parts
+        if before.get(p.task.key) != after[p.task.key]
+    ]
     gone = [named(k, c) for k, c in before.items() if k not in after]
-    note = ("results now cover " + "; ".join(now or ["fewer tasks"])
-            + (f", no longer {', '.join(gone)}" if gone else "") + " (the reports replaced covered "
-            + ", ".join(f"{c['n']} of {named(k, c)}" for k, c in before.items()) + ")")
+    note = (
+        "results now cover "
+        + "; ".join(now or ["fewer tasks"])
+        + (f", no longer {', '.join(gone)}" if gone else "")
+        + " (the reports replaced covered "
+        + ", ".join(f"{c['n']} of {named(k, c)}" for k, c in before.items())
+        + ")"
+    )
     return {"before": before, "after": after, "note": note}
 
 
 def mark_private(parts, split: str) -> list[str]:
     """Set each part's ``private``: the test split of a task declared private, or whose
     data says it is private or names no task (loading.check_data_task); the notes to show."""
-    from mera_multi_hf.data.loading import check_data_task, data_says_private, resolve_source, source_kind
+    from mera_multi_hf.data.loading import (
+        check_data_task,
+        data_says_private,
+        resolve_source,
+        source_kind,
+    )
     from mera_multi_hf.reporting.submission import hides_answers
 
     notes = []
@@ -159,11 +207,13 @@ def gold_private(parts, results, split: str) -> dict | None:
     scored = any(gold_derived(r) for _, r in hidden)  # per-example verdicts on the page too
     if not names and not scored:
         return None
-    return {"files": names + ["results.json"] + (["results.html"] if scored else []),
-            "local_only": LOCAL_ONLY,
-            "note": "these files keep a private split's gold answers or per-example scores "
-            "derived from them (verdicts right/wrong), for local scoring only: never upload "
-            "them (submission.zip and its logs_public.zip leave them out)"}
+    return {
+        "files": names + ["results.json"] + (["results.html"] if scored else []),
+        "local_only": LOCAL_ONLY,
+        "note": "these files keep a private split's gold answers or per-example scores "
+        "derived from them (verdicts right/wrong), for local scoring only: never upload "
+        "them (submission.zip and its logs_public.zip leave them out)",
+    }
 
 
 def secrets_in_data(parts, files: dict) -> list[str]:
@@ -174,15 +224,18 @@ def secrets_in_data(parts, files: dict) -> list[str]:
 
     from mera_multi_hf.core.masking import holds_secret
 
-    where = [name for name, data in files.items()
-             if name.startswith("samples_") and holds_secret(data)]
+    where = [
+        name for name, data in files.items() if name.startswith("samples_") and holds_secret(data)
+    ]
     if any(holds_secret(str(answer)) for p in parts for answer in p.predictions.values()):
         where.append("the answers of submission.zip")
     if not where:
         return []
-    note = (f"a secret value given to this run (a key, a token, a URL's password) is inside "
-            f"the stored prompts or answers of {', '.join(dict.fromkeys(where))}; they are data "
-            "and are kept as they are: do not share them before removing it")
+    note = (
+        f"a secret value given to this run (a key, a token, a URL's password) is inside "
+        f"the stored prompts or answers of {', '.join(dict.fromkeys(where))}; they are data "
+        "and are kept as they are: do not share them before removing it"
+    )
     print(f"mera-multi: note: {note}", file=sys.stderr)
     return [note]
 
@@ -190,15 +243,25 @@ def secrets_in_data(parts, files: dict) -> list[str]:
 def result_notes(results, split: str, official: dict) -> list[str]:
     notes = []
     if not any(official.values()):
-        notes.append("no model-index.yaml: it is written only for tasks run on the whole "
-                     "official test split from the Hub")
+        notes.append(
+            "no model-index.yaml: it is written only for tasks run on the whole "
+            "official test split from the Hub"
+        )
     for result in results:
         if not result.scorable:
-            public = (" although the task is public, this copy's test answers are blanked (as "
-                      "on the ruSLUn Hub copy): local scoring needs a copy with answers (a raw "
-                      "folder with them, or --split shots);") if result.public else ""
-            notes.append(f"{result.task}/{split}: cannot score here: the gold answers "
-                         f"are hidden;{public} submit submission.zip to the MERA site for scores")
+            public = (
+                (
+                    " although the task is public, this copy's test answers are blanked (as "
+                    "on the ruSLUn Hub copy): local scoring needs a copy with answers (a raw "
+                    "folder with them, or --split shots);"
+                )
+                if result.public
+                else ""
+            )
+            notes.append(
+                f"{result.task}/{split}: cannot score here: the gold answers "
+                f"are hidden;{public} submit submission.zip to the MERA site for scores"
+            )
     return notes
 
 
@@ -217,9 +280,12 @@ def sample_lines(part: TaskPart, result, split: str, upload: bool = False) -> by
     for example, logged in zip(part.examples, part.log):
         record, answer = dict(logged), answers[example.id]  # its generation, filtered once
         record["model"] = part.model or record.get("model")  # the task's, from the manifest
-        record.update(target=example.gold, filtered=answer.filtered,
-                      extracted=extract_answer(answer.output, part.task.choices or None),
-                      metrics=dict(answer.scores))
+        record.update(
+            target=example.gold,
+            filtered=answer.filtered,
+            extracted=extract_answer(answer.output, part.task.choices or None),
+            metrics=dict(answer.scores),
+        )
         if part.private:
             if upload:
                 del record["target"], record["metrics"]
@@ -242,12 +308,17 @@ def public_logs(parts, results, split: str) -> dict[str, bytes]:
     logs = {}
     for part, result in zip(parts, results):
         if part.log is not None:
-            logs[f"samples_{part.task.key}_{split}.jsonl"] = sample_lines(part, result, split,
-                                                                          upload=True)
+            logs[f"samples_{part.task.key}_{split}.jsonl"] = sample_lines(
+                part, result, split, upload=True
+            )
         for name, records in (part.given_logs or {}).items():  # as given, less any surrogate
             records = json_read.replace_unencodable(records)[0]
-            logs[name] = _jsonl([json.dumps(without_gold(r) if part.private else r,
-                                            ensure_ascii=False) for r in records])
+            logs[name] = _jsonl(
+                [
+                    json.dumps(without_gold(r) if part.private else r, ensure_ascii=False)
+                    for r in records
+                ]
+            )
     return logs
 
 
@@ -277,12 +348,16 @@ def page_rows(parts, results, files: dict, split: str) -> list[dict]:
     for part, result in zip(parts, results):
         if part.log is not None:
             name = f"samples_{part.task.key}_{split}.jsonl"
-            records = [json_read.loads(line, f"{name}:{n}") for n, line in
-                       enumerate(files[name].splitlines(), 1) if line]
+            records = [
+                json_read.loads(line, f"{name}:{n}")
+                for n, line in enumerate(files[name].splitlines(), 1)
+                if line
+            ]
         else:
             records = prediction_records(part.examples, part.predictions, result, part.private)
-        rows += task_rows(part.task.key, split, records, part.examples, part.dataset,
-                          context=part.context)
+        rows += task_rows(
+            part.task.key, split, records, part.examples, part.dataset, context=part.context
+        )
     return rows
 
 
@@ -291,12 +366,20 @@ def prediction_records(examples, predictions: dict, result, private: bool = Fals
     filtered answers and scores are the scoring's (``result``: a TaskResult)."""
     answers = result.answer_of()
     replaced = getattr(predictions, "replaced", {})  # lone surrogates made U+FFFD
-    return [{"id": e.id, "prompt": e.prompt, "generation": predictions[e.id],
-             "filtered": answers[e.id].filtered, "target": e.gold,
-             "metrics": dict(answers[e.id].scores),
-             **({"gold_private": True} if private else {}),
-             **({"unencodable_replaced": replaced[e.id]} if e.id in replaced else {})}
-            for e in examples if e.id in predictions]
+    return [
+        {
+            "id": e.id,
+            "prompt": e.prompt,
+            "generation": predictions[e.id],
+            "filtered": answers[e.id].filtered,
+            "target": e.gold,
+            "metrics": dict(answers[e.id].scores),
+            **({"gold_private": True} if private else {}),
+            **({"unencodable_replaced": replaced[e.id]} if e.id in replaced else {}),
+        }
+        for e in examples
+        if e.id in predictions
+    ]
 
 
 def results_table(result: dict) -> str:
@@ -307,8 +390,10 @@ def results_table(result: dict) -> str:
 
     rows = [("task", "split", "n", "metric", "score", "human")]
     for task in result["tasks"]:
-        rows += [(task["task"], task["split"], str(task["n_examples"]), *row)
-                 for row in metric_rows(task)]
+        rows += [
+            (task["task"], task["split"], str(task["n_examples"]), *row)
+            for row in metric_rows(task)
+        ]
     lines = [text_table(rows)]
     lines += [f"note: {note}" for note in footnotes(result["tasks"]) + result["notes"]]
     lines.append("wrote: " + ", ".join(str(p) for p in result["files"].values()))
@@ -324,5 +409,6 @@ def submission(parts, results, logs: dict) -> bytes:
     answers, ids = {}, {}
     for p, result in zip(parts, results):
         answers[p.task.key], ids[p.task.key] = packed(
-            p.task.key, {a.id: a.submitted for a in result.answers}, [e.id for e in p.examples])
+            p.task.key, {a.id: a.submitted for a in result.answers}, [e.id for e in p.examples]
+        )
     return submission_bytes(answers, ids, logs or None)

@@ -6,18 +6,19 @@ coverage of each run (tasks and examples scored), marks runs that are not on the
 official test split, and ranks a run only against runs that scored the same tasks.
 Writes leaderboard.md, leaderboard.json and leaderboard.png.
 """
+
 from __future__ import annotations
 
 import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from mera_multi_hf.reporting.compare import read_run, write_report
+from mera_multi_hf.core.arguments import add_command, opt
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
-from mera_multi_hf.core.arguments import add_command, opt
-from mera_multi_hf.scoring.records import Results
+from mera_multi_hf.reporting.compare import read_run, write_report
 from mera_multi_hf.reporting.reports import fmt_interval
+from mera_multi_hf.scoring.records import Results
 from mera_multi_hf.tasks.table import MODALITIES, TASKS
 
 
@@ -32,17 +33,30 @@ def _row(doc: Results) -> dict:
     run, summary = doc.run, doc.summary
     scored = {k: r for k, r in doc.tasks.items() if r.scorable}
     return {
-        "model": str(run.model), "run_id": run.run_id, "folder": doc.folder,
-        "mode": run.mode, "split": run.split, "official_test_split": _official(doc),
-        "tasks": {k: {"score": r.task_score, "uncertainty": r.task_score_uncertainty}
-                  for k, r in scored.items()},
-        "modality": {m: {"score": e["score"], "uncertainty": e.get("uncertainty")}
-                     for m, e in summary.modality.items()},
-        "total": {"score": summary.overall.get("score"),
-                  "uncertainty": summary.overall.get("uncertainty")},
-        "coverage": {"tasks": len(scored), "of_tasks": len(TASKS),
-                     "examples": sum(r.n_examples for r in scored.values()),
-                     "of_examples": sum(TASKS[k].test_size for k in scored if k in TASKS)},
+        "model": str(run.model),
+        "run_id": run.run_id,
+        "folder": doc.folder,
+        "mode": run.mode,
+        "split": run.split,
+        "official_test_split": _official(doc),
+        "tasks": {
+            k: {"score": r.task_score, "uncertainty": r.task_score_uncertainty}
+            for k, r in scored.items()
+        },
+        "modality": {
+            m: {"score": e["score"], "uncertainty": e.get("uncertainty")}
+            for m, e in summary.modality.items()
+        },
+        "total": {
+            "score": summary.overall.get("score"),
+            "uncertainty": summary.overall.get("uncertainty"),
+        },
+        "coverage": {
+            "tasks": len(scored),
+            "of_tasks": len(TASKS),
+            "examples": sum(r.n_examples for r in scored.values()),
+            "of_examples": sum(TASKS[k].test_size for k in scored if k in TASKS),
+        },
         "not_scorable": sorted(k for k, r in doc.tasks.items() if not r.scorable),
     }
 
@@ -54,8 +68,11 @@ def _rank(rows: list[dict]) -> None:
         members = [r for r in rows if tuple(sorted(r["tasks"])) == task_set]
         totals = [r["total"]["score"] or 0 for r in members]
         for r, total in zip(members, totals):  # equal totals share a place
-            r.update(task_set=number, rank=1 + sum(t > total for t in totals),
-                     ranked_against=len(members) - 1)
+            r.update(
+                task_set=number,
+                rank=1 + sum(t > total for t in totals),
+                ranked_against=len(members) - 1,
+            )
 
 
 def leaderboard(paths) -> dict:
@@ -70,25 +87,36 @@ def leaderboard(paths) -> dict:
 
 
 def _cell(entry: dict | None) -> str:
-    return "—" if not entry or entry.get("score") is None else \
-        fmt_interval(entry["score"], entry.get("uncertainty"))
+    return (
+        "—"
+        if not entry or entry.get("score") is None
+        else fmt_interval(entry["score"], entry.get("uncertainty"))
+    )
 
 
 def markdown(board: dict) -> str:
     tasks, modalities = board["tasks"], board["modalities"]
     header = ["rank", "model", "official test split", "coverage", "total"] + modalities + tasks
-    lines = ["# MERA Multi leaderboard of local runs", "",
-             "Each score with ± half its 95% bootstrap interval (resampled by cluster). A run "
-             "is ranked only against runs that scored the same tasks (its task set); "
-             "\"total\" is the mean task score over the run's scored tasks.", "",
-             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = [
+        "# MERA Multi leaderboard of local runs",
+        "",
+        "Each score with ± half its 95% bootstrap interval (resampled by cluster). A run "
+        "is ranked only against runs that scored the same tasks (its task set); "
+        '"total" is the mean task score over the run\'s scored tasks.',
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
     for r in board["rows"]:
         c = r["coverage"]
         rank = f"{r['rank']} of {r['ranked_against'] + 1} (set {r['task_set']})"
-        cells = [rank, f"{r['model']} (`{r['folder']}`)",
-                 "yes" if r["official_test_split"] else "**no**",
-                 f"{c['tasks']}/{c['of_tasks']} tasks, {c['examples']}/{c['of_examples']} examples",
-                 _cell(r["total"])]
+        cells = [
+            rank,
+            f"{r['model']} (`{r['folder']}`)",
+            "yes" if r["official_test_split"] else "**no**",
+            f"{c['tasks']}/{c['of_tasks']} tasks, {c['examples']}/{c['of_examples']} examples",
+            _cell(r["total"]),
+        ]
         cells += [_cell(r["modality"].get(m)) for m in modalities]
         cells += [_cell(r["tasks"].get(t)) for t in tasks]
         lines.append("| " + " | ".join(cells) + " |")
@@ -111,14 +139,25 @@ def chart_png(board: dict) -> bytes:
     for y, r in enumerate(reversed(rows)):
         total, u = r["total"]["score"], r["total"].get("uncertainty") or {}
         err = [[total - u["low"]], [u["high"] - total]] if u.get("low") is not None else None
-        ax.errorbar([total], [y], xerr=err, fmt="o", capsize=3, color="#1f77b4",
-                    markerfacecolor="#1f77b4" if r["official_test_split"] else "white")
+        ax.errorbar(
+            [total],
+            [y],
+            xerr=err,
+            fmt="o",
+            capsize=3,
+            color="#1f77b4",
+            markerfacecolor="#1f77b4" if r["official_test_split"] else "white",
+        )
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{r['model']}\n{Path(r['folder']).name}, set {r['task_set']}"
-                        for r in reversed(rows)], fontsize=8)
+    ax.set_yticklabels(
+        [f"{r['model']}\n{Path(r['folder']).name}, set {r['task_set']}" for r in reversed(rows)],
+        fontsize=8,
+    )
     ax.set_xlim(0, 1)
-    ax.set_xlabel("total (mean task score) with its 95% interval; hollow: not the official "
-                  "test split", fontsize=8)
+    ax.set_xlabel(
+        "total (mean task score) with its 95% interval; hollow: not the official test split",
+        fontsize=8,
+    )
     ax.set_title("MERA Multi: local runs", fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
@@ -130,21 +169,33 @@ def chart_png(board: dict) -> bytes:
 @dataclass
 class LeaderboardOptions:
     """The options of `mera-multi leaderboard`."""
-    runs: list[str] | None = opt(None, "run folders (evaluate or score) or their results.json",
-                                 positional=True, nargs="+", metavar="RUN")
+
+    runs: list[str] | None = opt(
+        None,
+        "run folders (evaluate or score) or their results.json",
+        positional=True,
+        nargs="+",
+        metavar="RUN",
+    )
     out: str = opt("leaderboard", "folder for leaderboard.md/.json/.png (default: leaderboard)")
     overwrite: bool = opt(False, OVERWRITE_HELP)
 
 
 def cmd_leaderboard(options: LeaderboardOptions) -> int:
     board = leaderboard(options.runs)
-    write_report(options.out, "leaderboard", markdown(board), chart_png(board), board,
-                 inputs=options.runs)
+    write_report(
+        options.out, "leaderboard", markdown(board), chart_png(board), board, inputs=options.runs
+    )
     return 0
 
 
 def add_parser(sub) -> None:
-    add_command(sub, "leaderboard", LeaderboardOptions, cmd_leaderboard,
-                help="several runs side by side, with intervals, coverage and ranks among runs "
-                     "of the same tasks",
-                description=__doc__.split("\n\n")[1].replace("\n", " "))
+    add_command(
+        sub,
+        "leaderboard",
+        LeaderboardOptions,
+        cmd_leaderboard,
+        help="several runs side by side, with intervals, coverage and ranks among runs "
+        "of the same tasks",
+        description=__doc__.split("\n\n")[1].replace("\n", " "),
+    )

@@ -5,6 +5,7 @@ Scores come from :mod:`mera_multi_hf.scoring.score`; this module only renders an
 Every file names the run it belongs to (``run_id``); results.json is written last and
 lists the sha256 of every other file of its run, so a reader can tell a stale file.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,9 +31,11 @@ def fmt_interval(value, uncertainty: dict | None) -> str:
     return f"{value:.4f} ± {(uncertainty['high'] - uncertainty['low']) / 2:.4f}"
 
 
-INTERVAL_NOTE = ("± is half the width of the 95% bootstrap interval, resampled by the "
-                 "task's cluster (its group, its dialogue, or the example); results.json has "
-                 "the bounds, the standard errors, the seed and the number of resamples.")
+INTERVAL_NOTE = (
+    "± is half the width of the 95% bootstrap interval, resampled by the "
+    "task's cluster (its group, its dialogue, or the example); results.json has "
+    "the bounds, the standard errors, the seed and the number of resamples."
+)
 
 
 def _human(result: dict, metric: str) -> str:
@@ -56,19 +59,27 @@ def metric_rows(result: dict) -> list[tuple[str, str, str]]:
     if not result.get("scorable"):
         return [("—", "not scorable: gold answers hidden", "")]
     unc = result.get("uncertainty", {})
-    rows = [(_label(result, m), fmt_interval(v, unc.get(m)), _human(result, m))
-            for m, v in result["metrics"].items()]
-    rows += [(_label(result, m) + " (judge)", fmt_interval(v, unc.get(m)), "")
-             for m, v in result.get("judge", {}).items()]
-    rows += [(display_name(m), fmt_interval(v, unc.get(m)), "")
-             for m, v in result.get("unofficial", {}).items()]
+    rows = [
+        (_label(result, m), fmt_interval(v, unc.get(m)), _human(result, m))
+        for m, v in result["metrics"].items()
+    ]
+    rows += [
+        (_label(result, m) + " (judge)", fmt_interval(v, unc.get(m)), "")
+        for m, v in result.get("judge", {}).items()
+    ]
+    rows += [
+        (display_name(m), fmt_interval(v, unc.get(m)), "")
+        for m, v in result.get("unofficial", {}).items()
+    ]
     return rows
 
 
-JUDGE_LABEL = ("(judge): a score given by the judge model (a classifier that reads the "
-               "question, the gold and the answer); the task score, what the leaderboard "
-               "ranks by, is the mean of the exact-match and judge metrics where both are "
-               "the task's leaderboard metrics")
+JUDGE_LABEL = (
+    "(judge): a score given by the judge model (a classifier that reads the "
+    "question, the gold and the answer); the task score, what the leaderboard "
+    "ranks by, is the mean of the exact-match and judge metrics where both are "
+    "the task's leaderboard metrics"
+)
 
 
 def footnotes(task_results: list[dict]) -> list[str]:
@@ -77,11 +88,14 @@ def footnotes(task_results: list[dict]) -> list[str]:
     notes = []
     if any(r.get("judge") for r in task_results):
         notes.append(JUDGE_LABEL + ".")
-    missing = sorted({m for r in task_results if r.get("scorable")
-                      for m in r.get("judge_not_computed", [])})
+    missing = sorted(
+        {m for r in task_results if r.get("scorable") for m in r.get("judge_not_computed", [])}
+    )
     if missing:
-        notes.append(f"Judge metrics ({', '.join(display_name(m) for m in missing)}) "
-                     "need a judge: pass --judge-url (a served judge) or --judge (a model).")
+        notes.append(
+            f"Judge metrics ({', '.join(display_name(m) for m in missing)}) "
+            "need a judge: pass --judge-url (a served judge) or --judge (a model)."
+        )
     return notes
 
 
@@ -94,23 +108,36 @@ TOTALS_HEAD = ("total", "score", "over")
 def summary_rows(task_results: list[dict]) -> list[tuple[str, ...]]:
     """One row per metric of each task: task, split, n, metric label, score ± interval,
     human baseline."""
-    return [(r["task"], r["split"], str(r["n_examples"]), *row)
-            for r in task_results for row in metric_rows(r)]
+    return [
+        (r["task"], r["split"], str(r["n_examples"]), *row)
+        for r in task_results
+        for row in metric_rows(r)
+    ]
 
 
 def totals_rows(summary: dict, leaderboard: bool = True) -> list[tuple[str, str, str]]:
     """The modality scores and the totals; ``leaderboard``: a run on official test splits,
     the only kind with a leaderboard-like total."""
-    rows = [(modality, fmt_interval(agg["score"], agg.get("uncertainty")),
-             f"{agg['n_tasks']} tasks")
-            for modality, agg in summary["modality"].items()]
+    rows = [
+        (modality, fmt_interval(agg["score"], agg.get("uncertainty")), f"{agg['n_tasks']} tasks")
+        for modality, agg in summary["modality"].items()
+    ]
     overall, official = summary["overall"], summary["official_total"]
-    rows.append(("all scored tasks", fmt_interval(overall["score"], overall.get("uncertainty")),
-                 f"{overall['n_tasks']} tasks"))
+    rows.append(
+        (
+            "all scored tasks",
+            fmt_interval(overall["score"], overall.get("uncertainty")),
+            f"{overall['n_tasks']} tasks",
+        )
+    )
     if leaderboard:
-        rows.append(("private tasks (the leaderboard's set)",
-                     fmt_interval(official["score"], official.get("uncertainty")),
-                     f"{official['n_tasks']} of {official['of']} private tasks"))
+        rows.append(
+            (
+                "private tasks (the leaderboard's set)",
+                fmt_interval(official["score"], official.get("uncertainty")),
+                f"{official['n_tasks']} of {official['of']} private tasks",
+            )
+        )
     return rows
 
 
@@ -120,21 +147,37 @@ def breakdown_tables(result: dict) -> list[tuple[str, tuple, list[tuple]]]:
     tables = []
     for name, rows in result.get("breakdown", {}).items():
         head = (name, "n", *(display_name(m) for m in names))
-        tables.append((name, head, [
-            (key, str(agg["n_examples"]),
-             *(fmt_interval(agg.get(m), agg.get("uncertainty", {}).get(m)) for m in names))
-            for key, agg in rows.items()]))
+        tables.append(
+            (
+                name,
+                head,
+                [
+                    (
+                        key,
+                        str(agg["n_examples"]),
+                        *(
+                            fmt_interval(agg.get(m), agg.get("uncertainty", {}).get(m))
+                            for m in names
+                        ),
+                    )
+                    for key, agg in rows.items()
+                ],
+            )
+        )
     return tables
 
 
 def _md_table(head: tuple, rows: list[tuple]) -> list[str]:
-    return (["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-            + ["| " + " | ".join(row) + " |" for row in rows])
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + [
+        "| " + " | ".join(row) + " |" for row in rows
+    ]
 
 
 def _totals(summary: dict, leaderboard: bool = True) -> list[str]:
     return _md_table(TOTALS_HEAD, totals_rows(summary, leaderboard)) + [
-        "", f"Task score: {summary['task_score_definition']}."]
+        "",
+        f"Task score: {summary['task_score_definition']}.",
+    ]
 
 
 def task_score_lines(task_results: list[dict]) -> list[str]:
@@ -143,14 +186,19 @@ def task_score_lines(task_results: list[dict]) -> list[str]:
     for r in (r for r in task_results if r.get("scorable") and "task_score_metrics" in r):
         used = ", ".join(display_name(m) for m in r["task_score_metrics"])
         line = f"- {r['task']}: task score {_fmt(r['task_score'])} = mean of {used}"
-        missing = [display_name(m) for m in r["leaderboard_metrics"]
-                   if m not in r["task_score_metrics"]]
+        missing = [
+            display_name(m) for m in r["leaderboard_metrics"] if m not in r["task_score_metrics"]
+        ]
         if missing:
-            line += (f"; covers only part of the leaderboard metrics (without "
-                     f"{', '.join(missing)}: see the judge note below)")
+            line += (
+                f"; covers only part of the leaderboard metrics (without "
+                f"{', '.join(missing)}: see the judge note below)"
+            )
         if r.get("local_estimate"):
-            line += ("; a local estimate (strict EM against the gold letter): the official "
-                     "score is computed by the MERA site")
+            line += (
+                "; a local estimate (strict EM against the gold letter): the official "
+                "score is computed by the MERA site"
+            )
         lines.append(line)
     return ["", "## Task scores", ""] + lines if lines else []
 
@@ -162,21 +210,36 @@ def _breakdown_tables(result: dict) -> list[str]:
     return lines
 
 
-def markdown(task_results: list[dict], summary: dict, run_info: dict,
-             chart: str | None = None, page: str | None = None) -> str:
+def markdown(
+    task_results: list[dict],
+    summary: dict,
+    run_info: dict,
+    chart: str | None = None,
+    page: str | None = None,
+) -> str:
     """results.md; ``chart``: the file name of the run's bar chart, linked under the title;
     ``page``: the file name of the page of every example (results.html)."""
-    lines = [f"# MERA Multi results: {run_info.get('model', 'predictions')}", "",
-             f"Run `{run_info.get('run_id')}`; the settings are in results.json.", ""]
+    lines = [
+        f"# MERA Multi results: {run_info.get('model', 'predictions')}",
+        "",
+        f"Run `{run_info.get('run_id')}`; the settings are in results.json.",
+        "",
+    ]
     if chart:
         lines += [f"![Scores by task and breakdown, human baseline dashed]({chart})", ""]
     cut = {k: n for k, n in (run_info.get("truncated_prompts") or {}).items() if n}
     if cut:
-        lines += ["Prompts longer than the model's context, cut from the left as the official "
-                  "harness does: " + ", ".join(f"{k} {n}" for k, n in cut.items()) + ".", ""]
+        lines += [
+            "Prompts longer than the model's context, cut from the left as the official "
+            "harness does: " + ", ".join(f"{k} {n}" for k, n in cut.items()) + ".",
+            "",
+        ]
     if page:
-        lines += [f"Every example with its media, prompt, answer and scores: [{page}]({page}) "
-                  "(filters by task, category, domain and right/wrong).", ""]
+        lines += [
+            f"Every example with its media, prompt, answer and scores: [{page}]({page}) "
+            "(filters by task, category, domain and right/wrong).",
+            "",
+        ]
     lines += _md_table(SUMMARY_HEAD, summary_rows(task_results))
     lines += task_score_lines(task_results)
     lines += ["", INTERVAL_NOTE, ""]
@@ -198,18 +261,29 @@ def model_index(task_results: list[dict], model_name: str, official: dict[str, b
 
     results = []
     for r in task_results:
-        if not r.get("scorable") or not official.get(r["task"]) \
-                or r.get("model", model_name) != model_name:
+        if (
+            not r.get("scorable")
+            or not official.get(r["task"])
+            or r.get("model", model_name) != model_name
+        ):
             continue
         task = TASKS[r["task"]]
         scores = dict(r["metrics"], task_score=r["task_score"])  # leaderboard metrics' mean
         for name, value in scores.items():
-            results.append(EvalResult(
-                task_type=task.hf_task_categories[0], task_name=f"MERA Multi {task.class_name}",
-                dataset_type=task.hub_id, dataset_name=task.hub_id.split("/")[-1],
-                dataset_split=r["split"], metric_type=name, metric_name=display_name(name),
-                metric_value=round(value, 4), source_name="mera-multi-hf",
-                source_url="https://mera.a-ai.ru/"))
+            results.append(
+                EvalResult(
+                    task_type=task.hf_task_categories[0],
+                    task_name=f"MERA Multi {task.class_name}",
+                    dataset_type=task.hub_id,
+                    dataset_name=task.hub_id.split("/")[-1],
+                    dataset_split=r["split"],
+                    metric_type=name,
+                    metric_name=display_name(name),
+                    metric_value=round(value, 4),
+                    source_name="mera-multi-hf",
+                    source_url="https://mera.a-ai.ru/",
+                )
+            )
             results += _stderr_entries(results[-1], r.get("uncertainty", {}).get(name))
     if not results:
         return None
@@ -223,10 +297,15 @@ def _stderr_entries(entry, uncertainty: dict | None) -> list:
 
     if not uncertainty or uncertainty.get("stderr") is None:
         return []
-    return [replace(entry, metric_type=f"{entry.metric_type}_stderr",
-                    metric_name=f"{entry.metric_name} standard error (clustered by "
-                                f"{uncertainty['cluster']})",
-                    metric_value=round(uncertainty["stderr"], 4))]
+    return [
+        replace(
+            entry,
+            metric_type=f"{entry.metric_type}_stderr",
+            metric_name=f"{entry.metric_name} standard error (clustered by "
+            f"{uncertainty['cluster']})",
+            metric_value=round(uncertainty["stderr"], 4),
+        )
+    ]
 
 
 def results_doc(task_results: list, summary: dict, run_info: dict) -> dict:
@@ -257,10 +336,18 @@ def report_files(task_results, summary, run_info, official) -> dict[str, str | b
     from mera_multi_hf.reporting.charts import CHART_NAME, chart_png
 
     # the title is drawn as pixels, where no text masking reaches afterwards
-    png = chart_png(task_results,
-                    title=mask_secrets(f"MERA Multi: {run_info.get('model', 'predictions')}"))
-    files = {"results.md": markdown(task_results, summary, run_info,  # both callers write
-                                    chart=CHART_NAME if png else None, page="results.html")}
+    png = chart_png(
+        task_results, title=mask_secrets(f"MERA Multi: {run_info.get('model', 'predictions')}")
+    )
+    files = {
+        "results.md": markdown(
+            task_results,
+            summary,
+            run_info,  # both callers write
+            chart=CHART_NAME if png else None,
+            page="results.html",
+        )
+    }
     if png:
         files[CHART_NAME] = png
     block = model_index(task_results, str(run_info.get("model", "model")), official)

@@ -9,6 +9,7 @@ private test split) and the per-example scores. Filters by task, category, domai
 right/wrong, a search box, and links from the summary table to the examples behind each
 number. No network: the CSS and JS are inline, the media are data URIs.
 """
+
 from __future__ import annotations
 
 import base64
@@ -17,8 +18,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from mera_multi_hf.data.media_decode import _av_mime, media_bytes
-from mera_multi_hf.scoring.registry import display_name
 from mera_multi_hf.reporting.submission import LOCAL_ONLY, gold_derived
+from mera_multi_hf.scoring.registry import display_name
 from mera_multi_hf.tasks.table import TASKS
 
 PAGE_NAME = "results.html"
@@ -68,7 +69,9 @@ def webm_preview(raw: bytes) -> bytes:
     with av.open(io.BytesIO(raw)) as src, av.open(out, "w", format="webm") as dst:
         stream = src.streams.video[0]
         scale = min(1.0, PREVIEW_SIDE / max(stream.width, stream.height))
-        width, height = (max(2, int(side * scale) // 2 * 2) for side in (stream.width, stream.height))
+        width, height = (
+            max(2, int(side * scale) // 2 * 2) for side in (stream.width, stream.height)
+        )
         encoder = dst.add_stream("libvpx-vp9", rate=stream.average_rate or 25)
         encoder.width, encoder.height, encoder.pix_fmt = width, height, "yuv420p"
         encoder.time_base, encoder.options = stream.time_base, dict(VP9_OPTIONS)
@@ -94,16 +97,27 @@ def _audio_seconds(raw: bytes) -> float | None:
 def _video_item(field: str, raw: bytes) -> dict:
     """A playable VP9 preview of a clip, or its frames and the reason it has none."""
     if len(raw) > EMBED_LIMIT:
-        return {"kind": "note", "field": field, "frames": _frames(raw),
-                "note": f"{len(raw) / 2**20:.1f} MB, not embedded: its frames are shown"}
+        return {
+            "kind": "note",
+            "field": field,
+            "frames": _frames(raw),
+            "note": f"{len(raw) / 2**20:.1f} MB, not embedded: its frames are shown",
+        }
     try:
         preview = webm_preview(raw)
     except Exception as err:  # noqa: BLE001 - any encoder or decoder failure: frames instead
-        return {"kind": "note", "field": field, "frames": _frames(raw),
-                "note": f"could not be re-encoded for the browser ({type(err).__name__}): "
-                        "its frames are shown"}
-    return {"kind": "video", "field": field,
-            "src": "data:video/webm;base64," + base64.b64encode(preview).decode("ascii")}
+        return {
+            "kind": "note",
+            "field": field,
+            "frames": _frames(raw),
+            "note": f"could not be re-encoded for the browser ({type(err).__name__}): "
+            "its frames are shown",
+        }
+    return {
+        "kind": "video",
+        "field": field,
+        "src": "data:video/webm;base64," + base64.b64encode(preview).decode("ascii"),
+    }
 
 
 def media_item(kind: str, field: str, value) -> dict:
@@ -115,8 +129,11 @@ def media_item(kind: str, field: str, value) -> dict:
         if kind == "video":
             return _video_item(field, raw)
         if len(raw) > EMBED_LIMIT:
-            return {"kind": "note", "field": field,
-                    "note": f"{len(raw) / 2**20:.1f} MB, not embedded"}
+            return {
+                "kind": "note",
+                "field": field,
+                "note": f"{len(raw) / 2**20:.1f} MB, not embedded",
+            }
         src = f"data:{_av_mime(kind, raw)};base64," + base64.b64encode(raw).decode("ascii")
         return {"kind": kind, "field": field, "src": src, "seconds": _audio_seconds(raw)}
     except Exception as err:  # a broken item is shown as such; the page still renders
@@ -132,11 +149,12 @@ def _media_rows(task, examples, dataset) -> dict[int, list[dict]]:
     view = arrow_view(dataset)
     out = {}
     for start in range(0, len(examples), 64):
-        part = examples[start:start + 64]
+        part = examples[start : start + 64]
         inputs = view[[e.index for e in part]].column("inputs").to_pylist()
         for example, row in zip(part, inputs):
-            out[example.id] = [media_item(task.modality, name, row[name])
-                               for name in example.media_fields]
+            out[example.id] = [
+                media_item(task.modality, name, row[name]) for name in example.media_fields
+            ]
     return out
 
 
@@ -151,9 +169,14 @@ def _histories(task, examples, records: dict, context: int | None) -> dict[int, 
     for items in dialogues(task, examples).values():
         for k, example in enumerate(items):
             out[example.id] = [
-                {"text": items[j].prompt,
-                 "answer": reduce_answer(task, records.get(items[j].id, {}).get("generation", ""))}
-                for j in range(max(0, k - turns), k)]
+                {
+                    "text": items[j].prompt,
+                    "answer": reduce_answer(
+                        task, records.get(items[j].id, {}).get("generation", "")
+                    ),
+                }
+                for j in range(max(0, k - turns), k)
+            ]
     return out
 
 
@@ -164,8 +187,14 @@ def _verdict(task, metrics: dict) -> str:
     return "right" if metrics[main] >= 1.0 else "wrong"
 
 
-def task_rows(task_key: str, split: str, records: list[dict], examples=None, dataset=None,
-              context: int | None = None) -> list[dict]:
+def task_rows(
+    task_key: str,
+    split: str,
+    records: list[dict],
+    examples=None,
+    dataset=None,
+    context: int | None = None,
+) -> list[dict]:
     """The page rows of one task. ``records``: the sample-file lines (prompt, generation,
     filtered, target, metrics); ``examples``/``dataset``: the split, for the media, the
     breakdown keys and a dialogue's history (None: shown without them)."""
@@ -181,20 +210,28 @@ def task_rows(task_key: str, split: str, records: list[dict], examples=None, dat
         breakdown = example.breakdown if example else {}
         metrics = record.get("metrics") or {}
         gold = record.get("target")
-        rows.append({
-            "task": task.key, "task_name": task.class_name, "id": record["id"],
-            "anchor": f"{task.key}-{record['id']}",
-            "category": breakdown.get("category", ""),
-            "domain": breakdown.get("domain", (example.meta.get("domain") if example else "")
-                                    or ""),
-            "prompt": record.get("prompt", ""), "history": history.get(record["id"], []),
-            "generation": record.get("generation", ""), "filtered": record.get("filtered", ""),
-            "gold": ("" if gold is None else gold) if show_gold and not record.get("gold_private")
-            else "hidden (private split)",
-            "metrics": [(display_name(m), f"{v:g}") for m, v in metrics.items()],
-            "verdict": _verdict(task, metrics) if gold is not None or metrics else "unknown",
-            "media": media.get(record["id"], []),
-        })
+        rows.append(
+            {
+                "task": task.key,
+                "task_name": task.class_name,
+                "id": record["id"],
+                "anchor": f"{task.key}-{record['id']}",
+                "category": breakdown.get("category", ""),
+                "domain": breakdown.get(
+                    "domain", (example.meta.get("domain") if example else "") or ""
+                ),
+                "prompt": record.get("prompt", ""),
+                "history": history.get(record["id"], []),
+                "generation": record.get("generation", ""),
+                "filtered": record.get("filtered", ""),
+                "gold": ("" if gold is None else gold)
+                if show_gold and not record.get("gold_private")
+                else "hidden (private split)",
+                "metrics": [(display_name(m), f"{v:g}") for m, v in metrics.items()],
+                "verdict": _verdict(task, metrics) if gold is not None or metrics else "unknown",
+                "media": media.get(record["id"], []),
+            }
+        )
     return rows
 
 
@@ -204,21 +241,37 @@ def _summary(task_results: list[dict], summary: dict | None, run_info: dict) -> 
     from mera_multi_hf.reporting import reports
 
     leaderboard = any((run_info.get("official_test_split") or {}).values())
-    breakdowns = [{"title": f"{r['task']} by {name}", "head": head, "rows": [
-        {"cells": row, "link": f"task={r['task']}" + (f"&{name}={quote(row[0])}"
-                                                      if name in FILTERS else "")}
-        for row in rows]} for r in task_results for name, head, rows in reports.breakdown_tables(r)]
+    breakdowns = [
+        {
+            "title": f"{r['task']} by {name}",
+            "head": head,
+            "rows": [
+                {
+                    "cells": row,
+                    "link": f"task={r['task']}"
+                    + (f"&{name}={quote(row[0])}" if name in FILTERS else ""),
+                }
+                for row in rows
+            ],
+        }
+        for r in task_results
+        for name, head, rows in reports.breakdown_tables(r)
+    ]
     return {
         "head": reports.SUMMARY_HEAD,
-        "rows": [{"cells": row, "link": f"task={row[0]}"}
-                 for row in reports.summary_rows(task_results)],
-        "task_scores": [line[2:] for line in reports.task_score_lines(task_results)
-                        if line.startswith("- ")],
+        "rows": [
+            {"cells": row, "link": f"task={row[0]}"} for row in reports.summary_rows(task_results)
+        ],
+        "task_scores": [
+            line[2:] for line in reports.task_score_lines(task_results) if line.startswith("- ")
+        ],
         "interval_note": reports.INTERVAL_NOTE,
         "totals_head": reports.TOTALS_HEAD,
         "totals": reports.totals_rows(summary, leaderboard) if summary else [],
         "task_score_definition": (summary or {}).get("task_score_definition"),
-        "footnotes": reports.footnotes(task_results), "breakdowns": breakdowns}
+        "footnotes": reports.footnotes(task_results),
+        "breakdowns": breakdowns,
+    }
 
 
 def _within_budget(rows: list[dict], budget: int = PAGE_MEDIA_BUDGET) -> None:
@@ -229,12 +282,20 @@ def _within_budget(rows: list[dict], budget: int = PAGE_MEDIA_BUDGET) -> None:
             size = len(item.get("src") or "") + sum(map(len, item.get("frames", [])))
             used += size
             if size and used > budget:
-                row["media"][i] = {"kind": "note", "field": item["field"],
-                                   "note": "not embedded (the page's media limit is reached)"}
+                row["media"][i] = {
+                    "kind": "note",
+                    "field": item["field"],
+                    "note": "not embedded (the page's media limit is reached)",
+                }
 
 
-def render(task_results: list, run_info: dict, rows: list[dict],
-           notes: list[str] = (), summary: dict | None = None) -> str:
+def render(
+    task_results: list,
+    run_info: dict,
+    rows: list[dict],
+    notes: list[str] = (),
+    summary: dict | None = None,
+) -> str:
     """The page as HTML text; ``task_results``: TaskResult records (mera_multi_hf.scoring.records);
     ``summary``: the run's totals (scoring.summarize), shown as in results.md."""
     import jinja2
@@ -242,15 +303,20 @@ def render(task_results: list, run_info: dict, rows: list[dict],
     _within_budget(rows)
     template = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
-        autoescape=True, trim_blocks=True, lstrip_blocks=True,
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
     ).get_template("results_page.html.j2")
     tasks = list(dict.fromkeys(r.task for r in task_results))
     private = any(gold_derived(r) for r in task_results)
     return template.render(
         local_only=LOCAL_ONLY if private else None,
         title=f"MERA Multi results: {run_info.get('model', 'unnamed model')}",
-        run_id=run_info.get("run_id", ""), notes=list(notes),
+        run_id=run_info.get("run_id", ""),
+        notes=list(notes),
         summary=_summary([r.to_dict() for r in task_results], summary, run_info),
         tasks=[{"key": t, "name": TASKS[t].class_name} for t in tasks],
         categories=sorted({r["category"] for r in rows if r["category"]}),
-        domains=sorted({r["domain"] for r in rows if r["domain"]}), rows=rows)
+        domains=sorted({r["domain"] for r in rows if r["domain"]}),
+        rows=rows,
+    )

@@ -1,13 +1,14 @@
 """The MERA submission ZIP (docs/official-protocol.md, "Submission"): one
 <ClassName>.json per task."""
+
 from __future__ import annotations
 
 import io
 import json
 import zipfile
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MeraError
@@ -46,8 +47,9 @@ def _preview(ids) -> str:
     return shown + (f", ... ({len(ids)} in all)" if len(ids) > 20 else "")
 
 
-def check_answers(task_key: str, pairs: list[tuple[int, str]],
-                  expected: Iterable[int] | None) -> list[str]:
+def check_answers(
+    task_key: str, pairs: list[tuple[int, str]], expected: Iterable[int] | None
+) -> list[str]:
     """Every expected id answered exactly once, with a string; the problems, if any."""
     problems = []
     counts = Counter(i for i, _ in pairs)
@@ -69,8 +71,14 @@ def check_answers(task_key: str, pairs: list[tuple[int, str]],
 
 
 def task_payload(pairs: list[tuple[int, str]]) -> dict:
-    return {"data": {"test": [{"outputs": out, "meta": {"id": int(i)}}
-                              for i, out in sorted(pairs, key=lambda p: p[0])]}}
+    return {
+        "data": {
+            "test": [
+                {"outputs": out, "meta": {"id": int(i)}}
+                for i, out in sorted(pairs, key=lambda p: p[0])
+            ]
+        }
+    }
 
 
 def _zip_bytes(files: Mapping[str, bytes]) -> bytes:
@@ -81,9 +89,11 @@ def _zip_bytes(files: Mapping[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def submission_bytes(answers: Mapping[str, PairsOrMap],
-                     expected_ids: Mapping[str, Iterable[int]] | None = None,
-                     logs: Mapping[str, bytes] | None = None) -> bytes:
+def submission_bytes(
+    answers: Mapping[str, PairsOrMap],
+    expected_ids: Mapping[str, Iterable[int]] | None = None,
+    logs: Mapping[str, bytes] | None = None,
+) -> bytes:
     """The ZIP, after checking every task's answers against its test ids.
 
     ``answers``: task key -> {id: output} or [(id, output), ...], the outputs already
@@ -96,8 +106,9 @@ def submission_bytes(answers: Mapping[str, PairsOrMap],
         task = get_task(key)
         pairs = _pairs(task_answers)
         problems += check_answers(task.key, pairs, (expected_ids or {}).get(key))
-        files[f"{task.class_name}.json"] = json.dumps(task_payload(pairs), ensure_ascii=False,
-                                                      indent=1).encode("utf-8")
+        files[f"{task.class_name}.json"] = json.dumps(
+            task_payload(pairs), ensure_ascii=False, indent=1
+        ).encode("utf-8")
     if problems:
         raise MeraError("the submission was not written:\n  - " + "\n  - ".join(problems))
     if logs:

@@ -11,6 +11,7 @@
   (rebuilt from the gold answers) per group, position consistency where a pair is shown
   in both orders, and the rate of picking the first-shown option against the gold rate.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -40,15 +41,22 @@ def _valid(task, answer: str, mode: str) -> bool:
     return bool(answer.strip())
 
 
-RULES = {"letter": "no valid letter (one of the task's choices, compared as exact match does)",
-         "json": "not a JSON object (as the official scorer parses it)", "free": "empty"}
+RULES = {
+    "letter": "no valid letter (one of the task's choices, compared as exact match does)",
+    "json": "not a JSON object (as the official scorer parses it)",
+    "free": "empty",
+}
 
 
 def format_failures(task, examples, answers: list[str], mode: str) -> dict:
     bad = [e.id for e, a in zip(examples, answers) if not _valid(task, a, mode)]
-    return {"rule": RULES.get(task.answer_kind, "empty"), "n": len(answers),
-            "failures": len(bad), "rate": len(bad) / len(answers) if answers else None,
-            "ids": bad[:SHOWN_IDS]}
+    return {
+        "rule": RULES.get(task.answer_kind, "empty"),
+        "n": len(answers),
+        "failures": len(bad),
+        "rate": len(bad) / len(answers) if answers else None,
+        "ids": bad[:SHOWN_IDS],
+    }
 
 
 def answer_distribution(task, examples, answers: list[str], mode: str) -> dict:
@@ -59,8 +67,13 @@ def answer_distribution(task, examples, answers: list[str], mode: str) -> dict:
     gold = Counter(_letter_of(task, e.gold, mode) for e in examples if isinstance(e.gold, str))
     gold.pop(None, None)
     letters = [c for c in task.choices if model[c] or gold[c]]
-    out = {"model": {c: model[c] for c in letters}, "gold": {c: gold[c] for c in letters},
-           "chi2": None, "dof": None, "p_value": None}
+    out = {
+        "model": {c: model[c] for c in letters},
+        "gold": {c: gold[c] for c in letters},
+        "chi2": None,
+        "dof": None,
+        "p_value": None,
+    }
     if len(letters) >= 2 and sum(model.values()) and sum(gold.values()):
         table = np.array([[model[c] for c in letters], [gold[c] for c in letters]], dtype=float)
         expected = table.sum(1, keepdims=True) * table.sum(0, keepdims=True) / table.sum()
@@ -119,8 +132,10 @@ def _group_prefs(task, items, mode) -> dict:
     out = {}
     for example, answer in items:
         shown = tuple(example.options[:2])
-        out[shown] = (_winner(task, example, _letter_of(task, example.gold, mode)),
-                      _winner(task, example, _letter_of(task, answer, mode)))
+        out[shown] = (
+            _winner(task, example, _letter_of(task, example.gold, mode)),
+            _winner(task, example, _letter_of(task, answer, mode)),
+        )
     return out
 
 
@@ -183,13 +198,18 @@ def ranking_consistency(task, examples, answers: list[str], mode: str) -> dict:
     picked = [_letter_of(task, a, mode) for a in answers]
     valid = [p for p in picked if p is not None]
     golds = [_letter_of(task, e.gold, mode) for e in examples]
-    return {"groups": len(groups), "intransitive_triads": cyclic, "triads_checked": checked,
-            "kendall_tau_mean": float(np.mean(defined)) if defined else None,
-            "kendall_tau": {str(g): t for g, t in taus.items()},
-            "position_pairs": both, "position_consistent": consistent,
-            "position_consistency": consistent / both if both else None,
-            "first_option_rate": valid.count(first) / len(valid) if valid else None,
-            "gold_first_option_rate": golds.count(first) / len(golds) if golds else None}
+    return {
+        "groups": len(groups),
+        "intransitive_triads": cyclic,
+        "triads_checked": checked,
+        "kendall_tau_mean": float(np.mean(defined)) if defined else None,
+        "kendall_tau": {str(g): t for g, t in taus.items()},
+        "position_pairs": both,
+        "position_consistent": consistent,
+        "position_consistency": consistent / both if both else None,
+        "first_option_rate": valid.count(first) / len(valid) if valid else None,
+        "gold_first_option_rate": golds.count(first) / len(golds) if golds else None,
+    }
 
 
 def _pct(x) -> str:
@@ -198,23 +218,31 @@ def _pct(x) -> str:
 
 def _ranking_lines(r: dict) -> list[str]:
     tau = "—" if r["kendall_tau_mean"] is None else f"{r['kendall_tau_mean']:.3f}"
-    return [f"- ranking over {r['groups']} groups: {r['intransitive_triads']} intransitive "
-            f"triads of {r['triads_checked']} checked; Kendall's tau with the annotators' "
-            f"order, mean over groups {tau}; position consistency "
-            f"{_pct(r['position_consistency'])} ({r['position_consistent']} of "
-            f"{r['position_pairs']} pairs shown both ways); first-shown option picked "
-            f"{_pct(r['first_option_rate'])} (gold {_pct(r['gold_first_option_rate'])})"]
+    return [
+        f"- ranking over {r['groups']} groups: {r['intransitive_triads']} intransitive "
+        f"triads of {r['triads_checked']} checked; Kendall's tau with the annotators' "
+        f"order, mean over groups {tau}; position consistency "
+        f"{_pct(r['position_consistency'])} ({r['position_consistent']} of "
+        f"{r['position_pairs']} pairs shown both ways); first-shown option picked "
+        f"{_pct(r['first_option_rate'])} (gold {_pct(r['gold_first_option_rate'])})"
+    ]
 
 
 def _task_lines(result: dict) -> list[str]:
     d = result["diagnostics"]
     scores = result.get("metrics", {})  # beside the failures: the means over examples
-    beside = "".join(f"; {display_name(m)} {scores[m]:.4f}" for m in
-                     averaged_over_examples(result.get("official_metrics", ())) if m in scores)
+    beside = "".join(
+        f"; {display_name(m)} {scores[m]:.4f}"
+        for m in averaged_over_examples(result.get("official_metrics", ()))
+        if m in scores
+    )
     fmt = d["format"]
-    lines = [f"### {result['task']}", "",
-             f"- format failures: {fmt['failures']} of {fmt['n']} ({_pct(fmt['rate'])}): "
-             f"{fmt['rule']}{beside}"]
+    lines = [
+        f"### {result['task']}",
+        "",
+        f"- format failures: {fmt['failures']} of {fmt['n']} ({_pct(fmt['rate'])}): "
+        f"{fmt['rule']}{beside}",
+    ]
     dist = d.get("answer_distribution")
     if dist:
         counts = ", ".join(f"{c} {dist['model'][c]}/{dist['gold'][c]}" for c in dist["model"])
@@ -230,11 +258,16 @@ def markdown_section(task_results: list[dict]) -> list[str]:
     shown = [r for r in task_results if r.get("diagnostics")]
     if not shown:
         return []
-    lines = ["", "## Answer diagnostics (not official metrics)", "",
-             "How the model answers: answers outside the task's answer space after the "
-             "official filters, letters chosen against the gold letters (a chi-square test "
-             "of one distribution), and for ranking tasks how consistent its pairwise "
-             "choices are.", ""]
+    lines = [
+        "",
+        "## Answer diagnostics (not official metrics)",
+        "",
+        "How the model answers: answers outside the task's answer space after the "
+        "official filters, letters chosen against the gold letters (a chi-square test "
+        "of one distribution), and for ranking tasks how consistent its pairwise "
+        "choices are.",
+        "",
+    ]
     for r in shown:
         lines += _task_lines(r)
     return lines

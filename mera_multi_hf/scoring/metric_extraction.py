@@ -1,13 +1,14 @@
 """Answer extraction, for the project's separately named "extracted" EM only (never the
 official number), and the judge's official "text after the last ОТВЕТ": one rule, two
 named readings."""
+
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
 
-from mera_multi_hf.tasks.answer_marker import ANSWER_MARKER, official_answer_part
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.tasks.answer_marker import ANSWER_MARKER, official_answer_part
 
 _ANSWER_MARK_ANY_CASE = re.compile(ANSWER_MARKER, re.IGNORECASE)
 

@@ -1,4 +1,5 @@
 """ruSLUn: intent exact match and slot F1, as multimodal_tasks/ruslun/utils.py."""
+
 from __future__ import annotations
 
 import ast
@@ -43,8 +44,10 @@ def _parse_gold(reference, index: int) -> dict:
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 parsed = None
     if not isinstance(parsed, dict):
-        raise MeraError(f"references[{index}] is not a JSON object with 'intent' and 'slots' "
-                        f"(got {str(reference)[:80]!r}); ruSLUn gold answers must parse")
+        raise MeraError(
+            f"references[{index}] is not a JSON object with 'intent' and 'slots' "
+            f"(got {str(reference)[:80]!r}); ruSLUn gold answers must parse"
+        )
     return parsed
 
 
@@ -78,6 +81,7 @@ def _same(fold):
             return bool(a == b)
         except Exception:  # noqa: BLE001 - an odd value never aborts the scoring
             return False
+
     return equal
 
 
@@ -98,8 +102,13 @@ def _identity(text: str) -> str:
     return text
 
 
-def ruslun_scores(predictions: Sequence[str], references: Sequence[str | dict], *,
-                  filtered: bool = False, case_insensitive: bool = False) -> dict[str, np.ndarray]:
+def ruslun_scores(
+    predictions: Sequence[str],
+    references: Sequence[str | dict],
+    *,
+    filtered: bool = False,
+    case_insensitive: bool = False,
+) -> dict[str, np.ndarray]:
     """Per-example ruSLUn scores, exactly as the official ``process_results``.
 
     ``filtered=False``: the predictions are raw generations and the official filters
@@ -117,8 +126,10 @@ def ruslun_scores(predictions: Sequence[str], references: Sequence[str | dict], 
     predictions = check_strings(predictions, "predictions")
     references = list(references)
     if len(predictions) != len(references):
-        raise MeraError(f"got {len(predictions)} predictions but {len(references)} references: "
-                        "they must pair up one to one")
+        raise MeraError(
+            f"got {len(predictions)} predictions but {len(references)} references: "
+            "they must pair up one to one"
+        )
     if not filtered:
         predictions = apply_filters_many(RUSLUN_FILTERS, predictions)
     golds = [_parse_gold(ref, i) for i, ref in enumerate(references)]
@@ -132,16 +143,20 @@ def ruslun_scores(predictions: Sequence[str], references: Sequence[str | dict], 
             try:
                 _slot_pairs(gold, fold)
             except _Malformed:
-                raise MeraError(f"references[{i}]: 'slots' must be a list of objects, got "
-                                f"{str(gold.get('slots'))[:80]!r}") from None
-        pairs = np.array([_one_ruslun(p, g, fold) for p, g in zip(preds, golds)],
-                         dtype=np.float64).reshape(-1, 2)
+                raise MeraError(
+                    f"references[{i}]: 'slots' must be a list of objects, got "
+                    f"{str(gold.get('slots'))[:80]!r}"
+                ) from None
+        pairs = np.array(
+            [_one_ruslun(p, g, fold) for p, g in zip(preds, golds)], dtype=np.float64
+        ).reshape(-1, 2)
         out[intent_name], out[f1_name] = pairs[:, 0].copy(), pairs[:, 1].copy()
     return out
 
 
-def slot_f1_scores(predictions: Sequence[str], references: Sequence[str | dict], *,
-                   filtered: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def slot_f1_scores(
+    predictions: Sequence[str], references: Sequence[str | dict], *, filtered: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-example (intent exact match, slot F1) for ruSLUn: the official pair of
     `ruslun_scores`.
 

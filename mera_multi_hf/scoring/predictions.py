@@ -1,5 +1,6 @@
 """Read predictions made elsewhere: this project's sample log, a plain JSONL of
 {id, prediction}, or lm-evaluation-harness `samples_<task>_*.jsonl` logs."""
+
 from __future__ import annotations
 
 import re
@@ -36,20 +37,25 @@ def _harness_id(meta: dict, record: dict, where: str, positions: dict | None):
     if "dialog_id" not in meta:
         place = (DOC_POSITION, record["doc_id"])
         if positions is None or place not in positions:
-            raise MeraError(f"{where}: the line's doc carries no meta.id, and lm-eval's doc_id "
-                            "is a 0-based position in the split the harness read, not an "
-                            "example id; it is matched by position only against the official "
-                            "Hub copy (leave --data out), whose order the harness read")
+            raise MeraError(
+                f"{where}: the line's doc carries no meta.id, and lm-eval's doc_id "
+                "is a 0-based position in the split the harness read, not an "
+                "example id; it is matched by position only against the official "
+                "Hub copy (leave --data out), whose order the harness read"
+            )
         return positions[place]
     place = (meta.get("dialog_id"), meta.get("question_id"))
     if not all(isinstance(v, int) for v in place):
         raise MeraError(f"{where}: meta.id is null and dialog_id/question_id are not integers")
     if positions is None:
         from mera_multi_hf.tasks.table import DialogueSpec
+
         return DialogueSpec().submission_id(*place)
     if place not in positions:
-        raise MeraError(f"{where}: dialog_id={place[0]}, question_id={place[1]} is no "
-                        f"position of the task's split (positions come from meta.id)")
+        raise MeraError(
+            f"{where}: dialog_id={place[0]}, question_id={place[1]} is no "
+            f"position of the task's split (positions come from meta.id)"
+        )
     return positions[place]
 
 
@@ -64,8 +70,9 @@ def _answer_of(record: dict, where: str, positions: dict | None = None) -> tuple
     if "doc_id" in record and ("resps" in record or "filtered_resps" in record):
         # lm-evaluation-harness: the doc carries the MERA meta.id; filtered answers first
         doc = _mapping(record.get("doc"), where, "doc")
-        example_id = _harness_id(_mapping(doc.get("meta"), where, "doc.meta"), record, where,
-                                 positions)
+        example_id = _harness_id(
+            _mapping(doc.get("meta"), where, "doc.meta"), record, where, positions
+        )
         answer = _first(record.get("filtered_resps"))
         if answer is None:
             answer = _first(record.get("resps"))
@@ -73,11 +80,15 @@ def _answer_of(record: dict, where: str, positions: dict | None = None) -> tuple
         example_id = record.get("id", _mapping(record.get("meta"), where, "meta").get("id"))
         answer = next((record[k] for k in ANSWER_KEYS if k in record), None)
     if not isinstance(example_id, int) or isinstance(example_id, bool):
-        raise MeraError(f"{where}: no integer example id (expected \"id\" or \"meta.id\"; an "
-                        "lm-eval line is read with its \"doc\" and \"resps\")")
+        raise MeraError(
+            f'{where}: no integer example id (expected "id" or "meta.id"; an '
+            'lm-eval line is read with its "doc" and "resps")'
+        )
     if not isinstance(answer, str):
-        raise MeraError(f"{where}, id={example_id}: no answer text (expected one of "
-                        f"{', '.join(ANSWER_KEYS)}, or lm-eval's resps)")
+        raise MeraError(
+            f"{where}, id={example_id}: no answer text (expected one of "
+            f"{', '.join(ANSWER_KEYS)}, or lm-eval's resps)"
+        )
     return example_id, answer
 
 
@@ -103,8 +114,10 @@ def _check_harness_file(file: Path, task_key: str | None) -> None:
 
     logged, names = match.group(1), get_task(task_key).harness_names
     if not any(logged == n or logged.startswith(n + "_") for n in names):
-        raise MeraError(f"{file}: an lm-evaluation-harness log of task {logged!r}, not of "
-                        f"{task_key} (expected samples_{names[0]}_<date>.jsonl)")
+        raise MeraError(
+            f"{file}: an lm-evaluation-harness log of task {logged!r}, not of "
+            f"{task_key} (expected samples_{names[0]}_<date>.jsonl)"
+        )
 
 
 class Predictions(dict):
@@ -133,8 +146,12 @@ def task_lines(path: str | Path, task_key: str | None = None, split: str | None 
             yield file, where, record
 
 
-def read_predictions(path: str | Path, task_key: str | None = None,
-                     split: str | None = None, positions: dict | None = None) -> Predictions:
+def read_predictions(
+    path: str | Path,
+    task_key: str | None = None,
+    split: str | None = None,
+    positions: dict | None = None,
+) -> Predictions:
     """id -> answer (and the lone surrogates replaced, :class:`Predictions`). Lines of
     other tasks or splits ("task", "split" fields) are skipped; an id answered twice stops
     it (README: duplicate ids stop `score`). ``positions``: (dialog id, question id) ->
@@ -152,8 +169,10 @@ def read_predictions(path: str | Path, task_key: str | None = None,
         answers.setdefault(example_id, answer)
     for ids, how in ((conflicts, "with different answers"), (repeated, "with the same answer")):
         if ids:
-            raise MeraError(f"{path}: ids answered twice {how}: "
-                            f"{', '.join(map(str, sorted(set(ids))[:20]))}; give each id once")
+            raise MeraError(
+                f"{path}: ids answered twice {how}: "
+                f"{', '.join(map(str, sorted(set(ids))[:20]))}; give each id once"
+            )
     if not answers:
         raise MeraError(f"{path}: no predictions found")
     return answers

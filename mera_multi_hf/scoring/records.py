@@ -8,6 +8,7 @@ is the file's JSON Schema.
 ``to_dict()`` gives exactly the JSON the dict-built records gave before the types (the
 same keys in the same order); a key this version does not know is kept (``extra``).
 """
+
 from __future__ import annotations
 
 import sys
@@ -27,10 +28,11 @@ class ExampleResult:
     """One example's answer: the raw output, and the answer after the task's filters,
     computed once (:func:`example_results`) for the scoring, the sample log, the page and
     the submission; ``scores``: its per-example metric scores (gold known)."""
+
     id: int
     output: str
-    filtered: str        # after the task's score filters: what is scored
-    submitted: str       # after its submission filters: what submission.zip holds
+    filtered: str  # after the task's score filters: what is scored
+    submitted: str  # after its submission filters: what submission.zip holds
     scores: dict[str, float] = field(default_factory=dict)
 
 
@@ -43,17 +45,33 @@ def example_results(task, examples, predictions) -> list[ExampleResult]:
     for example in examples:
         output = predictions[example.id]
         scored = apply_filters(task.score_filters, output)
-        submitted = (scored if task.submit_filters == task.score_filters
-                     else apply_filters(task.submit_filters, output))
+        submitted = (
+            scored
+            if task.submit_filters == task.score_filters
+            else apply_filters(task.submit_filters, output)
+        )
         out.append(ExampleResult(example.id, output, scored, submitted))
     return out
 
 
 # The keys of a scored task, in results.json's order; an unscorable task has none of them.
-SCORED_KEYS = ("metrics", "judge", "judge_not_computed", "unofficial", "leaderboard_metrics",
-               "task_score_metrics", "task_score", "task_score_partial", "local_estimate",
-               "scorable", "breakdown", "examples", "uncertainty", "task_score_uncertainty",
-               "diagnostics")
+SCORED_KEYS = (
+    "metrics",
+    "judge",
+    "judge_not_computed",
+    "unofficial",
+    "leaderboard_metrics",
+    "task_score_metrics",
+    "task_score",
+    "task_score_partial",
+    "local_estimate",
+    "scorable",
+    "breakdown",
+    "examples",
+    "uncertainty",
+    "task_score_uncertainty",
+    "diagnostics",
+)
 
 
 @dataclass
@@ -61,6 +79,7 @@ class TaskResult:
     """One task's scoring (:func:`mera_multi_hf.scoring.score.score_task`), results.json's
     ``tasks[<key>]``. The open-ended parts (breakdowns, the per-example table, intervals,
     diagnostics) stay dicts as results.json holds them."""
+
     task: str
     class_name: str
     modality: str
@@ -74,7 +93,7 @@ class TaskResult:
     scorable: bool = False
     metrics: dict[str, float] = field(default_factory=dict)
     n_groups: int | None = None
-    note: str | None = None           # why it is not scorable
+    note: str | None = None  # why it is not scorable
     judge: dict[str, float] = field(default_factory=dict)
     judge_not_computed: list[str] = field(default_factory=list)
     unofficial: dict[str, float] = field(default_factory=dict)
@@ -89,7 +108,7 @@ class TaskResult:
     task_score_uncertainty: dict | None = None
     diagnostics: dict = field(default_factory=dict)
     model: str | None = None
-    extra: dict = field(default_factory=dict)   # keys of a newer version, kept as read
+    extra: dict = field(default_factory=dict)  # keys of a newer version, kept as read
     # every example's answer and scores; not in results.json (the sample logs hold them)
     answers: list[ExampleResult] = field(default_factory=list, repr=False)
 
@@ -124,12 +143,24 @@ class TaskResult:
     @classmethod
     def from_dict(cls, doc: dict) -> TaskResult:
         known = {f.name for f in fields(cls)} - {"extra", "answers"}
-        return cls(**{k: v for k, v in doc.items() if k in known},
-                   extra={k: v for k, v in doc.items() if k not in known})
+        return cls(
+            **{k: v for k, v in doc.items() if k in known},
+            extra={k: v for k, v in doc.items() if k not in known},
+        )
 
 
-HEAD_KEYS = ("task", "class_name", "modality", "public", "split", "n_examples",
-             "official_metrics", "judge_metrics", "metric_modes", "human_baseline")
+HEAD_KEYS = (
+    "task",
+    "class_name",
+    "modality",
+    "public",
+    "split",
+    "n_examples",
+    "official_metrics",
+    "judge_metrics",
+    "metric_modes",
+    "human_baseline",
+)
 
 
 @dataclass
@@ -137,6 +168,7 @@ class RunRecord:
     """results.json's ``run``: what makes the run reproducible. The fields every command
     records are typed; each command's own (generation settings, predictions files, ...)
     are in ``details``, in the order they were recorded."""
+
     run_id: str
     mode: str | None
     model: str | None
@@ -145,23 +177,34 @@ class RunRecord:
     details: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        head = {"run_id": self.run_id, "mode": self.mode, "model": self.model,
-                "tasks": self.tasks, "split": self.split}
+        head = {
+            "run_id": self.run_id,
+            "mode": self.mode,
+            "model": self.model,
+            "tasks": self.tasks,
+            "split": self.split,
+        }
         # the command's own values of mode and model come where it recorded them
         return {**head, **self.details}
 
     @classmethod
     def from_dict(cls, doc: dict) -> RunRecord:
         head = ("run_id", "mode", "model", "tasks", "split")
-        return cls(doc.get("run_id"), doc.get("mode"), doc.get("model"),
-                   list(doc.get("tasks") or []), doc.get("split", "test"),
-                   {k: v for k, v in doc.items() if k not in head})
+        return cls(
+            doc.get("run_id"),
+            doc.get("mode"),
+            doc.get("model"),
+            list(doc.get("tasks") or []),
+            doc.get("split", "test"),
+            {k: v for k, v in doc.items() if k not in head},
+        )
 
 
 @dataclass
 class Summary:
     """results.json's ``summary`` (:func:`mera_multi_hf.scoring.score.summarize`): task scores
     averaged per modality, overall and over the private tasks, each with its interval."""
+
     task_score_definition: str
     tasks: dict[str, float]
     modality: dict[str, dict]
@@ -172,37 +215,53 @@ class Summary:
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {**{f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"},
-                **self.extra}
+        return {
+            **{f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"},
+            **self.extra,
+        }
 
     @classmethod
     def from_dict(cls, doc: dict) -> Summary:
         known = [f.name for f in fields(cls) if f.name != "extra"]
-        empty = {"tasks": {}, "modality": {}, "overall": {}, "official_total": {},
-                 "not_scorable": [], "partial_task_scores": [], "task_score_definition": ""}
-        return cls(**{k: doc.get(k, empty[k]) for k in known},
-                   extra={k: v for k, v in doc.items() if k not in known})
+        empty = {
+            "tasks": {},
+            "modality": {},
+            "overall": {},
+            "official_total": {},
+            "not_scorable": [],
+            "partial_task_scores": [],
+            "task_score_definition": "",
+        }
+        return cls(
+            **{k: doc.get(k, empty[k]) for k in known},
+            extra={k: v for k, v in doc.items() if k not in known},
+        )
 
 
 @dataclass
 class Results:
     """The whole results.json: the run, the summary, every task's result by task key."""
+
     run: RunRecord
     summary: Summary
     tasks: dict[str, TaskResult]
     schema_version: int = SCHEMA_VERSION
-    folder: str | None = None    # where it was read from (compare names the runs by it)
+    folder: str | None = None  # where it was read from (compare names the runs by it)
 
     @classmethod
     def of(cls, run: dict, summary: dict, task_results: list[TaskResult]) -> Results:
-        return cls(RunRecord.from_dict(run), Summary.from_dict(summary),
-                   {r.task: r for r in task_results})
+        return cls(
+            RunRecord.from_dict(run), Summary.from_dict(summary), {r.task: r for r in task_results}
+        )
 
     def to_dict(self) -> dict:
         """results.json as written: always this version's schema."""
-        return {"schema_version": SCHEMA_VERSION, "run": self.run.to_dict(),
-                "summary": self.summary.to_dict(),
-                "tasks": {key: r.to_dict() for key, r in self.tasks.items()}}
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "run": self.run.to_dict(),
+            "summary": self.summary.to_dict(),
+            "tasks": {key: r.to_dict() for key, r in self.tasks.items()},
+        }
 
     @classmethod
     def from_dict(cls, doc: dict, where: str = "results.json") -> Results:
@@ -212,15 +271,22 @@ class Results:
         version = doc.get("schema_version", 1)
         if version != SCHEMA_VERSION:
             age = "an older" if isinstance(version, int) and version < SCHEMA_VERSION else "a newer"
-            print(f"mera-multi: note: {where} is of {age} results schema (version {version}; "
-                  f"this version writes {SCHEMA_VERSION}): read as it is", file=sys.stderr)
+            print(
+                f"mera-multi: note: {where} is of {age} results schema (version {version}; "
+                f"this version writes {SCHEMA_VERSION}): read as it is",
+                file=sys.stderr,
+            )
         tasks = {}
         for key, entry in doc["tasks"].items():
             if not isinstance(entry, dict):
                 raise MeraError(f"{where}: tasks.{key} is not a task result")
             tasks[key] = TaskResult.from_dict({"task": key, **entry})
-        return cls(RunRecord.from_dict(doc.get("run") or {}),
-                   Summary.from_dict(doc.get("summary") or {}), tasks, version)
+        return cls(
+            RunRecord.from_dict(doc.get("run") or {}),
+            Summary.from_dict(doc.get("summary") or {}),
+            tasks,
+            version,
+        )
 
     @classmethod
     def read(cls, path: str | Path) -> Results:
@@ -228,8 +294,10 @@ class Results:
         path = Path(path)
         file = path / "results.json" if path.is_dir() else path
         if not file.is_file():
-            raise MeraError(f"{path}: no results.json (give a folder written by `mera-multi "
-                            "evaluate` or `mera-multi score`)")
+            raise MeraError(
+                f"{path}: no results.json (give a folder written by `mera-multi "
+                "evaluate` or `mera-multi score`)"
+            )
         try:
             doc = json_read.read_file(file)
         except json_read.JsonReadError as err:

@@ -3,6 +3,7 @@ aggregated, its display name, its direction, and whether the leaderboard ranks b
 a judge makes it. Scoring, the reports, the chart, the comparisons and the dataset
 cards read it; the formulas themselves are in the metric_* modules, one per family.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -20,8 +21,10 @@ def _exact_match(golds, preds, em_mode, task):
     """EM, and beside it the project's extra: EM of the answer extracted from a wordy reply."""
     warn_if_squad_on_letters(em_mode, task.answer_kind)
     extracted = [extract_answer(p, task.choices or None) for p in preds]
-    return {"exact_match": exact_match_scores(preds, golds, mode=em_mode),
-            "exact_match_extracted": exact_match_scores(extracted, golds, mode=em_mode)}
+    return {
+        "exact_match": exact_match_scores(preds, golds, mode=em_mode),
+        "exact_match_extracted": exact_match_scores(extracted, golds, mode=em_mode),
+    }
 
 
 def _slots(golds, preds, em_mode, task):
@@ -40,37 +43,60 @@ def mean(scores, groups) -> float:
 @dataclass(frozen=True)
 class Metric:
     name: str
-    display: str                     # how reports, the chart and the HTML page name it
+    display: str  # how reports, the chart and the HTML page name it
     # (golds, filtered predictions, em_mode, task declaration) -> {name: per-example
     # array}; one call may make several metrics (ruSLUn's two, EM and extracted EM).
     # None: made from another metric or by the judge.
     per_example: Callable | None = None
-    of: str | None = None            # a group metric: the per-example metric it groups
+    of: str | None = None  # a group metric: the per-example metric it groups
     # (scores, group ids) -> the task's number: `mean`, or `group_mean` of ``of``'s scores
     aggregate: Callable[[Sequence, Sequence], float] = mean
     higher_is_better: bool = True
-    leaderboard: bool = True         # may be a task's leaderboard metric (which
+    leaderboard: bool = True  # may be a task's leaderboard metric (which
     # ones a task is ranked by is its declaration's `leaderboard`)
-    judge: bool = False              # computed only when a judge model is given
-    official: bool = True            # False: the project's extra, never an official number
-    space: bool = False              # has an evaluate module, the Space folder metrics/<name>/
-    task_options: tuple[str, ...] = ()   # compute() options a task declaration gives (load_metric)
+    judge: bool = False  # computed only when a judge model is given
+    official: bool = True  # False: the project's extra, never an official number
+    space: bool = False  # has an evaluate module, the Space folder metrics/<name>/
+    task_options: tuple[str, ...] = ()  # compute() options a task declaration gives (load_metric)
 
 
-METRICS = {m.name: m for m in (
-    Metric("exact_match", "Exact match", _exact_match, space=True,
-           task_options=("mode", "answer_kind", "choices")),
-    Metric("group_exact_match", "Group exact match", of="exact_match", aggregate=group_mean,
-           space=True,
-           task_options=("mode", "answer_kind")),
-    Metric("judge_score", "Judge score", judge=True, space=True),
-    Metric("group_judge_score", "Group judge score", of="judge_score", aggregate=group_mean,
-           judge=True),
-    Metric("intent_exact_match", "Intent exact match", _slots),
-    Metric("slot_f1", "Slot F1", _slots, space=True),  # its module makes intent EM too
-    Metric("exact_match_extracted", "Exact match after answer extraction (not official)",
-           _exact_match, official=False, leaderboard=False),
-)}
+METRICS = {
+    m.name: m
+    for m in (
+        Metric(
+            "exact_match",
+            "Exact match",
+            _exact_match,
+            space=True,
+            task_options=("mode", "answer_kind", "choices"),
+        ),
+        Metric(
+            "group_exact_match",
+            "Group exact match",
+            of="exact_match",
+            aggregate=group_mean,
+            space=True,
+            task_options=("mode", "answer_kind"),
+        ),
+        Metric("judge_score", "Judge score", judge=True, space=True),
+        Metric(
+            "group_judge_score",
+            "Group judge score",
+            of="judge_score",
+            aggregate=group_mean,
+            judge=True,
+        ),
+        Metric("intent_exact_match", "Intent exact match", _slots),
+        Metric("slot_f1", "Slot F1", _slots, space=True),  # its module makes intent EM too
+        Metric(
+            "exact_match_extracted",
+            "Exact match after answer extraction (not official)",
+            _exact_match,
+            official=False,
+            leaderboard=False,
+        ),
+    )
+}
 
 # Group metric -> the per-example metric whose groups it averages.
 GROUP_OF = {m.name: m.of for m in METRICS.values() if m.of}

@@ -4,6 +4,7 @@ and the summaries over tasks. Writing the reports is :mod:`mera_multi_hf.reporti
 The formulas live in the metric_* modules; which metrics a task has, its EM
 mode, its filters and its breakdowns come from its :class:`~mera_multi_hf.tasks.table.TaskSpec`.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -13,16 +14,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.scoring.registry import JUDGED, UNOFFICIAL, aggregate, per_example_functions
 from mera_multi_hf.scoring.records import TaskResult, example_results
+from mera_multi_hf.scoring.registry import JUDGED, UNOFFICIAL, aggregate, per_example_functions
 from mera_multi_hf.tasks.table import TASKS, TaskSpec
-
 
 if TYPE_CHECKING:  # scoring reads an example's id, gold, group and prompt
     from mera_multi_hf.data.examples import Example
 
-def per_example_scores(task: TaskSpec, golds: list, preds: list[str],
-                       em_mode: str | None = None) -> dict[str, np.ndarray]:
+
+def per_example_scores(
+    task: TaskSpec, golds: list, preds: list[str], em_mode: str | None = None
+) -> dict[str, np.ndarray]:
     """Metric name -> per-example scores of the official metrics (group metrics and the
     judge aside) and the unofficial extracted EM, for examples whose gold is known;
     ``preds``: the answers after the task's filters (ExampleResult.filtered)."""
@@ -37,13 +39,22 @@ def _check_complete(task: TaskSpec, examples: list[Example], predictions: dict, 
     missing = [e.id for e in examples if e.id not in predictions]
     if missing:
         shown = ", ".join(map(str, missing[:20]))
-        raise MeraError(f"{task.key}/{split}: no prediction for {len(missing)} of "
-                        f"{len(examples)} examples (ids {shown}{', ...' if len(missing) > 20 else ''})")
+        raise MeraError(
+            f"{task.key}/{split}: no prediction for {len(missing)} of "
+            f"{len(examples)} examples (ids {shown}{', ...' if len(missing) > 20 else ''})"
+        )
 
 
-def score_task(task: TaskSpec, examples: list[Example], predictions: dict[int, str], *,
-               em_mode: str | None = None, judge=None, split: str = "test",
-               model: str | None = None) -> TaskResult:
+def score_task(
+    task: TaskSpec,
+    examples: list[Example],
+    predictions: dict[int, str],
+    *,
+    em_mode: str | None = None,
+    judge=None,
+    split: str = "test",
+    model: str | None = None,
+) -> TaskResult:
     """The metrics of one task for predictions keyed by id.
 
     ``judge``: a ready judge (:func:`mera_multi_hf.judge.judges.get_judge`) or None. Judge metrics
@@ -56,30 +67,40 @@ def score_task(task: TaskSpec, examples: list[Example], predictions: dict[int, s
     answers = example_results(task, examples, predictions)
     groups = [e.group for e in examples]
     result = TaskResult(
-        task=task.key, class_name=task.class_name, modality=task.modality, public=task.public,
-        split=split, n_examples=len(examples), official_metrics=list(task.metrics),
+        task=task.key,
+        class_name=task.class_name,
+        modality=task.modality,
+        public=task.public,
+        split=split,
+        n_examples=len(examples),
+        official_metrics=list(task.metrics),
         judge_metrics=list(task.judge_metrics),
         metric_modes={"exact_match": em_mode, "filters": list(task.score_filters)},
-        human_baseline=dict(task.human_baseline), answers=answers, model=model,
-        n_groups=len(set(groups)) if task.has_groups else None)
+        human_baseline=dict(task.human_baseline),
+        answers=answers,
+        model=model,
+        n_groups=len(set(groups)) if task.has_groups else None,
+    )
     if not examples or any(e.gold is None for e in examples):
-        result.note = ("gold answers are hidden in this split: submit the ZIP to the MERA "
-                       "site for scores")
+        result.note = (
+            "gold answers are hidden in this split: submit the ZIP to the MERA site for scores"
+        )
         return result
     golds = [e.gold for e in examples]
     preds = [a.filtered for a in answers]
     scores = per_example_scores(task, golds, preds, em_mode)
     if judge is not None and task.judge_metrics:
         from mera_multi_hf.judge.judges import judge_scores
+
         scores[JUDGED] = np.asarray(  # the judge sees what the metrics see
-            judge_scores(judge, preds, golds, [e.prompt for e in examples]), dtype=float)
+            judge_scores(judge, preds, golds, [e.prompt for e in examples]), dtype=float
+        )
         result.metric_modes["judge"] = judge.describe()
     result.metrics = aggregate(scores, groups, task.metrics)
     result.judge = aggregate(scores, groups, task.judge_metrics)
     result.judge_not_computed = [m for m in task.judge_metrics if m not in result.judge]
     result.unofficial = aggregate(scores, groups, UNOFFICIAL)
-    for name, value in task_score(task, {"metrics": result.metrics,
-                                         "judge": result.judge}).items():
+    for name, value in task_score(task, {"metrics": result.metrics, "judge": result.judge}).items():
         setattr(result, name, value)
     result.scorable = True
     result.breakdown = _breakdowns(task, examples, scores, groups)
@@ -95,10 +116,13 @@ def task_score(task: TaskSpec, result: dict) -> dict:
     not (no judge given). The other metrics are supplementary."""
     computed = {**result["metrics"], **result.get("judge", {})}
     used = [m for m in task.leaderboard if m in computed] or list(result["metrics"])
-    return {"leaderboard_metrics": list(task.leaderboard), "task_score_metrics": used,
-            "task_score": fmean(computed[m] for m in used),
-            "task_score_partial": any(m not in computed for m in task.leaderboard),
-            "local_estimate": task.local_estimate}
+    return {
+        "leaderboard_metrics": list(task.leaderboard),
+        "task_score_metrics": used,
+        "task_score": fmean(computed[m] for m in used),
+        "task_score_partial": any(m not in computed for m in task.leaderboard),
+        "local_estimate": task.local_estimate,
+    }
 
 
 def _add_uncertainty(task, examples, scores, result: TaskResult, preds, em_mode) -> None:
@@ -128,8 +152,7 @@ def _breakdowns(task: TaskSpec, examples: list[Example], scores, groups) -> dict
         for key in sorted(rows):
             idx = np.asarray(rows[key])
             sub = {m: s[idx] for m, s in scores.items()}
-            table[key] = {**aggregate(sub, [groups[i] for i in idx], names),
-                          "n_examples": len(idx)}
+            table[key] = {**aggregate(sub, [groups[i] for i in idx], names), "n_examples": len(idx)}
         if table:
             out[name] = table
     return out
@@ -146,15 +169,22 @@ def summarize(task_results: list[TaskResult]) -> dict:
     n_private = sum(not t.public for t in TASKS.values())
     summary = {
         "task_score_definition": "the mean of the task's leaderboard metrics (the MERA "
-                                 "README's task table) that were computed; the other metrics "
-                                 "are supplementary",
+        "README's task table) that were computed; the other metrics "
+        "are supplementary",
         "tasks": {r.task: r.task_score for r in scored},
-        "modality": {m: {"score": fmean(v), "n_tasks": len(v)} for m, v in sorted(by_modality.items())},
-        "overall": {"score": fmean(r.task_score for r in scored) if scored else None,
-                    "n_tasks": len(scored)},
-        "official_total": {"score": fmean(private) if private else None,
-                           "n_tasks": len(private), "of": n_private,
-                           "complete": len(private) == n_private},
+        "modality": {
+            m: {"score": fmean(v), "n_tasks": len(v)} for m, v in sorted(by_modality.items())
+        },
+        "overall": {
+            "score": fmean(r.task_score for r in scored) if scored else None,
+            "n_tasks": len(scored),
+        },
+        "official_total": {
+            "score": fmean(private) if private else None,
+            "n_tasks": len(private),
+            "of": n_private,
+            "complete": len(private) == n_private,
+        },
         "not_scorable": [r.task for r in task_results if not r.scorable],
         # tasks whose score misses a leaderboard metric (the judge's JS was not computed)
         "partial_task_scores": [r.task for r in scored if r.task_score_partial],

@@ -14,6 +14,7 @@ The standard error is the cluster-robust one of a ratio; with one example per cl
 is the plain standard error of a mean, sd(ddof=1)/sqrt(n), as lm-evaluation-harness
 reports it.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -23,18 +24,22 @@ import numpy as np
 
 from mera_multi_hf.scoring.registry import GROUP_OF
 
-SEED = 20250601          # the bootstrap's seed, recorded in results.json
-RESAMPLES = 2000         # resamples per interval
+SEED = 20250601  # the bootstrap's seed, recorded in results.json
+RESAMPLES = 2000  # resamples per interval
 LEVEL = 0.95
 CELLS_PER_CHUNK = 4_000_000  # resample-by-cluster counts held at once (memory bound)
 
 
 def settings() -> dict:
     """How the intervals were made: recorded with every run."""
-    return {"method": "percentile bootstrap over clusters (the task's cluster_by)",
-            "seed": SEED, "resamples": RESAMPLES, "level": LEVEL,
-            "stderr": "cluster-robust standard error of the ratio (plain sd/sqrt(n) for "
-                      "one example per cluster)"}
+    return {
+        "method": "percentile bootstrap over clusters (the task's cluster_by)",
+        "seed": SEED,
+        "resamples": RESAMPLES,
+        "level": LEVEL,
+        "stderr": "cluster-robust standard error of the ratio (plain sd/sqrt(n) for "
+        "one example per cluster)",
+    }
 
 
 def rng_for(*keys) -> np.random.Generator:
@@ -46,9 +51,10 @@ def rng_for(*keys) -> np.random.Generator:
 @dataclass
 class Units:
     """One score as per-cluster sums: value = sum(num) / sum(den)."""
+
     num: np.ndarray
     den: np.ndarray
-    n: int                      # examples (or groups, for a group metric) behind it
+    n: int  # examples (or groups, for a group metric) behind it
 
     @property
     def value(self) -> float:
@@ -63,7 +69,7 @@ def stderr(units: Units) -> float | None:
         return None
     r = units.num.sum() / units.den.sum()
     resid = units.num - r * units.den
-    return float(np.sqrt(c / (c - 1) * np.sum(resid ** 2)) / units.den.sum())
+    return float(np.sqrt(c / (c - 1) * np.sum(resid**2)) / units.den.sum())
 
 
 def cluster_counts(rng: np.random.Generator, n_clusters: int, size: int) -> np.ndarray:
@@ -73,8 +79,9 @@ def cluster_counts(rng: np.random.Generator, n_clusters: int, size: int) -> np.n
     return np.bincount(draws.ravel(), minlength=size * n_clusters).reshape(size, n_clusters)
 
 
-def replicates(units: dict[str, Units], rng: np.random.Generator,
-               resamples: int = RESAMPLES) -> dict[str, np.ndarray]:
+def replicates(
+    units: dict[str, Units], rng: np.random.Generator, resamples: int = RESAMPLES
+) -> dict[str, np.ndarray]:
     """Each score over the same resamples of the clusters (all units share the clusters)."""
     if not units:
         return {}
@@ -89,7 +96,7 @@ def replicates(units: dict[str, Units], rng: np.random.Generator,
         for name, u in units.items():
             den = (w @ u.den).reshape((-1,) + (1,) * (u.num.ndim - 1))
             with np.errstate(invalid="ignore", divide="ignore"):
-                out[name][start:start + len(w)] = (w @ u.num) / den
+                out[name][start : start + len(w)] = (w @ u.num) / den
     return out
 
 
@@ -99,15 +106,24 @@ def percentile_interval(reps: np.ndarray) -> tuple:
     return tuple(np.quantile(reps, [alpha, 1 - alpha], axis=0))
 
 
-def describe(reps: np.ndarray, se: float | None, *, cluster: str,
-             n_clusters: int, n: int) -> dict:
+def describe(reps: np.ndarray, se: float | None, *, cluster: str, n_clusters: int, n: int) -> dict:
     """The uncertainty record of one score (the shape results.json, the chart and compare
     read)."""
     finite = reps[np.isfinite(reps)]
-    low, high = (percentile_interval(finite) if finite.size and n_clusters > 1
-                 else (float("nan"), float("nan")))  # one cluster: nothing to resample
-    return {"stderr": _num(se), "low": _num(low), "high": _num(high), "level": LEVEL,
-            "cluster": cluster, "n_clusters": int(n_clusters), "n": int(n)}
+    low, high = (
+        percentile_interval(finite)
+        if finite.size and n_clusters > 1
+        else (float("nan"), float("nan"))
+    )  # one cluster: nothing to resample
+    return {
+        "stderr": _num(se),
+        "low": _num(low),
+        "high": _num(high),
+        "level": LEVEL,
+        "cluster": cluster,
+        "n_clusters": int(n_clusters),
+        "n": int(n),
+    }
 
 
 def _num(x) -> float | None:
@@ -139,8 +155,9 @@ def cluster_keys(task, examples) -> list[int]:
     if task.cluster_by != "example":
         from mera_multi_hf.core.errors import MeraError
 
-        raise MeraError(f"{task.key}: cluster_by {task.cluster_by!r} is not one of "
-                        f"{', '.join(CLUSTER_KEYS)}")
+        raise MeraError(
+            f"{task.key}: cluster_by {task.cluster_by!r} is not one of {', '.join(CLUSTER_KEYS)}"
+        )
     return [e.id for e in examples]
 
 
@@ -149,21 +166,29 @@ def reference_hash(example) -> str:
     import hashlib
     import json
 
-    payload = json.dumps([example.id, example.prompt, example.gold, example.meta],
-                         sort_keys=True, ensure_ascii=False, default=str)
+    payload = json.dumps(
+        [example.id, example.prompt, example.gold, example.meta],
+        sort_keys=True,
+        ensure_ascii=False,
+        default=str,
+    )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:12]
 
 
 def example_table(task, examples, scores: dict) -> dict:
     """The per-example scores of one task with ids, groups, clusters and breakdown keys,
     as columns (results.json keeps it; compare pairs two runs by its ids)."""
-    return {"cluster_by": task.cluster_by,
-            "id": [e.id for e in examples], "group": [e.group for e in examples],
-            "cluster": cluster_keys(task, examples),
-            "breakdown": {name: [e.breakdown.get(name) for e in examples]
-                          for name, _ in task.breakdowns},
-            "ref": [reference_hash(e) for e in examples],
-            "scores": {m: np.asarray(s).tolist() for m, s in scores.items()}}
+    return {
+        "cluster_by": task.cluster_by,
+        "id": [e.id for e in examples],
+        "group": [e.group for e in examples],
+        "cluster": cluster_keys(task, examples),
+        "breakdown": {
+            name: [e.breakdown.get(name) for e in examples] for name, _ in task.breakdowns
+        },
+        "ref": [reference_hash(e) for e in examples],
+        "scores": {m: np.asarray(s).tolist() for m, s in scores.items()},
+    }
 
 
 def table_units(table: dict, names, idx=None, scores=None) -> dict[str, Units]:
@@ -173,17 +198,24 @@ def table_units(table: dict, names, idx=None, scores=None) -> dict[str, Units]:
     idx = np.arange(len(cluster)) if idx is None else np.asarray(idx, dtype=int)
     _, inv = np.unique(cluster[idx], return_inverse=True)
     n_clusters = int(inv.max()) + 1 if len(inv) else 0
-    scores = scores if scores is not None else {m: np.asarray(v, dtype=float)
-                                                for m, v in table["scores"].items()}
+    scores = (
+        scores
+        if scores is not None
+        else {m: np.asarray(v, dtype=float) for m, v in table["scores"].items()}
+    )
     out = {}
     for name in names:
         of = GROUP_OF.get(name)
         if of and of in scores:
-            out[name] = _group_units(scores[of][idx],
-                                     np.asarray(table["group"])[idx], inv, n_clusters)
+            out[name] = _group_units(
+                scores[of][idx], np.asarray(table["group"])[idx], inv, n_clusters
+            )
         elif name in scores:
-            out[name] = Units(np.bincount(inv, weights=scores[name][idx], minlength=n_clusters),
-                              np.bincount(inv, minlength=n_clusters).astype(float), len(idx))
+            out[name] = Units(
+                np.bincount(inv, weights=scores[name][idx], minlength=n_clusters),
+                np.bincount(inv, minlength=n_clusters).astype(float),
+                len(idx),
+            )
     return out
 
 
@@ -194,13 +226,16 @@ def _group_units(values, groups, inv, n_clusters) -> Units:
     g_cluster[g_inv] = inv  # groups lie inside clusters (cluster_by is group or coarser)
     wrong = np.bincount(g_inv, weights=np.asarray(values) < 1, minlength=len(keys))
     per_group = (wrong == 0).astype(float)
-    return Units(np.bincount(g_cluster, weights=per_group, minlength=n_clusters),
-                 np.bincount(g_cluster, minlength=n_clusters).astype(float), len(keys))
-
+    return Units(
+        np.bincount(g_cluster, weights=per_group, minlength=n_clusters),
+        np.bincount(g_cluster, minlength=n_clusters).astype(float),
+        len(keys),
+    )
 
 
 # ----------------------------------------------------------------------------------
 # A task result's intervals, and the totals over tasks.
+
 
 def score_names(result: dict) -> list[str]:
     """The metrics whose mean is the task score."""
@@ -216,7 +251,7 @@ def mean_of(units: list[Units], reps: list[np.ndarray]) -> tuple[np.ndarray, flo
     cluster-robust standard error (linearised)."""
     influence = sum((u.num - u.value * u.den) / u.den.sum() for u in units) / len(units)
     c = len(influence)
-    se = float(np.sqrt(c / (c - 1) * np.sum(influence ** 2))) if c > 1 else None
+    se = float(np.sqrt(c / (c - 1) * np.sum(influence**2))) if c > 1 else None
     return np.mean(reps, axis=0), se
 
 
@@ -255,8 +290,9 @@ def task_score_replicates(result: dict) -> tuple[float, np.ndarray, dict]:
     value = float(np.mean([units[m].value for m in parts]))
     mean_reps, se = mean_of([units[m] for m in parts], [reps[m] for m in parts])
     first = units[parts[0]]
-    record = describe(mean_reps, se, cluster=table["cluster_by"],
-                      n_clusters=len(first.num), n=len(table["id"]))
+    record = describe(
+        mean_reps, se, cluster=table["cluster_by"], n_clusters=len(first.num), n=len(table["id"])
+    )
     return value, mean_reps, record
 
 
@@ -273,8 +309,9 @@ def add_task_uncertainty(result: dict) -> None:
         for key, agg in rows.items():
             u = table_units(table, names, np.flatnonzero(keys == key))
             r = replicates(u, rng_for(result["task"], bname, key))
-            agg["uncertainty"] = {m: _record(u[m], r[m], cluster) for m in names
-                                  if m in u and m in agg}
+            agg["uncertainty"] = {
+                m: _record(u[m], r[m], cluster) for m in names if m in u and m in agg
+            }
 
 
 def mean_over_tasks(parts: list[tuple[np.ndarray, dict]]) -> dict | None:
@@ -285,20 +322,25 @@ def mean_over_tasks(parts: list[tuple[np.ndarray, dict]]) -> dict | None:
     value_reps = np.mean([reps for reps, _ in parts], axis=0)
     records = [rec for _, rec in parts]
     clusters = sorted({rec["cluster"] for rec in records})
-    return describe(value_reps, combined_stderr([r["stderr"] for r in records]),
-                    cluster="+".join(clusters), n_clusters=sum(r["n_clusters"] for r in records),
-                    n=sum(r["n"] for r in records))
+    return describe(
+        value_reps,
+        combined_stderr([r["stderr"] for r in records]),
+        cluster="+".join(clusters),
+        n_clusters=sum(r["n_clusters"] for r in records),
+        n=sum(r["n"] for r in records),
+    )
 
 
 def add_summary_uncertainty(summary: dict, scored: list[dict]) -> None:
     """``uncertainty`` on the summary's modality, overall and official_total entries."""
-    parts = {r["task"]: task_score_replicates(r)[1:] for r in scored
-             if r.get("examples")}
-    by = {"overall": [r for r in scored],
-          "official_total": [r for r in scored if not r["public"]]}
+    parts = {r["task"]: task_score_replicates(r)[1:] for r in scored if r.get("examples")}
+    by = {"overall": [r for r in scored], "official_total": [r for r in scored if not r["public"]]}
     for modality, entry in summary["modality"].items():
-        picked = [parts[r["task"]] for r in scored if r["modality"] == modality and r["task"] in parts]
+        picked = [
+            parts[r["task"]] for r in scored if r["modality"] == modality and r["task"] in parts
+        ]
         entry["uncertainty"] = mean_over_tasks(picked)
     for name, chosen in by.items():
         summary[name]["uncertainty"] = mean_over_tasks(
-            [parts[r["task"]] for r in chosen if r["task"] in parts])
+            [parts[r["task"]] for r in chosen if r["task"] in parts]
+        )

@@ -14,6 +14,7 @@ hook, :mod:`mera_multi_hf.serving.uvicorn_hook`, which makes those JSON in the s
 :class:`Server` runs it all on a socket bound at construction, in the foreground or in
 a thread (tests and notebooks).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -56,8 +57,11 @@ def parse_json_object(raw: bytes, route: str = "the request") -> dict:
     if not isinstance(body, dict):
         raise BodyError(400, f"the body must be a JSON object, not {type(body).__name__}")
     if json_read.may_hold_surrogates(raw) and json_read.replace_unencodable(body)[1]:
-        raise BodyError(400, "the body holds a lone surrogate escape (\\ud800-\\udfff not in a "
-                             "high+low pair): not valid Unicode text")
+        raise BodyError(
+            400,
+            "the body holds a lone surrogate escape (\\ud800-\\udfff not in a "
+            "high+low pair): not valid Unicode text",
+        )
     return body
 
 
@@ -78,13 +82,17 @@ async def send_json(send, status: int, payload: dict, close: bool = False) -> No
 def _declared_length(headers: dict, limit: int) -> int:
     """The Content-Length of a request with a body (h11 has checked its syntax)."""
     if b"chunked" in headers.get(b"transfer-encoding", b"").lower():
-        raise BodyError(411, "chunked bodies are not accepted: send the JSON body with a Content-Length")
+        raise BodyError(
+            411, "chunked bodies are not accepted: send the JSON body with a Content-Length"
+        )
     if b"content-length" not in headers:
         raise BodyError(411, "a Content-Length header is required with the JSON body")
     length = int(headers[b"content-length"])
     if length > limit:
-        raise BodyError(413, f"the body is too large: {length} bytes, the limit is {limit} "
-                             f"bytes (max_body_bytes)")
+        raise BodyError(
+            413,
+            f"the body is too large: {length} bytes, the limit is {limit} bytes (max_body_bytes)",
+        )
     return length
 
 
@@ -93,13 +101,16 @@ def json_app(error_payload, title: str) -> FastAPI:
     app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None)
 
     async def http_error(request: Request, exc: HTTPException):
-        message = {404: f"no route {request.method} {request.url.path}",
-                   405: f"{request.method} is not allowed on {request.url.path}"}
+        message = {
+            404: f"no route {request.method} {request.url.path}",
+            405: f"{request.method} is not allowed on {request.url.path}",
+        }
         text = message.get(exc.status_code, str(exc.detail))
         return JSONResponse(error_payload(exc.status_code, text), exc.status_code)
 
     async def body_error(request: Request, exc: BodyError):
         return JSONResponse(error_payload(exc.status, str(exc)), exc.status)
+
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(BodyError, body_error)
     return app
@@ -126,14 +137,21 @@ def validated(model, body: dict):
         want = info.description if info is not None and info.description else first["msg"]
         if first["type"] == "missing":
             where = ".".join(map(str, first["loc"]))
-            raise BodyError(400, f"`{where}` is missing: " + (
-                f"it must be {want}" if where == field else f"`{field}` must be {want}")) from None
+            raise BodyError(
+                400,
+                f"`{where}` is missing: "
+                + (f"it must be {want}" if where == field else f"`{field}` must be {want}"),
+            ) from None
         raise BodyError(400, f"`{field}` must be {want}, not {shown(first['input'])}") from None
 
 
 def shown(value, width: int = 60) -> str:
     """A value for an error message, cut short (a hostile value can be huge)."""
-    text = repr(value) if isinstance(value, (str, int, float, bool, type(None))) else type(value).__name__
+    text = (
+        repr(value)
+        if isinstance(value, (str, int, float, bool, type(None)))
+        else type(value).__name__
+    )
     return text if len(text) <= width else text[:width] + "..."
 
 
@@ -141,8 +159,15 @@ class Guard:
     """ASGI middleware: authentication, body size and read timeout; see the module doc.
     ``api_key`` may change while serving (None: no authentication)."""
 
-    def __init__(self, app, error_payload, *, api_key: str | None = None,
-                 read_timeout: float = 30.0, limits: Limits = DEFAULT_LIMITS):
+    def __init__(
+        self,
+        app,
+        error_payload,
+        *,
+        api_key: str | None = None,
+        read_timeout: float = 30.0,
+        limits: Limits = DEFAULT_LIMITS,
+    ):
         if read_timeout <= 0:
             raise ValueError("read_timeout must be positive")
         self.app, self.error_payload = app, error_payload
@@ -170,6 +195,7 @@ class Guard:
                 return await receive()
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
+
         return await self.app(scope, replay, send)
 
     def _authorise(self, path: str, headers: dict) -> None:
@@ -187,8 +213,11 @@ class Guard:
             try:
                 message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0))
             except asyncio.TimeoutError:
-                raise BodyError(408, f"the request was not complete within {self.read_timeout:g} s "
-                                     f"(the server's read timeout)") from None
+                raise BodyError(
+                    408,
+                    f"the request was not complete within {self.read_timeout:g} s "
+                    f"(the server's read timeout)",
+                ) from None
             if message["type"] == "http.disconnect":
                 return None
             chunks.append(message.get("body", b""))
@@ -212,8 +241,11 @@ class ModelQueue:
 
     async def run(self, fn, *args):
         if self.waiting >= self.max_queue:
-            raise BodyError(503, f"the server is busy: {self.waiting} requests wait for the "
-                                 f"model (max_queue {self.max_queue}); retry shortly")
+            raise BodyError(
+                503,
+                f"the server is busy: {self.waiting} requests wait for the "
+                f"model (max_queue {self.max_queue}); retry shortly",
+            )
         self.waiting += 1
         try:
             await self.lock.acquire()
@@ -233,7 +265,8 @@ def _listen(host: str, port: int) -> socket.socket:
     TCP_NODELAY on the connections (with 0 it does not, and each reply waits ~40 ms
     for a delayed ACK)."""
     family, kind, proto, _, address = socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)[0]
+        host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+    )[0]
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -251,15 +284,26 @@ class Server:
     thread) or Ctrl+C; ``start()`` serves in a daemon thread. Connections past
     ``limit_concurrency`` get a quick 503; the socket's backlog absorbs a burst."""
 
-    def __init__(self, app, error_payload, host: str = "127.0.0.1", port: int = 0, *,
-                 api_key: str | None = None, read_timeout: float = 30.0,
-                 limits: Limits = DEFAULT_LIMITS, limit_concurrency: int = 1024,
-                 timeout_keep_alive: float = 5.0, max_head_bytes: int = 64 * 1024,
-                 verbose: bool = False):
+    def __init__(
+        self,
+        app,
+        error_payload,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        api_key: str | None = None,
+        read_timeout: float = 30.0,
+        limits: Limits = DEFAULT_LIMITS,
+        limit_concurrency: int = 1024,
+        timeout_keep_alive: float = 5.0,
+        max_head_bytes: int = 64 * 1024,
+        verbose: bool = False,
+    ):
         if limit_concurrency < 1:
             raise ValueError("limit_concurrency must be positive")
-        self.guard = Guard(app, error_payload, api_key=api_key, read_timeout=read_timeout,
-                           limits=limits)
+        self.guard = Guard(
+            app, error_payload, api_key=api_key, read_timeout=read_timeout, limits=limits
+        )
         self.socket = _listen(host, port)
         self.server_address = self.socket.getsockname()[:2]
         self.server_port = self.server_address[1]
@@ -267,17 +311,28 @@ class Server:
 
         async def busy_app(scope, receive, send):
             await send_json(send, 503, error_payload(503, busy), close=True)
-        protocol = json_protocol(lambda status, message: json_bytes(error_payload(status, message)),
-                                 read_timeout, busy_app)
+
+        protocol = json_protocol(
+            lambda status, message: json_bytes(error_payload(status, message)),
+            read_timeout,
+            busy_app,
+        )
         config = uvicorn.Config(
-            self.guard, http=protocol, lifespan="off",
-            limit_concurrency=limit_concurrency, timeout_keep_alive=timeout_keep_alive,
-            h11_max_incomplete_event_size=max_head_bytes, timeout_graceful_shutdown=5,
-            log_level="info" if verbose else "warning", access_log=verbose,
+            self.guard,
+            http=protocol,
+            lifespan="off",
+            limit_concurrency=limit_concurrency,
+            timeout_keep_alive=timeout_keep_alive,
+            h11_max_incomplete_event_size=max_head_bytes,
+            timeout_graceful_shutdown=5,
+            log_level="info" if verbose else "warning",
+            access_log=verbose,
             # Quiet: no handlers of uvicorn's own (they would keep the stderr of the moment
             # they were made); warnings still reach the current stderr through logging.
             log_config=uvicorn.config.LOGGING_CONFIG if verbose else None,
-            proxy_headers=False, server_header=False)
+            proxy_headers=False,
+            server_header=False,
+        )
         self.uvicorn = uvicorn.Server(config)
         self.thread: threading.Thread | None = None
         self.closers: list = []  # called after serving stops (the app's thread pools)
@@ -302,7 +357,7 @@ class Server:
         finally:
             self._stopped.set()
 
-    def start(self) -> "Server":
+    def start(self) -> Server:
         self.thread = threading.Thread(target=self.serve_forever, name="http-server", daemon=True)
         self.thread.start()
         while not self.uvicorn.started and self.thread.is_alive():

@@ -21,6 +21,7 @@ its header) gets 413 before it is decoded; a body larger than ``max_body_bytes``
 413 before it is read. Requests are parsed and their images decoded outside the
 generation lock; at most ``--max-queue`` wait for the model (then 503).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -41,15 +42,15 @@ from fastapi import Request as FastAPIRequest
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
+from mera_multi_hf.core.arguments import Parser, add_dataclass_options, opt
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.limits import DEFAULT_LIMITS, Limits
+from mera_multi_hf.data.media_decode import Media
+from mera_multi_hf.generation.request import Request
 from mera_multi_hf.serving.app import BodyError, Guard, ModelQueue, Server, json_app, read_json
 from mera_multi_hf.serving.app import shown as _shown
-from mera_multi_hf.core.limits import DEFAULT_LIMITS, Limits
 from mera_multi_hf.serving.options import ServerOptions
-from mera_multi_hf.data.media_decode import Media
-from mera_multi_hf.core.arguments import Parser, add_dataclass_options, opt
 from mera_multi_hf.tasks.prompts import MEDIA_SLOT
-from mera_multi_hf.generation.request import Request
 
 DEFAULT_MAX_TOKENS = 256  # when the request gives none (as vLLM: up to the context)
 MAX_TOKENS_LIMIT = 8192
@@ -67,7 +68,9 @@ def prompt_from_openai(content) -> tuple[str, list[tuple[str, bytes]]]:
     elif isinstance(content, list) and content:
         parts = content
     else:
-        raise ValueError(f"`content` must be a string or a non-empty list of parts, not {_shown(content)}")
+        raise ValueError(
+            f"`content` must be a string or a non-empty list of parts, not {_shown(content)}"
+        )
     pieces, media = [], []
     for i, part in enumerate(parts):
         kind, value = _content_part(part, f"content[{i}]")
@@ -78,8 +81,10 @@ def prompt_from_openai(content) -> tuple[str, list[tuple[str, bytes]]]:
             pieces.append(f"<{kind}>")
     prompt = "".join(pieces)
     if len(MEDIA_SLOT.findall(prompt)) != len(media):
-        raise ValueError("the text holds a media placeholder such as <image> that no media part "
-                         "fills; send each media item as its own content part")
+        raise ValueError(
+            "the text holds a media placeholder such as <image> that no media part "
+            "fills; send each media item as its own content part"
+        )
     return prompt, media
 
 
@@ -95,28 +100,34 @@ def _content_part(part, where: str) -> tuple[str, str | bytes]:
         value = part.get(kind)
         url = value.get("url") if isinstance(value, dict) else value
         if not isinstance(url, str):
-            raise ValueError(f"{where}.{kind} must be an object with a string `url` (a base64 "
-                             f"data URI), not {_shown(value)}")
+            raise ValueError(
+                f"{where}.{kind} must be an object with a string `url` (a base64 "
+                f"data URI), not {_shown(value)}"
+            )
         return _MEDIA_PARTS[kind], _decode_data_uri(url, _MEDIA_PARTS[kind], f"{where}.{kind}.url")
     if kind == "input_audio":
         value = part.get("input_audio")
         if not isinstance(value, dict) or not isinstance(value.get("data"), str):
             raise ValueError(f"{where}.input_audio must be an object with base64 `data`")
         return "audio", _base64(value["data"], f"{where}.input_audio.data")
-    raise ValueError(f"{where}: unsupported content part type {_shown(kind)} (expected text, "
-                     f"image_url, audio_url, input_audio or video_url)")
+    raise ValueError(
+        f"{where}: unsupported content part type {_shown(kind)} (expected text, "
+        f"image_url, audio_url, input_audio or video_url)"
+    )
 
 
 def _decode_data_uri(url: str, medium: str = "image", where: str = "url") -> bytes:
     """The bytes of a ``data:<medium>/...;base64,...`` URI (remote URLs are refused)."""
     match = _DATA_URI.match(url)
     if match is None:
-        raise ValueError(f"{where}: only base64 data URIs (data:{medium}/...;base64,...) are "
-                         f"accepted, no remote URLs; got {_shown(url[:40])}")
+        raise ValueError(
+            f"{where}: only base64 data URIs (data:{medium}/...;base64,...) are "
+            f"accepted, no remote URLs; got {_shown(url[:40])}"
+        )
     mime = match.group(1).lower()
     if not mime.startswith(medium + "/"):
         raise ValueError(f"{where}: a {mime} data URI where {medium} is expected")
-    return _base64(url[match.end():], where)
+    return _base64(url[match.end() :], where)
 
 
 def _base64(text: str, where: str) -> bytes:
@@ -142,20 +153,27 @@ def _check_image(data: bytes, where: str, max_pixels: int, decode: bool = True) 
     try:
         with Image.open(io.BytesIO(data)) as img:
             if img.width * img.height > max_pixels:
-                raise TooLarge(f"{where}: {img.width}x{img.height} pixels; the limit is "
-                               f"{max_pixels} (max_image_pixels)")
+                raise TooLarge(
+                    f"{where}: {img.width}x{img.height} pixels; the limit is "
+                    f"{max_pixels} (max_image_pixels)"
+                )
             if decode:
                 img.load()
     except TooLarge:
         raise
     except Exception as err:  # noqa: BLE001 - any decoder error means a bad upload
-        raise ValueError(f"{where}: not a picture this server can decode ({type(err).__name__}: "
-                         f"{_shown(str(err))})") from None
+        raise ValueError(
+            f"{where}: not a picture this server can decode ({type(err).__name__}: "
+            f"{_shown(str(err))})"
+        ) from None
 
 
 def _max_tokens(body: ChatCompletionRequest, limit: int) -> int:
-    given = {k: getattr(body, k) for k in ("max_completion_tokens", "max_tokens")
-             if getattr(body, k) is not None}
+    given = {
+        k: getattr(body, k)
+        for k in ("max_completion_tokens", "max_tokens")
+        if getattr(body, k) is not None
+    }
     for name, value in given.items():
         if value < 1:
             raise ValueError(f"`{name}` must be an integer of at least 1, not {_shown(value)}")
@@ -169,12 +187,14 @@ def _max_tokens(body: ChatCompletionRequest, limit: int) -> int:
 def _stop(body: ChatCompletionRequest) -> tuple[str, ...]:
     stops = () if body.stop is None else (body.stop,) if isinstance(body.stop, str) else body.stop
     if not all(stops):
-        raise ValueError(f"`stop` must be a non-empty string or a list of them, not {_shown(body.stop)}")
+        raise ValueError(
+            f"`stop` must be a non-empty string or a list of them, not {_shown(body.stop)}"
+        )
     return tuple(stops)
 
 
 def _cut_at_stop(text: str, stops: tuple[str, ...]) -> str:
-    return text[:min((i for i in (text.find(s) for s in stops) if i >= 0), default=len(text))]
+    return text[: min((i for i in (text.find(s) for s in stops) if i >= 0), default=len(text))]
 
 
 def _check_options(body: ChatCompletionRequest) -> None:
@@ -201,15 +221,18 @@ class StreamOptions(BaseModel):
 class ChatCompletionRequest(BaseModel):
     """The fields this server reads, with their types (validated strictly: no "3" for 3);
     other fields an OpenAI client sends are ignored. Ranges are checked by the service."""
-    messages: list[ChatMessage] = Field(min_length=1, description="a non-empty list of "
-                                        "messages (objects with a string `role`)")
+
+    messages: list[ChatMessage] = Field(
+        min_length=1, description="a non-empty list of messages (objects with a string `role`)"
+    )
     model: str | None = Field(None, description="a string")
     max_tokens: int | None = Field(None, description="an integer of at least 1")
     max_completion_tokens: int | None = Field(None, description="an integer of at least 1")
     stop: str | list[str] | None = Field(None, description="a non-empty string or a list of them")
     stream: bool | None = Field(None, description="a boolean")
-    stream_options: StreamOptions | None = Field(None, description="an object such as "
-                                                 "{\"include_usage\": true}")
+    stream_options: StreamOptions | None = Field(
+        None, description='an object such as {"include_usage": true}'
+    )
     n: int | None = Field(None, description="an integer")
     temperature: float | None = Field(None, description="a number")
     top_p: float | None = Field(None, description="a number")
@@ -226,8 +249,16 @@ class ChatService:
     pool of ``workers`` threads; generation runs one request at a time on its own
     thread, with at most ``max_queue`` requests waiting (then 503)."""
 
-    def __init__(self, backend, model_name: str, *, max_tokens_limit: int = MAX_TOKENS_LIMIT,
-                 limits: Limits = DEFAULT_LIMITS, workers: int = 8, max_queue: int = 64):
+    def __init__(
+        self,
+        backend,
+        model_name: str,
+        *,
+        max_tokens_limit: int = MAX_TOKENS_LIMIT,
+        limits: Limits = DEFAULT_LIMITS,
+        workers: int = 8,
+        max_queue: int = 64,
+    ):
         if workers < 1 or max_tokens_limit < 1 or max_queue < 1:
             raise ValueError("workers, max_tokens_limit and max_queue must be positive")
         self.backend, self.model_name, self.limits = backend, model_name, limits
@@ -247,14 +278,23 @@ class ChatService:
             raise BodyError(getattr(err, "status", 400), f"bad request: {err}") from None
         text = await self.queue.run(self.generate, request)  # the model is not shared safely
         return {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
-            "created": int(time.time()), "model": self.model_name,
-            "choices": [{"index": 0, "message": {"role": "assistant",
-                                                 "content": _cut_at_stop(text, stops)},
-                         "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": request.prompt_tokens,
-                      "completion_tokens": request.completion_tokens,
-                      "total_tokens": request.prompt_tokens + request.completion_tokens}}
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.model_name,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": _cut_at_stop(text, stops)},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": request.prompt_tokens,
+                "completion_tokens": request.completion_tokens,
+                "total_tokens": request.prompt_tokens + request.completion_tokens,
+            },
+        }
 
     def generate(self, request: Request) -> str:
         try:
@@ -262,7 +302,9 @@ class ChatService:
         except MeraError as err:
             raise BodyError(400, str(err)) from None
         except Exception as err:  # noqa: BLE001 - the client gets the cause, the server lives on
-            print(f"serve: generate failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+            print(
+                f"serve: generate failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True
+            )
             raise BodyError(500, f"generation failed: {type(err).__name__}: {err}") from None
 
     def _check_budget(self, media: list[Media]) -> None:
@@ -270,19 +312,25 @@ class ChatService:
         from their headers), else 413 before anything is decoded."""
         costs = [m.cost(getattr(self.backend, "max_frames", 1)) for m in media]
         if sum(costs) > self.limits.memory_budget:
-            raise TooLarge(f"the {len(media)} media items would take {sum(costs) / 2**20:.0f} "
-                           f"MiB decoded (the largest: item {costs.index(max(costs))}), above "
-                           f"the memory budget of {self.limits.memory_budget / 2**20:.0f} MiB "
-                           f"(memory_budget)")
+            raise TooLarge(
+                f"the {len(media)} media items would take {sum(costs) / 2**20:.0f} "
+                f"MiB decoded (the largest: item {costs.index(max(costs))}), above "
+                f"the memory budget of {self.limits.memory_budget / 2**20:.0f} MiB "
+                f"(memory_budget)"
+            )
 
     def request(self, body: ChatCompletionRequest) -> tuple[Request, tuple[str, ...]]:
         _check_options(body)
         if body.model not in (None, self.model_name):
-            raise ValueError(f"model {_shown(body.model)} is not served here "
-                             f"(this server serves {self.model_name!r})")
+            raise ValueError(
+                f"model {_shown(body.model)} is not served here "
+                f"(this server serves {self.model_name!r})"
+            )
         prompt, items = prompt_from_openai(_user_content(body))
-        media = [Media(kind=kind, sha256=hashlib.sha256(data).hexdigest(), data=data,
-                     limits=self.limits) for kind, data in items]
+        media = [
+            Media(kind=kind, sha256=hashlib.sha256(data).hexdigest(), data=data, limits=self.limits)
+            for kind, data in items
+        ]
         for decode in (False, True):  # every header, the budget of them all, then decoding
             for i, (kind, data) in enumerate(items):
                 if kind == "image":
@@ -294,8 +342,15 @@ class ChatService:
         # The hf backend may take stop strings on the request (a `stop` field); when it
         # does not, the answer is still cut at them here, after generation.
         extra = {"stop": stops} if "stop" in {f.name for f in dataclasses.fields(Request)} else {}
-        return Request(task="served", split="", id=0, prompt=prompt, media=media,
-                       max_new_tokens=max_new, **extra), stops
+        return Request(
+            task="served",
+            split="",
+            id=0,
+            prompt=prompt,
+            media=media,
+            max_new_tokens=max_new,
+            **extra,
+        ), stops
 
 
 def create_app(service: ChatService):
@@ -309,8 +364,10 @@ def create_app(service: ChatService):
     @app.get("/v1/models")
     @app.get("/models")
     async def models():
-        return {"object": "list", "data": [
-            {"id": service.model_name, "object": "model", "owned_by": "mera-multi-hf"}]}
+        return {
+            "object": "list",
+            "data": [{"id": service.model_name, "object": "model", "owned_by": "mera-multi-hf"}],
+        }
 
     @app.post("/v1/chat/completions")
     @app.post("/chat/completions")
@@ -319,9 +376,11 @@ def create_app(service: ChatService):
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         reply = await service.complete(body)  # a bad request fails here, before any chunk
         if body.stream:
-            return StreamingResponse(stream_chunks(reply, include_usage),
-                                     media_type="text/event-stream")
+            return StreamingResponse(
+                stream_chunks(reply, include_usage), media_type="text/event-stream"
+            )
         return reply
+
     return app
 
 
@@ -331,12 +390,19 @@ def stream_chunks(reply: dict, include_usage: bool = False):
     usage (when asked with ``stream_options.include_usage``), then ``[DONE]``. The answer
     is generated whole first (the model runs one request at a time anyway)."""
     choice = reply["choices"][0]
-    head = {"id": reply["id"], "object": "chat.completion.chunk", "created": reply["created"],
-            "model": reply["model"]}
+    head = {
+        "id": reply["id"],
+        "object": "chat.completion.chunk",
+        "created": reply["created"],
+        "model": reply["model"],
+    }
     if include_usage:  # as OpenAI: every chunk has the key, only the last one a value
         head["usage"] = None
-    deltas = [({"role": "assistant", "content": ""}, None),
-              ({"content": choice["message"]["content"]}, None), ({}, choice["finish_reason"])]
+    deltas = [
+        ({"role": "assistant", "content": ""}, None),
+        ({"content": choice["message"]["content"]}, None),
+        ({}, choice["finish_reason"]),
+    ]
     for delta, finish in deltas:
         chunk = dict(head, choices=[{"index": 0, "delta": delta, "finish_reason": finish}])
         yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
@@ -345,18 +411,43 @@ def stream_chunks(reply: dict, include_usage: bool = False):
     yield "data: [DONE]\n\n"
 
 
-def make_server(backend, host: str = "127.0.0.1", port: int = 0,
-                model_name: str | None = None, verbose: bool = False, *,
-                api_key: str | None = None, read_timeout: float = 30.0, workers: int = 8,
-                max_tokens_limit: int = MAX_TOKENS_LIMIT, limits: Limits = DEFAULT_LIMITS,
-                max_queue: int = 64, limit_concurrency: int = 1024,
-                timeout_keep_alive: float = 5.0) -> Server:
+def make_server(
+    backend,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    model_name: str | None = None,
+    verbose: bool = False,
+    *,
+    api_key: str | None = None,
+    read_timeout: float = 30.0,
+    workers: int = 8,
+    max_tokens_limit: int = MAX_TOKENS_LIMIT,
+    limits: Limits = DEFAULT_LIMITS,
+    max_queue: int = 64,
+    limit_concurrency: int = 1024,
+    timeout_keep_alive: float = 5.0,
+) -> Server:
     """A server bound to (host, port) (port 0: any free port; see ``server.server_port``)."""
-    service = ChatService(backend, model_name or backend.model_id, limits=limits, workers=workers,
-                          max_tokens_limit=max_tokens_limit, max_queue=max_queue)
-    server = Server(create_app(service), error_payload, host, port, api_key=api_key,
-                    read_timeout=read_timeout, limits=limits, limit_concurrency=limit_concurrency,
-                    timeout_keep_alive=timeout_keep_alive, verbose=verbose)
+    service = ChatService(
+        backend,
+        model_name or backend.model_id,
+        limits=limits,
+        workers=workers,
+        max_tokens_limit=max_tokens_limit,
+        max_queue=max_queue,
+    )
+    server = Server(
+        create_app(service),
+        error_payload,
+        host,
+        port,
+        api_key=api_key,
+        read_timeout=read_timeout,
+        limits=limits,
+        limit_concurrency=limit_concurrency,
+        timeout_keep_alive=timeout_keep_alive,
+        verbose=verbose,
+    )
     server.service, server.model_name = service, service.model_name
     server.closers.append(service.close)
     return server
@@ -371,40 +462,60 @@ def app_from_env():
     backend = HFBackend(os.environ.get("MERA_SERVE_MODEL") or None)
     backend.load()
     service = ChatService(backend, os.environ.get("MERA_SERVE_SERVED_NAME") or backend.model_id)
-    return Guard(create_app(service), error_payload,
-                 api_key=os.environ.get("MERA_SERVE_API_KEY") or None)
+    return Guard(
+        create_app(service), error_payload, api_key=os.environ.get("MERA_SERVE_API_KEY") or None
+    )
 
 
 SERVE_DESCRIPTION = (
     "Serve a model (a Hub id or folder; default: the built-in tiny model) over the hf backend "
     "as an OpenAI-compatible chat server: POST /v1/chat/completions (streamed with "
     "`stream: true`), GET /v1/models, GET /health. Writes no file. For production, serve "
-    "with vLLM.")
+    "with vLLM."
+)
 
 
 @dataclasses.dataclass
 class ChatServeOptions(ServerOptions):
     """The options of the chat server; those of any server come from ServerOptions."""
+
     model: str | None = opt(None, "Hub id or folder (default: the built-in tiny model)")
-    served_model_name: str | None = opt(None, "the model name clients send as `model` "
-                                        "(default: --model)", aliases=("--served-name",))
-    dtype: str = opt("auto", "weights dtype: auto, float32, bfloat16 or float16 (default: auto, "
-                     "float32 on CPU, the model's own on GPU)")
+    served_model_name: str | None = opt(
+        None,
+        "the model name clients send as `model` (default: --model)",
+        aliases=("--served-name",),
+    )
+    dtype: str = opt(
+        "auto",
+        "weights dtype: auto, float32, bfloat16 or float16 (default: auto, "
+        "float32 on CPU, the model's own on GPU)",
+    )
     device: str | None = opt(None, "cpu, cuda, cuda:1 or auto (default: the GPU when there is one)")
-    max_pixels: int | None = opt(None, "downscale larger images (aspect kept) to at most this "
-                                 "many pixels (default: none, images as sent)")
-    trust_remote_code: bool = opt(False, "allow model code from the Hub repository, only for "
-                                  "models you trust (default: off)")
-    api_key: str | None = opt(None, "require 'Authorization: Bearer KEY' on every route but "
-                              "/health (default: $MERA_SERVE_API_KEY, which `ps` does not show; "
-                              "none: no authentication)", secret=True)
+    max_pixels: int | None = opt(
+        None,
+        "downscale larger images (aspect kept) to at most this "
+        "many pixels (default: none, images as sent)",
+    )
+    trust_remote_code: bool = opt(
+        False, "allow model code from the Hub repository, only for models you trust (default: off)"
+    )
+    api_key: str | None = opt(
+        None,
+        "require 'Authorization: Bearer KEY' on every route but "
+        "/health (default: $MERA_SERVE_API_KEY, which `ps` does not show; "
+        "none: no authentication)",
+        secret=True,
+    )
     workers: int = opt(8, "threads parsing requests and decoding their images (default: 8)")
-    max_image_pixels: int | None = opt(None, f"pixels per image (default: "
-                                       f"{DEFAULT_LIMITS.max_image_pixels})")
-    max_tokens_limit: int = opt(MAX_TOKENS_LIMIT, f"largest max_tokens a request may ask "
-                                f"(default: {MAX_TOKENS_LIMIT})")
-    memory_budget: int | None = opt(None, f"bytes a request's media may take decoded "
-                                    f"(default: {DEFAULT_LIMITS.memory_budget})")
+    max_image_pixels: int | None = opt(
+        None, f"pixels per image (default: {DEFAULT_LIMITS.max_image_pixels})"
+    )
+    max_tokens_limit: int = opt(
+        MAX_TOKENS_LIMIT, f"largest max_tokens a request may ask (default: {MAX_TOKENS_LIMIT})"
+    )
+    memory_budget: int | None = opt(
+        None, f"bytes a request's media may take decoded (default: {DEFAULT_LIMITS.memory_budget})"
+    )
 
 
 def _parser() -> Parser:
@@ -417,28 +528,43 @@ def serve(options: ChatServeOptions) -> int:
     """Load the model and serve it until Ctrl+C (what ``main`` runs with its options)."""
     from mera_multi_hf.generation.backends import make_backend
 
-    limits = DEFAULT_LIMITS.with_overrides(max_image_pixels=options.max_image_pixels,
-                                           max_body_bytes=options.max_body_bytes,
-                                           memory_budget=options.memory_budget)
+    limits = DEFAULT_LIMITS.with_overrides(
+        max_image_pixels=options.max_image_pixels,
+        max_body_bytes=options.max_body_bytes,
+        memory_budget=options.memory_budget,
+    )
     try:
-        backend = make_backend("hf", options.model, dtype=options.dtype, device=options.device,
-                               max_pixels=options.max_pixels,
-                               trust_remote_code=options.trust_remote_code)
+        backend = make_backend(
+            "hf",
+            options.model,
+            dtype=options.dtype,
+            device=options.device,
+            max_pixels=options.max_pixels,
+            trust_remote_code=options.trust_remote_code,
+        )
         backend.load()
-        server = make_server(backend, options.host, options.port, options.served_model_name,
-                             options.verbose,
-                             api_key=options.api_key or os.environ.get("MERA_SERVE_API_KEY"),
-                             read_timeout=options.read_timeout, workers=options.workers,
-                             max_tokens_limit=options.max_tokens_limit, limits=limits,
-                             max_queue=options.max_queue,
-                             limit_concurrency=options.limit_concurrency,
-                             timeout_keep_alive=options.timeout_keep_alive)
+        server = make_server(
+            backend,
+            options.host,
+            options.port,
+            options.served_model_name,
+            options.verbose,
+            api_key=options.api_key or os.environ.get("MERA_SERVE_API_KEY"),
+            read_timeout=options.read_timeout,
+            workers=options.workers,
+            max_tokens_limit=options.max_tokens_limit,
+            limits=limits,
+            max_queue=options.max_queue,
+            limit_concurrency=options.limit_concurrency,
+            timeout_keep_alive=options.timeout_keep_alive,
+        )
     except (MeraError, ValueError, OSError) as err:
         print(f"mera-multi: error: serve: {err}", file=sys.stderr)
         return 2
     return server.serve_until_interrupted(
         f"serving {server.model_name} on http://{options.host}:{server.server_port}/v1 "
-        "(Ctrl+C to stop)")
+        "(Ctrl+C to stop)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

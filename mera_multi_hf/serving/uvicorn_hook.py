@@ -15,6 +15,7 @@ can do, because each happens before or outside the app:
 Tested against the installed uvicorn in tests/test_library_hooks.py; pyproject.toml's
 uvicorn range covers only the versions it was tested on.
 """
+
 from __future__ import annotations
 
 from http import HTTPStatus
@@ -25,6 +26,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 class _HeadDeadlines:
     """Every request head complete within ``head_timeout`` seconds, else 408."""
+
     head_timeout: float
 
     def connection_made(self, transport):
@@ -33,8 +35,11 @@ class _HeadDeadlines:
         self.loop.call_later(self.head_timeout, self._head_timeout, None)
 
     def data_received(self, data: bytes) -> None:
-        if self.cycle is not None and self.cycle.response_complete \
-                and self.head_of is not self.cycle:
+        if (
+            self.cycle is not None
+            and self.cycle.response_complete
+            and self.head_of is not self.cycle
+        ):
             self.head_of = self.cycle
             self.loop.call_later(self.head_timeout, self._head_timeout, self.cycle)
         super().data_received(data)
@@ -64,14 +69,18 @@ def json_protocol(error_body, head_timeout: float, busy_app):
                 except h11.RemoteProtocolError as err:
                     self.reason = f"invalid HTTP request: {err}"
                     raise
+
             self.conn.next_event = remembering
 
         def _bounded(self, app):
             async def bounded(scope, receive, send):
                 limit = self.busy_limit
-                if limit is not None and (len(self.connections) >= limit or len(self.tasks) > limit):
+                if limit is not None and (
+                    len(self.connections) >= limit or len(self.tasks) > limit
+                ):
                     return await busy_app(scope, receive, send)
                 return await app(scope, receive, send)
+
             return bounded
 
         def send_400_response(self, msg: str) -> None:
@@ -79,9 +88,11 @@ def json_protocol(error_body, head_timeout: float, busy_app):
 
         def _send_error(self, status: int, message: str) -> None:
             body = error_body(status, message)
-            head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
-                    f"content-type: application/json\r\ncontent-length: {len(body)}\r\n"
-                    f"connection: close\r\n\r\n").encode()
+            head = (
+                f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
+                f"content-type: application/json\r\ncontent-length: {len(body)}\r\n"
+                f"connection: close\r\n\r\n"
+            ).encode()
             self.transport.write(head + body)
             self.transport.close()
 

@@ -6,17 +6,18 @@ README.md, app.py and requirements.txt, the examples rewritten for the Hub name.
 committed metrics/<name>/ folders are this export (a test keeps them equal); `push`
 uploads it.
 """
+
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from mera_multi_hf.core.arguments import add_command, opt
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.spaces.flat_modules import flat_folder
 from mera_multi_hf.spaces.loading import METRICS
-from mera_multi_hf.core.outputs import OVERWRITE_HELP
-from mera_multi_hf.core.arguments import add_command, opt
 
 SPACE_SOURCES = Path(__file__).resolve().parent / "space_modules"
 DEFAULT_NAMESPACE = "mera_multi"
@@ -25,7 +26,9 @@ DEFAULT_NAMESPACE = "mera_multi"
 def _doc_rewrites(namespace: str) -> list[tuple[str, str]]:
     """How the package-facing examples read in a standalone Space."""
     rewrites = [("from mera_multi_hf import load_metric", "import evaluate")]
-    rewrites += [(f'load_metric("{name}")', f'evaluate.load("{namespace}/{name}")') for name in METRICS]
+    rewrites += [
+        (f'load_metric("{name}")', f'evaluate.load("{namespace}/{name}")') for name in METRICS
+    ]
     return rewrites
 
 
@@ -34,11 +37,14 @@ def space_files(name: str, namespace: str = DEFAULT_NAMESPACE) -> dict[str, str]
     imports (flattened), its card, app.py and requirements.txt (examples rewritten for
     the Hub name)."""
     files = flat_folder(f"spaces.space_modules.{name}")
-    own = {f"{name}.py": files[f"{name}.py"],
-           "README.md": (SPACE_SOURCES / "cards" / f"{name}.md").read_text(encoding="utf-8"),
-           "app.py": (SPACE_SOURCES / "app.py").read_text(encoding="utf-8"),
-           "requirements.txt": (SPACE_SOURCES / "requirements" / f"{name}.txt").read_text(
-               encoding="utf-8")}
+    own = {
+        f"{name}.py": files[f"{name}.py"],
+        "README.md": (SPACE_SOURCES / "cards" / f"{name}.md").read_text(encoding="utf-8"),
+        "app.py": (SPACE_SOURCES / "app.py").read_text(encoding="utf-8"),
+        "requirements.txt": (SPACE_SOURCES / "requirements" / f"{name}.txt").read_text(
+            encoding="utf-8"
+        ),
+    }
     for file, text in own.items():
         for old, new in _doc_rewrites(namespace):
             text = text.replace(old, new)
@@ -46,8 +52,9 @@ def space_files(name: str, namespace: str = DEFAULT_NAMESPACE) -> dict[str, str]
     return files
 
 
-def export_metrics(out: str | Path, namespace: str = DEFAULT_NAMESPACE,
-                   names=METRICS) -> list[Path]:
+def export_metrics(
+    out: str | Path, namespace: str = DEFAULT_NAMESPACE, names=METRICS
+) -> list[Path]:
     """Write one self-contained Space folder per metric under ``out``; returns them.
     ``out`` follows the tool's ownership rule (:mod:`mera_multi_hf.core.outputs`); the files
     of metrics not exported now stay as an earlier export left them."""
@@ -67,6 +74,7 @@ def export_metrics(out: str | Path, namespace: str = DEFAULT_NAMESPACE,
 # ----------------------------------------------------------------------------------
 # Publishing.
 
+
 def _offline() -> bool:
     from huggingface_hub import constants
 
@@ -74,13 +82,16 @@ def _offline() -> bool:
     return flag or bool(constants.HF_HUB_OFFLINE)
 
 
-def push_metrics(namespace: str, token: str | None = None, folder: str | Path | None = None,
-                 names=METRICS) -> list[str]:
+def push_metrics(
+    namespace: str, token: str | None = None, folder: str | Path | None = None, names=METRICS
+) -> list[str]:
     """Export (or take the export in ``folder``) and upload each metric as the Space
     ``<namespace>/<metric>``; returns the Space URLs."""
     if _offline():
-        raise MeraError("cannot push the metric Spaces: HF_HUB_OFFLINE is set (unset it to "
-                        "publish; nothing was sent)")
+        raise MeraError(
+            "cannot push the metric Spaces: HF_HUB_OFFLINE is set (unset it to "
+            "publish; nothing was sent)"
+        )
     import tempfile
 
     from huggingface_hub import HfApi
@@ -95,12 +106,17 @@ def push_metrics(namespace: str, token: str | None = None, folder: str | Path | 
             repo_id = f"{namespace}/{name}"
             try:
                 api.create_repo(repo_id, repo_type="space", space_sdk="gradio", exist_ok=True)
-                api.upload_folder(folder_path=str(root / name), repo_id=repo_id,
-                                  repo_type="space", commit_message="Upload with mera-multi-hf")
+                api.upload_folder(
+                    folder_path=str(root / name),
+                    repo_id=repo_id,
+                    repo_type="space",
+                    commit_message="Upload with mera-multi-hf",
+                )
             except Exception as err:  # no token, no rights, no network
                 first = (str(err).strip().splitlines() or [""])[0][:300]
-                raise MeraError(f"could not publish the Space {repo_id}: "
-                                f"{type(err).__name__}: {first}") from None
+                raise MeraError(
+                    f"could not publish the Space {repo_id}: {type(err).__name__}: {first}"
+                ) from None
             urls.append(f"https://huggingface.co/spaces/{repo_id}")
     return urls
 
@@ -108,10 +124,13 @@ def push_metrics(namespace: str, token: str | None = None, folder: str | Path | 
 @dataclass
 class SpaceOptions:
     """Options of both `metrics export` and `metrics push`"""
-    namespace: str = opt(DEFAULT_NAMESPACE, f"Hub user or organisation of the Spaces (default: "
-                         f"{DEFAULT_NAMESPACE})")
-    metric: list[str] | None = opt(None, "only this metric, repeatable (default: all four)",
-                                   choices=METRICS)
+
+    namespace: str = opt(
+        DEFAULT_NAMESPACE, f"Hub user or organisation of the Spaces (default: {DEFAULT_NAMESPACE})"
+    )
+    metric: list[str] | None = opt(
+        None, "only this metric, repeatable (default: all four)", choices=METRICS
+    )
 
     def names(self) -> tuple[str, ...]:
         return tuple(self.metric) if self.metric else METRICS
@@ -120,14 +139,15 @@ class SpaceOptions:
 @dataclass
 class ExportOptions(SpaceOptions):
     """The options of `mera-multi metrics export`."""
-    out: str | None = opt(None, "the folder to write one sub-folder per metric into",
-                          required=True)
+
+    out: str | None = opt(None, "the folder to write one sub-folder per metric into", required=True)
     overwrite: bool = opt(False, OVERWRITE_HELP)
 
 
 @dataclass
 class PushOptions(SpaceOptions):
     """The options of `mera-multi metrics push`."""
+
     token: str | None = opt(None, "a Hub token (default: the logged-in one)", secret=True)
     dir: str | None = opt(None, "upload this earlier export instead of exporting afresh")
 
@@ -135,8 +155,10 @@ class PushOptions(SpaceOptions):
 def cmd_export(options: ExportOptions) -> int:
     for folder in export_metrics(options.out, options.namespace, options.names()):
         print(f"wrote {folder}")
-    print(f"load one with evaluate.load('<folder>'), or push them: "
-          f"mera-multi metrics push --namespace {options.namespace}")
+    print(
+        f"load one with evaluate.load('<folder>'), or push them: "
+        f"mera-multi metrics push --namespace {options.namespace}"
+    )
     return 0
 
 
@@ -147,24 +169,38 @@ def cmd_push(options: PushOptions) -> int:
 
 
 def _no_action(args) -> int:
-    raise MeraError("metrics: say what to do: `mera-multi metrics export --out DIR` or "
-                    "`mera-multi metrics push` (see `mera-multi metrics --help`)")
+    raise MeraError(
+        "metrics: say what to do: `mera-multi metrics export --out DIR` or "
+        "`mera-multi metrics push` (see `mera-multi metrics --help`)"
+    )
 
 
 def add_parser(sub) -> None:
     metrics = sub.add_parser(
-        "metrics", help="export the metrics as Hub Spaces, or push them",
+        "metrics",
+        help="export the metrics as Hub Spaces, or push them",
         description="The metrics as Hub Spaces: `metrics export` writes them, `metrics push` "
-                    "publishes them (see `mera-multi metrics export --help`).")
+        "publishes them (see `mera-multi metrics export --help`).",
+    )
     metrics.set_defaults(func=_no_action)
     actions = metrics.add_subparsers(dest="metrics_command", metavar="ACTION")
-    add_command(actions, "export", ExportOptions, cmd_export,
-                help="write each metric's Space folder into --out",
-                description="Write into --out one Space folder per metric, <metric>/: the "
-                            "evaluate module, its README.md card, app.py, requirements.txt and, "
-                            "as flat sibling files, the package modules it imports.")
-    add_command(actions, "push", PushOptions, cmd_push,
-                help="publish the Space folders as <namespace>/<metric>",
-                description="Upload each metric's Space folder (exported afresh into a "
-                            "temporary folder, or --dir) as the Space <namespace>/<metric>; "
-                            "writes no local file.")
+    add_command(
+        actions,
+        "export",
+        ExportOptions,
+        cmd_export,
+        help="write each metric's Space folder into --out",
+        description="Write into --out one Space folder per metric, <metric>/: the "
+        "evaluate module, its README.md card, app.py, requirements.txt and, "
+        "as flat sibling files, the package modules it imports.",
+    )
+    add_command(
+        actions,
+        "push",
+        PushOptions,
+        cmd_push,
+        help="publish the Space folders as <namespace>/<metric>",
+        description="Upload each metric's Space folder (exported afresh into a "
+        "temporary folder, or --dir) as the Space <namespace>/<metric>; "
+        "writes no local file.",
+    )

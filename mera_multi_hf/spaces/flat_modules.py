@@ -9,6 +9,7 @@ modules sit in the package), each import of the package rewritten to
 ``from .<file> import``; and the module gets one such line for each sibling that only
 other siblings import.
 """
+
 from __future__ import annotations
 
 import ast
@@ -27,8 +28,10 @@ def _source_file(name: str) -> Path:
     """The file of the package module ``name`` (dotted, below the package)."""
     path = PACKAGE_DIR.joinpath(*name.split("."))
     if not path.with_suffix(".py").is_file():
-        raise MeraError(f"a flat Space folder carries single-file modules only, but "
-                        f"{PACKAGE}.{name} is {'a package' if path.is_dir() else 'not found'}")
+        raise MeraError(
+            f"a flat Space folder carries single-file modules only, but "
+            f"{PACKAGE}.{name} is {'a package' if path.is_dir() else 'not found'}"
+        )
     return path.with_suffix(".py")
 
 
@@ -37,16 +40,22 @@ def _package_imports(tree: ast.Module, name: str) -> list[tuple[ast.ImportFrom, 
     package = name.split(".")[:-1]
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == PACKAGE for a in node.names):
-            raise MeraError(f"{PACKAGE}.{name}:{node.lineno}: a module a Space carries imports "
-                            f"the package as `from .module import name` (the folder is flat)")
+        if isinstance(node, ast.Import) and any(
+            a.name.split(".")[0] == PACKAGE for a in node.names
+        ):
+            raise MeraError(
+                f"{PACKAGE}.{name}:{node.lineno}: a module a Space carries imports "
+                f"the package as `from .module import name` (the folder is flat)"
+            )
         if not isinstance(node, ast.ImportFrom):
             continue
         if node.level:
             if node.module is None or node.level > len(package) + 1:
-                raise MeraError(f"{PACKAGE}.{name}:{node.lineno}: a module a Space carries "
-                                "imports as `from .module import name` (the folder is flat)")
-            found.append((node, ".".join([*package[:len(package) + 1 - node.level], node.module])))
+                raise MeraError(
+                    f"{PACKAGE}.{name}:{node.lineno}: a module a Space carries "
+                    "imports as `from .module import name` (the folder is flat)"
+                )
+            found.append((node, ".".join([*package[: len(package) + 1 - node.level], node.module])))
         elif (node.module or "").startswith(PACKAGE + "."):
             found.append((node, node.module.removeprefix(PACKAGE + ".")))
     return found
@@ -91,8 +100,10 @@ def flat_folder(module: str) -> dict[str, str]:
         name = todo.pop()
         file = _file_name(name)
         if origin.setdefault(file, name) != name:
-            raise MeraError(f"a flat Space folder cannot hold both {PACKAGE}.{origin[file]} "
-                            f"and {PACKAGE}.{name}: both would be {file}")
+            raise MeraError(
+                f"a flat Space folder cannot hold both {PACKAGE}.{origin[file]} "
+                f"and {PACKAGE}.{name}: both would be {file}"
+            )
         if file in files:
             continue
         source = _source_file(name).read_text(encoding="utf-8")

@@ -1,8 +1,9 @@
 """The project's evaluate modules, found in a checkout and in an installed wheel alike."""
+
 from __future__ import annotations
 
-from mera_multi_hf.core.paths import bundled_dir
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.paths import bundled_dir
 from mera_multi_hf.scoring.registry import METRICS as REGISTRY
 
 # The metrics with an evaluate module (a Space folder metrics/<name>/, written by
@@ -42,6 +43,9 @@ def task_defaults(name: str, task: str) -> dict:
     from mera_multi_hf.tasks.table import get_task
 
     spec = get_task(task)
-    values = {"mode": spec.em_mode, "answer_kind": spec.answer_kind,
-              "choices": list(spec.choices) or None}
+    values = {
+        "mode": spec.em_mode,
+        "answer_kind": spec.answer_kind,
+        "choices": list(spec.choices) or None,
+    }
     return {key: values[key] for key in REGISTRY[name].task_options}

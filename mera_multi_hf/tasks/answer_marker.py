@@ -1,5 +1,6 @@
 """The official answer marker, "ОТВЕТ", and the judge's reading of it: a declaration of
 the protocol that both the judge and the project's answer extraction follow."""
+
 from __future__ import annotations
 
 ANSWER_MARKER = "ОТВЕТ"

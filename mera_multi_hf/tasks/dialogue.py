@@ -3,6 +3,7 @@ official process_docs derives it: (dialog id, question id) from meta.id alone, b
 offset to the smallest id of the split; and how an earlier answer is shown to the next
 turn (the first letter the official regex finds). Declarations only: scoring, the
 reports and the runner read them (docs/official-protocol.md, "ruTiE")."""
+
 from __future__ import annotations
 
 import re
@@ -28,9 +29,11 @@ def meta_disagreements(task: TaskSpec, examples: list[Example]) -> list[int]:
     """Ids whose meta.dialog_id/question_id differ from the official positions (those
     are used; the count goes to results.json)."""
     where = positions(task, examples)
-    return [e.id for e in examples
-            if (e.meta.get("dialog_id"), e.meta.get("question_id")) not in ((None, None),
-                                                                           where[e.id])]
+    return [
+        e.id
+        for e in examples
+        if (e.meta.get("dialog_id"), e.meta.get("question_id")) not in ((None, None), where[e.id])
+    ]
 
 
 def warn_meta(task: TaskSpec, examples: list[Example]) -> list[int]:
@@ -38,10 +41,13 @@ def warn_meta(task: TaskSpec, examples: list[Example]) -> list[int]:
     official arithmetic; returns those ids."""
     ids = meta_disagreements(task, examples)
     if ids:
-        warnings.warn(f"{task.key}: meta.dialog_id/question_id of {len(ids)} examples (e.g. "
-                      f"id={ids[0]}) differ from the positions the official process_docs "
-                      f"derives from meta.id; the official positions are used",
-                      UserWarning, stacklevel=2)
+        warnings.warn(
+            f"{task.key}: meta.dialog_id/question_id of {len(ids)} examples (e.g. "
+            f"id={ids[0]}) differ from the positions the official process_docs "
+            f"derives from meta.id; the official positions are used",
+            UserWarning,
+            stacklevel=2,
+        )
     return ids
 
 

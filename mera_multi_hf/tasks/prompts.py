@@ -1,5 +1,6 @@
 """The prompt a model sees: the task's official ``doc_to_text``, with media placeholders
 left in place, and its split into interleaved text and media parts."""
+
 from __future__ import annotations
 
 import functools
@@ -32,8 +33,11 @@ def placeholders(template: str) -> tuple[tuple[str, str, str | None], ...]:
     """The (name, format spec, conversion) of each {field} of a str.format template
     (ValueError: not a valid template)."""
     try:
-        return tuple((name, spec or "", conv) for _, name, spec, conv
-                     in string.Formatter().parse(template) if name is not None)
+        return tuple(
+            (name, spec or "", conv)
+            for _, name, spec, conv in string.Formatter().parse(template)
+            if name is not None
+        )
     except ValueError as err:
         raise ValueError(f"not a valid format template: {err}") from None
 
@@ -51,8 +55,9 @@ def placeholder_problems(template: str, fields) -> list[str]:
         if not name or name.isdigit():
             out.append(f"positional placeholder {shown}: name an input field instead")
         elif name not in fields:
-            out.append(f"placeholder {shown} is not an input field "
-                       f"(text fields: {', '.join(fields)})")
+            out.append(
+                f"placeholder {shown} is not an input field (text fields: {', '.join(fields)})"
+            )
         elif conv or spec:
             out.append(f"placeholder {shown}: conversions and format specs are not allowed")
     return out
@@ -83,8 +88,9 @@ def fill_instruction(task: TaskSpec, example: dict) -> str:
         text = instruction.format(**inputs)
     except (KeyError, IndexError, ValueError, AttributeError, TypeError) as err:
         example_id = (example.get("meta") or {}).get("id")
-        raise MeraError(f"{task.key} id={example_id}, field instruction: "
-                        f"cannot fill the template ({err})") from None
+        raise MeraError(
+            f"{task.key} id={example_id}, field instruction: cannot fill the template ({err})"
+        ) from None
     for rule in task.prompt_rules:
         if rule in RULES_AFTER:
             text = RULES_AFTER[rule](text)
@@ -103,11 +109,16 @@ def render_prompt(task: TaskSpec | str, example: dict) -> tuple[str, list[tuple[
     (the official harness would fail on the count mismatch).
     """
     task = task if isinstance(task, TaskSpec) else get_task(task)
-    if not isinstance(example, Mapping) or not isinstance(example.get("instruction"), str) or \
-            not isinstance(example.get("inputs"), Mapping):
-        raise MeraError(f"render_prompt: the example must be a row of {task.key}: an object "
-                        "with an `instruction` string and an `inputs` object (load_task gives "
-                        "such rows)")
+    if (
+        not isinstance(example, Mapping)
+        or not isinstance(example.get("instruction"), str)
+        or not isinstance(example.get("inputs"), Mapping)
+    ):
+        raise MeraError(
+            f"render_prompt: the example must be a row of {task.key}: an object "
+            "with an `instruction` string and an `inputs` object (load_task gives "
+            "such rows)"
+        )
     text = fill_instruction(task, example)
     present = [f for f in task.media_fields if example["inputs"].get(f) is not None]
     slots = len(MEDIA_SLOT.findall(text))
@@ -126,7 +137,7 @@ def content_parts(prompt: str) -> list[dict]:
     pos = 0
     for match in MEDIA_SLOT.finditer(prompt):
         if match.start() > pos:
-            parts.append({"type": "text", "text": prompt[pos:match.start()]})
+            parts.append({"type": "text", "text": prompt[pos : match.start()]})
         parts.append({"type": match.group(1).split("_")[0]})
         pos = match.end()
     if pos < len(prompt):

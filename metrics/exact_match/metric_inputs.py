@@ -1,5 +1,6 @@
 """The checks every metric makes of its inputs, and the mean over examples: one
 sentence naming the wrong column, never a bare numpy or Arrow error."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +17,10 @@ def check_strings(values, what: str) -> list:
         return values
     for i, v in enumerate(values):
         if not isinstance(v, str):
-            raise MeraError(f"{what}[{i}] is {type(v).__name__} {v!r}, expected a string "
-                            "(use '' for a missing answer)")
+            raise MeraError(
+                f"{what}[{i}] is {type(v).__name__} {v!r}, expected a string "
+                "(use '' for a missing answer)"
+            )
     return values
 
 
@@ -35,12 +38,16 @@ def check_batch(batch: dict, integers: tuple[str, ...] = ("group_ids",)) -> None
         if column is None:
             continue
         if isinstance(column, (str, bytes, dict)) or not hasattr(column, "__len__"):
-            raise MetricInputError(f"`{name}` must be a list with one item per example, not "
-                                   f"{type(column).__name__} {str(column)[:40]!r}")
+            raise MetricInputError(
+                f"`{name}` must be a list with one item per example, not "
+                f"{type(column).__name__} {str(column)[:40]!r}"
+            )
         sizes[name] = len(column)
     if len(set(sizes.values())) > 1:
-        raise MetricInputError("the inputs must pair up one to one, but their lengths differ: " +
-                               ", ".join(f"{k} {v}" for k, v in sizes.items()))
+        raise MetricInputError(
+            "the inputs must pair up one to one, but their lengths differ: "
+            + ", ".join(f"{k} {v}" for k, v in sizes.items())
+        )
     for name in integers:
         if batch.get(name) is not None:
             _check_integers(batch[name], name)
@@ -53,8 +60,10 @@ def _check_integers(values, name: str) -> None:
         return
     for i, v in enumerate(values):
         if isinstance(v, (bool, float, complex, np.bool_, np.floating, np.complexfloating)):
-            raise MetricInputError(f"`{name}[{i}]` is {type(v).__name__} {v!r}: {name} must be "
-                                   "integers (a float would be truncated into another group)")
+            raise MetricInputError(
+                f"`{name}[{i}]` is {type(v).__name__} {v!r}: {name} must be "
+                "integers (a float would be truncated into another group)"
+            )
 
 
 def require_examples(batch: dict) -> None:

@@ -6,6 +6,7 @@ per-example work is C-level mapping and comparison.
 There is no answer extraction in the official EM; the project's separate "extracted" EM
 is `metric_extraction.extract_answer` + `exact_match_scores`, never mixed into it.
 """
+
 from __future__ import annotations
 
 import operator
@@ -49,7 +50,8 @@ def _normalizer(mode: str):
         raise MeraError(
             f"unknown exact-match mode {mode!r}: use one of {', '.join(EM_MODES)} "
             "(mera: lowercase + drop punctuation; strict: as is; squad: the later official "
-            "revision, for comparison only)") from None
+            "revision, for comparison only)"
+        ) from None
 
 
 def normalize(text: str, mode: str = "mera") -> str:
@@ -102,8 +104,9 @@ def _keys(texts: list[str], mode: str) -> list:
     return _mera_keys(texts) if mode == "mera" else _normalize_many(texts, mode)
 
 
-def exact_match_scores(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
-                       mode: str = "mera") -> np.ndarray:
+def exact_match_scores(
+    predictions: Sequence[str], references: Sequence[str | Sequence[str]], mode: str = "mera"
+) -> np.ndarray:
     """Per-example exact match (0/1, int8) after the named normalisation.
 
     A reference may be a list of acceptable answers: the example scores 1 when the
@@ -118,12 +121,15 @@ def exact_match_scores(predictions: Sequence[str], references: Sequence[str | Se
     predictions = check_strings(predictions, "predictions")
     references = list(references)
     if len(predictions) != len(references):
-        raise MeraError(f"got {len(predictions)} predictions but {len(references)} references: "
-                        "they must pair up one to one")
+        raise MeraError(
+            f"got {len(predictions)} predictions but {len(references)} references: "
+            "they must pair up one to one"
+        )
     if set(map(type, references)) <= {str} or all(isinstance(r, str) for r in references):
         preds, refs = _keys(predictions, mode), _keys(references, mode)
-        return np.fromiter(map(operator.eq, preds, refs), dtype=bool,
-                           count=len(preds)).astype(np.int8)
+        return np.fromiter(map(operator.eq, preds, refs), dtype=bool, count=len(preds)).astype(
+            np.int8
+        )
     # Lists of acceptable answers: a slower path, only where a task needs it.
     preds = _normalize_many(predictions, mode)
     out = np.zeros(len(preds), dtype=np.int8)
@@ -135,11 +141,13 @@ def exact_match_scores(predictions: Sequence[str], references: Sequence[str | Se
     return out
 
 
-
 def warn_if_squad_on_letters(mode: str, answer_kind: str | None) -> None:
     """Warn (UserWarning) when squad normalisation meets a letter task."""
     if mode == "squad" and answer_kind == "letter":
         warnings.warn(
             "exact match mode 'squad' on a letter task: it deletes the article 'a', so gold "
             "'A' becomes '' and an empty answer counts as correct. Use mode='mera' (or "
-            "'strict' for video tasks) for the official number.", UserWarning, stacklevel=3)
+            "'strict' for video tasks) for the official number.",
+            UserWarning,
+            stacklevel=3,
+        )

@@ -1,4 +1,5 @@
 """Errors a user can act on. The CLI prints these as one clear message, no traceback."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,8 +35,11 @@ class DataValidationError(MeraError):
 
     def __init__(self, problems: list[Problem], source: str = ""):
         self.problems = list(problems)
-        head = f"{len(self.problems)} problem(s) in {source}" if source else \
-            f"{len(self.problems)} problem(s) in the dataset"
+        head = (
+            f"{len(self.problems)} problem(s) in {source}"
+            if source
+            else f"{len(self.problems)} problem(s) in the dataset"
+        )
         shown = "\n".join(f"  - {p}" for p in self.problems[:200])
         more = f"\n  ... and {len(self.problems) - 200} more" if len(self.problems) > 200 else ""
         super().__init__(f"{head}:\n{shown}{more}")

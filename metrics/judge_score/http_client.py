@@ -8,6 +8,7 @@ the last response (``raise_on_status=False``) or the connection error, and turns
 into one clear line. A reply is read as a stream, at most a given size
 (:func:`bounded`): a huge or endless reply is one clear line, never an OOM.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,9 @@ def bounded(response: requests.Response, max_bytes: int = REPLY_BYTES) -> reques
     try:
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > max_bytes:
-            raise ReplyTooLarge(f"the reply declares {int(declared)} bytes, above the bound "
-                                f"of {max_bytes} bytes")
+            raise ReplyTooLarge(
+                f"the reply declares {int(declared)} bytes, above the bound of {max_bytes} bytes"
+            )
         chunks, size = [], 0
         for chunk in response.iter_content(1 << 16):
             size += len(chunk)
@@ -45,14 +47,23 @@ def bounded(response: requests.Response, max_bytes: int = REPLY_BYTES) -> reques
     return response
 
 
-def make_session(retries: int = 4, backoff: float = 1.0, api_key: str | None = None,
-                 pool_size: int = 16) -> requests.Session:
+def make_session(
+    retries: int = 4, backoff: float = 1.0, api_key: str | None = None, pool_size: int = 16
+) -> requests.Session:
     """A session that retries ``retries`` times, sleeping ``backoff * 2**attempt`` seconds
     in between; with ``api_key`` every request carries ``Authorization: Bearer <key>``."""
-    policy = Retry(total=max(0, retries), connect=max(0, retries), read=max(0, retries),
-                   status=max(0, retries), other=0, backoff_factor=max(0.0, backoff),
-                   status_forcelist=RETRY_STATUS, allowed_methods=None,
-                   raise_on_status=False, respect_retry_after_header=True)
+    policy = Retry(
+        total=max(0, retries),
+        connect=max(0, retries),
+        read=max(0, retries),
+        status=max(0, retries),
+        other=0,
+        backoff_factor=max(0.0, backoff),
+        status_forcelist=RETRY_STATUS,
+        allowed_methods=None,
+        raise_on_status=False,
+        respect_retry_after_header=True,
+    )
     adapter = HTTPAdapter(max_retries=policy, pool_connections=pool_size, pool_maxsize=pool_size)
     session = requests.Session()
     session.mount("http://", adapter)
@@ -75,8 +86,10 @@ def one_secret(what: str, url: str, api_key: str | None, named: str) -> None:
     from .errors import MeraError
 
     if (urlsplit(url).username or urlsplit(url).password) and api_key:
-        raise MeraError(f"{what} carries a user name or password and an API key is given too "
-                        f"({named}): give the key once and drop it from the URL")
+        raise MeraError(
+            f"{what} carries a user name or password and an API key is given too "
+            f"({named}): give the key once and drop it from the URL"
+        )
 
 
 def short_error(err: BaseException) -> str:

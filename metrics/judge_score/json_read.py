@@ -10,6 +10,7 @@ Lone surrogates (``"\\ud800"``, valid JSON but no valid Unicode; no UTF-8 writer
 them) are replaced by U+FFFD with :func:`replace_unencodable`, which counts them.
 Self-contained but for ``errors``: the judge's Space folder carries a copy.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,12 +20,12 @@ from pathlib import Path
 
 from .errors import MeraError
 
-MAX_DEPTH = 64                   # MERA records nest about 4 levels; deeper is hostile or broken
+MAX_DEPTH = 64  # MERA records nest about 4 levels; deeper is hostile or broken
 # Integer digits: Python's own int-str limit (4,300 by default; it keeps int() linear),
 # whose ValueError becomes one line here.
 MAX_INT_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 4300)() or None
-MAX_DOCUMENT_BYTES = 2 * 2**30   # one JSON file or body
-MAX_LINE_BYTES = 256 * 2**20     # one JSONL line
+MAX_DOCUMENT_BYTES = 2 * 2**30  # one JSON file or body
+MAX_LINE_BYTES = 256 * 2**20  # one JSONL line
 
 # \ud800-\udfff as a JSON escape (raw surrogates cannot be in valid UTF-8 bytes)
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
@@ -60,8 +61,9 @@ def refuse_duplicates(pairs: list) -> dict:
 
 class _Duplicate(ValueError):
     def __init__(self, key: str):
-        super().__init__(f"duplicate key {key!r:.80}: JSON would keep only the last value; "
-                         "remove the other")
+        super().__init__(
+            f"duplicate key {key!r:.80}: JSON would keep only the last value; remove the other"
+        )
 
 
 def depth(value) -> int:
@@ -78,34 +80,47 @@ def depth(value) -> int:
     return deepest
 
 
-def loads(data: bytes | str, where: str, *, max_bytes: int = MAX_DOCUMENT_BYTES,
-          max_depth: int = MAX_DEPTH, object_pairs_hook=refuse_duplicates):
+def loads(
+    data: bytes | str,
+    where: str,
+    *,
+    max_bytes: int = MAX_DOCUMENT_BYTES,
+    max_depth: int = MAX_DEPTH,
+    object_pairs_hook=refuse_duplicates,
+):
     """One JSON document (UTF-8 bytes or text) parsed within the limits; JsonReadError
     names ``where`` and says why otherwise. ``object_pairs_hook=None``: repeated keys
     are not looked for (the tool's own sample log, read often: about 1.6x faster)."""
     if len(data) > max_bytes:
-        raise JsonReadError(where, f"{len(data)} bytes, more than the {max_bytes} a JSON "
-                                   "document may have")
+        raise JsonReadError(
+            where, f"{len(data)} bytes, more than the {max_bytes} a JSON document may have"
+        )
     if isinstance(data, (bytes, bytearray)):
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError as err:
-            raise JsonReadError(where, f"not UTF-8 text ({err.reason} at byte {err.start})") \
-                from None
+            raise JsonReadError(
+                where, f"not UTF-8 text ({err.reason} at byte {err.start})"
+            ) from None
     try:
         value = json.loads(data, object_pairs_hook=object_pairs_hook)
     except json.JSONDecodeError as err:
-        raise JsonReadError(where, f"malformed JSON at line {err.lineno}, column {err.colno}: "
-                                   f"{err.msg}") from None
+        raise JsonReadError(
+            where, f"malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}"
+        ) from None
     except RecursionError:
-        raise JsonReadError(where, f"JSON nested too deeply to read (the limit is {max_depth} "
-                                   "levels)") from None
+        raise JsonReadError(
+            where, f"JSON nested too deeply to read (the limit is {max_depth} levels)"
+        ) from None
     except _Duplicate as err:
         raise JsonReadError(where, str(err)) from None
     except ValueError as err:  # an integer past Python's int-str limit
         digits = re.search(r"value has (\d+) digits", str(err))
-        reason = f"an integer of {digits.group(1)} digits (more than {MAX_INT_DIGITS})" \
-            if digits else str(err)
+        reason = (
+            f"an integer of {digits.group(1)} digits (more than {MAX_INT_DIGITS})"
+            if digits
+            else str(err)
+        )
         raise JsonReadError(where, f"unreadable JSON value: {reason}") from None
     # a cheap bound first: fewer brackets than the limit cannot nest deeper than it
     if data.count("[") + data.count("{") > max_depth and depth(value) > max_depth:

@@ -3,27 +3,25 @@
 A thin `evaluate` wrapper: input building, token windows and the backends live in
 judge.py beside it, the group formula in metric_groups.py.
 """
+
 import datasets
 import evaluate
+
+from .judges import get_judge, judge_scores
+from .metric_groups import group_mean
+from .metric_inputs import check_batch, mean_score, require_examples
 
 # The logic lives in the package modules imported here; `mera-multi metrics export`
 # writes each one beside this module as a flat sibling file (imports rewritten to
 # `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
 from .citation import CITATION as _CITATION
-from .judges import get_judge
-from .judges import judge_scores
-from .metric_groups import group_mean
-from .metric_inputs import check_batch
-from .metric_inputs import mean_score
-from .metric_inputs import require_examples
 # The modules only the others import: evaluate copies the files named here.
 from .answer_marker import __name__ as _answer_marker_module
 from .errors import __name__ as _errors_module
 from .http_client import __name__ as _http_client_module
 from .json_read import __name__ as _json_read_module
 from .masking import __name__ as _masking_module
-
 
 _DESCRIPTION = """\
 The judge score of MERA Multi. A learned binary judge (official:
@@ -119,8 +117,13 @@ class JudgeScore(evaluate.Metric):
             inputs_description=_KWARGS_DESCRIPTION,
             features=[
                 datasets.Features({"predictions": string, "references": string, "prompts": string}),
-                datasets.Features({"predictions": string, "references": datasets.Sequence(string),
-                                   "prompts": string}),
+                datasets.Features(
+                    {
+                        "predictions": string,
+                        "references": datasets.Sequence(string),
+                        "prompts": string,
+                    }
+                ),
             ],
             reference_urls=["https://huggingface.co/MERA-evaluation/MERA_Answer_judge"],
         )
@@ -135,8 +138,17 @@ class JudgeScore(evaluate.Metric):
         require_examples(batch)  # evaluate reads the reference type off the first example
         return super()._infer_feature_from_batch(batch)
 
-    def _compute(self, predictions, references, prompts, judge=None, judge_url=None,
-                 judge_tokenizer=None, group_ids=None, judge_options=None):
+    def _compute(
+        self,
+        predictions,
+        references,
+        prompts,
+        judge=None,
+        judge_url=None,
+        judge_tokenizer=None,
+        group_ids=None,
+        judge_options=None,
+    ):
         # Resolve the judge first: with none configured this fails before any work.
         backend = get_judge(judge, judge_url, judge_tokenizer, **(judge_options or {}))
         scores = judge_scores(backend, predictions, references, prompts)

@@ -25,6 +25,7 @@ Backends share one interface, `labels(texts) -> list[int]`:
 `get_judge(judge=None, judge_url=None, judge_tokenizer=None)` makes either (see there for
 where a served judge's separator token and tokenizer come from).
 """
+
 from __future__ import annotations
 
 import threading
@@ -36,9 +37,10 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from .errors import MeraError
-from .json_read import JsonReadError, loads as read_json
-from .answer_marker import official_answer_part
+from .json_read import JsonReadError
+from .json_read import loads as read_json
 from .masking import mask_secrets
+from .answer_marker import official_answer_part
 
 DEFAULT_JUDGE = "MERA-evaluation/MERA_Answer_judge"
 WINDOW_TOKENS = 7995
@@ -78,8 +80,11 @@ def token_windows(texts: list[str], tokenizer, window: int = WINDOW_TOKENS) -> l
     """
     if window < 1:
         raise MeraError(f"the judge token window must be positive, got {window}")
-    todo = [i for i, t in enumerate(texts)
-            if not getattr(tokenizer, "remote", False) or _may_exceed(t, window)]
+    todo = [
+        i
+        for i, t in enumerate(texts)
+        if not getattr(tokenizer, "remote", False) or _may_exceed(t, window)
+    ]
     out = [[t] for t in texts]
     if not todo:
         return out
@@ -110,7 +115,9 @@ class Judge:
         return self.inputs_many([prompt], [gold], [prediction])[0]
 
     def inputs_many(self, prompts, golds, predictions) -> list[list[str]]:
-        per_example = [raw_inputs(p, g, a, self.sep) for p, g, a in zip(prompts, golds, predictions)]
+        per_example = [
+            raw_inputs(p, g, a, self.sep) for p, g, a in zip(prompts, golds, predictions)
+        ]
         if self.tokenizer is None:
             return per_example
         flat = [t for texts in per_example for t in texts]
@@ -118,13 +125,16 @@ class Judge:
         return [[w for _ in texts for w in next(windows)] for texts in per_example]
 
 
-def judge_scores(judge: Judge, predictions: Sequence[str], references: Sequence,
-                 prompts: Sequence[str]) -> np.ndarray:
+def judge_scores(
+    judge: Judge, predictions: Sequence[str], references: Sequence, prompts: Sequence[str]
+) -> np.ndarray:
     """Per-example judge scores (0/1, int8): the max label over each example's inputs."""
     predictions, references, prompts = list(predictions), list(references), list(prompts)
     if not (len(predictions) == len(references) == len(prompts)):
-        raise MeraError(f"judge scoring got {len(predictions)} predictions, {len(references)} "
-                        f"references and {len(prompts)} prompts: they must pair up one to one")
+        raise MeraError(
+            f"judge scoring got {len(predictions)} predictions, {len(references)} "
+            f"references and {len(prompts)} prompts: they must pair up one to one"
+        )
     for name, column in (("predictions", predictions), ("prompts", prompts)):
         for i, value in enumerate(column):
             if not isinstance(value, str):
@@ -139,9 +149,11 @@ def judge_scores(judge: Judge, predictions: Sequence[str], references: Sequence,
     unique = list(dict.fromkeys(flat))
     found = np.asarray(judge.labels(unique))
     if found.shape != (len(unique),) or not np.isin(found, (0, 1)).all():
-        raise MeraError(f"the judge {judge.describe().get('model')!r} must return one label "
-                        f"0 or 1 per input; got {found.tolist()[:10]} for {len(unique)} inputs. "
-                        "Is it a binary classifier?")
+        raise MeraError(
+            f"the judge {judge.describe().get('model')!r} must return one label "
+            f"0 or 1 per input; got {found.tolist()[:10]} for {len(unique)} inputs. "
+            "Is it a binary classifier?"
+        )
     position = {t: i for i, t in enumerate(unique)}
     labels = found[[position[t] for t in flat]] if flat else found
     scores = np.zeros(len(per_example), dtype=np.int8)
@@ -152,6 +164,7 @@ def judge_scores(judge: Judge, predictions: Sequence[str], references: Sequence,
 # ----------------------------------------------------------------------------------
 # Backend 1: a classifier in this process.
 
+
 class LocalJudge(Judge):
     """A transformers sequence classifier run in this process.
 
@@ -160,9 +173,15 @@ class LocalJudge(Judge):
     local and a served judge see the same tokens.
     """
 
-    def __init__(self, model: str = DEFAULT_JUDGE, device: str | None = None,
-                 batch_size: int = 16, window: int = WINDOW_TOKENS,
-                 max_tokens: int = TRUNCATE_PROMPT_TOKENS, revision: str | None = None):
+    def __init__(
+        self,
+        model: str = DEFAULT_JUDGE,
+        device: str | None = None,
+        batch_size: int = 16,
+        window: int = WINDOW_TOKENS,
+        max_tokens: int = TRUNCATE_PROMPT_TOKENS,
+        revision: str | None = None,
+    ):
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -171,22 +190,33 @@ class LocalJudge(Judge):
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.batch_size = max(1, int(batch_size))
         self.window = int(window)
-        if self.model_id.startswith((".", "/", "~")) and not Path(self.model_id).expanduser().is_dir():
-            raise MeraError(f"the judge model folder {self.model_id} does not exist: pass a folder "
-                            f"saved with save_pretrained, or a Hub id (official: {DEFAULT_JUDGE})")
+        if (
+            self.model_id.startswith((".", "/", "~"))
+            and not Path(self.model_id).expanduser().is_dir()
+        ):
+            raise MeraError(
+                f"the judge model folder {self.model_id} does not exist: pass a folder "
+                f"saved with save_pretrained, or a Hub id (official: {DEFAULT_JUDGE})"
+            )
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.model_id, revision=revision)
-            self.model = AutoModelForSequenceClassification.from_pretrained(
-                self.model_id, revision=revision).to(self.device).eval()
+            self.model = (
+                AutoModelForSequenceClassification.from_pretrained(self.model_id, revision=revision)
+                .to(self.device)
+                .eval()
+            )
         except (OSError, ValueError) as err:
             raise MeraError(
                 f"could not load the judge model {self.model_id!r}: {str(err).rstrip('.')}. "
                 "Pass a local folder "
                 f"saved with save_pretrained, or a Hub id you can download (official: "
-                f"{DEFAULT_JUDGE})") from None
+                f"{DEFAULT_JUDGE})"
+            ) from None
         if self.tokenizer.sep_token is None:
-            raise MeraError(f"the judge tokenizer of {self.model_id!r} has no sep_token: the "
-                            "judge input needs one (docs/official-protocol.md, 'The judge inputs')")
+            raise MeraError(
+                f"the judge tokenizer of {self.model_id!r} has no sep_token: the "
+                "judge input needs one (docs/official-protocol.md, 'The judge inputs')"
+            )
         self.sep = self.tokenizer.sep_token
         self.tokenizer.truncation_side = "left"
         self.max_tokens = min(int(max_tokens), self._model_limit())
@@ -211,9 +241,14 @@ class LocalJudge(Judge):
         out: list = [None] * len(texts)
         with self._lock, torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
-                chunk = order[start:start + self.batch_size]
-                enc = self.tokenizer([texts[i] for i in chunk], padding=True, truncation=True,
-                                     max_length=max_len, return_tensors="pt").to(self.device)
+                chunk = order[start : start + self.batch_size]
+                enc = self.tokenizer(
+                    [texts[i] for i in chunk],
+                    padding=True,
+                    truncation=True,
+                    max_length=max_len,
+                    return_tensors="pt",
+                ).to(self.device)
                 logits = self.model(**enc).logits.float()
                 for i, row in zip(chunk, torch.softmax(logits, dim=-1).cpu().tolist()):
                     out[i] = row
@@ -223,18 +258,27 @@ class LocalJudge(Judge):
         return [int(np.argmax(p)) for p in self.probs(list(texts))]
 
     def describe(self) -> dict:
-        return {"backend": "local", "model": self.model_id, "revision": self.revision,
-                "sep": self.sep, "window": self.window, "max_tokens": self.max_tokens}
+        return {
+            "backend": "local",
+            "model": self.model_id,
+            "revision": self.revision,
+            "sep": self.sep,
+            "window": self.window,
+            "max_tokens": self.max_tokens,
+        }
 
 
 # Backend 2: a served judge over HTTP.
+
 
 def classify_url(url: str) -> str:
     """A bare http://host:port gets the vLLM route /classify; a given path is kept."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise MeraError(f"judge_url {mask_secrets(repr(url))} is not an http(s) URL; expected e.g. "
-                        "http://127.0.0.1:8000/classify")
+        raise MeraError(
+            f"judge_url {mask_secrets(repr(url))} is not an http(s) URL; expected e.g. "
+            "http://127.0.0.1:8000/classify"
+        )
     path = parts.path if parts.path not in ("", "/") else "/classify"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
@@ -252,27 +296,34 @@ class _ServerTokenizer:
 
     remote = True
 
-    def __init__(self, judge: "HttpJudge"):
+    def __init__(self, judge: HttpJudge):
         self.judge = judge
 
     def __call__(self, texts, add_special_tokens: bool = True, verbose: bool = False) -> dict:
         model = self.judge.resolved_model()
         ids = []
         for text in texts:
-            answer = self.judge.call("/tokenize", {"model": model, "prompt": text,
-                                                   "add_special_tokens": add_special_tokens})
+            answer = self.judge.call(
+                "/tokenize",
+                {"model": model, "prompt": text, "add_special_tokens": add_special_tokens},
+            )
             if not isinstance(answer, dict) or not isinstance(answer.get("tokens"), list):
-                raise MeraError(f"{self.judge.base}/tokenize answered without a tokens list: "
-                                f"{str(answer)[:200]!r}")
+                raise MeraError(
+                    f"{self.judge.base}/tokenize answered without a tokens list: "
+                    f"{str(answer)[:200]!r}"
+                )
             ids.append(answer["tokens"])
         return {"input_ids": ids}
 
     def decode(self, ids) -> str:
-        answer = self.judge.call("/detokenize", {"model": self.judge.resolved_model(),
-                                                 "tokens": list(ids)})
+        answer = self.judge.call(
+            "/detokenize", {"model": self.judge.resolved_model(), "tokens": list(ids)}
+        )
         if not isinstance(answer, dict) or not isinstance(answer.get("prompt"), str):
-            raise MeraError(f"{self.judge.base}/detokenize answered without a prompt string: "
-                            f"{str(answer)[:200]!r}")
+            raise MeraError(
+                f"{self.judge.base}/detokenize answered without a prompt string: "
+                f"{str(answer)[:200]!r}"
+            )
         return answer["prompt"]
 
 
@@ -300,11 +351,23 @@ class HttpJudge(Judge):
     list as `input`). concurrency: requests in flight at once.
     """
 
-    def __init__(self, url: str, model: str | None = None, *, tokenizer=None,
-                 sep: str | None = None, api_key: str | None = None, timeout: float = 60.0,
-                 retries: int = 3, backoff: float = 1.0, batch_size: int = 1,
-                 concurrency: int = 4, window: int = WINDOW_TOKENS,
-                 truncate_prompt_tokens: int = TRUNCATE_PROMPT_TOKENS, flags: dict | None = None):
+    def __init__(
+        self,
+        url: str,
+        model: str | None = None,
+        *,
+        tokenizer=None,
+        sep: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        retries: int = 3,
+        backoff: float = 1.0,
+        batch_size: int = 1,
+        concurrency: int = 4,
+        window: int = WINDOW_TOKENS,
+        truncate_prompt_tokens: int = TRUNCATE_PROMPT_TOKENS,
+        flags: dict | None = None,
+    ):
         from .http_client import key_or_env, one_secret
 
         self.url, self.flags = classify_url(url), flags or CLIENT_FLAGS
@@ -333,8 +396,10 @@ class HttpJudge(Judge):
         try:
             sep = _sep_from_info(self.call("/tokenizer_info", None))
         except MeraError as err:
-            raise MeraError(f"could not learn the judge separator token from the server: "
-                            f"{str(err).rstrip('.')}; or {hint}") from None
+            raise MeraError(
+                f"could not learn the judge separator token from the server: "
+                f"{str(err).rstrip('.')}; or {hint}"
+            ) from None
         if sep is None:
             raise MeraError(f"{mask_secrets(self.base)}/tokenizer_info names no sep_token: {hint}")
         return sep
@@ -343,8 +408,9 @@ class HttpJudge(Judge):
         from .http_client import make_session
 
         if not hasattr(self._local, "session"):
-            self._local.session = make_session(self.retries, self.backoff, self.api_key,
-                                               pool_size=self.concurrency)
+            self._local.session = make_session(
+                self.retries, self.backoff, self.api_key, pool_size=self.concurrency
+            )
         return self._local.session
 
     def call(self, route: str, body: dict | None):
@@ -362,21 +428,27 @@ class HttpJudge(Judge):
                 resp = self._session().post(url, json=body, timeout=self.timeout, stream=True)
             resp = bounded(resp)
         except ReplyTooLarge as err:
-            raise MeraError(f"the judge server at {mask_secrets(url)} sent a reply too large "
-                            f"to read: {err}") from None
+            raise MeraError(
+                f"the judge server at {mask_secrets(url)} sent a reply too large to read: {err}"
+            ) from None
         except requests.ConnectionError as err:
-            raise MeraError(self._failed(url, f"cannot connect ({short_error(err)}; is the "
-                                              "server running?)")) from None
+            raise MeraError(
+                self._failed(url, f"cannot connect ({short_error(err)}; is the server running?)")
+            ) from None
         except requests.Timeout:
             raise MeraError(self._failed(url, f"no answer within {self.timeout:g} s")) from None
         except requests.RequestException as err:
-            raise MeraError(self._failed(url, f"{type(err).__name__}: {short_error(err)}")) from None
+            raise MeraError(
+                self._failed(url, f"{type(err).__name__}: {short_error(err)}")
+            ) from None
         return _json_body(resp, url, self._failed)
 
     def _failed(self, url: str, problem: str) -> str:
-        return (f"the judge server at {mask_secrets(url)} failed after {self.retries + 1} attempt(s): "
-                f"{problem}. Start one with `mera-multi judge serve --model PATH` (or vLLM "
-                "with --task classify), or score with a local judge (judge=<model>)")
+        return (
+            f"the judge server at {mask_secrets(url)} failed after {self.retries + 1} attempt(s): "
+            f"{problem}. Start one with `mera-multi judge serve --model PATH` (or vLLM "
+            "with --task classify), or score with a local judge (judge=<model>)"
+        )
 
     def resolved_model(self) -> str:
         if self.model is None:
@@ -384,12 +456,14 @@ class HttpJudge(Judge):
             try:
                 self.model = str(body["data"][0]["id"])
             except (KeyError, IndexError, TypeError):
-                raise MeraError(f"{self.base}/v1/models lists no model: {str(body)[:200]}") from None
+                raise MeraError(
+                    f"{self.base}/v1/models lists no model: {str(body)[:200]}"
+                ) from None
         return self.model
 
     def probs(self, texts: list[str]) -> list[list[float]]:
         model = self.resolved_model()
-        batches = [texts[i:i + self.batch_size] for i in range(0, len(texts), self.batch_size)]
+        batches = [texts[i : i + self.batch_size] for i in range(0, len(texts), self.batch_size)]
 
         def one(batch):
             body = {"model": model, "input": batch[0] if self.batch_size == 1 else batch}
@@ -409,10 +483,15 @@ class HttpJudge(Judge):
 
     def describe(self) -> dict:
         remote = getattr(self.tokenizer, "remote", False)
-        return {"backend": "http", "url": mask_secrets(self.url), "model": self.model,
-                "tokenizer": "server /tokenize" if remote else (self.tokenizer_id or "given"),
-                "sep": self.sep, "window": self.window,
-                "truncate_prompt_tokens": self.truncate_prompt_tokens}
+        return {
+            "backend": "http",
+            "url": mask_secrets(self.url),
+            "model": self.model,
+            "tokenizer": "server /tokenize" if remote else (self.tokenizer_id or "given"),
+            "sep": self.sep,
+            "window": self.window,
+            "truncate_prompt_tokens": self.truncate_prompt_tokens,
+        }
 
 
 def _probs_of(answer, n: int, url: str) -> list[list[float]]:
@@ -420,11 +499,15 @@ def _probs_of(answer, n: int, url: str) -> list[list[float]]:
         data = sorted(answer["data"], key=lambda d: d.get("index", 0))
         probs = [[float(x) for x in item["probs"]] for item in data]
     except (KeyError, TypeError, ValueError, AttributeError):
-        raise MeraError(f"the judge server at {mask_secrets(url)} answered with no data[i].probs list: "
-                        f"{str(answer)[:200]!r}") from None
+        raise MeraError(
+            f"the judge server at {mask_secrets(url)} answered with no data[i].probs list: "
+            f"{str(answer)[:200]!r}"
+        ) from None
     if len(probs) != n or any(len(p) < 2 for p in probs):
-        raise MeraError(f"the judge server at {mask_secrets(url)}: expected {n} probability lists of 2+ "
-                        f"classes, got {str(answer)[:200]!r}")
+        raise MeraError(
+            f"the judge server at {mask_secrets(url)}: expected {n} probability lists of 2+ "
+            f"classes, got {str(answer)[:200]!r}"
+        )
     return probs
 
 
@@ -433,14 +516,17 @@ def _json_body(resp, url: str, failed):
         raise MeraError(failed(url, f"HTTP {resp.status_code} {resp.text[:200]!r}"))
     if resp.status_code >= 400:
         # A client error will not fix itself: no retry.
-        raise MeraError(f"the judge server at {mask_secrets(url)} refused the request with HTTP "
-                        f"{resp.status_code}: {resp.text[:300]!r}. Check the model name, URL "
-                        "and API key.")
+        raise MeraError(
+            f"the judge server at {mask_secrets(url)} refused the request with HTTP "
+            f"{resp.status_code}: {resp.text[:300]!r}. Check the model name, URL "
+            "and API key."
+        )
     try:  # the one JSON reader: a deep or huge answer is one line, not a traceback
         return read_json(resp.content, f"the judge server at {mask_secrets(url)}")
     except JsonReadError as err:
-        raise MeraError(f"{err.where} answered with something that is not JSON it reads: "
-                        f"{err.reason}") from None
+        raise MeraError(
+            f"{err.where} answered with something that is not JSON it reads: {err.reason}"
+        ) from None
 
 
 # ----------------------------------------------------------------------------------
@@ -450,8 +536,12 @@ _CACHE: dict = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def get_judge(judge: str | Judge | None = None, judge_url: str | None = None,
-              judge_tokenizer: str | None = None, **options) -> Judge:
+def get_judge(
+    judge: str | Judge | None = None,
+    judge_url: str | None = None,
+    judge_tokenizer: str | None = None,
+    **options,
+) -> Judge:
     """A judge from `judge` (model id / local path, or a Judge) or `judge_url` (served).
 
     With `judge_url` the separator token comes from `judge_tokenizer` (a path or Hub id
@@ -470,27 +560,39 @@ def get_judge(judge: str | Judge | None = None, judge_url: str | None = None,
         raise MeraError(
             "no judge configured, so no judge score can be computed. Pass judge=<model id or "
             f"local path> (official: {DEFAULT_JUDGE}) to run it here, or judge_url=<http://host:"
-            "port/classify> for a served judge (`mera-multi judge serve --model PATH`).")
+            "port/classify> for a served judge (`mera-multi judge serve --model PATH`)."
+        )
     if judge_tokenizer and not judge_url:
-        raise MeraError("judge_tokenizer is for a served judge (judge_url=...); a local judge "
-                        "uses its own tokenizer")
+        raise MeraError(
+            "judge_tokenizer is for a served judge (judge_url=...); a local judge "
+            "uses its own tokenizer"
+        )
     if judge_tokenizer:
         options["tokenizer"] = judge_tokenizer
     if judge_url:  # the key from the environment is part of what the cache tells apart
         from .http_client import key_or_env
+
         options["api_key"] = key_or_env(options.get("api_key"), API_KEY_ENV)
     key = ("http", judge_url) if judge_url else ("local", str(judge))
     key += tuple(sorted((k, repr(v)) for k, v in options.items()))
     with _CACHE_LOCK:
         if key not in _CACHE:
-            _CACHE[key] = HttpJudge(judge_url, **options) if judge_url else \
-                LocalJudge(str(judge), **options)
+            _CACHE[key] = (
+                HttpJudge(judge_url, **options) if judge_url else LocalJudge(str(judge), **options)
+            )
         return _CACHE[key]
 
 
-def judge_example_scores(prompts: Sequence[str], references: Sequence, predictions: Sequence[str],
-                         *, judge: str | Judge | None = None, judge_url: str | None = None,
-                         judge_tokenizer: str | None = None, **options) -> np.ndarray:
+def judge_example_scores(
+    prompts: Sequence[str],
+    references: Sequence,
+    predictions: Sequence[str],
+    *,
+    judge: str | Judge | None = None,
+    judge_url: str | None = None,
+    judge_tokenizer: str | None = None,
+    **options,
+) -> np.ndarray:
     """Per-example judge scores (0/1) with the judge named by `judge` or `judge_url`.
 
     `references` are the typed golds (a list of acceptable answers stays a list: the

@@ -1,5 +1,6 @@
 """Group metrics (ruHHH's group exact match, the group judge score): a group counts only
 when every one of its examples scores 1; the metric is the mean over groups."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,8 +21,10 @@ def group_scores(scores, group_ids) -> np.ndarray:
     check_batch({"group_ids": group_ids})
     ids = np.asarray(group_ids)
     if scores.shape != ids.shape or scores.ndim != 1:
-        raise MeraError(f"got {scores.size} scores but {ids.size} group ids: every example "
-                        "needs exactly one group id")
+        raise MeraError(
+            f"got {scores.size} scores but {ids.size} group ids: every example "
+            "needs exactly one group id"
+        )
     if scores.size == 0:
         raise MeraError("no examples to score: the predictions are empty")
     _, inverse = np.unique(ids, return_inverse=True)

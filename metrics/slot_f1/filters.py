@@ -15,6 +15,7 @@ order. The official filter chains are:
 keeps one answer per example, so on one string it returns the string unchanged. It is
 listed so that a declaration reads like the official YAML.
 """
+
 from __future__ import annotations
 
 import ast
@@ -34,11 +35,13 @@ FILTERS: dict[str, Callable[[str], str]] = {}
 
 def register_filter(name: str):
     """Register the decorated function as the prediction filter ``name``."""
+
     def register(fn: Callable[[str], str]) -> Callable[[str], str]:
         if name in FILTERS:
             raise MeraError(f"the prediction filter {name!r} is registered twice")
         FILTERS[name] = fn
         return fn
+
     return register
 
 
@@ -113,8 +116,10 @@ def check_filters(names: Sequence[str]) -> tuple[str, ...]:
         names = (names,)
     unknown = [n for n in names if n not in FILTERS]
     if unknown:
-        raise MeraError(f"unknown prediction filter(s) {', '.join(map(repr, unknown))}: "
-                        f"the filters are {', '.join(FILTERS)}")
+        raise MeraError(
+            f"unknown prediction filter(s) {', '.join(map(repr, unknown))}: "
+            f"the filters are {', '.join(FILTERS)}"
+        )
     return tuple(names)
 
 

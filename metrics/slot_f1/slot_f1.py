@@ -2,22 +2,22 @@
 
 A thin `evaluate` wrapper: the formula lives in metric_ruslun.py beside it.
 """
+
 import datasets
 import evaluate
+
+from .metric_inputs import check_batch, mean_score
+from .metric_ruslun import ruslun_scores
 
 # The logic lives in the package modules imported here; `mera-multi metrics export`
 # writes each one beside this module as a flat sibling file (imports rewritten to
 # `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
 from .citation import CITATION as _CITATION
-from .metric_inputs import check_batch
-from .metric_inputs import mean_score
-from .metric_ruslun import ruslun_scores
 # The modules only the others import: evaluate copies the files named here.
 from .errors import __name__ as _errors_module
 from .filters import __name__ as _filters_module
 from .ruslun_rules import __name__ as _ruslun_rules_module
-
 
 _DESCRIPTION = """\
 Spoken language understanding scores for ruSLUn, exactly as the official
@@ -78,8 +78,9 @@ class SlotF1(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
+            features=datasets.Features(
+                {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
+            ),
             reference_urls=["https://huggingface.co/datasets/MERA-evaluation/ruSLUn"],
         )
 

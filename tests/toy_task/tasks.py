@@ -4,17 +4,31 @@ declares one: this declaration, its builder (builders/toy_colours.py) and its ra
 
     MERA_MULTI_TASKS=tests/toy_task/tasks.py mera-multi evaluate --tasks toy_colours
 """
+
 from pathlib import Path
 
 from mera_multi_hf.tasks.table import TaskSpec, register_task
 
 HERE = Path(__file__).resolve().parent
 
-TOY_COLOURS = register_task(TaskSpec(
-    "toy_colours", "example/ToyColours", "ToyColours", "image", ("image",),
-    ("question", "option_a", "option_b", "option_c"), "letter",
-    ("exact_match", "group_exact_match"), choices=("A", "B", "C"), public=True, test_size=5,
-    group_by=("image",),  # the same picture: one group (the raw data gives no group ids)
-    cluster_by="group", breakdowns=(("shade", "shade"),), human_baseline={"exact_match": 1.0},
-    builder=str(HERE / "builders" / "toy_colours.py"),
-    sample=str(HERE / "samples" / "ToyColours")))
+TOY_COLOURS = register_task(
+    TaskSpec(
+        "toy_colours",
+        "example/ToyColours",
+        "ToyColours",
+        "image",
+        ("image",),
+        ("question", "option_a", "option_b", "option_c"),
+        "letter",
+        ("exact_match", "group_exact_match"),
+        choices=("A", "B", "C"),
+        public=True,
+        test_size=5,
+        group_by=("image",),  # the same picture: one group (the raw data gives no group ids)
+        cluster_by="group",
+        breakdowns=(("shade", "shade"),),
+        human_baseline={"exact_match": 1.0},
+        builder=str(HERE / "builders" / "toy_colours.py"),
+        sample=str(HERE / "samples" / "ToyColours"),
+    )
+)

@@ -25,13 +25,62 @@ into a staging folder that this module makes inside the output folder.
 - Created files honour the umask, except those that hold a private split's gold
   answers: those are 0600.
 """
-from mera_multi_hf.core.outputs.files import cache_file, cache_folder, cache_lock, check_report_file, report_kind, stage_file, write_report_file
-from mera_multi_hf.core.outputs.folder import OutputFolder, add_files
-from mera_multi_hf.core.outputs.fs import LOCK, MARKER, OWN, PLAIN_MODE, PRIVATE_MODE, LinkRefused, as_written, shown, write_error
-from mera_multi_hf.core.outputs.rules import KINDS, OVERWRITE_HELP, folder_kind, legacy_kinds, read_marker, refusal, trusted_listing
 
-__all__ = ["KINDS", "LOCK", "MARKER", "OVERWRITE_HELP", "OWN", "PLAIN_MODE", "PRIVATE_MODE",
-           "LinkRefused", "OutputFolder", "add_files", "as_written", "cache_file", "cache_folder",
-           "cache_lock", "check_report_file", "folder_kind", "legacy_kinds", "read_marker",
-           "refusal", "report_kind", "shown", "stage_file", "trusted_listing", "write_error",
-           "write_report_file"]
+from mera_multi_hf.core.outputs.files import (
+    cache_file,
+    cache_folder,
+    cache_lock,
+    check_report_file,
+    report_kind,
+    stage_file,
+    write_report_file,
+)
+from mera_multi_hf.core.outputs.folder import OutputFolder, add_files
+from mera_multi_hf.core.outputs.fs import (
+    LOCK,
+    MARKER,
+    OWN,
+    PLAIN_MODE,
+    PRIVATE_MODE,
+    LinkRefused,
+    as_written,
+    shown,
+    write_error,
+)
+from mera_multi_hf.core.outputs.rules import (
+    KINDS,
+    OVERWRITE_HELP,
+    folder_kind,
+    legacy_kinds,
+    read_marker,
+    refusal,
+    trusted_listing,
+)
+
+__all__ = [
+    "KINDS",
+    "LOCK",
+    "MARKER",
+    "OVERWRITE_HELP",
+    "OWN",
+    "PLAIN_MODE",
+    "PRIVATE_MODE",
+    "LinkRefused",
+    "OutputFolder",
+    "add_files",
+    "as_written",
+    "cache_file",
+    "cache_folder",
+    "cache_lock",
+    "check_report_file",
+    "folder_kind",
+    "legacy_kinds",
+    "read_marker",
+    "refusal",
+    "report_kind",
+    "shown",
+    "stage_file",
+    "trusted_listing",
+    "write_error",
+    "write_report_file",
+]

@@ -1,5 +1,6 @@
 """Single files the user named (``--out FILE``) and this project's own cache, under the
 same no-link rule."""
+
 from __future__ import annotations
 
 import contextlib
@@ -11,10 +12,23 @@ from pathlib import Path
 
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.core.outputs.fs import _DIR, _NEW, PLAIN_MODE, as_written, _entry, _open_root, _plain_file, _replace_at, _temp, _walk_to, write_error
+from mera_multi_hf.core.outputs.fs import (
+    _DIR,
+    _NEW,
+    PLAIN_MODE,
+    _entry,
+    _open_root,
+    _plain_file,
+    _replace_at,
+    _temp,
+    _walk_to,
+    as_written,
+    write_error,
+)
 from mera_multi_hf.core.outputs.rules import KINDS, refusal
 
 # ---- one file the user named (--out FILE) ----
+
 
 def check_report_file(path, *, kind: str, overwrite: bool, inputs=(), flag: str = "--out"):
     """Refuse (one line) an ``--out FILE`` that :func:`write_report_file` would refuse;
@@ -24,8 +38,10 @@ def check_report_file(path, *, kind: str, overwrite: bool, inputs=(), flag: str 
     if why:
         raise MeraError(f"{flag} {path} is {why}; give the name of a new file")
     if os.path.isdir(path) and not os.path.islink(path):
-        raise MeraError(f"{flag} {path} is a folder: give the report a file name (e.g. "
-                        f"{flag} {path / (kind + '.json')})")
+        raise MeraError(
+            f"{flag} {path} is a folder: give the report a file name (e.g. "
+            f"{flag} {path / (kind + '.json')})"
+        )
     if os.path.isdir(path.parent):
         dir_fd = _open_root(path.parent, create=False)
         try:
@@ -37,8 +53,9 @@ def check_report_file(path, *, kind: str, overwrite: bool, inputs=(), flag: str 
     return path
 
 
-def write_report_file(path, data, *, kind: str, overwrite: bool, inputs=(),
-                      flag: str = "--out") -> Path:
+def write_report_file(
+    path, data, *, kind: str, overwrite: bool, inputs=(), flag: str = "--out"
+) -> Path:
     """Create the file ``path`` (a JSON report that names its ``kind`` in a ``kind``
     field, see :func:`report_kind`); an existing one is refused, and with ``overwrite``
     replaced only when it is a plain file holding a report of this kind."""
@@ -61,11 +78,15 @@ def write_report_file(path, data, *, kind: str, overwrite: bool, inputs=(),
 
 def _check_replaceable(dir_fd, path: Path, current, kind: str, overwrite: bool, flag: str):
     if not _plain_file(current):
-        raise MeraError(f"{flag} {path} is a link or not a plain file; this tool never "
-                        "writes through one: give the name of a new file")
+        raise MeraError(
+            f"{flag} {path} is a link or not a plain file; this tool never "
+            "writes through one: give the name of a new file"
+        )
     if not overwrite:
-        raise MeraError(f"{flag} {path} exists; give a new file name, or pass --overwrite to "
-                        f"replace a report that {KINDS[kind]} wrote")
+        raise MeraError(
+            f"{flag} {path} exists; give a new file name, or pass --overwrite to "
+            f"replace a report that {KINDS[kind]} wrote"
+        )
     fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     with os.fdopen(fd, "rb") as fh:
         head = fh.read(64 << 20)
@@ -74,8 +95,10 @@ def _check_replaceable(dir_fd, path: Path, current, kind: str, overwrite: bool, 
     except ValueError:
         doc = None
     if not (isinstance(doc, dict) and doc.get("kind") == report_kind(kind)):
-        raise MeraError(f"{flag} {path} is not a report that {KINDS[kind]} wrote; this tool "
-                        "never replaces it, even with --overwrite: give a new file name")
+        raise MeraError(
+            f"{flag} {path} is not a report that {KINDS[kind]} wrote; this tool "
+            "never replaces it, even with --overwrite: give a new file name"
+        )
 
 
 def report_kind(kind: str) -> str:
@@ -84,6 +107,7 @@ def report_kind(kind: str) -> str:
 
 
 # ---- this project's own cache (the same no-link rule, below the cache root) ----
+
 
 def _cache_parent(target: Path) -> tuple[int, str]:
     from mera_multi_hf.core.paths import cache_root
@@ -150,8 +174,9 @@ def cache_lock(target):
     a concurrent holder)."""
     dir_fd, base = _cache_parent(Path(target))
     try:
-        fd = os.open(base, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, PLAIN_MODE,
-                     dir_fd=dir_fd)
+        fd = os.open(
+            base, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, PLAIN_MODE, dir_fd=dir_fd
+        )
     finally:
         os.close(dir_fd)
     try:
@@ -159,4 +184,3 @@ def cache_lock(target):
         yield
     finally:
         os.close(fd)
-

@@ -1,4 +1,5 @@
 """An output folder: claimed, locked, written as one set of files of one kind."""
+
 from __future__ import annotations
 
 import contextlib
@@ -12,8 +13,40 @@ import stat
 from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.core.outputs.fs import LOCK, MARKER, OWN, PLAIN_MODE, PRIVATE_MODE, LinkRefused, as_written, _close, _entry, _leftover, _open_root, _plain_file, _private_mode, _replace_at, _temp, _unlink_at, _unlink_at_path, _utf8, _walk_to, shown, write_error
-from mera_multi_hf.core.outputs.rules import KINDS, MARKER_FORMAT, STAGING_PREFIX, SUGGESTED_SUBFOLDER, _real, folder_kind, read_marker, refusal, trusted_listing
+from mera_multi_hf.core.outputs.fs import (
+    LOCK,
+    MARKER,
+    OWN,
+    PLAIN_MODE,
+    PRIVATE_MODE,
+    LinkRefused,
+    _close,
+    _entry,
+    _leftover,
+    _open_root,
+    _plain_file,
+    _private_mode,
+    _replace_at,
+    _temp,
+    _unlink_at,
+    _unlink_at_path,
+    _utf8,
+    _walk_to,
+    as_written,
+    shown,
+    write_error,
+)
+from mera_multi_hf.core.outputs.rules import (
+    KINDS,
+    MARKER_FORMAT,
+    STAGING_PREFIX,
+    SUGGESTED_SUBFOLDER,
+    _real,
+    folder_kind,
+    read_marker,
+    refusal,
+    trusted_listing,
+)
 
 
 class OutputFolder:
@@ -51,8 +84,11 @@ class OutputFolder:
     def _staging_names(self) -> list[str]:
         doc = read_marker(self.path)
         names = doc.get("staging") if doc.get("folder") == _real(self.path) else None
-        return [n for n in names or [] if isinstance(n, str) and n.startswith(STAGING_PREFIX)
-                and "/" not in n]
+        return [
+            n
+            for n in names or []
+            if isinstance(n, str) and n.startswith(STAGING_PREFIX) and "/" not in n
+        ]
 
     def foreign(self, limit: int = 3) -> list[str]:
         """Up to ``limit`` entries that are not this kind's listed plain files, each
@@ -68,8 +104,7 @@ class OutputFolder:
                 full = os.path.join(dirpath, name)
                 if os.path.islink(full):
                     filenames.append(name)
-                if (os.path.islink(full) or (not prefix and name in skip)
-                        or trusted_listing(full)):
+                if os.path.islink(full) or (not prefix and name in skip) or trusted_listing(full):
                     dirnames.remove(name)
             for name in sorted(filenames):
                 what = self._what(prefix + name, os.path.join(dirpath, name), listing, ours)
@@ -98,12 +133,16 @@ class OutputFolder:
         """Refuse (MeraError, one line) a folder that may never be written, or one that
         holds a foreign entry. Reads only."""
         if not _utf8(str(self.path)):  # it would be recorded in results.json and printed
-            raise MeraError(f"{self.flag} {shown(self.path)}: the name is not valid UTF-8; "
-                            "choose a folder whose name is")
+            raise MeraError(
+                f"{self.flag} {shown(self.path)}: the name is not valid UTF-8; "
+                "choose a folder whose name is"
+            )
         why = refusal(self.path, self.inputs)
         if why:
-            raise MeraError(f"{self.flag} {self.path} is {why}; this tool never writes "
-                            f"there: {self._elsewhere()}")
+            raise MeraError(
+                f"{self.flag} {self.path} is {why}; this tool never writes "
+                f"there: {self._elsewhere()}"
+            )
         if os.path.islink(self.path):
             raise MeraError(f"{self.flag} {self.path} is a symbolic link; give the real folder")
         if os.path.lexists(self.path) and not self.path.is_dir():
@@ -113,14 +152,15 @@ class OutputFolder:
             raise MeraError(
                 f"{self.flag} {self.path} holds {', '.join(found)}: {KINDS[self.kind]} writes "
                 "only into a new or empty folder, or one holding nothing but its own earlier "
-                f"outputs, with or without --overwrite; nothing was touched: {self._elsewhere()}")
+                f"outputs, with or without --overwrite; nothing was touched: {self._elsewhere()}"
+            )
 
     def _elsewhere(self) -> str:
         if folder_kind(self.path) not in (None, self.kind):  # a folder of its own inside
             return f"write to {self.path / SUGGESTED_SUBFOLDER[self.kind]} instead"
         return "choose a new folder"
 
-    def claim(self, names=(), lock: bool = True) -> "OutputFolder":
+    def claim(self, names=(), lock: bool = True) -> OutputFolder:
         """Check the folder, create it, take its lock and list ``names`` (files that
         will be written bit by bit, such as sample logs) in its marker."""
         self.check()
@@ -152,8 +192,12 @@ class OutputFolder:
 
     def lock(self) -> None:
         try:
-            fd = os.open(LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         PLAIN_MODE, dir_fd=self._root())
+            fd = os.open(
+                LOCK,
+                os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                PLAIN_MODE,
+                dir_fd=self._root(),
+            )
         except OSError as err:
             if err.errno == errno.ELOOP:
                 raise MeraError(f"{self.flag} {self.path}: {LOCK} is a link; remove it") from None
@@ -165,8 +209,10 @@ class OutputFolder:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise MeraError(f"{self.flag} {self.path} is in use by another mera-multi run; wait "
-                            "for it to finish, or choose another folder") from None
+            raise MeraError(
+                f"{self.flag} {self.path} is in use by another mera-multi run; wait "
+                "for it to finish, or choose another folder"
+            ) from None
         self._lock_fd = fd
 
     def release(self) -> None:
@@ -192,7 +238,7 @@ class OutputFolder:
             except OSError:
                 return
 
-    def __enter__(self) -> "OutputFolder":
+    def __enter__(self) -> OutputFolder:
         return self
 
     def __exit__(self, kind, *exc) -> None:
@@ -226,10 +272,14 @@ class OutputFolder:
     # ---- writing ----
 
     def _write_marker(self, names, info: dict | None = None, staging=None) -> None:
-        doc = {"created_by": "mera-multi-hf", "format": MARKER_FORMAT,
-               "folder": _real(self.path), "files": {n: self.kind for n in sorted(names)},
-               "staging": self._staging_names() if staging is None else staging,
-               "info": info if info is not None else self.info()}
+        doc = {
+            "created_by": "mera-multi-hf",
+            "format": MARKER_FORMAT,
+            "folder": _real(self.path),
+            "files": {n: self.kind for n in sorted(names)},
+            "staging": self._staging_names() if staging is None else staging,
+            "info": info if info is not None else self.info(),
+        }
         text = json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
         root = self._root()
         try:
@@ -249,11 +299,13 @@ class OutputFolder:
             yield self.path / name
         finally:
             self._remove_tree(name)
-            self._write_marker(self.owned() | self.claimed,
-                               staging=[n for n in self._staging_names() if n != name])
+            self._write_marker(
+                self.owned() | self.claimed, staging=[n for n in self._staging_names() if n != name]
+            )
 
-    def write_set(self, files: dict, *, index: str | None = None, info: dict | None = None,
-                  private=()) -> dict[str, Path]:
+    def write_set(
+        self, files: dict, *, index: str | None = None, info: dict | None = None, private=()
+    ) -> dict[str, Path]:
         """Write ``files`` (name -> bytes, text, or a finished file in one of this folder's
         staging folders) as one set; ``private``: names that hold gold answers (0600).
 
@@ -314,7 +366,7 @@ class OutputFolder:
     @staticmethod
     def _drop(staged: dict) -> None:
         """Close what was staged and not moved; remove the temporaries this set made."""
-        for name, (dir_fd, tmp, src_fd) in staged.items():
+        for dir_fd, tmp, src_fd in staged.values():
             if src_fd is None:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp, dir_fd=dir_fd)
@@ -352,8 +404,9 @@ class OutputFolder:
     def open_append(self, name: str):
         """A claimed file opened to append text (made if missing; a link, a folder or a
         file with other hard links there is refused)."""
-        return os.fdopen(self._open_listed(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT),
-                         "a", encoding="utf-8")
+        return os.fdopen(
+            self._open_listed(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a", encoding="utf-8"
+        )
 
     def cut_torn_tail(self, name: str) -> None:
         """Drop a partial last line so that the next record starts on a line of its own."""
@@ -373,31 +426,36 @@ class OutputFolder:
 
     def _open_listed(self, name: str, flags: int) -> int:
         if name not in self.owned() | self.claimed:
-            raise MeraError(f"{self.path / name} is not listed in the output folder's "
-                            "marker; it is not this run's to write")
+            raise MeraError(
+                f"{self.path / name} is not listed in the output folder's "
+                "marker; it is not this run's to write"
+            )
         dir_fd, base = _walk_to(self._root(), name, create=bool(flags & os.O_CREAT))
         try:
             fd = os.open(base, flags | os.O_NOFOLLOW | os.O_CLOEXEC, PLAIN_MODE, dir_fd=dir_fd)
         except OSError as err:
             if err.errno == errno.ELOOP:
-                raise LinkRefused(f"{self.path / name} is a symbolic link; this tool never "
-                                  "writes through one") from None
+                raise LinkRefused(
+                    f"{self.path / name} is a symbolic link; this tool never writes through one"
+                ) from None
             raise
         finally:
             os.close(dir_fd)
         if not _plain_file(os.fstat(fd)):
             os.close(fd)
-            raise LinkRefused(f"{self.path / name} is not a plain file with one link; this "
-                              "tool never writes through one")
+            raise LinkRefused(
+                f"{self.path / name} is not a plain file with one link; this "
+                "tool never writes through one"
+            )
         return fd
 
 
-def add_files(path, files: dict, *, kind: str, flag: str = "--out", inputs=(),
-              private=()) -> dict[str, Path]:
+def add_files(
+    path, files: dict, *, kind: str, flag: str = "--out", inputs=(), private=()
+) -> dict[str, Path]:
     """Write ``files`` into ``path`` beside this kind's earlier files, which all stay (a
     report beside another report, the page of a folder ``view`` shows)."""
     folder = OutputFolder(path, kind=kind, flag=flag, inputs=inputs)
     with folder.claim():
         folder.claimed |= folder.owned()  # an addition: nothing listed before goes
         return folder.write_set(files, private=private)
-

@@ -1,5 +1,6 @@
 """The primitives of the boundary: every open, rename and removal below a named folder,
 each step relative to its parent's descriptor and never through a link."""
+
 from __future__ import annotations
 
 import contextlib
@@ -22,9 +23,11 @@ PRIVATE_MODE, PLAIN_MODE = 0o600, 0o666  # the plain mode is narrowed by the uma
 def write_error(err: OSError, path=None) -> MeraError:
     """One line for a failed write: the path and the reason, and that nothing changed."""
     where = path if path is not None and not err.filename else err.filename or "a file"
-    return MeraError(f"cannot write {where}: {err.strerror or err}; previous outputs "
-                     "are left as they were (free some space or fix the permissions, then "
-                     "rerun)")
+    return MeraError(
+        f"cannot write {where}: {err.strerror or err}; previous outputs "
+        "are left as they were (free some space or fix the permissions, then "
+        "rerun)"
+    )
 
 
 class LinkRefused(MeraError):
@@ -57,8 +60,10 @@ def _walk_to(root_fd: int, name: str, create: bool) -> tuple[int, str]:
                 step = os.open(part, _DIR, dir_fd=fd)
             except OSError as err:
                 if err.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise LinkRefused(f"{part}/ in {name} is a symbolic link or not a folder; "
-                                      "this tool never writes through one") from None
+                    raise LinkRefused(
+                        f"{part}/ in {name} is a symbolic link or not a folder; "
+                        "this tool never writes through one"
+                    ) from None
                 raise
             os.close(fd)
             fd = step
@@ -134,9 +139,15 @@ def as_written(data) -> bytes:
 
 
 def _safe_name(name) -> bool:
-    return (isinstance(name, str) and bool(name) and not os.path.isabs(name)
-            and ".." not in name.split("/") and "" not in name.split("/")
-            and "." not in name.split("/") and name not in OWN)
+    return (
+        isinstance(name, str)
+        and bool(name)
+        and not os.path.isabs(name)
+        and ".." not in name.split("/")
+        and "" not in name.split("/")
+        and "." not in name.split("/")
+        and name not in OWN
+    )
 
 
 def _leftover(name: str, ours: set[str]) -> bool:
@@ -144,7 +155,7 @@ def _leftover(name: str, ours: set[str]) -> bool:
     folder, base = os.path.split(name)
     if not (base.startswith(".") and base.endswith(".partial")):
         return False
-    stem = base[1:-len(".partial")].rpartition(".")[0]
+    stem = base[1 : -len(".partial")].rpartition(".")[0]
     return os.path.join(folder, stem) in ours
 
 
@@ -168,4 +179,3 @@ def _unlink_at_path(folder, base: str) -> None:
         _unlink_at(fd, base)
     finally:
         os.close(fd)
-

@@ -1,5 +1,6 @@
 """The rules of the boundary: the kinds of output, what may never be written, and the
 marker that says which kind wrote which file."""
+
 from __future__ import annotations
 
 import os
@@ -13,15 +14,24 @@ STAGING_PREFIX = ".mera-multi-staging-"
 MARKER_FORMAT = 2
 
 # kind -> the command that writes it (how a refusal names another kind's folder)
-KINDS = {"export": "build", "run": "evaluate", "score": "score",
-         "report": "compare/leaderboard", "metrics": "metrics export",
-         "judge_model": "judge train", "agreement": "judge agreement"}
+KINDS = {
+    "export": "build",
+    "run": "evaluate",
+    "score": "score",
+    "report": "compare/leaderboard",
+    "metrics": "metrics export",
+    "judge_model": "judge train",
+    "agreement": "judge agreement",
+}
 
 # what --overwrite means, for every command that takes it
-OVERWRITE_HELP = ("also replace or clear this command's own earlier outputs here that a "
-                  "plain rerun keeps (for evaluate: a sample log made under other "
-                  "settings); never a file this tool did not write, another command's "
-                  "file, or a folder")
+OVERWRITE_HELP = (
+    "also replace or clear this command's own earlier outputs here that a "
+    "plain rerun keeps (for evaluate: a sample log made under other "
+    "settings); never a file this tool did not write, another command's "
+    "file, or a folder"
+)
+
 
 def _real(path) -> str:
     return os.path.realpath(os.path.expanduser(os.fsdecode(path)))
@@ -78,6 +88,7 @@ def refusal(path, inputs=()) -> str | None:
 
 # ---- the marker: which kind wrote which file ----
 
+
 def read_marker(folder) -> dict:
     """The marker of ``folder`` as written ({} when there is none or it is garbled)."""
     try:
@@ -133,7 +144,12 @@ def folder_kind(folder) -> str | None:
     return kinds.pop() if len(kinds) == 1 else None
 
 
-SUGGESTED_SUBFOLDER = {"score": "scored", "export": "export", "report": "reports",
-                       "metrics": "metrics", "judge_model": "judge", "run": "run",
-                       "agreement": "agreement"}
-
+SUGGESTED_SUBFOLDER = {
+    "score": "scored",
+    "export": "export",
+    "report": "reports",
+    "metrics": "metrics",
+    "judge_model": "judge",
+    "run": "run",
+    "agreement": "agreement",
+}

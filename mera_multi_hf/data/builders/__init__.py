@@ -7,13 +7,14 @@ record's ``meta``; everything else comes from the task's declaration in
 declared with ``builder=<file>`` (a task added outside the package) is read from that file.
 The scripts in the checkout's dataset_scripts/ run `mera-multi build` for one task each.
 """
+
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
 
-from mera_multi_hf.core.paths import load_module_from_file
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.paths import load_module_from_file
 from mera_multi_hf.tasks.table import TaskSpec
 
 
@@ -26,8 +27,10 @@ def dataset_module(task: TaskSpec):
         except ModuleNotFoundError as err:
             if err.name != f"{__name__}.{task.key}":
                 raise
-            raise MeraError(f"task {task.key} has no dataset builder yet (expected "
-                            f"mera_multi_hf/data/builders/{task.key}.py)") from None
+            raise MeraError(
+                f"task {task.key} has no dataset builder yet (expected "
+                f"mera_multi_hf/data/builders/{task.key}.py)"
+            ) from None
     path = Path(task.builder)
     if not path.is_file():
         raise MeraError(f"task {task.key}: its builder file {path} does not exist")
@@ -40,5 +43,7 @@ def builder_class(task: TaskSpec) -> type:
     for value in vars(module).values():
         if isinstance(value, type) and getattr(value, "TASK_KEY", None) == task.key:
             return value
-    raise MeraError(f"the builder module of {task.key} ({module.__name__}) declares no "
-                    f"class with TASK_KEY = {task.key!r}")
+    raise MeraError(
+        f"the builder module of {task.key} ({module.__name__}) declares no "
+        f"class with TASK_KEY = {task.key!r}"
+    )

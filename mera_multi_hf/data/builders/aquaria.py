@@ -3,6 +3,7 @@ options (private). The prompt names the clips ``<audio_1>``/``<audio_2>``; the o
 ``doc_to_text`` rewrites both to ``<audio>`` (the task's placeholder_rewrites), and the
 clips are passed in field order. The raw records' music metadata
 (``meta.audio.music_*``) is dropped by the official ``exclude_fields``."""
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder
@@ -17,4 +18,3 @@ META_FEATURES = {
 class AQUARIA(MeraBuilder):
     TASK_KEY = "aquaria"
     META_FEATURES = META_FEATURES
-

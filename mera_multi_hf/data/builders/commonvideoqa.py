@@ -2,6 +2,7 @@
 
 The video is stored as the whole file (``datasets.Video(decode=False)``); frames are
 sampled by the runner (``--max-frames``), the official harness passes the file."""
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder

@@ -1,4 +1,5 @@
 """LabTabVQA: questions on pictures of medical lab tables, seven options A-G."""
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder

@@ -2,6 +2,7 @@
 
 Same shape as CommonVideoQA; exact match is strict (the official YAML sets no
 ignore_case / ignore_punctuation)."""
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder

@@ -2,6 +2,7 @@
 
 ``meta.categories.class`` is excluded on export by the metadata.
 """
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder

@@ -1,4 +1,5 @@
 """ruCLEVR: questions about rendered scenes of geometric objects; a word or a number answers."""
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder

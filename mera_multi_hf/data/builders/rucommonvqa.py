@@ -5,6 +5,7 @@ in a list); a prediction matching any one of them counts. The task declares
 ``gold_list``, so ``outputs`` is typed as a list and a raw record may give one answer
 (a string, read as a list of one) or several (a list).
 """
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder

@@ -2,6 +2,7 @@
 
 The audio is stored undecoded (``datasets.Audio(decode=False)``): the runner decodes it
 and resamples it to what the model's feature extractor wants."""
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder
@@ -16,4 +17,3 @@ META_FEATURES = {
 class RuEnvAQA(MeraBuilder):
     TASK_KEY = "ruenvaqa"
     META_FEATURES = META_FEATURES
-

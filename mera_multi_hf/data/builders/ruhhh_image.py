@@ -4,6 +4,7 @@ Raw records and the published Hub copy differ in the image-metadata names; both 
 source/type/content/context here (docs/official-protocol.md, "Raw data layout and group
 ids").
 """
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder
@@ -51,16 +52,18 @@ def normalize_meta(meta: dict) -> dict:
     categories = _object(meta, "categories")
     category = categories.get("category")
     if not isinstance(category, str) or category.strip().lower() not in CATEGORIES:
-        raise FieldError("meta.categories.category",
-                         f"{category!r:.80} is not one of {', '.join(CATEGORIES)}")
+        raise FieldError(
+            "meta.categories.category", f"{category!r:.80} is not one of {', '.join(CATEGORIES)}"
+        )
     subcategory = categories.get("subcategory")
     if not isinstance(subcategory, str) or not subcategory.strip():
         raise FieldError("meta.categories.subcategory", "missing or empty")
     return {
         "id": meta["id"],
         "group_id": meta.get("group_id"),
-        "image": {key: _string_list(image.get(key), f"meta.image.{key}")
-                  for key in IMAGE_META_KEYS},
+        "image": {
+            key: _string_list(image.get(key), f"meta.image.{key}") for key in IMAGE_META_KEYS
+        },
         "categories": {"category": category.strip().lower(), "subcategory": subcategory},
     }
 

@@ -3,6 +3,7 @@
 The inputs are the image and the annotation only (no question text): the problem is
 in the picture.
 """
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder

@@ -14,6 +14,7 @@ domain scores, as the official group aggregation (``weight_by_size: true``) make
 The domain rule is the generic one of every domain-split task
 (``mera_multi_hf.data.builder.with_domain``).
 """
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder

@@ -6,6 +6,7 @@ The task card calls the test public, but the Hub copy's test answers are blanked
 EM and slot F1 can be computed locally only on a copy that has the answers (a raw folder
 with them, or the shots split); otherwise the run writes the submission and says so.
 """
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder
@@ -19,4 +20,3 @@ META_FEATURES = {
 class RuSLUn(MeraBuilder):
     TASK_KEY = "ruslun"
     META_FEATURES = META_FEATURES
-

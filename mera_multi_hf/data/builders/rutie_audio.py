@@ -5,6 +5,7 @@ asked in order (the dialogue machinery of ruTiE-Image).
 folders carry them); the official harness derives both from ``id`` (500 questions per
 dialogue, counted from the smallest id of the split), which the dialogue runner does for
 a copy that lacks them, such as the Hub copy. Gold letters may be Cyrillic."""
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder
@@ -28,4 +29,3 @@ META_FEATURES = {
 class RuTiEAudio(MeraBuilder):
     TASK_KEY = "rutie_audio"
     META_FEATURES = META_FEATURES
-

@@ -6,6 +6,7 @@ absent (500 questions per dialogue, counted from the smallest id of the split), 
 the dialogue runner does for a copy that lacks them. Gold letters may be Cyrillic
 ("Б"), as in the official data.
 """
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder

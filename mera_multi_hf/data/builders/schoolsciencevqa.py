@@ -7,6 +7,7 @@ layout has one folder per domain (``<domain>/test.json``), and the records name 
 ``meta.categories.domain`` too. ``meta.hint`` and ``meta.explanation`` are
 excluded on export by the metadata.
 """
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder
@@ -23,7 +24,6 @@ META_FEATURES = {
         "type": datasets.List(datasets.Value("string")),
     },
 }
-
 
 
 class SchoolScienceVQA(MeraBuilder):

@@ -10,6 +10,7 @@ by exact match either way. Domains as in ruNaturalScienceVQA
 or one test.json whose records name their domain in ``meta.domain`` ("Applied sciences"
 and "Applied_Sciences" both work).
 """
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder
@@ -20,7 +21,6 @@ META_FEATURES = {
     "categories": {"type_answer": datasets.Value("string"), "subdomain": datasets.Value("string")},
     "image": {key: datasets.Value("string") for key in ("source", "type", "content")},
 }
-
 
 
 class UniScienceVQA(MeraBuilder):

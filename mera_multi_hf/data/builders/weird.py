@@ -2,6 +2,7 @@
 
 Pictures come in pairs (``pair_id``); ``caption`` is excluded on export by the metadata.
 """
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder

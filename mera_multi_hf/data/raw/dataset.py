@@ -11,27 +11,40 @@ limit; every media file must decode within the limits (media_checks, run in work
 processes); JSON nesting too deep for the parser, repeated keys and unencodable text
 (json_doubts) are problems like any other.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import functools
 import os
 import string
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from mera_multi_hf.core.errors import MeraError, Problem
 from mera_multi_hf.core.json_doubts import doubts
 from mera_multi_hf.core.limits import DEFAULT_LIMITS, Limits
 from mera_multi_hf.data.media_checks import MEDIA_CHECKS, check_all
-from mera_multi_hf.tasks.table import TaskSpec
 from mera_multi_hf.data.raw.card import card_meta_problems
-from mera_multi_hf.data.raw.files import MAX_JSON_BYTES, FieldError, forget_resolved_paths, read_inside
+from mera_multi_hf.data.raw.files import (
+    MAX_JSON_BYTES,
+    FieldError,
+    forget_resolved_paths,
+    read_inside,
+)
 from mera_multi_hf.data.raw.groups import GroupIds
 from mera_multi_hf.data.raw.json_files import parse_json, parse_json_doubtful
-from mera_multi_hf.data.raw.layout import META_FILES, README_FILES, SPLITS, RawPart, domain_folders, record_domain
+from mera_multi_hf.data.raw.layout import (
+    META_FILES,
+    README_FILES,
+    SPLITS,
+    RawPart,
+    domain_folders,
+    record_domain,
+)
 from mera_multi_hf.data.raw.metadata import compute_field, exclusion_paths
 from mera_multi_hf.data.raw.records import RecordChecks
+from mera_multi_hf.tasks.table import TaskSpec
 
 
 class RawDataset(RecordChecks):
@@ -46,10 +59,16 @@ class RawDataset(RecordChecks):
     (1: this one).
     """
 
-    def __init__(self, task: TaskSpec, root: str | Path,
-                 normalize_meta: Callable[[dict], dict] | None = None, *,
-                 limits: Limits | None = None, include_private_answers: bool = False,
-                 workers: int = 1):
+    def __init__(
+        self,
+        task: TaskSpec,
+        root: str | Path,
+        normalize_meta: Callable[[dict], dict] | None = None,
+        *,
+        limits: Limits | None = None,
+        include_private_answers: bool = False,
+        workers: int = 1,
+    ):
         self.task = task
         self.root = Path(root)
         if not self.root.is_dir():
@@ -70,12 +89,12 @@ class RawDataset(RecordChecks):
         self._unreachable: dict[str, list] = {}
         self._found_splits: list[str] | None = None
         top = self._part(None, "")
-        self.parts = [self._part(d, f"{d}/", top)
-                      for d in domain_folders(task, self.root)] or [top]
+        self.parts = [self._part(d, f"{d}/", top) for d in domain_folders(task, self.root)] or [top]
         card = top if top.own_meta else next((p for p in self.parts if p.own_meta), top)
         self.meta_file, self.meta = card.meta_file, card.meta
-        self.readme = {lang: self._read_readme(card.prefix + name)
-                       for lang, name in README_FILES.items()}
+        self.readme = {
+            lang: self._read_readme(card.prefix + name) for lang, name in README_FILES.items()
+        }
 
     @property
     def private(self) -> bool:
@@ -104,14 +123,19 @@ class RawDataset(RecordChecks):
             found += [split] if have else []
             for part in self.parts if have or split == "test" else ():
                 if part not in have:
-                    self._problem(str(self.root / f"{part.prefix}{split}.json"), None, None,
-                                  self._missing(split))
+                    self._problem(
+                        str(self.root / f"{part.prefix}{split}.json"),
+                        None,
+                        None,
+                        self._missing(split),
+                    )
         return found
 
     def _missing(self, split: str) -> str:
         if self.parts[0].domain is not None:
-            return f"missing: every domain folder needs {split}.json" + \
-                (" (the other domain folders have one)" if split != "test" else "")
+            return f"missing: every domain folder needs {split}.json" + (
+                " (the other domain folders have one)" if split != "test" else ""
+            )
         folders = ", ".join(f"{d}/test.json" for d in self.task.domains)
         hint = f" (or one folder per domain: {folders})" if folders else ""
         return "missing: a raw MERA folder needs test.json" + hint
@@ -129,8 +153,15 @@ class RawDataset(RecordChecks):
             return dataclasses.replace(fallback, domain=domain, prefix=prefix)
         own = meta_file is not None
         meta_file = meta_file or str(self.root / f"{prefix}{META_FILES[0]}")
-        return RawPart(domain, prefix, meta_file, meta, self._prompt_list(meta, meta_file),
-                       self._exclusions(meta, meta_file), own)
+        return RawPart(
+            domain,
+            prefix,
+            meta_file,
+            meta,
+            self._prompt_list(meta, meta_file),
+            self._exclusions(meta, meta_file),
+            own,
+        )
 
     def _read_meta(self, prefix: str) -> tuple[str | None, dict]:
         for name in META_FILES:
@@ -155,8 +186,13 @@ class RawDataset(RecordChecks):
         if isinstance(prompts, list) and all(isinstance(p, str) for p in prompts):
             return prompts  # documented form: records index into it
         if prompts is not None and not isinstance(prompts, dict):  # a dict: card material only
-            self._problem(meta_file, None, "prompts", "must be a list of prompt strings "
-                          "(documented form) or an object of prompt blocks (published form)")
+            self._problem(
+                meta_file,
+                None,
+                "prompts",
+                "must be a list of prompt strings "
+                "(documented form) or an object of prompt blocks (published form)",
+            )
         return None
 
     def _exclusions(self, meta: dict, meta_file: str) -> list[tuple[str, ...]]:
@@ -174,10 +210,13 @@ class RawDataset(RecordChecks):
         except FieldError as err:
             self._problem(str(self.root / relative), None, err.field or None, err.message)
             return {}
-        if not isinstance(sections, dict) or \
-                not all(isinstance(v, str) for v in sections.values()):
-            self._problem(str(self.root / relative), None, None,
-                          'must be one JSON object {"Section title": "Markdown text", ...}')
+        if not isinstance(sections, dict) or not all(isinstance(v, str) for v in sections.values()):
+            self._problem(
+                str(self.root / relative),
+                None,
+                None,
+                'must be one JSON object {"Section title": "Markdown text", ...}',
+            )
             return {}
         return sections
 
@@ -187,14 +226,21 @@ class RawDataset(RecordChecks):
         first, access = self.access_file is None, doc.get("access")
         if access is None:  # the task declares whether its answers are published
             access = "public" if self.task.public else "private"
-            self._notes.append(f"{file}: no \"access\" key; taken as {access!r}, as the task "
-                              f"{self.task.class_name} is declared (see docs/raw-format.md)")
+            self._notes.append(
+                f'{file}: no "access" key; taken as {access!r}, as the task '
+                f"{self.task.class_name} is declared (see docs/raw-format.md)"
+            )
         if access not in ("private", "public"):
             self._problem(file, None, "access", f'must be "private" or "public", got {access!r}')
             access = "private"
         if not first and access != self.access:
-            self._problem(file, None, "access", f"{access!r} here but {self.access!r} in "
-                          f"{self.access_file}: every domain folder must say the same")
+            self._problem(
+                file,
+                None,
+                "access",
+                f"{access!r} here but {self.access!r} in "
+                f"{self.access_file}: every domain folder must say the same",
+            )
             access = "private"
         self.access, self.access_file = access, self.access_file or file
         for field in ("dataset_size", "synt_source_models"):
@@ -231,8 +277,9 @@ class RawDataset(RecordChecks):
             self._problem(file, None, "data", 'expected {"data": [record, ...]}')
             return None, False
         if not doc["data"]:
-            self._problem(file, None, "data", f"the {split} split is empty: it needs at least "
-                                              "one example")
+            self._problem(
+                file, None, "data", f"the {split} split is empty: it needs at least one example"
+            )
             return None, False
         return doc, doubtful
 
@@ -256,12 +303,14 @@ class RawDataset(RecordChecks):
     def _in_domain(self, part: RawPart, record, domain: str | None) -> bool:
         if domain is None or part.domain is not None:
             return True
-        named = record_domain(record.get("meta") if isinstance(record, dict) else None,
-                              self.task.domains)
+        named = record_domain(
+            record.get("meta") if isinstance(record, dict) else None, self.task.domains
+        )
         return named == domain or (named is None and domain == self.task.domains[0])
 
-    def _part_records(self, part: RawPart, split: str, seen_ids: dict, groups: GroupIds,
-                      domain: str | None):
+    def _part_records(
+        self, part: RawPart, split: str, seen_ids: dict, groups: GroupIds, domain: str | None
+    ):
         relative = f"{part.prefix}{split}.json"
         file = str(self.root / relative)
         doc, doubtful = self._split_doc(file, relative, split)
@@ -269,12 +318,17 @@ class RawDataset(RecordChecks):
             return
         blank = split == "test" and self.private and not self.include_private_answers
         has_answers = split != "test" or not self.private
-        checked = (self._check_record(part, file, position, record, has_answers, seen_ids,
-                                      doubtful) for position, record in enumerate(doc["data"])
-                   if self._in_domain(part, record, domain))
+        checked = (
+            self._check_record(part, file, position, record, has_answers, seen_ids, doubtful)
+            for position, record in enumerate(doc["data"])
+            if self._in_domain(part, record, domain)
+        )
         for (example, problem, media), found in check_all(
-                filter(None, checked), self._media_checks, self.workers,
-                size=lambda item: sum(len(data) for _, _, data in item[2])):
+            filter(None, checked),
+            self._media_checks,
+            self.workers,
+            size=lambda item: sum(len(data) for _, _, data in item[2]),
+        ):
             for (field, value, _), why in zip(media, found):
                 if why:
                     problem(field, f"{value!r}: {why}")
@@ -283,7 +337,8 @@ class RawDataset(RecordChecks):
             space = self.answer_space
             if space and example["outputs"] and example["outputs"] not in space:
                 self._unreachable.setdefault(file, []).append(
-                    (example["meta"]["id"], example["outputs"]))
+                    (example["meta"]["id"], example["outputs"])
+                )
             meta = example["meta"]
             self.split_ids[split][meta["id"]] = file
             if self.task.has_groups:
@@ -300,7 +355,8 @@ class RawDataset(RecordChecks):
         return self._notes + [
             f"{file}: gold answers outside the options {space} the prompt shows can never "
             "be matched: " + ", ".join(f"id {i} ({gold!r})" for i, gold in found[:20])
-            for file, found in self._unreachable.items()]
+            for file, found in self._unreachable.items()
+        ]
 
     @property
     def answer_space(self) -> tuple[str, ...]:

@@ -1,6 +1,7 @@
 """Safe reading of one file of a dataset folder: a regular file whose resolved path lies
 inside the folder (symbolic links leading out, FIFOs, devices and hard-linked files are
 refused before anything is opened), under a size limit."""
+
 from __future__ import annotations
 
 import functools
@@ -10,8 +11,8 @@ from pathlib import Path
 
 # What the reader reads at most (hostile or broken folders must not exhaust memory);
 # what media may declare (pixels, rates, durations) is in limits.Limits.
-MAX_MEDIA_BYTES = 512 * 2**20   # one media file
-MAX_JSON_BYTES = 2 * 2**30      # one JSON file
+MAX_MEDIA_BYTES = 512 * 2**20  # one media file
+MAX_JSON_BYTES = 2 * 2**30  # one JSON file
 
 
 class FieldError(ValueError):
@@ -24,9 +25,13 @@ class FieldError(ValueError):
 
 
 def _file_kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
@@ -71,21 +76,32 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
         raise FieldError("", f"missing file {relative!r}") from None
     except OSError as err:
         raise FieldError("", f"cannot read {relative!r}: {err.strerror}") from None
-    real = os.path.realpath(lexical) if link else \
-        os.path.join(_real_dir(os.path.dirname(lexical)), os.path.basename(lexical))
+    real = (
+        os.path.realpath(lexical)
+        if link
+        else os.path.join(_real_dir(os.path.dirname(lexical)), os.path.basename(lexical))
+    )
     if not real.startswith(os.path.join(root_real, "")):
-        raise FieldError("", f"{relative!r} is a symbolic link (or lies under one) that leads "
-                             "outside the dataset folder")
+        raise FieldError(
+            "",
+            f"{relative!r} is a symbolic link (or lies under one) that leads "
+            "outside the dataset folder",
+        )
     try:
         if link:  # else the lstat above is the file's own
             info = os.stat(real)
         if not stat.S_ISREG(info.st_mode):
             raise FieldError("", f"{relative!r} is {_file_kind(info.st_mode)}, not a regular file")
         if info.st_size > limit:
-            raise FieldError("", f"{relative!r} is {info.st_size} bytes, above the limit of {limit}")
+            raise FieldError(
+                "", f"{relative!r} is {info.st_size} bytes, above the limit of {limit}"
+            )
         if info.st_nlink > 1:  # another name of the same file may lie anywhere on the disk
-            raise FieldError("", f"{relative!r} is hard-linked ({info.st_nlink} names for one "
-                                 "file): links are refused; copy the file into the folder")
+            raise FieldError(
+                "",
+                f"{relative!r} is hard-linked ({info.st_nlink} names for one "
+                "file): links are refused; copy the file into the folder",
+            )
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise FieldError("", f"missing file {relative!r}") from None
@@ -104,4 +120,3 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
     if len(data) > limit:
         raise FieldError("", f"{relative!r} is larger than the limit of {limit} bytes")
     return data
-

@@ -1,4 +1,5 @@
 """The one place group ids are derived (the raw reader and the loader of older copies)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -21,7 +22,8 @@ class GroupIds:
         for name in self.fields:
             value = inputs.get(name)
             value = value.get("bytes") if isinstance(value, dict) else value
-            digest.update((value or b"") if isinstance(value, bytes)
-                          else (value or "").encode("utf-8"))
+            digest.update(
+                (value or b"") if isinstance(value, bytes) else (value or "").encode("utf-8")
+            )
             digest.update(b"\0")
         meta["group_id"] = self.first.setdefault(digest.hexdigest(), meta["id"])

@@ -1,5 +1,6 @@
 """JSON files of a dataset folder: parsed with every failure as a FieldError that says
 why, nesting bounded, repeated keys and unencodable text noted (json_doubts)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,8 +30,9 @@ def parse_json_doubtful(data: bytes):
     (walk it with json_doubts.doubts)."""
     found: list = []
     try:
-        value = json_read.loads(data, "", max_depth=MAX_JSON_DEPTH,
-                                object_pairs_hook=lambda pairs: _noted(pairs, found))
+        value = json_read.loads(
+            data, "", max_depth=MAX_JSON_DEPTH, object_pairs_hook=lambda pairs: _noted(pairs, found)
+        )
     except json_read.JsonReadError as err:
         raise FieldError("", err.reason) from None
     return value, bool(found) or json_read.may_hold_surrogates(data)
@@ -46,4 +48,3 @@ def _noted(pairs: list, found: list) -> dict:
 def read_json(path: Path, limit: int = MAX_JSON_BYTES):
     """Parse one JSON file of a dataset folder (the file must lie inside its folder)."""
     return parse_json(read_inside(path.parent, path.name, limit))
-

@@ -1,5 +1,6 @@
 """Where a raw folder keeps its files: split, metadata and readme file names, and the
 per-domain layout of domain-split tasks."""
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,9 @@ def named_domain(meta) -> str | None:
     if not isinstance(meta, dict):
         return None
     categories = meta.get("categories")
-    return meta.get("domain") or (categories.get("domain") if isinstance(categories, dict)
-                                  else None)
+    return meta.get("domain") or (
+        categories.get("domain") if isinstance(categories, dict) else None
+    )
 
 
 def record_domain(meta, domains: tuple[str, ...]) -> str | None:
@@ -50,11 +52,11 @@ def domain_folders(task: TaskSpec, root: str | Path) -> list[str]:
 @dataclass(frozen=True)
 class RawPart:
     """One folder of split files: the dataset folder itself, or one domain folder."""
-    domain: str | None             # the domain config its records belong to (domain folders)
-    prefix: str                    # its path inside the dataset folder: "" or "<domain>/"
-    meta_file: str                 # the metadata file its prompts and exclusions come from
+
+    domain: str | None  # the domain config its records belong to (domain folders)
+    prefix: str  # its path inside the dataset folder: "" or "<domain>/"
+    meta_file: str  # the metadata file its prompts and exclusions come from
     meta: dict
     prompts: list[str] | None
     exclude: list[tuple[str, ...]]
-    own_meta: bool                 # the metadata file lies in this folder
-
+    own_meta: bool  # the metadata file lies in this folder

@@ -6,11 +6,13 @@ computed here, never evaluated: ``len(DATA)`` (the number of test records) and
 ``list(set(sample[k1][k2]... for sample in DATA))`` (the sorted distinct values, a list
 value counting as its items). Any other expression is a problem in the metadata file.
 """
+
 from __future__ import annotations
 
 import ast
 
 from mera_multi_hf.data.raw.files import FieldError
+
 
 def exclusion_paths(spec) -> list[tuple[str, ...]]:
     """``exclude_fields`` as field paths. Official form: a nested object whose leaves are
@@ -26,8 +28,11 @@ def exclusion_paths(spec) -> list[tuple[str, ...]]:
         elif isinstance(sub, dict):  # {} keeps everything, as in the official notebook
             paths += [(key,) + rest for rest in exclusion_paths(sub)]
         else:
-            raise FieldError("exclude_fields", 'must be an object like {"meta": {"image": '
-                             '["synt_source"]}} or a list of dotted field paths')
+            raise FieldError(
+                "exclude_fields",
+                'must be an object like {"meta": {"image": '
+                '["synt_source"]}} or a list of dotted field paths',
+            )
     return paths
 
 
@@ -55,38 +60,59 @@ def _sample_path(node, var: str) -> list[str] | None:
 
 def _distinct_path(node) -> list[str] | None:
     """The key path of ``list(set(sample[..]... for sample in DATA))`` (or sorted(...))."""
+
     def call(n, names):
-        return (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names
-                and len(n.args) == 1 and not n.keywords)
+        return (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id in names
+            and len(n.args) == 1
+            and not n.keywords
+        )
+
     if not (call(node, ("list", "sorted")) and call(node.args[0], ("set",))):
         return None
     gen = node.args[0].args[0]
     if not (isinstance(gen, (ast.GeneratorExp, ast.ListComp)) and len(gen.generators) == 1):
         return None
     loop = gen.generators[0]
-    if not (isinstance(loop.target, ast.Name) and isinstance(loop.iter, ast.Name)
-            and loop.iter.id == "DATA" and not loop.ifs and not loop.is_async):
+    if not (
+        isinstance(loop.target, ast.Name)
+        and isinstance(loop.iter, ast.Name)
+        and loop.iter.id == "DATA"
+        and not loop.ifs
+        and not loop.is_async
+    ):
         return None
     return _sample_path(gen.elt, loop.target.id)
 
 
 def compute_field(field: str, expression: str, data: list):
     """The value of an official computed-field expression over the test records ``DATA``."""
-    known = ("it computes len(DATA) and list(set(sample['k1']['k2']... for sample in DATA)); "
-             "write the value itself instead")
+    known = (
+        "it computes len(DATA) and list(set(sample['k1']['k2']... for sample in DATA)); "
+        "write the value itself instead"
+    )
     try:
         tree = ast.parse(expression.strip(), mode="eval") if len(expression) < 500 else None
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         tree = None
     node = tree.body if tree else None
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" \
-            and len(node.args) == 1 and isinstance(node.args[0], ast.Name) \
-            and node.args[0].id == "DATA" and not node.keywords:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "len"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id == "DATA"
+        and not node.keywords
+    ):
         return len(data)
     keys = _distinct_path(node) if node is not None else None
     if keys is None:
-        raise FieldError(field, f"the expression {expression!r} is not one this project computes "
-                                f"({known})")
+        raise FieldError(
+            field, f"the expression {expression!r} is not one this project computes ({known})"
+        )
     found = set()
     for record in data:
         value = record

@@ -1,6 +1,7 @@
 """The checks of one record of a split file: its id, its fields (instruction, text and
 media inputs, gold answer, metadata) and its prompt, as a run will fill it. Every
 problem is noted (``_problem``); a record with any is left out."""
+
 from __future__ import annotations
 
 import functools
@@ -9,10 +10,10 @@ import os
 
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.json_doubts import doubts
-from mera_multi_hf.tasks.prompts import placeholder_problems, render_prompt
 from mera_multi_hf.data.raw.files import MAX_MEDIA_BYTES, FieldError, read_inside
 from mera_multi_hf.data.raw.layout import META_FILES, domain_key
 from mera_multi_hf.data.raw.metadata import drop_fields
+from mera_multi_hf.tasks.prompts import placeholder_problems, render_prompt
 
 
 def json_gold(value: dict, problem) -> str | None:
@@ -26,8 +27,11 @@ def json_gold(value: dict, problem) -> str | None:
     except ValueError:
         same = False
     if not same:
-        problem("outputs", "the official gold parser (json.loads after replacing ' with \") "
-                "cannot read this answer back: a key or value holds an apostrophe")
+        problem(
+            "outputs",
+            "the official gold parser (json.loads after replacing ' with \") "
+            "cannot read this answer back: a key or value holds an apostrophe",
+        )
         return None
     return text
 
@@ -43,25 +47,39 @@ class RecordChecks:
             self._problem(file, None, "meta", f"record #{position}: missing or not an object")
             return None
         if not isinstance(example_id, int) or isinstance(example_id, bool):
-            self._problem(file, None, "meta.id",
-                          f"record #{position}: missing or not an integer ({example_id!r:.80})")
+            self._problem(
+                file,
+                None,
+                "meta.id",
+                f"record #{position}: missing or not an integer ({example_id!r:.80})",
+            )
             return None
         if example_id in seen_ids:
             other_file, other = seen_ids[example_id]
             where = "" if other_file == file else f" of {other_file}"
-            self._problem(file, example_id, "meta.id",
-                          f"duplicate id (records #{other}{where} and #{position})")
+            self._problem(
+                file,
+                example_id,
+                "meta.id",
+                f"duplicate id (records #{other}{where} and #{position})",
+            )
             return None
         for split, ids in self.split_ids.items():  # this split's ids are in seen_ids too
             if example_id in ids:
-                self._problem(file, example_id, "meta.id", f"the same id is in the {split} "
-                              f"split ({ids[example_id]}): ids are unique across test and shots")
+                self._problem(
+                    file,
+                    example_id,
+                    "meta.id",
+                    f"the same id is in the {split} "
+                    f"split ({ids[example_id]}): ids are unique across test and shots",
+                )
                 return None
         seen_ids[example_id] = (file, position)
         return example_id
 
-    def _check_record(self, part, file, position, record, has_answers, seen_ids,
-                      doubtful=False) -> tuple | None:
+    def _check_record(
+        self, part, file, position, record, has_answers, seen_ids, doubtful=False
+    ) -> tuple | None:
         """(example, problem, media) for a record whose own fields are fine, where media
         lists (field, path, bytes) to decode-check; None (problems noted) otherwise."""
         before = len(self.problems)
@@ -88,11 +106,12 @@ class RecordChecks:
         if part.domain is not None:
             self._set_domain(record["meta"], part.domain, problem)
         media: list = []
-        example = {"instruction": self._instruction(record.get("instruction"), part.prompts,
-                                                    problem),
-                   "inputs": self._inputs(inputs, part.prefix, problem, media),
-                   "outputs": self._outputs(record.get("outputs"), has_answers, problem),
-                   "meta": self._meta(record["meta"], problem)}
+        example = {
+            "instruction": self._instruction(record.get("instruction"), part.prompts, problem),
+            "inputs": self._inputs(inputs, part.prefix, problem, media),
+            "outputs": self._outputs(record.get("outputs"), has_answers, problem),
+            "meta": self._meta(record["meta"], problem),
+        }
         if len(self.problems) == before:
             self._check_render(example, problem)
         return (example, problem, media) if len(self.problems) == before else None
@@ -110,12 +129,18 @@ class RecordChecks:
             value = None
         if isinstance(value, int):
             if prompts is None:
-                problem("instruction", "is a prompt index but the folder has no prompt list "
-                        f"({' or '.join(META_FILES)} with \"prompts\" as a list)")
+                problem(
+                    "instruction",
+                    "is a prompt index but the folder has no prompt list "
+                    f'({" or ".join(META_FILES)} with "prompts" as a list)',
+                )
                 return None
             if not 0 <= value < len(prompts):
-                problem("instruction", f"prompt index {value} out of range "
-                        f"(the prompt list has {len(prompts)} prompts)")
+                problem(
+                    "instruction",
+                    f"prompt index {value} out of range "
+                    f"(the prompt list has {len(prompts)} prompts)",
+                )
                 return None
             value = prompts[value]
         elif not (isinstance(value, str) and value.strip()):
@@ -123,8 +148,11 @@ class RecordChecks:
                 problem("instruction", "must be a non-empty string or a prompt index")
             return None
         try:  # a task whose prompt rules rewrite braces is checked by rendering alone
-            why = [] if getattr(self.task, "prompt_rules", ()) else \
-                placeholder_problems(value, self.task.text_fields)
+            why = (
+                []
+                if getattr(self.task, "prompt_rules", ())
+                else placeholder_problems(value, self.task.text_fields)
+            )
         except ValueError as err:
             why = [str(err)]
         for message in why:
@@ -139,12 +167,22 @@ class RecordChecks:
                 out[name] = None  # left out: prints "None", as the official doc_to_text does
                 continue
             if not isinstance(value, str):
-                problem(f"inputs.{name}", "missing required field" if value is None
-                        else f"must be a string, got {type(value).__name__}")
+                problem(
+                    f"inputs.{name}",
+                    "missing required field"
+                    if value is None
+                    else f"must be a string, got {type(value).__name__}",
+                )
             out[name] = value
         for name in self.task.media_fields:
-            out[name] = self._media(inputs.get(name), f"inputs.{name}",
-                                    name in self.task.optional_media, prefix, problem, media)
+            out[name] = self._media(
+                inputs.get(name),
+                f"inputs.{name}",
+                name in self.task.optional_media,
+                prefix,
+                problem,
+                media,
+            )
         return out
 
     def _media(self, value, field, optional, prefix, problem, media: list) -> dict | None:
@@ -152,11 +190,18 @@ class RecordChecks:
         if value in (None, "") and optional:
             return None
         if not isinstance(value, str) or not value:
-            problem(field, "missing media path" if value in (None, "")
-                    else f"must be a path string, got {type(value).__name__}")
+            problem(
+                field,
+                "missing media path"
+                if value in (None, "")
+                else f"must be a path string, got {type(value).__name__}",
+            )
             return None
-        relative = prefix + value if prefix and \
-            os.path.lexists(os.path.join(self.root, prefix + value)) else value
+        relative = (
+            prefix + value
+            if prefix and os.path.lexists(os.path.join(self.root, prefix + value))
+            else value
+        )
         try:
             data = read_inside(self.root, relative, MAX_MEDIA_BYTES)
         except FieldError as err:
@@ -179,8 +224,11 @@ class RecordChecks:
                 return value
             if value not in self.task.choices:
                 what = "split has answers" if has_answers else "answer, when given,"
-                problem("outputs", f"{value!r:.80} is not one of {', '.join(self.task.choices)} "
-                        f"(this {what} must be a letter)")
+                problem(
+                    "outputs",
+                    f"{value!r:.80} is not one of {', '.join(self.task.choices)} "
+                    f"(this {what} must be a letter)",
+                )
         elif has_answers and not value.strip():
             problem("outputs", "empty gold answer in a split that has answers")
         return value
@@ -193,8 +241,10 @@ class RecordChecks:
             return None
         answers = ([value] if value else []) if isinstance(value, str) else value
         if not isinstance(answers, list):
-            problem("outputs", "must be an answer or a list of answers (strings), "
-                    f"got {type(value).__name__}")
+            problem(
+                "outputs",
+                f"must be an answer or a list of answers (strings), got {type(value).__name__}",
+            )
             return None
         if not all(isinstance(a, str) for a in answers):
             problem("outputs", "a list of answers must hold strings only")

@@ -6,6 +6,7 @@ deterministic, and a test checks that the shipped folders equal what they write.
 ``python -m mera_multi_hf.demo.sample_data [TASK|all] [DIR]`` rewrites a sample (all of
 them into the package by default).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -14,8 +15,12 @@ import sys
 from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.demo.sample_data.ruhhh_image import (
+    CATEGORY_CONTEXT,
+    ITEMS,
+    PROMPTS,
+)  # the tiny model's training texts
 from mera_multi_hf.tasks.table import TASKS
-from mera_multi_hf.demo.sample_data.ruhhh_image import CATEGORY_CONTEXT, ITEMS, PROMPTS  # the tiny model's training texts
 
 __all__ = ["SAMPLES", "bundled_sample", "write_sample", "CATEGORY_CONTEXT", "ITEMS", "PROMPTS"]
 
@@ -33,8 +38,9 @@ def _task(task_key: str):
     task = TASKS.get(task_key)
     if task is None or not (task.sample or task_key in SAMPLES):
         with_sample = [k for k, t in TASKS.items() if t.sample or k in SAMPLES]
-        raise MeraError(f"no bundled sample for {task_key} "
-                        f"(there are samples for: {', '.join(with_sample)})")
+        raise MeraError(
+            f"no bundled sample for {task_key} (there are samples for: {', '.join(with_sample)})"
+        )
     return task
 
 
@@ -47,12 +53,14 @@ def write_sample(out_dir: str | Path, task_key: str = "ruhhh_image") -> Path:
     if hasattr(module, "write_sample"):
         return module.write_sample(out_dir)
     from mera_multi_hf.demo.sample_data.common import write_raw
+
     return write_raw(module.sample(), out_dir)
 
 
 def bundled_sample(task_key: str = "ruhhh_image") -> Path:
     """The shipped sample folder of a task (a declared ``sample`` folder, else the package's)."""
     from mera_multi_hf.core.paths import SAMPLES_DIR
+
     task = _task(task_key)
     return Path(task.sample) if task.sample else SAMPLES_DIR / task.dataset_name
 

@@ -1,4 +1,5 @@
 """``python -m mera_multi_hf.demo.sample_data [TASK|all] [DIR]``: rewrite the bundled samples."""
+
 import sys
 from dataclasses import dataclass
 
@@ -9,15 +10,22 @@ from mera_multi_hf.demo.sample_data import main
 @dataclass
 class SampleOptions:
     """The arguments of ``python -m mera_multi_hf.demo.sample_data``."""
+
     task: str = opt("all", "task key, or `all` (default: all)", positional=True, nargs="?")
-    dir: str | None = opt(None, "folder to write one task's sample into (default: the "
-                          "package's samples/ folder)", positional=True, nargs="?")
+    dir: str | None = opt(
+        None,
+        "folder to write one task's sample into (default: the package's samples/ folder)",
+        positional=True,
+        nargs="?",
+    )
 
 
 def parser() -> Parser:
-    made = Parser(prog="python -m mera_multi_hf.demo.sample_data",
-                  description="Write the bundled raw samples (deterministic; all of them into "
-                              "the package by default).")
+    made = Parser(
+        prog="python -m mera_multi_hf.demo.sample_data",
+        description="Write the bundled raw samples (deterministic; all of them into "
+        "the package by default).",
+    )
     add_dataclass_options(made, SampleOptions)
     return made
 

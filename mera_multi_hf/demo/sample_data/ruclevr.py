@@ -1,5 +1,6 @@
 """The bundled ruCLEVR sample: scenes of coloured shapes, answered by a word or a number.
 Its records use the documented raw form: ``instruction`` is an index into ``prompts``."""
+
 from __future__ import annotations
 
 from mera_multi_hf.demo.sample_data.common import Sample, number, shapes_picture
@@ -18,11 +19,17 @@ PROMPTS = [
     "Ответь на вопрос по картинке.\n<image>\n{question}",
 ]
 SCENES = {
-    "samples/image0001.png": [("circle", "красный", 16, 16, 7), ("square", "синий", 46, 16, 7),
-                              ("triangle", "зелёный", 32, 46, 9)],
+    "samples/image0001.png": [
+        ("circle", "красный", 16, 16, 7),
+        ("square", "синий", 46, 16, 7),
+        ("triangle", "зелёный", 32, 46, 9),
+    ],
     "samples/image0002.png": [("square", "жёлтый", 20, 40, 10), ("square", "серый", 46, 22, 8)],
-    "samples/image0003.png": [("circle", "синий", 14, 32, 6), ("circle", "синий", 32, 32, 6),
-                              ("circle", "красный", 50, 32, 6)],
+    "samples/image0003.png": [
+        ("circle", "синий", 14, 32, 6),
+        ("circle", "синий", 32, 32, 6),
+        ("circle", "красный", 50, 32, 6),
+    ],
     "samples/example.png": [("triangle", "красный", 32, 32, 12)],
 }
 # (scene, question, answer, question_type)
@@ -46,11 +53,15 @@ TEST_ITEMS = 8
 
 def _record(n, item) -> dict:
     scene, question, answer, question_type = item
-    return {"instruction": n % len(PROMPTS),
-            "inputs": {"image": f"samples/image{scene}.png", "question": question},
-            "outputs": answer,
-            "meta": {"question_type": question_type,
-                     "image": {"synt_source": ["Pillow"], "type": ["generated"]}}}
+    return {
+        "instruction": n % len(PROMPTS),
+        "inputs": {"image": f"samples/image{scene}.png", "question": question},
+        "outputs": answer,
+        "meta": {
+            "question_type": question_type,
+            "image": {"synt_source": ["Pillow"], "type": ["generated"]},
+        },
+    }
 
 
 def sample() -> Sample:
@@ -59,9 +70,18 @@ def sample() -> Sample:
     example["inputs"]["image"] = "samples/example.png"
     example["meta"] = {"id": 100, **example["meta"]}
     return Sample(
-        NAME, ("Вопросы о сценах из простых геометрических фигур.",
-               "Questions about scenes of simple geometric shapes."),
-        "Ответ на вопрос о фигурах, их цвете, форме и количестве.", "short",
-        ["Static counting", "Spatial object relationship"], records[:TEST_ITEMS],
-        records[TEST_ITEMS:], example, {p: shapes_picture(s) for p, s in SCENES.items()},
-        public=True, prompts=PROMPTS)
+        NAME,
+        (
+            "Вопросы о сценах из простых геометрических фигур.",
+            "Questions about scenes of simple geometric shapes.",
+        ),
+        "Ответ на вопрос о фигурах, их цвете, форме и количестве.",
+        "short",
+        ["Static counting", "Spatial object relationship"],
+        records[:TEST_ITEMS],
+        records[TEST_ITEMS:],
+        example,
+        {p: shapes_picture(s) for p, s in SCENES.items()},
+        public=True,
+        prompts=PROMPTS,
+    )

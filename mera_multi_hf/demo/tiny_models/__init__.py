@@ -9,25 +9,26 @@ A model is built at first use into ``<cache_root>/models/tiny-<family>-<fingerpr
 (a few hundred KB), the fingerprint hashing the recipe code, the library versions and
 whether torchvision imports (which decides whether the family's video processor exists).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.arguments import add_command, opt
+from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.demo.tiny_models.recipes import has_torchvision
 
 
 @dataclass(frozen=True)
 class Family:
     name: str
-    recipe: str                 # function name in .recipes ("" for the two older models)
+    recipe: str  # function name in .recipes ("" for the two older models)
     modalities: tuple[str, ...]
-    video_processor: bool       # has one (else videos go in as frames)
-    processors: str             # the real processor classes the recipe builds
+    video_processor: bool  # has one (else videos go in as frames)
+    processors: str  # the real processor classes the recipe builds
     args: tuple = ()
-    torchvision_images: bool = False   # its image processor exists only with torchvision
+    torchvision_images: bool = False  # its image processor exists only with torchvision
 
     @property
     def needs_torchvision(self) -> bool:
@@ -37,33 +38,76 @@ class Family:
 
 
 IV, QWEN_IMAGE = ("image", "video"), "Qwen2VLImageProcessorPil"
-FAMILIES = {f.name: f for f in (
-    Family("llava", "", IV, False, "LlavaProcessor: CLIPImageProcessorPil"),
-    Family("qwen2-audio", "", ("audio",), False, "Qwen2AudioProcessor: WhisperFeatureExtractor"),
-    Family("qwen2-vl", "qwen2_vl", IV, True,
-           f"Qwen2VLProcessor: {QWEN_IMAGE}, Qwen2VLVideoProcessor", ("2",)),
-    Family("qwen2.5-vl", "qwen2_vl", IV, True,
-           f"Qwen2_5_VLProcessor: {QWEN_IMAGE}, Qwen2VLVideoProcessor", ("2.5",)),
-    Family("qwen3-vl", "qwen3_vl", IV, True,
-           f"Qwen3VLProcessor: {QWEN_IMAGE}, Qwen3VLVideoProcessor"),
-    Family("gemma3", "gemma3", IV, False, "Gemma3Processor: Gemma3ImageProcessorPil"),
-    Family("idefics3", "idefics3", IV, False, "Idefics3Processor: Idefics3ImageProcessorPil"),
-    Family("llava-onevision", "llava_onevision", IV, True, "LlavaOnevisionProcessor: "
-           "LlavaOnevisionImageProcessorPil, LlavaOnevisionVideoProcessor"),
-    Family("internvl", "internvl", IV, True,
-           "InternVLProcessor: GotOcr2ImageProcessorPil, InternVLVideoProcessor"),
-    Family("qwen2.5-omni", "qwen2_5_omni", ("image", "audio", "video"), True,
-           f"Qwen2_5OmniProcessor: {QWEN_IMAGE}, Qwen2VLVideoProcessor, WhisperFeatureExtractor"),
-    Family("phi4-multimodal", "phi4_multimodal", ("image", "audio"), False,
-           "Phi4MultimodalProcessor: Phi4MultimodalImageProcessor, "
-           "Phi4MultimodalFeatureExtractor", torchvision_images=True),
-)}
+FAMILIES = {
+    f.name: f
+    for f in (
+        Family("llava", "", IV, False, "LlavaProcessor: CLIPImageProcessorPil"),
+        Family(
+            "qwen2-audio", "", ("audio",), False, "Qwen2AudioProcessor: WhisperFeatureExtractor"
+        ),
+        Family(
+            "qwen2-vl",
+            "qwen2_vl",
+            IV,
+            True,
+            f"Qwen2VLProcessor: {QWEN_IMAGE}, Qwen2VLVideoProcessor",
+            ("2",),
+        ),
+        Family(
+            "qwen2.5-vl",
+            "qwen2_vl",
+            IV,
+            True,
+            f"Qwen2_5_VLProcessor: {QWEN_IMAGE}, Qwen2VLVideoProcessor",
+            ("2.5",),
+        ),
+        Family(
+            "qwen3-vl",
+            "qwen3_vl",
+            IV,
+            True,
+            f"Qwen3VLProcessor: {QWEN_IMAGE}, Qwen3VLVideoProcessor",
+        ),
+        Family("gemma3", "gemma3", IV, False, "Gemma3Processor: Gemma3ImageProcessorPil"),
+        Family("idefics3", "idefics3", IV, False, "Idefics3Processor: Idefics3ImageProcessorPil"),
+        Family(
+            "llava-onevision",
+            "llava_onevision",
+            IV,
+            True,
+            "LlavaOnevisionProcessor: "
+            "LlavaOnevisionImageProcessorPil, LlavaOnevisionVideoProcessor",
+        ),
+        Family(
+            "internvl",
+            "internvl",
+            IV,
+            True,
+            "InternVLProcessor: GotOcr2ImageProcessorPil, InternVLVideoProcessor",
+        ),
+        Family(
+            "qwen2.5-omni",
+            "qwen2_5_omni",
+            ("image", "audio", "video"),
+            True,
+            f"Qwen2_5OmniProcessor: {QWEN_IMAGE}, Qwen2VLVideoProcessor, WhisperFeatureExtractor",
+        ),
+        Family(
+            "phi4-multimodal",
+            "phi4_multimodal",
+            ("image", "audio"),
+            False,
+            "Phi4MultimodalProcessor: Phi4MultimodalImageProcessor, Phi4MultimodalFeatureExtractor",
+            torchvision_images=True,
+        ),
+    )
+}
 
 
 def unavailable(name: str) -> str | None:
     """Why family ``name`` cannot be built here, or None when it can."""
     if FAMILIES[name].needs_torchvision and not has_torchvision():
-        return "needs torchvision"   # its processor holds a video processor
+        return "needs torchvision"  # its processor holds a video processor
     return None
 
 
@@ -79,8 +123,10 @@ def family_model_path(name: str) -> Path:
 
         return tiny_model._built(f"tiny-judge-{recipe_fingerprint(name)}", build_tiny_judge)
     if name not in FAMILIES:
-        raise MeraError(f"unknown model family {name!r}; choose one of {', '.join(FAMILIES)} "
-                        f"(or {JUDGE}, the tiny answer judge)")
+        raise MeraError(
+            f"unknown model family {name!r}; choose one of {', '.join(FAMILIES)} "
+            f"(or {JUDGE}, the tiny answer judge)"
+        )
     if name == "llava":
         return tiny_model.tiny_model_path()
     if name == "qwen2-audio":
@@ -88,7 +134,9 @@ def family_model_path(name: str) -> Path:
     reason = unavailable(name)
     if reason:
         raise MeraError(f"cannot build the tiny {name} model here: it {reason}")
-    return tiny_model._built(f"tiny-{name}-{recipe_fingerprint(name)}", lambda out: build(name, out))
+    return tiny_model._built(
+        f"tiny-{name}-{recipe_fingerprint(name)}", lambda out: build(name, out)
+    )
 
 
 def recipe_fingerprint(name: str) -> str:
@@ -99,8 +147,10 @@ def recipe_fingerprint(name: str) -> str:
 
     from mera_multi_hf.core.provenance import folder_fingerprint
 
-    salt = (f"{name}|{transformers.__version__}|{tokenizers.__version__}|{torch.__version__}"
-            f"|torchvision={has_torchvision()}")
+    salt = (
+        f"{name}|{transformers.__version__}|{tokenizers.__version__}|{torch.__version__}"
+        f"|torchvision={has_torchvision()}"
+    )
     return folder_fingerprint(Path(__file__).parent, read=(".py",), salt=salt, length=12)
 
 
@@ -117,14 +167,20 @@ def build(name: str, out: Path) -> Path:
     model, processor, tok = getattr(recipes, family.recipe)(*family.args)
     model.eval()
     hidden = model.config.get_text_config().hidden_size
-    if model.generation_config.eos_token_id is None:   # as the families ship it
+    if model.generation_config.eos_token_id is None:  # as the families ship it
         model.generation_config.eos_token_id = model.config.get_text_config().eos_token_id
     tiny_model._unit_scale_and_letters(model, tok, hidden)
-    info = {"family": name, "recipe": recipe_fingerprint(name), "seed": tiny_model.SEED,
-            "note": tiny_model.NOTE}
-    card = (f"# tiny random {name} (random weights: a plumbing check)\n\nBuilt offline by "
-            f"mera-multi-hf: {type(model).__name__}, {type(processor).__name__}. "
-            f"**Its answers are noise.**\n")
+    info = {
+        "family": name,
+        "recipe": recipe_fingerprint(name),
+        "seed": tiny_model.SEED,
+        "note": tiny_model.NOTE,
+    }
+    card = (
+        f"# tiny random {name} (random weights: a plumbing check)\n\nBuilt offline by "
+        f"mera-multi-hf: {type(model).__name__}, {type(processor).__name__}. "
+        f"**Its answers are noise.**\n"
+    )
     return tiny_model._save(model, processor, out, card, info)
 
 
@@ -133,31 +189,49 @@ def family_rows() -> list[dict]:
     video path, and whether it builds here."""
     rows = []
     for family in FAMILIES.values():
-        rows.append({"family": family.name, "modalities": ", ".join(family.modalities),
-                     "processor": family.processors,
-                     "video": "" if "video" not in family.modalities else
-                     "videos= (video processor)" if family.video_processor else "frames as images",
-                     "here": unavailable(family.name) or "builds"})
+        rows.append(
+            {
+                "family": family.name,
+                "modalities": ", ".join(family.modalities),
+                "processor": family.processors,
+                "video": ""
+                if "video" not in family.modalities
+                else "videos= (video processor)"
+                if family.video_processor
+                else "frames as images",
+                "here": unavailable(family.name) or "builds",
+            }
+        )
     return rows
 
 
 @dataclass
 class ModelsOptions:
     """The options of `mera-multi models`."""
-    path: str | None = opt(None, "build (once, into the cache) and print that family's folder; "
-                           f"`{JUDGE}`: the tiny answer judge's (default: none, list the "
-                           "families)", metavar="FAMILY")
+
+    path: str | None = opt(
+        None,
+        "build (once, into the cache) and print that family's folder; "
+        f"`{JUDGE}`: the tiny answer judge's (default: none, list the "
+        "families)",
+        metavar="FAMILY",
+    )
 
 
 def add_parser(sub) -> None:
-    add_command(sub, "models", ModelsOptions, cmd_models,
-                help="list the model families with a tiny offline model (modalities, processor "
-                     "classes, video path); `--path judge`: the tiny answer judge",
-                description="The model families the hf backend takes, each with a tiny offline "
-                            "model (random weights, the family's real classes), one per line. "
-                            "Writes no file; --path FAMILY builds that family's tiny model once "
-                            "(--path judge: the tiny answer judge), in the package's cache, and "
-                            "prints its folder.")
+    add_command(
+        sub,
+        "models",
+        ModelsOptions,
+        cmd_models,
+        help="list the model families with a tiny offline model (modalities, processor "
+        "classes, video path); `--path judge`: the tiny answer judge",
+        description="The model families the hf backend takes, each with a tiny offline "
+        "model (random weights, the family's real classes), one per line. "
+        "Writes no file; --path FAMILY builds that family's tiny model once "
+        "(--path judge: the tiny answer judge), in the package's cache, and "
+        "prints its folder.",
+    )
 
 
 def cmd_models(options: ModelsOptions) -> int:
@@ -165,12 +239,19 @@ def cmd_models(options: ModelsOptions) -> int:
         print(family_model_path(options.path))
         return 0
     rows = family_rows()
-    heads = {"family": "family", "modalities": "modalities", "video": "video path",
-             "processor": "processor classes", "here": "here"}
+    heads = {
+        "family": "family",
+        "modalities": "modalities",
+        "video": "video path",
+        "processor": "processor classes",
+        "here": "here",
+    }
     widths = {k: max(len(heads[k]), *(len(r[k]) for r in rows)) for k in heads}
     for row in [heads, *rows]:
         print("  ".join(row[k].ljust(widths[k]) for k in heads).rstrip())
-    print(f"\nand `{JUDGE}`: a tiny answer judge (BertForSequenceClassification, random "
-          f"weights) for `judge serve --model` and `evaluate --judge`: "
-          f"mera-multi models --path {JUDGE}")
+    print(
+        f"\nand `{JUDGE}`: a tiny answer judge (BertForSequenceClassification, random "
+        f"weights) for `judge serve --model` and `evaluate --judge`: "
+        f"mera-multi models --path {JUDGE}"
+    )
     return 0

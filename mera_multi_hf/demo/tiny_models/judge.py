@@ -3,6 +3,7 @@ whose vocabulary comes from a few Russian sentences. It is a real transformers c
 with save_pretrained, loaded with the Auto classes), only small and untrained: its labels
 are noise. `mera-multi models --path judge` builds it once into the cache and prints its
 folder, for `judge serve --model` and `evaluate --judge` without a network."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,7 +22,9 @@ SENTENCES = [
 ]
 
 
-def build_tiny_judge(target: Path, max_positions: int = 512, seed: int = 1, std: float = 0.3) -> Path:
+def build_tiny_judge(
+    target: Path, max_positions: int = 512, seed: int = 1, std: float = 0.3
+) -> Path:
     import numpy as np
     import torch
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
@@ -33,8 +36,11 @@ def build_tiny_judge(target: Path, max_positions: int = 512, seed: int = 1, std:
     # The WordPiece vocabulary is built from the sentences here: whole words plus every
     # character (word-initial and "##" continuation). WordPieceTrainer would also do, but
     # its tie-breaking differs from run to run and the test labels must not.
-    words = {w for text in SENTENCES
-             for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text))}
+    words = {
+        w
+        for text in SENTENCES
+        for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text))
+    }
     chars = {c for w in words for c in w}
     pieces = sorted(words | chars | {"##" + c for c in chars})
     vocab = {tok: i for i, tok in enumerate(specials + pieces)}
@@ -44,16 +50,30 @@ def build_tiny_judge(target: Path, max_positions: int = 512, seed: int = 1, std:
     tok.decoder = decoders.WordPiece()
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
-        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
-    tokenizer = BertTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", sep_token="[SEP]",
-                                  pad_token="[PAD]", cls_token="[CLS]", mask_token="[MASK]",
-                                  model_max_length=max_positions)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64,
-                        max_position_embeddings=max_positions, num_labels=2,
-                        id2label={0: "incorrect", 1: "correct"},
-                        label2id={"incorrect": 0, "correct": 1})
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+    )
+    tokenizer = BertTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        mask_token="[MASK]",
+        model_max_length=max_positions,
+    )
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=max_positions,
+        num_labels=2,
+        id2label={0: "incorrect", 1: "correct"},
+        label2id={"incorrect": 0, "correct": 1},
+    )
     model = BertForSequenceClassification(config).eval()
     # Weights from numpy's seeded generator (stable across torch versions), wider than
     # BERT's default init so that the untrained labels vary with the text.

@@ -40,6 +40,7 @@ in the group ``mera_multi_hf.backends``, e.g. in its pyproject.toml::
 The built-in kinds (hf, openai) are imported on first use, the installed ones looked up
 only for a kind that is not built in.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,9 +48,19 @@ from typing import TYPE_CHECKING
 
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.generation.backends.base import (  # noqa: F401 - public
-    DEFAULT_CONCURRENCY, MAX_CONCURRENCY, Backend, check_stop, cut_at_stop)
+    DEFAULT_CONCURRENCY,
+    MAX_CONCURRENCY,
+    Backend,
+    check_stop,
+    cut_at_stop,
+)
 from mera_multi_hf.generation.backends.registry import (  # noqa: F401 - public
-    REGISTERED, BackendSpec, Capabilities, capabilities_of, register_backend)
+    REGISTERED,
+    BackendSpec,
+    Capabilities,
+    capabilities_of,
+    register_backend,
+)
 
 if TYPE_CHECKING:
     from mera_multi_hf.generation.request import Request
@@ -113,8 +124,10 @@ def _load_entry_point(kind) -> None:
     loaded = point.load()  # importing its module runs its @register_backend
     spec = next((s for s in REGISTERED.values() if s.cls is loaded), None)
     if spec is None:
-        raise MeraError(f"backend {kind!r} ({point.value}) is not registered: decorate the "
-                        "class with mera_multi_hf.generation.backends.register_backend")
+        raise MeraError(
+            f"backend {kind!r} ({point.value}) is not registered: decorate the "
+            "class with mera_multi_hf.generation.backends.register_backend"
+        )
     REGISTERED[kind] = dataclasses.replace(spec, kind=kind)
 
 
@@ -209,7 +222,10 @@ class RoutingBackend:
         self.batch_size = main.batch_size
 
     def settings(self) -> dict:
-        return {**self.main.settings(), "audio_model": f"{self.audio.model_id}@{self.audio.revision}"}
+        return {
+            **self.main.settings(),
+            "audio_model": f"{self.audio.model_id}@{self.audio.revision}",
+        }
 
     def info(self) -> dict:
         info = self.main.info()
@@ -225,11 +241,16 @@ class RoutingBackend:
         return self.audio if "audio" in kinds else self.main
 
     def generate(self, requests: list[Request]) -> list[str]:
-        heard = {i for i, r in enumerate(requests)
-                 if self.engine_for({m.kind for m in r.all_media()}) is self.audio}
+        heard = {
+            i
+            for i, r in enumerate(requests)
+            if self.engine_for({m.kind for m in r.all_media()}) is self.audio
+        }
         out = [""] * len(requests)
-        for engine, rows in ((self.audio, sorted(heard)),
-                             (self.main, [i for i in range(len(requests)) if i not in heard])):
+        for engine, rows in (
+            (self.audio, sorted(heard)),
+            (self.main, [i for i in range(len(requests)) if i not in heard]),
+        ):
             if rows:
                 for i, text in zip(rows, engine.generate([requests[i] for i in rows])):
                     out[i] = text

@@ -1,6 +1,7 @@
 """What every backend shares: the :class:`Backend` protocol, the stop strings (checked
 and cut), and the request window of a server. The backends import this module, never
 their package, whose ``make_backend`` imports them."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable

@@ -27,6 +27,7 @@ tokens cannot run (the model would refuse the mismatch) and answers "". Each cut
 recorded on the request (``tokens_cut``, kept in the sample log) and in ``info()``
 (``prompts_cut_here``: this process's cuts; results.json counts them per task).
 """
+
 from __future__ import annotations
 
 import copy
@@ -35,15 +36,22 @@ import warnings
 from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.tasks.prompts import MEDIA_SLOT, plain_prompt
 from mera_multi_hf.core.provenance import folder_fingerprint
-from mera_multi_hf.demo.builtin_models import TINY_AUDIO_MODEL_ID, TINY_MODEL_ID, is_tiny_model, tiny_audio_model_path, tiny_model_path, tiny_model_revision
-from mera_multi_hf.generation.backends.traits import GENERIC, traits_for
-from mera_multi_hf.generation.chat import chat_messages, plain_dialogue
-from mera_multi_hf.generation.request import Request
+from mera_multi_hf.demo.builtin_models import (
+    TINY_AUDIO_MODEL_ID,
+    TINY_MODEL_ID,
+    is_tiny_model,
+    tiny_audio_model_path,
+    tiny_model_path,
+    tiny_model_revision,
+)
 from mera_multi_hf.generation.backends.base import Backend, check_stop, cut_at_stop
 from mera_multi_hf.generation.backends.hf_options import HFOptions
 from mera_multi_hf.generation.backends.registry import ALL_MEDIA, Capabilities, register_backend
+from mera_multi_hf.generation.backends.traits import GENERIC, traits_for
+from mera_multi_hf.generation.chat import chat_messages, plain_dialogue
+from mera_multi_hf.generation.request import Request
+from mera_multi_hf.tasks.prompts import MEDIA_SLOT, plain_prompt
 
 
 def resolve_model(model: str | None, revision: str | None = None) -> tuple[str, str, str | None]:
@@ -60,11 +68,18 @@ def resolve_model(model: str | None, revision: str | None = None) -> tuple[str, 
         return TINY_MODEL_ID, str(path), tiny_model_revision(path)
     path = Path(model).expanduser()
     if path.is_dir():
-        return model, str(path), revision or "local-" + folder_fingerprint(
-            path, read=(".json", ".jinja", ".model", ".txt"), length=12)
+        return (
+            model,
+            str(path),
+            revision
+            or "local-"
+            + folder_fingerprint(path, read=(".json", ".jinja", ".model", ".txt"), length=12),
+        )
     if path.exists() or model.startswith((".", "/", "~")) or model.count("/") > 1:
-        raise MeraError(f"model path {model!r} is not a model folder (no such directory); "
-                        f"give a local folder with config.json or a Hub id such as org/name")
+        raise MeraError(
+            f"model path {model!r} is not a model folder (no such directory); "
+            f"give a local folder with config.json or a Hub id such as org/name"
+        )
     return model, model, _hub_commit(model, revision)
 
 
@@ -103,7 +118,7 @@ def _multimodal_class(config):
     return None
 
 
-HARNESS_MAX_LENGTH = 2048                         # the harness's _DEFAULT_MAX_LENGTH
+HARNESS_MAX_LENGTH = 2048  # the harness's _DEFAULT_MAX_LENGTH
 UNSET_MAX_LENGTH = 1000000000000000019884624838656  # transformers' "no limit" (int(1e30))
 
 
@@ -135,8 +150,9 @@ def _video_path(processor, text_only: bool, takes_videos: bool = True) -> str | 
     return None
 
 
-def _unsupported(processor, kind: str, video_input: str | None,
-                 audio_attribute: str = "feature_extractor") -> str | None:
+def _unsupported(
+    processor, kind: str, video_input: str | None, audio_attribute: str = "feature_extractor"
+) -> str | None:
     """Why ``processor`` cannot take a ``kind`` input, or None when it can."""
     if kind == "image" and getattr(processor, "image_processor", None) is None:
         return "its processor has no image processor"
@@ -174,7 +190,7 @@ class NewTokensStop:
         self.criteria, self.start = StopStringCriteria(tokenizer, list(stops)), prompt_length
 
     def __call__(self, input_ids, scores, **kwargs):
-        return self.criteria(input_ids[:, self.start:], scores, **kwargs)
+        return self.criteria(input_ids[:, self.start :], scores, **kwargs)
 
 
 @register_backend("hf", options=HFOptions, capabilities=Capabilities(media=ALL_MEDIA))
@@ -191,8 +207,8 @@ class HFBackend(Backend):
         self.batch_size = o.batch_size
         self.stop = check_stop(o.stop)
         self.max_frames = o.max_frames
-        self.traits, self.family_note = GENERIC, None   # known once the processor loads
-        self.video_input: str | None = None   # how videos reach the model (see _video_path)
+        self.traits, self.family_note = GENERIC, None  # known once the processor loads
+        self.video_input: str | None = None  # how videos reach the model (see _video_path)
         self.model = None
         self.max_length: int | None = None
         self.truncated: list[str] = []  # "task id=N" whose prompt was cut to fit max_length
@@ -200,22 +216,43 @@ class HFBackend(Backend):
 
     # what identifies the generations (hashed into every request) and what results record
     def settings(self) -> dict:
-        return {"backend": self.name, "dtype": self.dtype, "prompt_mode": self.prompt_mode,
-                "max_pixels": self.max_pixels, "max_frames": self.max_frames,
-                "do_sample": False, "num_beams": 1, "stop": list(self.stop)}
+        return {
+            "backend": self.name,
+            "dtype": self.dtype,
+            "prompt_mode": self.prompt_mode,
+            "max_pixels": self.max_pixels,
+            "max_frames": self.max_frames,
+            "do_sample": False,
+            "num_beams": 1,
+            "stop": list(self.stop),
+        }
 
     def info(self) -> dict:
-        info = {"model": self.model_id, "revision": self.revision, "backend": self.name,
-                "dtype": self.dtype, "prompt_mode": self.prompt_mode, "max_pixels": self.max_pixels,
-                "trust_remote_code": self.trust_remote_code, "stop": list(self.stop),
-                "max_frames": self.max_frames, "video_input": self.video_input}
+        info = {
+            "model": self.model_id,
+            "revision": self.revision,
+            "backend": self.name,
+            "dtype": self.dtype,
+            "prompt_mode": self.prompt_mode,
+            "max_pixels": self.max_pixels,
+            "trust_remote_code": self.trust_remote_code,
+            "stop": list(self.stop),
+            "max_frames": self.max_frames,
+            "video_input": self.video_input,
+        }
         if self.model is not None:
             if self.family_note:
                 info["family_note"] = self.family_note
-            info.update(family=self.traits.family, dtype=str(self.model.dtype).replace("torch.", ""),
-                        prompt_mode=self.resolved_mode, device=str(self.device),
-                        model_class=type(self.model).__name__, text_only=self.text_only,
-                        context_length=self.max_length, prompts_cut_here=list(self.truncated))
+            info.update(
+                family=self.traits.family,
+                dtype=str(self.model.dtype).replace("torch.", ""),
+                prompt_mode=self.resolved_mode,
+                device=str(self.device),
+                model_class=type(self.model).__name__,
+                text_only=self.text_only,
+                context_length=self.max_length,
+                prompts_cut_here=list(self.truncated),
+            )
         return info
 
     def load(self) -> None:
@@ -238,12 +275,19 @@ class HFBackend(Backend):
         if not self.text_only and not getattr(self.processor, "chat_template", None):
             # some processors leave the saved template on their tokenizer only
             self.processor.chat_template = getattr(self.tokenizer, "chat_template", None)
-        has_template = bool(getattr(self.processor, "chat_template", None)
-                            or getattr(self.tokenizer, "chat_template", None))
+        has_template = bool(
+            getattr(self.processor, "chat_template", None)
+            or getattr(self.tokenizer, "chat_template", None)
+        )
         if self.prompt_mode == "chat" and not has_template:
-            raise MeraError(f"model {self.model_id!r} has no chat template; use --prompt-mode plain")
-        self.resolved_mode = self.prompt_mode if self.prompt_mode != "auto" else \
-            ("chat" if has_template else "plain")
+            raise MeraError(
+                f"model {self.model_id!r} has no chat template; use --prompt-mode plain"
+            )
+        self.resolved_mode = (
+            self.prompt_mode
+            if self.prompt_mode != "auto"
+            else ("chat" if has_template else "plain")
+        )
         self.media_token = None if self.text_only else getattr(self.processor, "image_token", None)
         self.video_input = _video_path(self.processor, self.text_only, self.traits.takes_videos)
         self.max_length = context_length(self.model, self.tokenizer)
@@ -295,15 +339,19 @@ class HFBackend(Backend):
         if self.resolved_mode == "plain":
             return self._plain(plain_dialogue(request), frames)
         if self.text_only:
-            messages = [{"role": m["role"], "content": "".join(
-                p.get("text", "") for p in m["content"])} for m in chat_messages(request)]
-            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                                      tokenize=False)
+            messages = [
+                {"role": m["role"], "content": "".join(p.get("text", "") for p in m["content"])}
+                for m in chat_messages(request)
+            ]
+            return self.tokenizer.apply_chat_template(
+                messages, add_generation_prompt=True, tokenize=False
+            )
         messages = chat_messages(request)
         if self.video_input == FRAMES_AS_IMAGES:
             messages = _videos_as_pictures(messages, iter(frames))
-        return self.processor.apply_chat_template(messages, add_generation_prompt=True,
-                                                  tokenize=False)
+        return self.processor.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False
+        )
 
     def _plain(self, text: str, frames: list[int]) -> str:
         """A plain prompt: each placeholder becomes the processor's token for its kind
@@ -317,41 +365,58 @@ class HFBackend(Backend):
             if kind == "video" and self.video_input == FRAMES_AS_IMAGES:
                 return (self.media_token or "") * next(counts, self.max_frames)
             return getattr(self.processor, f"{kind}_token", None) or ""
+
         return MEDIA_SLOT.sub(token, text)
 
     def encode(self, requests: list[Request]):
         """The model inputs for one batch (on the model's device)."""
-        kwargs = {"padding": True, "padding_side": self.traits.padding_side,
-                  "return_tensors": "pt", **self.traits.processor_kwargs}
+        kwargs = {
+            "padding": True,
+            "padding_side": self.traits.padding_side,
+            "return_tensors": "pt",
+            **self.traits.processor_kwargs,
+        }
         if self.text_only:
             texts = [self.render(r) for r in requests]
             if any(r.all_media() for r in requests) and not self._warned:
-                warnings.warn(f"{self.model_id} is a text-only model: the media inputs are left "
-                              f"out of its prompts", UserWarning, stacklevel=2)
+                warnings.warn(
+                    f"{self.model_id} is a text-only model: the media inputs are left "
+                    f"out of its prompts",
+                    UserWarning,
+                    stacklevel=2,
+                )
                 self._warned = True
         else:
             decoded = [self._decode(r) for r in requests]
-            texts = [self.render(r, [len(v) for kind, v in items if kind == "video"])
-                     for r, items in zip(requests, decoded)]
+            texts = [
+                self.render(r, [len(v) for kind, v in items if kind == "video"])
+                for r, items in zip(requests, decoded)
+            ]
             kwargs.update(self._media_kwargs(decoded))
         # left padding: every prompt ends at the right edge, where generation continues
         processor = self.tokenizer if self.text_only else self.processor
         batch = processor(text=texts, **kwargs)
         dtype = self.model.dtype
-        return {k: (v.to(self.device, dtype) if v.is_floating_point() else v.to(self.device))
-                for k, v in batch.items() if hasattr(v, "is_floating_point")}
+        return {
+            k: (v.to(self.device, dtype) if v.is_floating_point() else v.to(self.device))
+            for k, v in batch.items()
+            if hasattr(v, "is_floating_point")
+        }
 
     def _decode(self, request: Request) -> list[tuple[str, object]]:
         """The request's media decoded, in order: ("image", picture), ("audio", samples at
         the feature extractor's rate) or ("video", [frames])."""
         out = []
         for media in request.all_media():
-            missing = _unsupported(self.processor, media.kind, self.video_input,
-                                   self.traits.audio_attribute)
+            missing = _unsupported(
+                self.processor, media.kind, self.video_input, self.traits.audio_attribute
+            )
             if missing:
-                raise MeraError(f"{request.task} id={request.id}: {self.model_id} takes no "
-                                f"{media.kind} input ({missing}); choose a model that does, or "
-                                f"serve one with an OpenAI-compatible server (--backend openai)")
+                raise MeraError(
+                    f"{request.task} id={request.id}: {self.model_id} takes no "
+                    f"{media.kind} input ({missing}); choose a model that does, or "
+                    f"serve one with an OpenAI-compatible server (--backend openai)"
+                )
             try:
                 if media.kind == "image":
                     out.append(("image", media.image(self.max_pixels)))
@@ -391,8 +456,10 @@ class HFBackend(Backend):
         return kwargs
 
     def _sampling_rate(self) -> int:
-        return self.traits.sampling_rate or \
-            getattr(self.processor, self.traits.audio_attribute).sampling_rate
+        return (
+            self.traits.sampling_rate
+            or getattr(self.processor, self.traits.audio_attribute).sampling_rate
+        )
 
     def generate(self, requests: list[Request]) -> list[str]:
         if not requests:
@@ -417,19 +484,23 @@ class HFBackend(Backend):
         return out
 
     def _media_token_ids(self) -> list[int]:
-        tokens = [getattr(self.processor, f"{kind}_token", None)
-                  for kind in ("image", "audio", "video")]
+        tokens = [
+            getattr(self.processor, f"{kind}_token", None) for kind in ("image", "audio", "video")
+        ]
         return [self.tokenizer.convert_tokens_to_ids(t) for t in tokens if isinstance(t, str)]
 
-    def _truncate(self, requests: list[Request], inputs: dict, max_new_tokens: int,
-                  record: bool = True):
+    def _truncate(
+        self, requests: list[Request], inputs: dict, max_new_tokens: int, record: bool = True
+    ):
         """The harness's left truncation: every per-token tensor keeps its last
         ``max_length - max_new_tokens`` columns (left padding: a shorter row loses only
         padding). Returns (inputs, the rows whose cut removed media tokens)."""
         if max_new_tokens >= self.max_length:  # no room left for any prompt
-            raise MeraError(f"--max-new-tokens {max_new_tokens} is not below {self.model_id}'s "
-                            f"context of {self.max_length} tokens: every prompt would be cut "
-                            f"to one token; give at most {self.max_length - 1}, well below it")
+            raise MeraError(
+                f"--max-new-tokens {max_new_tokens} is not below {self.model_id}'s "
+                f"context of {self.max_length} tokens: every prompt would be cut "
+                f"to one token; give at most {self.max_length - 1}, well below it"
+            )
         keep = self.max_length - max_new_tokens
         ids = inputs["input_ids"]
         if ids.shape[1] <= keep:
@@ -441,18 +512,22 @@ class HFBackend(Backend):
         for row, (request, length) in enumerate(zip(requests, lengths)):
             if length <= keep:
                 continue
-            if any(int((ids[row] == t).sum()) != int((cut["input_ids"][row] == t).sum())
-                   for t in media):
+            if any(
+                int((ids[row] == t).sum()) != int((cut["input_ids"][row] == t).sum()) for t in media
+            ):
                 lost.append(row)
             if not record:
                 continue
             request.tokens_cut = int(length - keep)
             self.truncated.append(f"{request.task} id={request.id}")
-            warnings.warn(f"{request.task} id={request.id}: the prompt is {length} tokens; "
-                          f"its first {length - keep} are cut to fit {self.model_id}'s "
-                          f"max_length {self.max_length} less {max_new_tokens} new tokens"
-                          + (" (media tokens among them: answered empty)" if row in lost
-                             else ""), UserWarning, stacklevel=3)
+            warnings.warn(
+                f"{request.task} id={request.id}: the prompt is {length} tokens; "
+                f"its first {length - keep} are cut to fit {self.model_id}'s "
+                f"max_length {self.max_length} less {max_new_tokens} new tokens"
+                + (" (media tokens among them: answered empty)" if row in lost else ""),
+                UserWarning,
+                stacklevel=3,
+            )
         return cut, lost
 
     def _generate(self, requests: list[Request], inputs, max_new_tokens: int) -> list[str]:
@@ -462,11 +537,14 @@ class HFBackend(Backend):
         config = copy.copy(self.generation_config)
         config.max_new_tokens = max_new_tokens
         start = inputs["input_ids"].shape[1]
-        stops = tuple(requests[0].stop)   # one stop tuple per call (see generate)
-        stopping = StoppingCriteriaList([NewTokensStop(self.tokenizer, stops, start)] if stops else [])
+        stops = tuple(requests[0].stop)  # one stop tuple per call (see generate)
+        stopping = StoppingCriteriaList(
+            [NewTokensStop(self.tokenizer, stops, start)] if stops else []
+        )
         with torch.inference_mode():
-            out = self.model.generate(**inputs, generation_config=config,
-                                      stopping_criteria=stopping)
+            out = self.model.generate(
+                **inputs, generation_config=config, stopping_criteria=stopping
+            )
         texts = self.tokenizer.batch_decode(out[:, start:], skip_special_tokens=True)
         self._count_tokens(requests, inputs["attention_mask"], out[:, start:], config)
         return [cut_at_stop(text, r.stop) for text, r in zip(texts, requests)]

@@ -1,5 +1,6 @@
 """The options the ``hf`` backend takes, with their defaults (its own module: hf.py is
 full). ``make_backend("hf", ...)`` and ``HFBackend(model, **options)`` both check them here."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ class HFOptions:
     this process's accelerate device); ``max_pixels``: larger images are downscaled;
     ``prompt_mode``: auto | chat | plain; ``max_frames``: video frames that reach the
     model; ``stop``: the run's stop strings (None: the official "\\n\\n")."""
+
     revision: str | None = None
     dtype: str = "auto"
     device: str | None = None
@@ -32,8 +34,9 @@ class HFOptions:
         if self.dtype not in DTYPES:
             raise MeraError(f"unknown dtype {self.dtype!r}; choose one of {', '.join(DTYPES)}")
         if self.prompt_mode not in PROMPT_MODES:
-            raise MeraError(f"unknown prompt mode {self.prompt_mode!r}; choose one of "
-                            f"{', '.join(PROMPT_MODES)}")
+            raise MeraError(
+                f"unknown prompt mode {self.prompt_mode!r}; choose one of {', '.join(PROMPT_MODES)}"
+            )
         given, self.max_frames = self.max_frames, self.max_frames or DEFAULT_MAX_FRAMES
         if self.max_frames < 1:
             raise MeraError(f"--max-frames must be at least 1 (got {given})")

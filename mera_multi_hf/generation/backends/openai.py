@@ -17,25 +17,33 @@ stops only when none is left). Retries (connection errors, read timeouts, HTTP
 :func:`mera_multi_hf.core.http_client.make_session`. The API key is sent as a header and
 never recorded anywhere.
 """
+
 from __future__ import annotations
 
 import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MediaError, MeraError
 from mera_multi_hf.core.limits import DEFAULT_LIMITS
 from mera_multi_hf.core.provenance import mask_secrets
+from mera_multi_hf.generation.backends.base import (
+    DEFAULT_CONCURRENCY,
+    MAX_CONCURRENCY,
+    Backend,
+    check_stop,
+    cut_at_stop,
+)
+from mera_multi_hf.generation.backends.registry import ALL_MEDIA, Capabilities, register_backend
 from mera_multi_hf.generation.chat import openai_messages
 from mera_multi_hf.generation.request import Request
-from mera_multi_hf.generation.backends.base import DEFAULT_CONCURRENCY, MAX_CONCURRENCY, Backend, check_stop, cut_at_stop
-from mera_multi_hf.generation.backends.registry import ALL_MEDIA, Capabilities, register_backend
 
 if TYPE_CHECKING:  # requests is imported by the first request, not by make_backend's
     import requests  # look at every backend's options (an hf run never needs it)
@@ -65,6 +73,7 @@ class OpenAIOptions:
     flight per server; ``timeout``: seconds per request; ``max_retries`` and ``backoff``:
     of a failed request; ``seed``: sent, as the harness does; ``stop``: the run's stop
     strings (None: the official "\\n\\n"); ``max_reply_bytes``: the most a reply may take."""
+
     base_url: str | list[str] | None = None
     api_key: str | None = field(default=None, repr=False)
     concurrency: int = DEFAULT_CONCURRENCY
@@ -78,8 +87,9 @@ class OpenAIOptions:
     max_reply_bytes: int = DEFAULT_LIMITS.max_reply_bytes
 
 
-@register_backend("openai", options=OpenAIOptions,
-                  capabilities=Capabilities(streaming=True, media=ALL_MEDIA))
+@register_backend(
+    "openai", options=OpenAIOptions, capabilities=Capabilities(streaming=True, media=ALL_MEDIA)
+)
 class OpenAIBackend(Backend):
     name = "openai"
 
@@ -93,8 +103,10 @@ class OpenAIBackend(Backend):
         if not model:
             raise MeraError("--backend openai needs --model: the model name the server serves")
         if not 1 <= concurrency <= MAX_CONCURRENCY:
-            raise MeraError(f"--concurrency {concurrency}: give 1 to {MAX_CONCURRENCY} "
-                            f"(requests in flight per server)")
+            raise MeraError(
+                f"--concurrency {concurrency}: give 1 to {MAX_CONCURRENCY} "
+                f"(requests in flight per server)"
+            )
         self.model_id = model
         self.revision = None
         self.base_url = ",".join(self.servers)
@@ -109,15 +121,28 @@ class OpenAIBackend(Backend):
         self._pool: ThreadPoolExecutor | None = None
 
     def settings(self) -> dict:
-        return {"backend": self.name, "max_pixels": self.max_pixels, "temperature": 0,
-                "seed": self.seed, "stop": list(self.stop)}
+        return {
+            "backend": self.name,
+            "max_pixels": self.max_pixels,
+            "temperature": 0,
+            "seed": self.seed,
+            "stop": list(self.stop),
+        }
 
     def info(self) -> dict:
-        return {"model": self.model_id, "revision": None, "backend": self.name,
-                "base_url": mask_secrets(self.base_url), "concurrency": self.concurrency,
-                "max_pixels": self.max_pixels, "temperature": 0, "seed": self.seed,
-                "stop": list(self.stop), "timeout_s": self.timeout,
-                "max_retries": self.max_retries}
+        return {
+            "model": self.model_id,
+            "revision": None,
+            "backend": self.name,
+            "base_url": mask_secrets(self.base_url),
+            "concurrency": self.concurrency,
+            "max_pixels": self.max_pixels,
+            "temperature": 0,
+            "seed": self.seed,
+            "stop": list(self.stop),
+            "timeout_s": self.timeout,
+            "max_retries": self.max_retries,
+        }
 
     def load(self) -> None:
         """Nothing to load: the model lives on the server."""
@@ -127,9 +152,9 @@ class OpenAIBackend(Backend):
         answers = {id(r): text for r, text, _ in self.stream(requests)}
         return [answers[id(r)] for r in requests]
 
-    def stream(self, requests: Iterable[Request],
-               prepare: Callable[[list[Request]], None] | None = None
-               ) -> Iterator[tuple[Request, str, float]]:
+    def stream(
+        self, requests: Iterable[Request], prepare: Callable[[list[Request]], None] | None = None
+    ) -> Iterator[tuple[Request, str, float]]:
         """(request, answer, seconds) as each request completes, in any order. Up to
         ``concurrency`` requests are in flight per live server; ``prepare`` (e.g. reading
         media bytes) runs here, on the requests about to be sent, just before they go."""
@@ -137,8 +162,9 @@ class OpenAIBackend(Backend):
         busy: dict = {}  # future -> (request, server)
         load, failure = dict.fromkeys(live, 0), None
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.concurrency * len(self.servers),
-                                            thread_name_prefix="mera-openai")
+            self._pool = ThreadPoolExecutor(
+                self.concurrency * len(self.servers), thread_name_prefix="mera-openai"
+            )
         try:
             while (todo and live) or busy:  # answers in flight are kept when the last server fails
                 batch = self._fill(todo, live, load)
@@ -190,15 +216,21 @@ class OpenAIBackend(Backend):
         if sessions is None:
             sessions = self._local.sessions = {}
         if server not in sessions:  # one per thread and server: a Session is not shared
-            sessions[server] = make_session(self.max_retries, self.backoff, self._api_key,
-                                            pool_size=1)
+            sessions[server] = make_session(
+                self.max_retries, self.backoff, self._api_key, pool_size=1
+            )
         return sessions[server]
 
     def body(self, request: Request) -> dict:
         """The JSON sent for one request (the harness's payload, key for key)."""
-        return {"messages": openai_messages(request, self.max_pixels), "model": self.model_id,
-                "max_tokens": request.max_new_tokens, "temperature": 0,
-                "stop": list(request.stop)[:4], "seed": self.seed}
+        return {
+            "messages": openai_messages(request, self.max_pixels),
+            "model": self.model_id,
+            "max_tokens": request.max_new_tokens,
+            "temperature": 0,
+            "stop": list(request.stop)[:4],
+            "seed": self.seed,
+        }
 
     def _complete(self, server: str, request: Request) -> tuple[str, float]:
         import requests
@@ -206,23 +238,35 @@ class OpenAIBackend(Backend):
         from mera_multi_hf.core.http_client import RETRY_STATUS, ReplyTooLarge, bounded, short_error
 
         where = f"the server at {mask_secrets(server)}"
-        failing = (f"{where} is unreachable or failing after {self.max_retries + 1} tries "
-                   "({}); check that it is running and that --base-url is right")
+        failing = (
+            f"{where} is unreachable or failing after {self.max_retries + 1} tries "
+            "({}); check that it is running and that --base-url is right"
+        )
         started = time.perf_counter()
         try:
-            response = bounded(self._session(server).post(
-                join_url(server, "/chat/completions"), json=self.body(request),
-                timeout=self.timeout, stream=True), self.max_reply_bytes)
+            response = bounded(
+                self._session(server).post(
+                    join_url(server, "/chat/completions"),
+                    json=self.body(request),
+                    timeout=self.timeout,
+                    stream=True,
+                ),
+                self.max_reply_bytes,
+            )
         except ReplyTooLarge as err:
-            raise MeraError(f"{where} sent a reply too large to read (for {request.task} "
-                            f"id={request.id}): {err}") from None
+            raise MeraError(
+                f"{where} sent a reply too large to read (for {request.task} "
+                f"id={request.id}): {err}"
+            ) from None
         except (requests.ConnectionError, requests.Timeout) as err:
             raise _ServerFailed(failing.format(short_error(err))) from None
         if response.status_code in RETRY_STATUS:  # still failing after the retries
             raise _ServerFailed(failing.format(f"HTTP {response.status_code}"))
         if response.status_code != 200:
-            raise MeraError(f"{where} refused a request for {request.task} id={request.id}: "
-                            f"HTTP {response.status_code} {_error_text(response)}")
+            raise MeraError(
+                f"{where} refused a request for {request.task} id={request.id}: "
+                f"HTTP {response.status_code} {_error_text(response)}"
+            )
         try:  # the one JSON reader: a deep or huge reply is one line, not a traceback
             reply = json_read.loads(response.content, f"{where} (POST /chat/completions)")
         except json_read.JsonReadError as err:
@@ -232,8 +276,10 @@ class OpenAIBackend(Backend):
             if not isinstance(text, str):
                 raise TypeError
         except (KeyError, IndexError, TypeError):
-            raise MeraError(f"{where} sent an answer that is not a chat completion (for "
-                            f"{request.task} id={request.id}): {response.text[:200]!r}") from None
+            raise MeraError(
+                f"{where} sent an answer that is not a chat completion (for "
+                f"{request.task} id={request.id}): {response.text[:200]!r}"
+            ) from None
         return cut_at_stop(text, request.stop), time.perf_counter() - started
 
 

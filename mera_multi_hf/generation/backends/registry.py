@@ -5,6 +5,7 @@ Backends import this module (and :mod:`.base`), never their package; the package
 lookup (:func:`~mera_multi_hf.generation.backends.backend_spec`) imports the built-in
 backends on first use and the installed ones through their entry points.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,6 +23,7 @@ class Capabilities:
     otherwise the runner sends batches of ``batch_size`` to ``generate``).
     ``media``: the media kinds it accepts (a task of another modality is refused before
     any work)."""
+
     streaming: bool = False
     media: frozenset = ALL_MEDIA
 
@@ -30,6 +32,7 @@ class Capabilities:
 class BackendSpec:
     """One registered backend: its class (called as ``cls(model, **options)``), the
     dataclass of the options it takes, and its capabilities."""
+
     kind: str
     cls: type
     options: type
@@ -46,8 +49,7 @@ def register_backend(kind: str, *, options: type, capabilities: Capabilities = C
     """Class decorator: the backend ``kind``, its options dataclass and capabilities. The
     class keeps its capabilities as ``cls.capabilities`` (what the runner reads)."""
     if not dataclasses.is_dataclass(options):
-        raise TypeError(f"register_backend({kind!r}): options must be a dataclass, "
-                        f"got {options!r}")
+        raise TypeError(f"register_backend({kind!r}): options must be a dataclass, got {options!r}")
 
     def decorate(cls):
         cls.capabilities = capabilities

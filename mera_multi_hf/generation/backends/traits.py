@@ -18,6 +18,7 @@ Fields:
 - ``processor_kwargs``: extra keys for ``processor(...)``;
 - ``generation``: extra generation-config keys.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

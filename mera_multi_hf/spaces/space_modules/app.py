@@ -3,6 +3,7 @@
 (evaluate's own `launch_gradio_widget` is written for Gradio 3 and fails on the Gradio of
 the card's `sdk_version`, so the form is built here.)
 """
+
 import json
 from pathlib import Path
 
@@ -16,8 +17,13 @@ columns = list(features)
 
 def _cell(name: str, value):
     kind = getattr(features[name], "dtype", "string")
-    return int(value) if kind.startswith("int") else float(value) if kind.startswith("float") \
+    return (
+        int(value)
+        if kind.startswith("int")
+        else float(value)
+        if kind.startswith("float")
         else str(value)
+    )
 
 
 def compute(table, options: str = "{}"):
@@ -29,9 +35,16 @@ def compute(table, options: str = "{}"):
 
 demo = gr.Interface(
     fn=compute,
-    inputs=[gr.Dataframe(headers=columns, datatype=["str"] * len(columns), row_count=2,
-                         col_count=(len(columns), "fixed"), label="one row per example"),
-            gr.Textbox(value="{}", label="options (JSON), e.g. {\"mode\": \"strict\"}")],
+    inputs=[
+        gr.Dataframe(
+            headers=columns,
+            datatype=["str"] * len(columns),
+            row_count=2,
+            col_count=(len(columns), "fixed"),
+            label="one row per example",
+        ),
+        gr.Textbox(value="{}", label='options (JSON), e.g. {"mode": "strict"}'),
+    ],
     outputs=gr.JSON(label="result"),
     title=f"MERA Multi: {module.name}",
     description=module.info.description,

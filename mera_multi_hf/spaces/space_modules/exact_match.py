@@ -2,21 +2,19 @@
 
 A thin `evaluate` wrapper: the formula lives in metric_exact_match.py beside it.
 """
+
 import datasets
 import evaluate
+
+from mera_multi_hf.scoring.metric_exact_match import exact_match_scores, warn_if_squad_on_letters
+from mera_multi_hf.scoring.metric_extraction import extract_answer
+from mera_multi_hf.scoring.metric_inputs import check_batch, mean_score, require_examples
 
 # The logic lives in the package modules imported here; `mera-multi metrics export`
 # writes each one beside this module as a flat sibling file (imports rewritten to
 # `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
 from mera_multi_hf.tasks.citation import CITATION as _CITATION
-from mera_multi_hf.scoring.metric_exact_match import exact_match_scores
-from mera_multi_hf.scoring.metric_exact_match import warn_if_squad_on_letters
-from mera_multi_hf.scoring.metric_extraction import extract_answer
-from mera_multi_hf.scoring.metric_inputs import check_batch
-from mera_multi_hf.scoring.metric_inputs import mean_score
-from mera_multi_hf.scoring.metric_inputs import require_examples
-
 
 _DESCRIPTION = """\
 Exact match (EM) as MERA Multi scores it: each prediction is compared with its gold
@@ -78,13 +76,23 @@ class ExactMatch(evaluate.Metric):
             inputs_description=_KWARGS_DESCRIPTION,
             # A single gold string, or a list of acceptable ones (ruCommonVQA).
             features=[
-                datasets.Features({"predictions": datasets.Value("string"),
-                                   "references": datasets.Value("string")}),
-                datasets.Features({"predictions": datasets.Value("string"),
-                                   "references": datasets.Sequence(datasets.Value("string"))}),
+                datasets.Features(
+                    {
+                        "predictions": datasets.Value("string"),
+                        "references": datasets.Value("string"),
+                    }
+                ),
+                datasets.Features(
+                    {
+                        "predictions": datasets.Value("string"),
+                        "references": datasets.Sequence(datasets.Value("string")),
+                    }
+                ),
             ],
-            reference_urls=["https://mera.a-ai.ru/en/multi",
-                            "https://github.com/MERA-Evaluation/MERA_MULTIMODAL"],
+            reference_urls=[
+                "https://mera.a-ai.ru/en/multi",
+                "https://github.com/MERA-Evaluation/MERA_MULTIMODAL",
+            ],
         )
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
@@ -97,12 +105,14 @@ class ExactMatch(evaluate.Metric):
         require_examples(batch)  # evaluate reads the reference type off the first example
         return super()._infer_feature_from_batch(batch)
 
-    def _compute(self, predictions, references, mode="mera", extract=False, choices=None,
-                 answer_kind=None):
+    def _compute(
+        self, predictions, references, mode="mera", extract=False, choices=None, answer_kind=None
+    ):
         warn_if_squad_on_letters(mode, answer_kind)
         result = {"exact_match": mean_score(exact_match_scores(predictions, references, mode))}
         if extract:
             extracted = [extract_answer(p, choices) for p in predictions]
             result["exact_match_extracted"] = mean_score(
-                exact_match_scores(extracted, references, mode))
+                exact_match_scores(extracted, references, mode)
+            )
         return result

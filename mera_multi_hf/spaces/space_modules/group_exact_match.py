@@ -2,20 +2,19 @@
 
 A thin `evaluate` wrapper: the formula lives in metric_groups.py beside it.
 """
+
 import datasets
 import evaluate
+
+from mera_multi_hf.scoring.metric_exact_match import exact_match_scores, warn_if_squad_on_letters
+from mera_multi_hf.scoring.metric_groups import group_mean
+from mera_multi_hf.scoring.metric_inputs import check_batch, mean_score
 
 # The logic lives in the package modules imported here; `mera-multi metrics export`
 # writes each one beside this module as a flat sibling file (imports rewritten to
 # `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
 from mera_multi_hf.tasks.citation import CITATION as _CITATION
-from mera_multi_hf.scoring.metric_exact_match import exact_match_scores
-from mera_multi_hf.scoring.metric_exact_match import warn_if_squad_on_letters
-from mera_multi_hf.scoring.metric_groups import group_mean
-from mera_multi_hf.scoring.metric_inputs import check_batch
-from mera_multi_hf.scoring.metric_inputs import mean_score
-
 
 _DESCRIPTION = """\
 Group exact match as MERA Multi scores ruHHH: the examples are split by `group_id` (one
@@ -57,11 +56,13 @@ class GroupExactMatch(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({
-                "predictions": datasets.Value("string"),
-                "references": datasets.Value("string"),
-                "group_ids": datasets.Value("int64"),
-            }),
+            features=datasets.Features(
+                {
+                    "predictions": datasets.Value("string"),
+                    "references": datasets.Value("string"),
+                    "group_ids": datasets.Value("int64"),
+                }
+            ),
             reference_urls=["https://huggingface.co/datasets/MERA-evaluation/ruHHH-Image"],
         )
 
@@ -74,5 +75,7 @@ class GroupExactMatch(evaluate.Metric):
     def _compute(self, predictions, references, group_ids, mode="mera", answer_kind="letter"):
         warn_if_squad_on_letters(mode, answer_kind)  # ruHHH answers are letters
         scores = exact_match_scores(predictions, references, mode)
-        return {"group_exact_match": group_mean(scores, group_ids),
-                "exact_match": mean_score(scores)}
+        return {
+            "group_exact_match": group_mean(scores, group_ids),
+            "exact_match": mean_score(scores),
+        }

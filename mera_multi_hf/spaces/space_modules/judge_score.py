@@ -3,21 +3,19 @@
 A thin `evaluate` wrapper: input building, token windows and the backends live in
 judge.py beside it, the group formula in metric_groups.py.
 """
+
 import datasets
 import evaluate
+
+from mera_multi_hf.judge.judges import get_judge, judge_scores
+from mera_multi_hf.scoring.metric_groups import group_mean
+from mera_multi_hf.scoring.metric_inputs import check_batch, mean_score, require_examples
 
 # The logic lives in the package modules imported here; `mera-multi metrics export`
 # writes each one beside this module as a flat sibling file (imports rewritten to
 # `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
 from mera_multi_hf.tasks.citation import CITATION as _CITATION
-from mera_multi_hf.judge.judges import get_judge
-from mera_multi_hf.judge.judges import judge_scores
-from mera_multi_hf.scoring.metric_groups import group_mean
-from mera_multi_hf.scoring.metric_inputs import check_batch
-from mera_multi_hf.scoring.metric_inputs import mean_score
-from mera_multi_hf.scoring.metric_inputs import require_examples
-
 
 _DESCRIPTION = """\
 The judge score of MERA Multi. A learned binary judge (official:
@@ -113,8 +111,13 @@ class JudgeScore(evaluate.Metric):
             inputs_description=_KWARGS_DESCRIPTION,
             features=[
                 datasets.Features({"predictions": string, "references": string, "prompts": string}),
-                datasets.Features({"predictions": string, "references": datasets.Sequence(string),
-                                   "prompts": string}),
+                datasets.Features(
+                    {
+                        "predictions": string,
+                        "references": datasets.Sequence(string),
+                        "prompts": string,
+                    }
+                ),
             ],
             reference_urls=["https://huggingface.co/MERA-evaluation/MERA_Answer_judge"],
         )
@@ -129,8 +132,17 @@ class JudgeScore(evaluate.Metric):
         require_examples(batch)  # evaluate reads the reference type off the first example
         return super()._infer_feature_from_batch(batch)
 
-    def _compute(self, predictions, references, prompts, judge=None, judge_url=None,
-                 judge_tokenizer=None, group_ids=None, judge_options=None):
+    def _compute(
+        self,
+        predictions,
+        references,
+        prompts,
+        judge=None,
+        judge_url=None,
+        judge_tokenizer=None,
+        group_ids=None,
+        judge_options=None,
+    ):
         # Resolve the judge first: with none configured this fails before any work.
         backend = get_judge(judge, judge_url, judge_tokenizer, **(judge_options or {}))
         scores = judge_scores(backend, predictions, references, prompts)

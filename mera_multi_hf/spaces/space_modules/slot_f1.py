@@ -2,18 +2,18 @@
 
 A thin `evaluate` wrapper: the formula lives in metric_ruslun.py beside it.
 """
+
 import datasets
 import evaluate
+
+from mera_multi_hf.scoring.metric_inputs import check_batch, mean_score
+from mera_multi_hf.scoring.metric_ruslun import ruslun_scores
 
 # The logic lives in the package modules imported here; `mera-multi metrics export`
 # writes each one beside this module as a flat sibling file (imports rewritten to
 # `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
 from mera_multi_hf.tasks.citation import CITATION as _CITATION
-from mera_multi_hf.scoring.metric_inputs import check_batch
-from mera_multi_hf.scoring.metric_inputs import mean_score
-from mera_multi_hf.scoring.metric_ruslun import ruslun_scores
-
 
 _DESCRIPTION = """\
 Spoken language understanding scores for ruSLUn, exactly as the official
@@ -74,8 +74,9 @@ class SlotF1(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
+            features=datasets.Features(
+                {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
+            ),
             reference_urls=["https://huggingface.co/datasets/MERA-evaluation/ruSLUn"],
         )
 

@@ -4,6 +4,7 @@ As a builder of the package's own (mera_multi_hf/data/builders/*.py): the task's
 features; everything else comes from the declaration (../tasks.py). ``group_id`` is
 derived from the declaration's ``group_by`` (same picture, one group) and kept in meta.
 """
+
 import datasets
 
 from mera_multi_hf.data.builder import MeraBuilder
