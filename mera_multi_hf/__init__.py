@@ -2,7 +2,8 @@
 
 from mera_multi_hf._version import __version__
 from mera_multi_hf.core.errors import MeraError  # noqa: E402
-from mera_multi_hf.tasks.table import TASKS, TaskSpec, get_task  # noqa: E402
+from mera_multi_hf.tasks.spec import TaskSpec  # noqa: E402
+from mera_multi_hf.tasks.table import TASKS, get_task  # noqa: E402
 
 
 def _plain_bars_in_notebooks() -> None:

@@ -17,7 +17,8 @@ from mera_multi_hf.data.arrow_split import (
     validity,
 )
 from mera_multi_hf.data.examples import make_examples
-from mera_multi_hf.data.loading import _cache_dir, _prepared, load_split, load_task
+from mera_multi_hf.data.load_cache import arrow_cache_dir
+from mera_multi_hf.data.loading import _prepared, load_split, load_task
 from mera_multi_hf.demo.sample_data import SAMPLES
 from mera_multi_hf.generation.request import build_requests
 
@@ -27,7 +28,7 @@ def test_a_split_read_without_datasets_is_the_split_datasets_loads(key):
     dsd = load_task(key, "sample")
     first = load_split(key, "sample", "test")  # loads with datasets, writes the manifest
     _, source, _ = _prepared(key, "sample", None)
-    cache_dir = _cache_dir(source)
+    cache_dir = arrow_cache_dir(source)
     assert cache_dir and os.path.isfile(os.path.join(cache_dir, MANIFEST))
     read = read_manifest(cache_dir)
     assert read is not None and set(read) == set(dsd)
@@ -60,23 +61,23 @@ def dsd_task(key):
 def test_a_changed_cache_file_or_datasets_version_is_not_trusted(tmp_path):
     load_split("ruhhh_image", "sample", "test")
     _, source, _ = _prepared("ruhhh_image", "sample", None)
-    path = os.path.join(_cache_dir(source), MANIFEST)
+    path = os.path.join(arrow_cache_dir(source), MANIFEST)
     text = open(path, encoding="utf-8").read()
     manifest = json.loads(text)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(dict(manifest, datasets="0.0.1"), f)  # written under another datasets
-    assert read_manifest(_cache_dir(source)) is None
+    assert read_manifest(arrow_cache_dir(source)) is None
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
-    assert read_manifest(_cache_dir(source)) is not None
+    assert read_manifest(arrow_cache_dir(source)) is not None
     name = manifest["splits"]["test"]["files"][0][0]
-    with open(os.path.join(_cache_dir(source), name), "ab") as f:
+    with open(os.path.join(arrow_cache_dir(source), name), "ab") as f:
         f.write(b"\0")  # the file is no longer the one named
-    assert read_manifest(_cache_dir(source)) is None
+    assert read_manifest(arrow_cache_dir(source)) is None
     assert read_manifest(tmp_path) is None  # no manifest at all
     split = load_split("ruhhh_image", "sample", "test")  # loaded again with datasets
     assert len(split) == len(load_task("ruhhh_image", "sample", "test"))
-    assert read_manifest(_cache_dir(source)) is not None  # and named again
+    assert read_manifest(arrow_cache_dir(source)) is not None  # and named again
 
 
 def test_limit_and_rows_read_as_datasets_reads_them():
@@ -117,10 +118,10 @@ def test_validity_and_rows_agree_with_pyarrow_compute():
 def test_a_damaged_manifest_is_ignored(tmp_path):
     load_split("ruclevr", "sample", "test")
     _, source, _ = _prepared("ruclevr", "sample", None)
-    path = os.path.join(_cache_dir(source), MANIFEST)
+    path = os.path.join(arrow_cache_dir(source), MANIFEST)
     good = open(path, encoding="utf-8").read()
     for bad in ("{", "[]", json.dumps(dict(json.loads(good), splits={"test": {"files": 3}}))):
         with open(path, "w", encoding="utf-8") as f:
             f.write(bad)
-        assert read_manifest(_cache_dir(source)) is None
+        assert read_manifest(arrow_cache_dir(source)) is None
         assert len(load_split("ruclevr", "sample", "test")) == 8  # through datasets again

@@ -13,7 +13,8 @@ from PIL import Image
 
 from mera_multi_hf.pipeline.evaluate import run_evaluation
 from mera_multi_hf.tasks.dialogue import reduce_answer
-from mera_multi_hf.tasks.table import TASKS, DialogueSpec, TaskSpec, register_task
+from mera_multi_hf.tasks.spec import DialogueSpec, TaskSpec
+from mera_multi_hf.tasks.table import TASKS, register_task
 
 BUILDER = """
 import datasets

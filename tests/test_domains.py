@@ -16,8 +16,8 @@ from mera_multi_hf import get_task, load_task
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.errors import DataValidationError
 from mera_multi_hf.data.examples import make_examples
-from mera_multi_hf.data.loading import source_kind
 from mera_multi_hf.data.raw import domain_key
+from mera_multi_hf.data.sources import source_kind
 from mera_multi_hf.demo.sample_data import bundled_sample
 from mera_multi_hf.tasks.table import TASKS
 

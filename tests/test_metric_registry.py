@@ -99,7 +99,7 @@ def test_the_metric_modules_and_their_task_options_come_from_the_registry():
 
 
 def test_display_names_are_read_by_the_reports_and_the_cards():
-    from mera_multi_hf.data.publish import _metric_lines
+    from mera_multi_hf.data.export_card import _metric_lines
     from mera_multi_hf.reporting.reports import metric_rows
 
     assert display_name("slot_f1") == "Slot F1" and display_name("made_up") == "made_up"

@@ -17,7 +17,8 @@ import datasets
 import pytest
 
 from mera_multi_hf.cli.main import main
-from mera_multi_hf.tasks.table import TASKS, TaskSpec
+from mera_multi_hf.tasks.spec import TaskSpec
+from mera_multi_hf.tasks.table import TASKS
 
 TOY = Path(__file__).resolve().parent / "toy_task"
 

@@ -80,7 +80,7 @@ LIBRARY_WRITERS = {
 ALLOWED = {
     ("data/hub_layout.py", "download_and_prepare"): "datasets writes the Parquet shards into the "
     "staging folder that OutputFolder.staging() made",
-    ("data/publish.py", "save"): "the dataset card, saved into the staging folder",
+    ("data/export_card.py", "save"): "the dataset card, saved into the staging folder",
     (
         "data/hub_layout.py",
         "mkdir",

@@ -94,8 +94,9 @@ class BuildOptions(MediaLimitOptions):
 
 
 def cmd_build(options: BuildOptions) -> int:
-    from mera_multi_hf.data.loading import check_data_task, resolve_source
+    from mera_multi_hf.data.data_owner import check_data_task
     from mera_multi_hf.data.publish import export_raw, push, shard_size
+    from mera_multi_hf.data.sources import resolve_source
     from mera_multi_hf.pipeline.preflight import check_extras
     from mera_multi_hf.tasks.table import get_task
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from mera_multi_hf.data.arrow_split import ArrowSplit, flat_columns, validity
 from mera_multi_hf.tasks.prompts import render_prompt
-from mera_multi_hf.tasks.table import TaskSpec
+from mera_multi_hf.tasks.spec import TaskSpec
 
 Gold = str | list[str]
 

@@ -23,7 +23,7 @@ import datasets
 from mera_multi_hf.core.errors import DataValidationError, MeraError
 from mera_multi_hf.data.builder import ALL_DOMAINS
 from mera_multi_hf.data.builders import builder_class
-from mera_multi_hf.tasks.table import TaskSpec
+from mera_multi_hf.tasks.spec import TaskSpec
 
 
 def build_configs(task: TaskSpec, raw_dir: Path, work: Path, size: int, raw_options: dict) -> dict:

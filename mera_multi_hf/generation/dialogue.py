@@ -19,7 +19,7 @@ from __future__ import annotations
 from mera_multi_hf.data.examples import Example
 from mera_multi_hf.generation.request import Turn
 from mera_multi_hf.tasks.dialogue import dialogues, reduce_answer
-from mera_multi_hf.tasks.table import TaskSpec
+from mera_multi_hf.tasks.spec import TaskSpec
 
 
 def walk(

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from mera_multi_hf.core.limits import DEFAULT_LIMITS, Limits
 from mera_multi_hf.data.media_decode import Media, media_bytes
-from mera_multi_hf.tasks.table import DEFAULT_STOP, TaskSpec
+from mera_multi_hf.tasks.spec import DEFAULT_STOP, TaskSpec
 
 
 @dataclass

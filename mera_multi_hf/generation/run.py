@@ -28,7 +28,8 @@ from mera_multi_hf.generation.manifest import MANIFEST
 from mera_multi_hf.generation.request import Request, arrow_view, build_requests
 from mera_multi_hf.generation.samplelog import LOG_DIR, SampleLog, request_hash
 from mera_multi_hf.tasks.dialogue import warn_meta
-from mera_multi_hf.tasks.table import TaskSpec, get_task, resolve_tasks
+from mera_multi_hf.tasks.spec import TaskSpec
+from mera_multi_hf.tasks.table import get_task, resolve_tasks
 
 
 @dataclass

@@ -176,12 +176,8 @@ def check_output(folder, flag: str = "--output-dir") -> str:
 def check_source(task, source) -> str:
     """The source resolves (sample, a folder holding a dataset, or a Hub id that is
     reachable or cached) and is the task's own data, not another task's."""
-    from mera_multi_hf.data.loading import (
-        check_data_task,
-        check_hub_source,
-        resolve_source,
-        source_kind,
-    )
+    from mera_multi_hf.data.data_owner import check_data_task
+    from mera_multi_hf.data.sources import check_hub_source, resolve_source, source_kind
 
     resolved = resolve_source(task, source)
     kind = source_kind(resolved)

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 from mera_multi_hf.core import json_read
 from mera_multi_hf.scoring.options import ScoringOptions
-from mera_multi_hf.tasks.table import TaskSpec
+from mera_multi_hf.tasks.spec import TaskSpec
 
 
 @dataclass
@@ -177,13 +177,9 @@ def coverage_change(folder, parts, split: str) -> dict | None:
 
 def mark_private(parts, split: str) -> list[str]:
     """Set each part's ``private``: the test split of a task declared private, or whose
-    data says it is private or names no task (loading.check_data_task); the notes to show."""
-    from mera_multi_hf.data.loading import (
-        check_data_task,
-        data_says_private,
-        resolve_source,
-        source_kind,
-    )
+    data says it is private or names no task (data_owner.check_data_task); the notes to show."""
+    from mera_multi_hf.data.data_owner import check_data_task, data_says_private
+    from mera_multi_hf.data.sources import resolve_source, source_kind
     from mera_multi_hf.reporting.submission import hides_answers
 
     notes = []

@@ -48,7 +48,7 @@ def _harness_id(meta: dict, record: dict, where: str, positions: dict | None):
     if not all(isinstance(v, int) for v in place):
         raise MeraError(f"{where}: meta.id is null and dialog_id/question_id are not integers")
     if positions is None:
-        from mera_multi_hf.tasks.table import DialogueSpec
+        from mera_multi_hf.tasks.spec import DialogueSpec
 
         return DialogueSpec().submission_id(*place)
     if place not in positions:

@@ -2,7 +2,7 @@
 and the summaries over tasks. Writing the reports is :mod:`mera_multi_hf.reporting.reports`.
 
 The formulas live in the metric_* modules; which metrics a task has, its EM
-mode, its filters and its breakdowns come from its :class:`~mera_multi_hf.tasks.table.TaskSpec`.
+mode, its filters and its breakdowns come from its :class:`~mera_multi_hf.tasks.spec.TaskSpec`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import numpy as np
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.scoring.records import TaskResult, example_results
 from mera_multi_hf.scoring.registry import JUDGED, UNOFFICIAL, aggregate, per_example_functions
-from mera_multi_hf.tasks.table import TASKS, TaskSpec
+from mera_multi_hf.tasks.spec import TaskSpec
+from mera_multi_hf.tasks.table import TASKS
 
 if TYPE_CHECKING:  # scoring reads an example's id, gold, group and prompt
     from mera_multi_hf.data.examples import Example

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # an example's id and meta are all these read
     from mera_multi_hf.data.examples import Example
-    from mera_multi_hf.tasks.table import TaskSpec
+    from mera_multi_hf.tasks.spec import TaskSpec
 
 Position = tuple[int, int]  # (dialog id, question id)
 

@@ -9,7 +9,8 @@ import string
 from collections.abc import Mapping
 
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.tasks.table import TaskSpec, get_task
+from mera_multi_hf.tasks.spec import TaskSpec
+from mera_multi_hf.tasks.table import get_task
 
 MEDIA_SLOT = re.compile(r"<((?:image|audio|video)(?:_\d+)?)>")
 

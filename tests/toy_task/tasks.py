@@ -7,7 +7,8 @@ declares one: this declaration, its builder (builders/toy_colours.py) and its ra
 
 from pathlib import Path
 
-from mera_multi_hf.tasks.table import TaskSpec, register_task
+from mera_multi_hf.tasks.spec import TaskSpec
+from mera_multi_hf.tasks.table import register_task
 
 HERE = Path(__file__).resolve().parent
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.paths import load_module_from_file
-from mera_multi_hf.tasks.table import TaskSpec
+from mera_multi_hf.tasks.spec import TaskSpec
 
 
 def dataset_module(task: TaskSpec):

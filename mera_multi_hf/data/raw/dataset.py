@@ -44,7 +44,7 @@ from mera_multi_hf.data.raw.layout import (
 )
 from mera_multi_hf.data.raw.metadata import compute_field, exclusion_paths
 from mera_multi_hf.data.raw.records import RecordChecks
-from mera_multi_hf.tasks.table import TaskSpec
+from mera_multi_hf.tasks.spec import TaskSpec
 
 
 class RawDataset(RecordChecks):

@@ -62,6 +62,14 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
     with stat before opening, so a FIFO never blocks), a hard-linked file (as symbolic
     links leading out are: its other name may be anywhere), a file over ``limit`` bytes.
     """
+    real, info, link = _resolved_inside(root, relative)
+    fd = _open_checked(real, relative, info, link, limit)
+    return _read_at_most(fd, relative, limit)
+
+
+def _resolved_inside(root: str | Path, relative: str) -> tuple[str, os.stat_result, bool]:
+    """(the resolved path, its lstat, whether it is a symbolic link) of ``relative``,
+    which must lie inside ``root`` both as written and once links are resolved."""
     if "\0" in relative:
         raise FieldError("", f"path {relative!r} contains a NUL byte")
     root_abs, root_real = _root_paths(str(root))
@@ -87,6 +95,12 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
             f"{relative!r} is a symbolic link (or lies under one) that leads "
             "outside the dataset folder",
         )
+    return real, info, link
+
+
+def _open_checked(real: str, relative: str, info: os.stat_result, link: bool, limit: int) -> int:
+    """A read-only descriptor of ``real`` once it is a regular file with one name, within
+    ``limit`` bytes (a link's target is stat-ed here; else ``info`` is the file's own)."""
     try:
         if link:  # else the lstat above is the file's own
             info = os.stat(real)
@@ -102,11 +116,16 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
                 f"{relative!r} is hard-linked ({info.st_nlink} names for one "
                 "file): links are refused; copy the file into the folder",
             )
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        return os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise FieldError("", f"missing file {relative!r}") from None
     except OSError as err:
         raise FieldError("", f"cannot read {relative!r}: {err.strerror}") from None
+
+
+def _read_at_most(fd: int, relative: str, limit: int) -> bytes:
+    """What the opened file holds, checked again on the descriptor (a file swapped after
+    the stat is refused), and refused if it grew past ``limit`` meanwhile; closes ``fd``."""
     with os.fdopen(fd, "rb") as fh:  # buffered: read() loops over short reads
         opened = os.fstat(fd)
         if not stat.S_ISREG(opened.st_mode) or opened.st_nlink > 1:  # swapped after the stat

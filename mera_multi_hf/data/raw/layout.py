@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mera_multi_hf.tasks.table import TaskSpec
+from mera_multi_hf.tasks.spec import TaskSpec
 
 SPLITS = ("test", "shots")
 META_FILES = ("raw_dataset_meta.json", "dataset_meta.json")

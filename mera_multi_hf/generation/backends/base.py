@@ -45,7 +45,7 @@ class Backend(Protocol):
 
 def check_stop(stop) -> tuple[str, ...]:
     """The stop strings as a tuple; None gives the official default ("\\n\\n",)."""
-    from mera_multi_hf.tasks.table import DEFAULT_STOP
+    from mera_multi_hf.tasks.spec import DEFAULT_STOP
 
     if stop is None:
         return DEFAULT_STOP
