@@ -15,7 +15,8 @@ from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OutputFolder
 from mera_multi_hf.data.examples import Example
-from mera_multi_hf.reporting.compare import compare_runs, mcnemar_exact
+from mera_multi_hf.reporting.compare import compare_runs
+from mera_multi_hf.reporting.compare_stats import mcnemar_exact
 from mera_multi_hf.reporting.reports import results_doc, write_outputs
 from mera_multi_hf.scoring.score import score_task, summarize
 from mera_multi_hf.tasks.table import get_task

@@ -31,6 +31,7 @@ MODULES = {
     "cli/main.py": ["", "build", "tasks", "evaluate", "score"],
     "cli/view.py": ["view"],
     "reporting/compare.py": ["compare"],
+    "reporting/compare_markdown.py": ["compare"],
     "reporting/leaderboard.py": ["leaderboard"],
     "spaces/export.py": ["metrics export", "metrics push"],
     "cli/judge.py": ["judge serve", "judge agreement", "judge train"],

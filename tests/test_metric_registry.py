@@ -112,13 +112,13 @@ def test_display_names_are_read_by_the_reports_and_the_cards():
 def test_compare_reads_the_direction_of_a_metric(monkeypatch):
     from dataclasses import replace
 
-    from mera_multi_hf.reporting import compare
+    from mera_multi_hf.reporting import compare_stats
 
     record = {"low": 0.1, "high": 0.3, "n_clusters": 50}
-    assert compare.verdict(record, "exact_match") == "A better"
+    assert compare_stats.verdict(record, "exact_match") == "A better"
     lower = replace(METRICS["exact_match"], name="errors", higher_is_better=False)
-    monkeypatch.setitem(compare.METRICS, "errors", lower)  # a lower-is-better metric
-    assert compare.verdict(record, "errors") == "B better"
+    monkeypatch.setitem(compare_stats.METRICS, "errors", lower)  # a lower-is-better metric
+    assert compare_stats.verdict(record, "errors") == "B better"
 
 
 def test_every_card_description_names_a_registered_metric():

@@ -480,7 +480,7 @@ def test_every_judge_client_reads_the_key_from_the_environment(
 
 
 def test_the_compare_chart_shows_the_verdict(hf_runs):
-    from mera_multi_hf.reporting.compare import chart_figure
+    from mera_multi_hf.reporting.compare_chart import chart_figure
 
     root, _ = hf_runs
     result = compare_runs(root / "first", root / "hf")

@@ -101,7 +101,7 @@ ALLOWED = {
         "ZipFile",
     ): "into an in-memory buffer (the ZIP's bytes are then written through the boundary)",
     ("data/media_decode.py", "save"): "a reduced image into an in-memory buffer",
-    ("reporting/compare.py", "savefig"): "into an in-memory buffer",
+    ("reporting/compare_chart.py", "savefig"): "into an in-memory buffer",
     ("reporting/leaderboard.py", "savefig"): "into an in-memory buffer",
     ("reporting/results_page.py", "save"): "a PIL thumbnail into an in-memory buffer",
     ("reporting/results_page.py", "open"): "PyAV writes the WebM preview into an in-memory buffer",

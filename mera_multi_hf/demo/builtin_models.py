@@ -182,56 +182,12 @@ def _save(model, processor, out_dir, card: str, info: dict) -> Path:
 def build_tiny_model(out_dir: str | Path, size: str = "tiny") -> Path:
     """Build the model into ``out_dir`` (offline, deterministic) and return the folder."""
     import torch
-    from transformers import (
-        CLIPImageProcessorPil,
-        CLIPVisionConfig,
-        LlamaConfig,
-        LlavaConfig,
-        LlavaForConditionalGeneration,
-        LlavaProcessor,
-    )
+    from transformers import LlavaForConditionalGeneration
 
     dims = SIZES[size]
     tokenizer = _tokenizer()
-    processor = LlavaProcessor(
-        image_processor=CLIPImageProcessorPil(
-            size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28}
-        ),
-        tokenizer=tokenizer,
-        patch_size=14,
-        vision_feature_select_strategy="default",
-        num_additional_image_tokens=1,
-        chat_template=CHAT_TEMPLATE,
-    )
-    vocab = len(tokenizer)
-    config = LlavaConfig(
-        vision_config=CLIPVisionConfig(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            image_size=28,
-            patch_size=14,
-            projection_dim=32,
-        ),
-        text_config=LlamaConfig(
-            vocab_size=vocab,
-            hidden_size=dims["hidden"],
-            intermediate_size=dims["intermediate"],
-            num_hidden_layers=dims["layers"],
-            num_attention_heads=dims["heads"],
-            num_key_value_heads=dims["kv_heads"],
-            max_position_embeddings=1024,
-            bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=tokenizer.pad_token_id,
-            tie_word_embeddings=False,
-        ),
-        image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
-        vision_feature_select_strategy="default",
-        vision_feature_layer=-1,
-        pad_token_id=tokenizer.pad_token_id,
-    )
+    processor = _llava_processor(tokenizer)
+    config = _llava_config(tokenizer, dims)
     torch.manual_seed(SEED)
     model = LlavaForConditionalGeneration(config).eval()
     _unit_scale_and_letters(model, tokenizer, config.text_config.hidden_size)
@@ -248,6 +204,56 @@ def build_tiny_model(out_dir: str | Path, size: str = "tiny") -> Path:
             "size": size,
             "note": NOTE,
         },
+    )
+
+
+def _llava_processor(tokenizer):
+    """The LLaVA processor: 28-pixel images in 14-pixel patches, the chat template."""
+    from transformers import CLIPImageProcessorPil, LlavaProcessor
+
+    return LlavaProcessor(
+        image_processor=CLIPImageProcessorPil(
+            size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28}
+        ),
+        tokenizer=tokenizer,
+        patch_size=14,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=CHAT_TEMPLATE,
+    )
+
+
+def _llava_config(tokenizer, dims: dict):
+    """A 1-layer CLIP vision tower and a Llama text model of the size ``dims``."""
+    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig
+
+    return LlavaConfig(
+        vision_config=CLIPVisionConfig(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            image_size=28,
+            patch_size=14,
+            projection_dim=32,
+        ),
+        text_config=LlamaConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=dims["hidden"],
+            intermediate_size=dims["intermediate"],
+            num_hidden_layers=dims["layers"],
+            num_attention_heads=dims["heads"],
+            num_key_value_heads=dims["kv_heads"],
+            max_position_embeddings=1024,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            tie_word_embeddings=False,
+        ),
+        image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
+        vision_feature_select_strategy="default",
+        vision_feature_layer=-1,
+        pad_token_id=tokenizer.pad_token_id,
     )
 
 
@@ -277,33 +283,59 @@ def _audio_training_texts() -> list[str]:
     return training_texts() + ["Ответ: A", "A", "B", "C", "D", '{"intent": "", "slots": []}']
 
 
+AUDIO_TOKENS = {
+    "audio_token": "<|AUDIO|>",
+    "audio_bos_token": "<|audio_bos|>",
+    "audio_eos_token": "<|audio_eos|>",
+}
+
+
 def build_tiny_audio_model(out_dir: str | Path) -> Path:
     """A tiny random Qwen2-Audio (offline, deterministic) into ``out_dir``."""
     import torch
-    from transformers import (
-        Qwen2AudioConfig,
-        Qwen2AudioEncoderConfig,
-        Qwen2AudioForConditionalGeneration,
-        Qwen2AudioProcessor,
-        Qwen2Config,
-        WhisperFeatureExtractor,
+    from transformers import Qwen2AudioForConditionalGeneration
+
+    tokens = dict(AUDIO_TOKENS)  # one dict: the tokenizer's special tokens, the processor's
+    tokenizer = _tokenizer(_audio_training_texts(), tokens)
+    processor = _qwen2_audio_processor(tokenizer, tokens)
+    config = _qwen2_audio_config(tokenizer)
+    torch.manual_seed(SEED)
+    model = Qwen2AudioForConditionalGeneration(config).eval()
+    _unit_scale_and_letters(model, tokenizer, config.text_config.hidden_size)
+    card = AUDIO_CARD.format(name=TINY_AUDIO_MODEL_ID, recipe=AUDIO_RECIPE_VERSION, seed=SEED)
+    return _save(
+        model,
+        processor,
+        out_dir,
+        card,
+        {
+            "model_id": TINY_AUDIO_MODEL_ID,
+            "recipe": AUDIO_RECIPE_VERSION,
+            "seed": SEED,
+            "note": NOTE,
+        },
     )
 
-    tokens = {
-        "audio_token": "<|AUDIO|>",
-        "audio_bos_token": "<|audio_bos|>",
-        "audio_eos_token": "<|audio_eos|>",
-    }
-    tokenizer = _tokenizer(_audio_training_texts(), tokens)
+
+def _qwen2_audio_processor(tokenizer, tokens: dict):
+    """The Qwen2-Audio processor: Whisper-style log-mel features, the chat template."""
+    from transformers import Qwen2AudioProcessor, WhisperFeatureExtractor
+
     # 3-second windows (300 mel frames): the encoder's input length is fixed by its positions
     extractor = WhisperFeatureExtractor(feature_size=32, sampling_rate=16000, chunk_length=3)
-    processor = Qwen2AudioProcessor(
+    return Qwen2AudioProcessor(
         feature_extractor=extractor,
         tokenizer=tokenizer,
         chat_template=AUDIO_CHAT_TEMPLATE,
         **tokens,
     )
-    config = Qwen2AudioConfig(
+
+
+def _qwen2_audio_config(tokenizer):
+    """A 1-layer Whisper-style audio encoder and a 2-layer Qwen2 text model."""
+    from transformers import Qwen2AudioConfig, Qwen2AudioEncoderConfig, Qwen2Config
+
+    return Qwen2AudioConfig(
         audio_config=Qwen2AudioEncoderConfig(
             num_mel_bins=32,
             encoder_layers=1,
@@ -327,22 +359,6 @@ def build_tiny_audio_model(out_dir: str | Path) -> Path:
         ),
         audio_token_index=tokenizer.convert_tokens_to_ids("<|AUDIO|>"),
         pad_token_id=tokenizer.pad_token_id,
-    )
-    torch.manual_seed(SEED)
-    model = Qwen2AudioForConditionalGeneration(config).eval()
-    _unit_scale_and_letters(model, tokenizer, config.text_config.hidden_size)
-    card = AUDIO_CARD.format(name=TINY_AUDIO_MODEL_ID, recipe=AUDIO_RECIPE_VERSION, seed=SEED)
-    return _save(
-        model,
-        processor,
-        out_dir,
-        card,
-        {
-            "model_id": TINY_AUDIO_MODEL_ID,
-            "recipe": AUDIO_RECIPE_VERSION,
-            "seed": SEED,
-            "note": NOTE,
-        },
     )
 
 

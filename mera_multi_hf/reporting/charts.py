@@ -101,6 +101,15 @@ def panels(task_results: list[dict]) -> list[dict]:
 def _bars(ax, panel: dict, j: int, metric: str, values: list, width: float) -> None:
     """One metric's bars: value labels, a mark for zeros, intervals, grey when few."""
     xs = [i - 0.4 + width * (j + 0.5) for i in range(len(values))]
+    _draw_bars(ax, panel, j, metric, xs, values, width)
+    intervals = panel["intervals"].get(metric) or []
+    _draw_intervals(ax, xs, values, intervals)
+    _draw_value_labels(ax, panel, metric, xs, values, intervals, width)
+    _draw_human_baselines(ax, panel, metric, xs, values, width)
+
+
+def _draw_bars(ax, panel: dict, j: int, metric: str, xs: list, values: list, width: float):
+    """The bars in the metric's colour, faded and hatched where too few; none where missing."""
     few = [n is not None and n < MIN_N for n in panel["n"]]
     color = BAR_COLORS[j % len(BAR_COLORS)]
     heights = [0.0 if v is None else v for v in values]
@@ -111,7 +120,10 @@ def _bars(ax, panel: dict, j: int, metric: str, values: list, width: float) -> N
         if f:  # too few examples: the metric's colour, faded and hatched grey
             bar.set(alpha=0.45, hatch="///", edgecolor="#666666")
         bar.set_visible(v is not None)
-    intervals = panel["intervals"].get(metric) or []
+
+
+def _draw_intervals(ax, xs: list, values: list, intervals: list) -> None:
+    """Each shown bar's interval as an error bar."""
     shown = [
         (x, v, iv) for x, v, iv in zip(xs, values, intervals) if v is not None and iv is not None
     ]
@@ -129,6 +141,11 @@ def _bars(ax, panel: dict, j: int, metric: str, values: list, width: float) -> N
             capsize=2,
             gid="interval",
         )
+
+
+def _draw_value_labels(ax, panel, metric, xs, values, intervals, width: float) -> None:
+    """Each bar's value above it (and its interval), a mark for a zero, the reason for a
+    missing one."""
     for i, (x, v) in enumerate(zip(xs, values)):
         if v is None:
             ax.text(
@@ -164,6 +181,10 @@ def _bars(ax, panel: dict, j: int, metric: str, values: list, width: float) -> N
             fontsize=7,
             gid="value",
         )
+
+
+def _draw_human_baselines(ax, panel: dict, metric: str, xs: list, values: list, width: float):
+    """The human baseline as a dashed line over each bar that has one."""
     for i, (x, v) in enumerate(zip(xs, values)):
         level = _level(panel, metric, i)
         if level is not None and v is not None:  # no baseline where there is no bar

@@ -67,7 +67,29 @@ def score_task(
     _check_complete(task, examples, predictions, split)
     answers = example_results(task, examples, predictions)
     groups = [e.group for e in examples]
-    result = TaskResult(
+    result = _unscored_result(task, examples, answers, em_mode=em_mode, split=split, model=model)
+    if not examples or any(e.gold is None for e in examples):
+        result.note = (
+            "gold answers are hidden in this split: submit the ZIP to the MERA site for scores"
+        )
+        return result
+    golds = [e.gold for e in examples]
+    preds = [a.filtered for a in answers]
+    scores = per_example_scores(task, golds, preds, em_mode)
+    if judge is not None and task.judge_metrics:
+        _add_judge_scores(judge, examples, golds, preds, scores, result)
+    _aggregate_into(task, scores, groups, result)
+    result.breakdown = _breakdowns(task, examples, scores, groups)
+    for position, answer in enumerate(answers):
+        answer.scores = {m: float(s[position]) for m, s in scores.items()}
+    _add_uncertainty(task, examples, scores, result, preds, em_mode)
+    return result
+
+
+def _unscored_result(task: TaskSpec, examples, answers, *, em_mode, split, model) -> TaskResult:
+    """The task's result before any score: what it is, how it is scored, its answers."""
+    groups = [e.group for e in examples]
+    return TaskResult(
         task=task.key,
         class_name=task.class_name,
         modality=task.modality,
@@ -82,21 +104,20 @@ def score_task(
         model=model,
         n_groups=len(set(groups)) if task.has_groups else None,
     )
-    if not examples or any(e.gold is None for e in examples):
-        result.note = (
-            "gold answers are hidden in this split: submit the ZIP to the MERA site for scores"
-        )
-        return result
-    golds = [e.gold for e in examples]
-    preds = [a.filtered for a in answers]
-    scores = per_example_scores(task, golds, preds, em_mode)
-    if judge is not None and task.judge_metrics:
-        from mera_multi_hf.judge.judges import judge_scores
 
-        scores[JUDGED] = np.asarray(  # the judge sees what the metrics see
-            judge_scores(judge, preds, golds, [e.prompt for e in examples]), dtype=float
-        )
-        result.metric_modes["judge"] = judge.describe()
+
+def _add_judge_scores(judge, examples, golds, preds, scores: dict, result: TaskResult) -> None:
+    """The judge's per-example scores (under JUDGED) and its description in the modes."""
+    from mera_multi_hf.judge.judges import judge_scores
+
+    scores[JUDGED] = np.asarray(  # the judge sees what the metrics see
+        judge_scores(judge, preds, golds, [e.prompt for e in examples]), dtype=float
+    )
+    result.metric_modes["judge"] = judge.describe()
+
+
+def _aggregate_into(task: TaskSpec, scores: dict, groups: list, result: TaskResult) -> None:
+    """The official, judge and unofficial metrics and the task score, set on ``result``."""
     result.metrics = aggregate(scores, groups, task.metrics)
     result.judge = aggregate(scores, groups, task.judge_metrics)
     result.judge_not_computed = [m for m in task.judge_metrics if m not in result.judge]
@@ -104,11 +125,6 @@ def score_task(
     for name, value in task_score(task, {"metrics": result.metrics, "judge": result.judge}).items():
         setattr(result, name, value)
     result.scorable = True
-    result.breakdown = _breakdowns(task, examples, scores, groups)
-    for position, answer in enumerate(answers):
-        answer.scores = {m: float(s[position]) for m, s in scores.items()}
-    _add_uncertainty(task, examples, scores, result, preds, em_mode)
-    return result
 
 
 def task_score(task: TaskSpec, result: dict) -> dict:

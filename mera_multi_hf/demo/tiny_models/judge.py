@@ -25,10 +25,18 @@ SENTENCES = [
 def build_tiny_judge(
     target: Path, max_positions: int = 512, seed: int = 1, std: float = 0.3
 ) -> Path:
-    import numpy as np
-    import torch
+    tokenizer = _wordpiece_tokenizer(max_positions)
+    model = _random_classifier(tokenizer.vocab_size, max_positions, seed, std)
+    target = Path(target)  # save_pretrained makes it
+    model.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    return target
+
+
+def _wordpiece_tokenizer(max_positions: int):
+    """A BERT tokenizer whose WordPiece vocabulary is built from :data:`SENTENCES`."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+    from transformers import BertTokenizerFast
 
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=False)
@@ -54,7 +62,7 @@ def build_tiny_judge(
         pair="[CLS] $A [SEP] $B [SEP]",
         special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
     )
-    tokenizer = BertTokenizerFast(
+    return BertTokenizerFast(
         tokenizer_object=tok,
         unk_token="[UNK]",
         sep_token="[SEP]",
@@ -63,8 +71,16 @@ def build_tiny_judge(
         mask_token="[MASK]",
         model_max_length=max_positions,
     )
+
+
+def _random_classifier(vocab_size: int, max_positions: int, seed: int, std: float):
+    """A 2-layer BERT classifier (incorrect / correct) with seeded random weights."""
+    import numpy as np
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
     config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
+        vocab_size=vocab_size,
         hidden_size=32,
         num_hidden_layers=2,
         num_attention_heads=2,
@@ -82,7 +98,4 @@ def build_tiny_judge(
         for param in model.parameters():
             if param.dim() >= 2:
                 param.copy_(torch.from_numpy(rng.normal(0.0, std, tuple(param.shape))))
-    target = Path(target)  # save_pretrained makes it
-    model.save_pretrained(target)
-    tokenizer.save_pretrained(target)
-    return target
+    return model
