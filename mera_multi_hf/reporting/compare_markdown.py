@@ -9,10 +9,6 @@ from mera_multi_hf.reporting.compare_stats import MIN_CLUSTERS
 from mera_multi_hf.scoring.registry import display_name
 
 
-def _num(x, digits: int = 4) -> str:
-    return "—" if x is None else f"{x:+.{digits}f}" if digits == 4 else f"{x:.{digits}g}"
-
-
 def _row(label: str, r: dict) -> str:
     interval = "—" if r["low"] is None else f"[{r['low']:+.4f}, {r['high']:+.4f}]"
     p = "—" if "mcnemar_p" not in r else f"{r['mcnemar_p']:.3g}"
