@@ -25,7 +25,7 @@ from mera_multi_hf.data.raw import RawDataset
 from mera_multi_hf.demo.builtin_models import TINY_AUDIO_MODEL_ID
 from mera_multi_hf.demo.sample_data.av_common import clip, encode_video
 from mera_multi_hf.generation.backends import make_backend
-from mera_multi_hf.generation.backends.hf import FRAMES_AS_IMAGES
+from mera_multi_hf.generation.backends.hf_media import FRAMES_AS_IMAGES
 from mera_multi_hf.generation.backends.openai import OpenAIBackend
 from mera_multi_hf.generation.request import Request
 from mera_multi_hf.serving.chat_server import make_server

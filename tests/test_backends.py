@@ -296,7 +296,7 @@ def test_max_length_is_derived_as_the_harness_does(tiny_backend):
 
     from transformers import GPT2Config, LlamaConfig, LlavaConfig
 
-    from mera_multi_hf.generation.backends.hf import context_length
+    from mera_multi_hf.generation.backends.hf_model import context_length
 
     tokenizer = copy.copy(tiny_backend.tokenizer)
     tokenizer.model_max_length = 333

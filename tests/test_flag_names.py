@@ -25,6 +25,7 @@ MODULES = {
     "cli/evaluate.py": ["evaluate"],
     "generation/config.py": ["evaluate"],
     "generation/run.py": ["evaluate"],
+    "generation/resume.py": ["evaluate"],
     "pipeline/finish.py": ["evaluate"],
     "generation/launch.py": ["evaluate"],
     # the whole command line's module: `tasks --help` names evaluate's and score's

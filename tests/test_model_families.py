@@ -21,7 +21,8 @@ from mera_multi_hf.core.paths import SAMPLES_DIR
 from mera_multi_hf.data.media_decode import Media
 from mera_multi_hf.demo.tiny_models import FAMILIES, family_model_path, has_torchvision, templates
 from mera_multi_hf.generation.backends import cut_at_stop
-from mera_multi_hf.generation.backends.hf import VIDEO_PROCESSOR, HFBackend
+from mera_multi_hf.generation.backends.hf import HFBackend
+from mera_multi_hf.generation.backends.hf_media import VIDEO_PROCESSOR
 from mera_multi_hf.generation.request import Request
 
 STOP = ("\n\n",)
@@ -145,7 +146,8 @@ FAMILY_WORDS = re.compile(r"qwen|llava|gemma|idefics|smolvlm|internvl|phi-?4|omn
 
 def test_the_backend_names_no_family_outside_the_traits_table():
     backends = Path(__file__).resolve().parent.parent / "mera_multi_hf" / "generation" / "backends"
-    assert FAMILY_WORDS.findall((backends / "hf.py").read_text()) == []
+    for module in ("hf.py", "hf_model.py", "hf_media.py"):  # the backend and its helpers
+        assert FAMILY_WORDS.findall((backends / module).read_text()) == [], module
     assert FAMILY_WORDS.search((backends / "traits.py").read_text())  # the table itself
 
 

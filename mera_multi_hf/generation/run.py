@@ -7,14 +7,14 @@
 finishes after: :mod:`mera_multi_hf.pipeline.evaluate`). Under a multi-process launch every
 process runs it: each takes a disjoint stride of the
 requests not yet in the sample log and writes its own log shard; the main process then
-merges the shards by (task, split, id), scores and writes.
+merges the shards by (task, split, id), scores and writes. A process's place in the
+launch is :mod:`.processes`; what the sample log already holds, :mod:`.resume`.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
@@ -25,7 +25,21 @@ from mera_multi_hf.generation.backends import capabilities_of
 from mera_multi_hf.generation.config import RunConfig
 from mera_multi_hf.generation.generate import generate_into_log
 from mera_multi_hf.generation.manifest import MANIFEST
+from mera_multi_hf.generation.processes import (
+    claim_folder,
+    first_if,
+    process_state,
+    seed_everything,
+)
 from mera_multi_hf.generation.request import Request, arrow_view, build_requests
+from mera_multi_hf.generation.resume import (
+    answered,
+    logged,
+    logged_counts,
+    merged,
+    reusable_turn,
+    warn_damaged,
+)
 from mera_multi_hf.generation.samplelog import LOG_DIR, SampleLog, request_hash
 from mera_multi_hf.tasks.dialogue import warn_meta
 from mera_multi_hf.tasks.spec import TaskSpec
@@ -81,26 +95,9 @@ def run_tasks(
     inputs = _local([*sources.values(), config.model, config.judge])
     folder = OutputFolder(out, kind="run", flag="--output-dir", inputs=inputs)
     folder.check()  # every process, before any work
-    _claim(folder, _log_names(folder, state.num_processes) + [MANIFEST], state)
+    claim_folder(folder, _log_names(folder, state.num_processes) + [MANIFEST], state)
     with folder:
         return _run(config, engine, specs, sources, state, folder, started, typed, finish, warm_up)
-
-
-def _claim(folder, logs: list[str], state) -> None:
-    """The main process claims the folder (its lock and the log names); a refusal (a
-    second run on the folder) stops every process, not only the main one."""
-    refusal = None
-    if state.is_main_process:
-        try:
-            folder.claim(logs)
-        except MeraError as err:
-            refusal = str(err)
-    if state.num_processes > 1:
-        from accelerate.utils import broadcast_object_list
-
-        refusal = broadcast_object_list([refusal])[0]
-    if refusal:
-        raise MeraError(refusal)
 
 
 def _local(sources) -> list[str]:
@@ -203,31 +200,6 @@ def _run(
     )
 
 
-def logged_counts(index: dict) -> dict[tuple, int]:
-    """(task, split) -> examples in the sample log (what a report may cover)."""
-    counts: dict[tuple, int] = {}
-    for task, split, _ in index:
-        counts[(task, split)] = counts.get((task, split), 0) + 1
-    return counts
-
-
-def warn_damaged(damaged: list[str]) -> None:
-    """One line per sample-log line skipped: the file is left as it is (never rewritten
-    for it) and the example is generated again; results.json counts them."""
-    import sys
-
-    for line in damaged[:20]:
-        print(
-            f"mera-multi: warning: {line}; skipped (its example is generated again)",
-            file=sys.stderr,
-        )
-    if len(damaged) > 20:
-        print(
-            f"mera-multi: warning: ... and {len(damaged) - 20} more damaged sample-log lines",
-            file=sys.stderr,
-        )
-
-
 def generate_share(
     config: RunConfig,
     engine,
@@ -265,12 +237,6 @@ def generate_share(
     return here
 
 
-def answered(before: dict, request: Request) -> bool:
-    """The log holds an answer to resume (a failed example is tried again)."""
-    record = before.get(request.key, {}).get(request.hash)
-    return record is not None and not record.get("failed")
-
-
 def select_tasks(names) -> list[TaskSpec]:
     """The tasks to run: keys, modalities or "all"."""
     specs = resolve_tasks(names)
@@ -293,58 +259,6 @@ def task_sources(config: RunConfig, specs: list[TaskSpec]) -> dict[str, object]:
     return {t.key: data for t in specs}
 
 
-def process_state(device: str | None, backend: str = "hf"):
-    """This process's place in a data-parallel run (rank, world size, device).
-
-    On a machine without an accelerator the processes that ``torchrun`` or ``accelerate
-    launch --multi_gpu`` start join over gloo; ``accelerate launch --cpu`` starts only one.
-    A backend other than hf outside such a launch runs as one process without torch.
-    """
-    import os
-
-    if backend != "hf" and int(os.environ.get("WORLD_SIZE", "1")) <= 1:
-        return OneProcess()
-    import torch
-    from accelerate import PartialState
-
-    accelerator = getattr(torch, "accelerator", None)
-    has_accelerator = accelerator.is_available() if accelerator else torch.cuda.is_available()
-    cpu = (
-        device == "cpu"
-        or not has_accelerator
-        or os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes")
-    )
-    # A long collective timeout: a rank may wait at the final barrier while another
-    # finishes its share of a big task (torch's default is 30 minutes).
-    return PartialState(cpu=cpu, timeout=timedelta(hours=24))
-
-
-def seed_everything(state, seed: int) -> None:
-    if isinstance(state, OneProcess):  # no torch here: Python's generator is the one used
-        import random
-
-        random.seed(seed)
-        return
-    from accelerate.utils import set_seed
-
-    set_seed(seed)  # python, numpy and torch generators
-
-
-class OneProcess:
-    """The state of a run in one process that needs no torch (the openai backend): the
-    model is on a server, so importing torch and accelerate would only cost seconds."""
-
-    process_index, num_processes, is_main_process = 0, 1, True
-
-    def wait_for_everyone(self) -> None:
-        pass
-
-    def main_process_first(self):
-        import contextlib
-
-        return contextlib.nullcontext()
-
-
 def builds_model(config: RunConfig) -> bool:
     """Whether making the engine may build one of the built-in models (the tiny ones)."""
     from mera_multi_hf.demo.builtin_models import TINY_AUDIO_MODEL_ID, is_tiny_model
@@ -352,14 +266,6 @@ def builds_model(config: RunConfig) -> bool:
     return config.backend == "hf" and (
         is_tiny_model(config.model) or config.model == TINY_AUDIO_MODEL_ID
     )
-
-
-def first_if(condition: bool, state):
-    """``state.main_process_first()`` when ``condition``, else no wait: every process
-    decides alike (the same config), so no process waits at a barrier alone."""
-    import contextlib
-
-    return state.main_process_first() if condition else contextlib.nullcontext()
 
 
 def make_engine(config: RunConfig):
@@ -460,7 +366,7 @@ def run_dialogues(
     )
     for wave in waves:
         stamp(wave, engine)
-        todo = [r for r in wave if not _reused(logged(None, index, [r]).get(r.key), log)]
+        todo = [r for r in wave if not reusable_turn(logged(None, index, [r]).get(r.key), log)]
         for r in wave:
             if r not in todo:
                 answers[r.key] = index[r.key][r.hash]["generation"]
@@ -476,57 +382,3 @@ def run_dialogues(
             count += len(todo)
         data.requests += wave
     return count
-
-
-def _reused(record: dict | None, log: SampleLog | None) -> bool:
-    """A logged dialogue turn to reuse: not a failed one while generating (a rerun tries
-    it again); the main process's replay (no log) takes what the log holds."""
-    return record is not None and not (log is not None and record.get("failed"))
-
-
-def logged(log: SampleLog | None, index: dict, requests: list[Request]) -> dict[tuple, dict]:
-    """The requests already answered in the log; other settings on the same ids stop the run."""
-    done, clashes = {}, []
-    for request in requests:
-        entries = index.get(request.key)
-        if not entries:
-            continue
-        if request.hash in entries and _same_request(entries[request.hash], request):
-            done[request.key] = entries[request.hash]
-        elif request.hash in entries or not request.history:
-            clashes.append(request)  # (a dialogue turn may follow a changed earlier answer)
-    if clashes:
-        first = clashes[0]
-        where = log.folder.path if log else "the output folder"
-        raise MeraError(
-            f"{where} holds a run with other settings: {len(clashes)} of the requested "
-            f"examples (e.g. {first.task} id={first.id}) were logged for another model, revision, "
-            f"generation settings or prompt, or edited since. Use a new --output-dir, "
-            f"or --overwrite to replace that run"
-        )
-    return done
-
-
-def _same_request(record: dict, request: Request) -> bool:
-    """A line with the request's hash whose prompt and media are the request's own (an
-    edited line, or one written under other settings, is never resumed)."""
-    return record.get("prompt") == request.prompt and record.get("media_sha256") == [
-        m.sha256 for m in request.media
-    ]
-
-
-def merged(index: dict, requests: list[Request]) -> dict[tuple, dict]:
-    records, missing = {}, []
-    for request in requests:
-        record = (index.get(request.key) or {}).get(request.hash)
-        if record is None:
-            missing.append(request)
-        else:
-            records[request.key] = record
-    if missing:
-        raise MeraError(
-            f"{len(missing)} examples have no line in the sample log after "
-            f"generation (e.g. {missing[0].task} id={missing[0].id}); did a process "
-            f"fail? Rerun the same command to finish them"
-        )
-    return records

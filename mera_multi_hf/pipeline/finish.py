@@ -35,8 +35,25 @@ def finish_run(
     """Score the merged sample log and write every output (:func:`finalize`); the run's
     record comes from its manifest."""
     split = config.split
+    parts = task_parts(config, loaded, records, manifest, logged)
+    info = run_record(config, manifest, loaded)
+    info.update(sample_log_findings(loaded, records, split, preflight, damaged))
+    notes = run_notes(config, manifest, loaded)
+    if info["failed_examples"]:
+        notes.append(failed_examples_note(info["failed_examples"]))
+    out = finalize(
+        folder, parts, config.scoring(), split=split, run_info=info, started=started, notes=notes
+    )
+    return dict(out, counts=counts)
+
+
+def task_parts(
+    config: RunConfig, loaded: list, records: dict, manifest: dict, logged: dict
+) -> list[TaskPart]:
+    """Each task's examples with their logged records, as :func:`finalize` scores them."""
+    split = config.split
     tasks = manifest["tasks"]
-    parts = [
+    return [
         TaskPart(
             d.task,
             d.examples,
@@ -52,49 +69,54 @@ def finish_run(
         )
         for d in loaded
     ]
-    info = run_record(config, manifest, loaded)
-    # prompts cut from the left to fit the model (the harness's rule), from the sample log
-    info["truncated_prompts"] = {
-        d.task.key: sum(
-            bool(records[(d.task.key, split, e.id)].get("prompt_tokens_cut")) for e in d.examples
-        )
-        for d in loaded
+
+
+def sample_log_findings(
+    loaded: list, records: dict, split: str, preflight: dict | None, damaged: list[str]
+) -> dict:
+    """The run record's fields read off the sample log (and the preflight's report), in
+    the order results.json lists them."""
+
+    def flagged(field: str) -> dict[str, int]:  # per task: the records with ``field`` set
+        return {
+            d.task.key: sum(bool(records[(d.task.key, split, e.id)].get(field)) for e in d.examples)
+            for d in loaded
+        }
+
+    def each_record():
+        for d in loaded:
+            for e in d.examples:
+                yield d.task.key, e.id, records[(d.task.key, split, e.id)]
+
+    return {
+        # prompts cut from the left to fit the model (the harness's rule)
+        "truncated_prompts": flagged("prompt_tokens_cut"),
+        # examples whose media did not decode within the limits and the budget: empty answers
+        "failed_examples": [
+            {"task": task, "id": id_, "reason": rec["failed"]}
+            for task, id_, rec in each_record()
+            if rec.get("failed")
+        ],
+        "media_notes": {
+            f"{task} id={id_}": rec["media_notes"]
+            for task, id_, rec in each_record()
+            if rec.get("media_notes")
+        },
+        "preflight": preflight,
+        # generations whose lone surrogates were replaced by U+FFFD, per task
+        "unencodable_replaced": flagged("unencodable_replaced"),
+        # sample-log lines skipped as unreadable ("file:line: why"), the file left as it was
+        "sample_log_damaged": {"lines": len(damaged), "first": list(damaged[:20])},
     }
-    # examples whose media did not decode within the limits and the budget: empty answers
-    info["failed_examples"] = [
-        {"task": d.task.key, "id": e.id, "reason": rec["failed"]}
-        for d in loaded
-        for e in d.examples
-        if (rec := records[(d.task.key, split, e.id)]).get("failed")
-    ]
-    info["media_notes"] = {
-        f"{d.task.key} id={e.id}": rec["media_notes"]
-        for d in loaded
-        for e in d.examples
-        if (rec := records[(d.task.key, split, e.id)]).get("media_notes")
-    }
-    info["preflight"] = preflight
-    # generations whose lone surrogates were replaced by U+FFFD, per task (sample log)
-    info["unencodable_replaced"] = {
-        d.task.key: sum(
-            bool(records[(d.task.key, split, e.id)].get("unencodable_replaced")) for e in d.examples
-        )
-        for d in loaded
-    }
-    # sample-log lines skipped as unreadable ("file:line: why"), the file left as it was
-    info["sample_log_damaged"] = {"lines": len(damaged), "first": list(damaged[:20])}
-    notes = run_notes(config, manifest, loaded)
-    if info["failed_examples"]:
-        first = info["failed_examples"][0]
-        notes.append(
-            f"{len(info['failed_examples'])} examples failed and count as empty "
-            f"answers (results.json run.failed_examples; a rerun tries them again), "
-            f"e.g. {first['reason']}"
-        )
-    out = finalize(
-        folder, parts, config.scoring(), split=split, run_info=info, started=started, notes=notes
+
+
+def failed_examples_note(failed: list[dict]) -> str:
+    """The results' note on the examples that failed (they count as empty answers)."""
+    return (
+        f"{len(failed)} examples failed and count as empty "
+        f"answers (results.json run.failed_examples; a rerun tries them again), "
+        f"e.g. {failed[0]['reason']}"
     )
-    return dict(out, counts=counts)
 
 
 def run_notes(config, manifest, loaded) -> list[str]:

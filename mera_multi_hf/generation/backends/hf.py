@@ -13,166 +13,50 @@ has a video processor (transformers' video processors need torchvision), else as
 many pictures in place of the placeholder. ``info()["video_input"]`` records which.
 What differs between model families (the audio keyword, ``videos=``, sampling rate,
 padding side, extra keys) is data in :mod:`.traits`, keyed by processor class; this
-module names no family. The demo's two built-in models are composed by ``make_backend``
+module names no family. Which model a name means, its auto class and its context
+length are :mod:`.hf_model`; how videos reach it, :mod:`.hf_media`. The demo's two
+built-in models are composed by ``make_backend``
 (:class:`~mera_multi_hf.generation.backends.RoutingBackend`): one backend serves one model.
 
 Generation follows the official harness (``hf_vlms.py`` ``generate_until``): at most
 ``max_new_tokens``, a stop at the first stop string or EOS, the decoded text cut at the
-first stop string. Each row stops on its own (transformers' ``StopStringCriteria``
-over the new tokens only, as the harness looks at the answer alone), and the batch ends
-when every row has stopped. A long prompt never stops a run: as the harness does, the tokenized prompt keeps its last ``max_length - max_new_tokens``
-tokens (``max_length`` derived as the harness's ``huggingface.py``; see
-:func:`context_length`), the media tensors as they are. A row whose cut removed media
-tokens cannot run (the model would refuse the mismatch) and answers "". Each cut is
-recorded on the request (``tokens_cut``, kept in the sample log) and in ``info()``
-(``prompts_cut_here``: this process's cuts; results.json counts them per task).
+first stop string. Each row stops on its own (transformers' ``StopStringCriteria`` over
+the new tokens only, as the harness looks at the answer alone), and the batch ends when
+every row has stopped. A long prompt never stops a run: as the harness does, the
+tokenized prompt keeps its last ``max_length - max_new_tokens`` tokens (``max_length``
+derived as the harness's ``huggingface.py``; see
+:func:`~mera_multi_hf.generation.backends.hf_model.context_length`), the media tensors
+as they are. A row whose cut removed media tokens cannot run (the model would refuse the
+mismatch) and answers "". Each cut is recorded on the request (``tokens_cut``, kept in
+the sample log) and in ``info()`` (``prompts_cut_here``: this process's cuts;
+results.json counts them per task).
 """
 
 from __future__ import annotations
 
 import copy
-import re
 import warnings
 from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.core.provenance import folder_fingerprint
-from mera_multi_hf.demo.builtin_models import (
-    TINY_AUDIO_MODEL_ID,
-    TINY_MODEL_ID,
-    is_tiny_model,
-    tiny_audio_model_path,
-    tiny_model_path,
-    tiny_model_revision,
-)
 from mera_multi_hf.generation.backends.base import Backend, check_stop, cut_at_stop
+from mera_multi_hf.generation.backends.hf_media import (
+    FRAMES_AS_IMAGES,
+    unsupported_reason,
+    video_path,
+    videos_as_pictures,
+)
+from mera_multi_hf.generation.backends.hf_model import (
+    context_length,
+    multimodal_class,
+    resolve_model,
+)
 from mera_multi_hf.generation.backends.hf_options import HFOptions
 from mera_multi_hf.generation.backends.registry import ALL_MEDIA, Capabilities, register_backend
 from mera_multi_hf.generation.backends.traits import GENERIC, traits_for
 from mera_multi_hf.generation.chat import chat_messages, plain_dialogue
 from mera_multi_hf.generation.request import Request
 from mera_multi_hf.tasks.prompts import MEDIA_SLOT, plain_prompt
-
-
-def resolve_model(model: str | None, revision: str | None = None) -> tuple[str, str, str | None]:
-    """(model id for the records, what to pass to from_pretrained, revision).
-
-    The revision is the Hub commit when the model is in the local Hub cache, a content
-    fingerprint for a local folder, and the recipe hash for the built-in tiny model.
-    """
-    if model == TINY_AUDIO_MODEL_ID:
-        path = tiny_audio_model_path()
-        return TINY_AUDIO_MODEL_ID, str(path), tiny_model_revision(path)
-    if is_tiny_model(model):
-        path = tiny_model_path()
-        return TINY_MODEL_ID, str(path), tiny_model_revision(path)
-    path = Path(model).expanduser()
-    if path.is_dir():
-        return (
-            model,
-            str(path),
-            revision
-            or "local-"
-            + folder_fingerprint(path, read=(".json", ".jinja", ".model", ".txt"), length=12),
-        )
-    if path.exists() or model.startswith((".", "/", "~")) or model.count("/") > 1:
-        raise MeraError(
-            f"model path {model!r} is not a model folder (no such directory); "
-            f"give a local folder with config.json or a Hub id such as org/name"
-        )
-    return model, model, _hub_commit(model, revision)
-
-
-def _hub_commit(model: str, revision: str | None) -> str | None:
-    """The commit a Hub model id (and branch/tag) points to, found without downloading
-    the weights: asked of the Hub when online, else read from the local Hub cache. The
-    model is then loaded at that commit, so the recorded revision is the one used."""
-    if revision and re.fullmatch(r"[0-9a-f]{40}", revision):
-        return revision
-    from huggingface_hub import HfApi, constants, try_to_load_from_cache
-
-    if not constants.HF_HUB_OFFLINE:
-        try:
-            return HfApi().model_info(model, revision=revision, timeout=20).sha
-        except Exception:  # noqa: BLE001 (no network or no access: the cache may know)
-            pass
-    try:
-        hit = try_to_load_from_cache(model, "config.json", revision=revision)
-    except Exception:  # noqa: BLE001 (a malformed id: from_pretrained reports it properly)
-        hit = None
-    if isinstance(hit, str):
-        return Path(hit).parent.name  # .../snapshots/<commit>/config.json
-    return revision
-
-
-def _multimodal_class(config):
-    """The auto class that loads a multimodal model (images: ImageTextToText; audio and
-    any-to-text models: MultimodalLM), or None for a language model."""
-    import transformers
-
-    auto_map = getattr(config, "auto_map", None) or {}
-    for name in ("AutoModelForImageTextToText", "AutoModelForMultimodalLM"):
-        auto = getattr(transformers, name, None)
-        if auto is not None and (type(config) in auto._model_mapping or name in auto_map):
-            return auto
-    return None
-
-
-HARNESS_MAX_LENGTH = 2048  # the harness's _DEFAULT_MAX_LENGTH
-UNSET_MAX_LENGTH = 1000000000000000019884624838656  # transformers' "no limit" (int(1e30))
-
-
-def context_length(model, tokenizer) -> int:
-    """``max_length`` as the harness derives it (``huggingface.py``): the model config's
-    own ``n_positions``, ``max_position_embeddings`` or ``n_ctx`` (top level only: most
-    multimodal configs have none), else the tokenizer's ``model_max_length``, 2048 where
-    that is the "no limit" value."""
-    for name in ("n_positions", "max_position_embeddings", "n_ctx"):
-        if hasattr(model.config, name):
-            return getattr(model.config, name)
-    value = getattr(tokenizer, "model_max_length", None)
-    return HARNESS_MAX_LENGTH if value in (None, UNSET_MAX_LENGTH) else value
-
-
-FRAMES_AS_IMAGES = "frames as images"
-VIDEO_PROCESSOR = "video processor"
-
-
-def _video_path(processor, text_only: bool, takes_videos: bool = True) -> str | None:
-    """How videos reach the model: the processor's own video input where it has one
-    (transformers' video processors need torchvision), else its frames as pictures."""
-    if text_only:
-        return None
-    if takes_videos and getattr(processor, "video_processor", None) is not None:
-        return VIDEO_PROCESSOR
-    if getattr(processor, "image_processor", None) is not None:
-        return FRAMES_AS_IMAGES
-    return None
-
-
-def _unsupported(
-    processor, kind: str, video_input: str | None, audio_attribute: str = "feature_extractor"
-) -> str | None:
-    """Why ``processor`` cannot take a ``kind`` input, or None when it can."""
-    if kind == "image" and getattr(processor, "image_processor", None) is None:
-        return "its processor has no image processor"
-    if kind == "audio" and getattr(processor, audio_attribute, None) is None:
-        return "its processor has no audio feature extractor"
-    if kind == "video" and video_input is None:
-        return "its processor has neither a video nor an image processor"
-    return None
-
-
-def _videos_as_pictures(messages: list[dict], frames) -> list[dict]:
-    """Chat messages with each video part replaced by one picture part per frame."""
-    out = []
-    for message in messages:
-        content = []
-        for part in message["content"]:
-            count = next(frames) if part.get("type") == "video" else 0
-            content += [{"type": "image"}] * count if part.get("type") == "video" else [part]
-        out.append({**message, "content": content})
-    return out
 
 
 def _as_list(value) -> list:
@@ -208,7 +92,7 @@ class HFBackend(Backend):
         self.stop = check_stop(o.stop)
         self.max_frames = o.max_frames
         self.traits, self.family_note = GENERIC, None  # known once the processor loads
-        self.video_input: str | None = None  # how videos reach the model (see _video_path)
+        self.video_input: str | None = None  # how videos reach the model (see video_path)
         self.model = None
         self.max_length: int | None = None
         self.truncated: list[str] = []  # "task id=N" whose prompt was cut to fit max_length
@@ -289,7 +173,7 @@ class HFBackend(Backend):
             else ("chat" if has_template else "plain")
         )
         self.media_token = None if self.text_only else getattr(self.processor, "image_token", None)
-        self.video_input = _video_path(self.processor, self.text_only, self.traits.takes_videos)
+        self.video_input = video_path(self.processor, self.text_only, self.traits.takes_videos)
         self.max_length = context_length(self.model, self.tokenizer)
         gen = copy.deepcopy(self.model.generation_config)
         gen.do_sample, gen.num_beams = False, 1
@@ -316,7 +200,7 @@ class HFBackend(Backend):
         transformers.logging.disable_progress_bar()
         try:
             config = transformers.AutoConfig.from_pretrained(self.path, **kwargs)
-            auto = _multimodal_class(config)
+            auto = multimodal_class(config)
             self.text_only = auto is None
             if self.text_only:  # a language model: media are dropped (with a warning)
                 self.processor = transformers.AutoTokenizer.from_pretrained(self.path, **kwargs)
@@ -348,7 +232,7 @@ class HFBackend(Backend):
             )
         messages = chat_messages(request)
         if self.video_input == FRAMES_AS_IMAGES:
-            messages = _videos_as_pictures(messages, iter(frames))
+            messages = videos_as_pictures(messages, iter(frames))
         return self.processor.apply_chat_template(
             messages, add_generation_prompt=True, tokenize=False
         )
@@ -408,7 +292,7 @@ class HFBackend(Backend):
         the feature extractor's rate) or ("video", [frames])."""
         out = []
         for media in request.all_media():
-            missing = _unsupported(
+            missing = unsupported_reason(
                 self.processor, media.kind, self.video_input, self.traits.audio_attribute
             )
             if missing:
