@@ -25,7 +25,8 @@ from mera_multi_hf.generation.backends.openai import OpenAIBackend
 from mera_multi_hf.generation.chat import openai_messages
 from mera_multi_hf.generation.request import Request
 from mera_multi_hf.pipeline.evaluate import run_evaluation
-from mera_multi_hf.serving.chat_server import make_server, prompt_from_openai
+from mera_multi_hf.serving.chat_requests import prompt_from_openai
+from mera_multi_hf.serving.chat_server import make_server
 from mera_multi_hf.tasks.prompts import content_parts, plain_prompt
 
 

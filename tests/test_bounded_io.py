@@ -17,7 +17,7 @@ import requests
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.generation.backends.openai import OpenAIBackend
 from mera_multi_hf.generation.request import Request
-from mera_multi_hf.judge.judges import HttpJudge
+from mera_multi_hf.judge.http_judge import HttpJudge
 from mera_multi_hf.serving.app import Server, json_app
 
 MiB = 2**20

@@ -400,7 +400,7 @@ def test_a_hostile_judge_reply_is_one_line(reply, replying):
     import requests
 
     from mera_multi_hf.core.errors import MeraError
-    from mera_multi_hf.judge.judges import _json_body
+    from mera_multi_hf.judge.http_judge import _json_body
 
     replying.reply = reply
     url = f"http://127.0.0.1:{replying.server_port}/classify"

@@ -20,16 +20,10 @@ import requests
 
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.judge import agreement as agreement_mod
-from mera_multi_hf.judge.judges import (
-    HttpJudge,
-    Judge,
-    LocalJudge,
-    get_judge,
-    judge_example_scores,
-    judge_scores,
-    raw_inputs,
-    token_windows,
-)
+from mera_multi_hf.judge.choose import get_judge, judge_example_scores
+from mera_multi_hf.judge.http_judge import HttpJudge
+from mera_multi_hf.judge.judges import Judge, judge_scores, raw_inputs, token_windows
+from mera_multi_hf.judge.local_judge import LocalJudge
 from mera_multi_hf.scoring.metric_groups import group_mean
 from mera_multi_hf.serving import judge_server as server_mod
 

@@ -17,7 +17,7 @@ import yaml
 
 from mera_multi_hf import load_metric
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.judge.judges import judge_example_scores
+from mera_multi_hf.judge.choose import judge_example_scores
 from mera_multi_hf.scoring.metric_exact_match import exact_match_scores
 from mera_multi_hf.scoring.metric_groups import group_mean
 from mera_multi_hf.spaces.export import export_metrics

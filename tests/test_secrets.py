@@ -17,7 +17,7 @@ import pytest
 from mera_multi_hf.cli.main import build_parser, main
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.provenance import mask_secrets
-from mera_multi_hf.judge.judges import HttpJudge
+from mera_multi_hf.judge.http_judge import HttpJudge
 
 SECRET_URL = (
     "https://alice:hunter2@judge.example:8443/classify?model=j&token=tok123"

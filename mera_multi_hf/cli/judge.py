@@ -98,7 +98,9 @@ class AgreementOptions:
 def cmd_agreement(options: AgreementOptions) -> int:
     from mera_multi_hf.core.outputs import check_report_file, report_kind, write_report_file
     from mera_multi_hf.judge import agreement
-    from mera_multi_hf.judge.judges import WINDOW_TOKENS, HttpJudge, LocalJudge
+    from mera_multi_hf.judge.http_judge import HttpJudge
+    from mera_multi_hf.judge.judges import WINDOW_TOKENS
+    from mera_multi_hf.judge.local_judge import LocalJudge
 
     if bool(options.model) == bool(options.url):
         raise MeraError(

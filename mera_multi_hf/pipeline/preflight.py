@@ -318,14 +318,15 @@ def check_judge(judge, judge_url, judge_tokenizer, judge_api_key) -> str:
     """A served judge answers, accepts the key and names its separator (the judge object
     made here is the one scoring reuses); a local judge's files are at hand."""
     from mera_multi_hf.core.http_client import key_or_env, one_secret
-    from mera_multi_hf.judge.judges import API_KEY_ENV, Judge, get_judge
+    from mera_multi_hf.judge.choose import get_judge
+    from mera_multi_hf.judge.judges import API_KEY_ENV, Judge
 
     if isinstance(judge, Judge):
         return "a judge object given by the caller"
     if judge and judge_url:
         raise MeraError("give either --judge or --judge-url, not both")
     if judge_url:
-        from mera_multi_hf.judge.judges import classify_url
+        from mera_multi_hf.judge.http_judge import classify_url
 
         base = classify_url(judge_url).split("/", 3)
         models = "/".join(base[:3]) + "/v1/models"
@@ -345,7 +346,7 @@ def check_judge(judge, judge_url, judge_tokenizer, judge_api_key) -> str:
     found = check_hub_model(
         str(judge), "judge model", "--judge", "a local judge folder (saved with save_pretrained)"
     )
-    from mera_multi_hf.judge.judges import _load_tokenizer
+    from mera_multi_hf.judge.http_judge import _load_tokenizer
 
     sep = _load_tokenizer(str(judge)).sep_token  # the judge input needs one
     if sep is None:

@@ -40,7 +40,7 @@ def make_judge(options: ScoringOptions):
     """The judge the options name, ready; None without one."""
     if not (options.judge or options.judge_url):
         return None
-    from mera_multi_hf.judge.judges import get_judge
+    from mera_multi_hf.judge.choose import get_judge
 
     extra = {"api_key": options.judge_api_key} if options.judge_api_key else {}
     return get_judge(

@@ -58,7 +58,7 @@ def score_task(
 ) -> TaskResult:
     """The metrics of one task for predictions keyed by id.
 
-    ``judge``: a ready judge (:func:`mera_multi_hf.judge.judges.get_judge`) or None. Judge metrics
+    ``judge``: a ready judge (:func:`mera_multi_hf.judge.choose.get_judge`) or None. Judge metrics
     are computed only with one; the task score averages them with EM where the leaderboard
     ranks the task by both (``task_score_metrics``). Every answer is filtered once here
     (``TaskResult.answers``): the scores, the logs and the submission read that value.

@@ -209,6 +209,13 @@ class JudgeService:
 def create_app(service: JudgeService):
     """The FastAPI app of the judge routes over ``service``."""
     app = json_app(error_payload, "mera-multi judge")
+    _add_info_routes(app, service)
+    _add_model_routes(app, service)
+    return app
+
+
+def _add_info_routes(app, service: JudgeService) -> None:
+    """The GET routes: health, the served model, the tokenizer's separator."""
     judge = service.judge
 
     @app.get("/health")
@@ -240,6 +247,10 @@ def create_app(service: JudgeService):
             "model_max_length": judge.max_tokens,
         }
 
+
+def _add_model_routes(app, service: JudgeService) -> None:
+    """The POST routes that run the model: /classify, /tokenize, /detokenize."""
+
     async def answer(request, work, fields):
         body = (await read_json(request, fields)).model_dump()  # a 400 for a wrong field
         service.check_model(body)
@@ -267,8 +278,6 @@ def create_app(service: JudgeService):
             request, lambda body: service.run(service.detokenize, body), DetokenizeBody
         )
 
-    return app
-
 
 def create_server(
     model_path: str,
@@ -287,7 +296,7 @@ def create_server(
     timeout_keep_alive: float = 5.0,
 ) -> Server:
     """Load the classifier and bind the server (not yet serving). Port 0 picks a free port."""
-    from mera_multi_hf.judge.judges import LocalJudge
+    from mera_multi_hf.judge.local_judge import LocalJudge
 
     judge = LocalJudge(model_path, device=device, batch_size=batch_size)
     service = JudgeService(judge, served_model_name or str(model_path), limits, max_queue)
@@ -318,7 +327,7 @@ def app_from_env():
     """For ``uvicorn --factory mera_multi_hf.serving.judge_server:app_from_env``: the app of the judge at
     $MERA_JUDGE_MODEL (name: $MERA_JUDGE_SERVED_NAME), key from $MERA_JUDGE_API_KEY,
     with the default limits. uvicorn's own options then set the rest."""
-    from mera_multi_hf.judge.judges import LocalJudge
+    from mera_multi_hf.judge.local_judge import LocalJudge
 
     path = os.environ["MERA_JUDGE_MODEL"]
     judge = LocalJudge(path, device=os.environ.get("MERA_JUDGE_DEVICE"))

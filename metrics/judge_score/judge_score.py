@@ -1,13 +1,15 @@
 """MERA Multi judge score: answers rated by the MERA answer judge (a binary classifier).
 
-A thin `evaluate` wrapper: input building, token windows and the backends live in
-judge.py beside it, the group formula in metric_groups.py.
+A thin `evaluate` wrapper: input building and token windows live in judges.py beside
+it, the backends in local_judge.py and http_judge.py, the choice between them in
+choose.py, the group formula in metric_groups.py.
 """
 
 import datasets
 import evaluate
 
-from .judges import get_judge, judge_scores
+from .choose import get_judge
+from .judges import judge_scores
 from .metric_groups import group_mean
 from .metric_inputs import check_batch, mean_score, require_examples
 
@@ -20,7 +22,9 @@ from .citation import CITATION as _CITATION
 from .answer_marker import __name__ as _answer_marker_module
 from .errors import __name__ as _errors_module
 from .http_client import __name__ as _http_client_module
+from .http_judge import __name__ as _http_judge_module
 from .json_read import __name__ as _json_read_module
+from .local_judge import __name__ as _local_judge_module
 from .masking import __name__ as _masking_module
 
 _DESCRIPTION = """\

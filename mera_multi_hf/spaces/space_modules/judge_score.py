@@ -1,13 +1,15 @@
 """MERA Multi judge score: answers rated by the MERA answer judge (a binary classifier).
 
-A thin `evaluate` wrapper: input building, token windows and the backends live in
-judge.py beside it, the group formula in metric_groups.py.
+A thin `evaluate` wrapper: input building and token windows live in judges.py beside
+it, the backends in local_judge.py and http_judge.py, the choice between them in
+choose.py, the group formula in metric_groups.py.
 """
 
 import datasets
 import evaluate
 
-from mera_multi_hf.judge.judges import get_judge, judge_scores
+from mera_multi_hf.judge.choose import get_judge
+from mera_multi_hf.judge.judges import judge_scores
 from mera_multi_hf.scoring.metric_groups import group_mean
 from mera_multi_hf.scoring.metric_inputs import check_batch, mean_score, require_examples
 
