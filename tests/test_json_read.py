@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mera_multi_hf.cli.main import main
@@ -134,6 +134,8 @@ def _one_line_or_json(text):
 
 @SAFE
 @given(depth=st.integers(0, 3000), kind=st.sampled_from(["list", "dict"]))
+@example(depth=json_read.MAX_DEPTH - 1, kind="list")  # the deepest allowed
+@example(depth=json_read.MAX_DEPTH, kind="list")  # one past: as many brackets as the limit
 def test_property_depth(depth, kind):
     value = _one_line_or_json(_nested(depth, kind))
     assert (value is not None) == (depth + 1 <= json_read.MAX_DEPTH)

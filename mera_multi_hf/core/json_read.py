@@ -122,8 +122,8 @@ def loads(
             else str(err)
         )
         raise JsonReadError(where, f"unreadable JSON value: {reason}") from None
-    # a cheap bound first: fewer brackets than the limit cannot nest deeper than it
-    if data.count("[") + data.count("{") > max_depth and depth(value) > max_depth:
+    # a cheap bound first: n brackets nest at most n + 1 levels (the innermost value counts)
+    if data.count("[") + data.count("{") >= max_depth and depth(value) > max_depth:
         raise JsonReadError(where, f"JSON nested deeper than {max_depth} levels")
     return value
 
