@@ -36,7 +36,7 @@ def finish_run(
     record comes from its manifest."""
     split = config.split
     parts = task_parts(config, loaded, records, manifest, logged)
-    info = run_record(config, manifest, loaded)
+    info = evaluate_run_fields(config, manifest, loaded)
     info.update(sample_log_findings(loaded, records, split, preflight, damaged))
     notes = run_notes(config, manifest, loaded)
     if info["failed_examples"]:
@@ -135,7 +135,7 @@ def run_notes(config, manifest, loaded) -> list[str]:
     return notes
 
 
-def run_record(config: RunConfig, manifest: dict, loaded) -> dict:
+def evaluate_run_fields(config: RunConfig, manifest: dict, loaded) -> dict:
     """The fields of the run record that belong to a run (the model, how it generated),
     from the run's manifest; finalize adds those every command records."""
     from mera_multi_hf.generation.manifest import provenance
