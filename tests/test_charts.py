@@ -3,6 +3,7 @@ results.md, listed with its sha256 in results.json, the human baseline drawn."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import subprocess
@@ -15,6 +16,7 @@ from PIL import Image
 
 from mera_multi_hf.core.hashing import sha256_bytes
 from mera_multi_hf.reporting.charts import HUMAN_COLOR, chart_png, panels
+from mera_multi_hf.scoring.records import TaskResult
 
 
 def _pixels(png: bytes) -> np.ndarray:
@@ -79,17 +81,21 @@ def test_score_run_writes_the_chart(tmp_path):
     assert "results.png" in proc.stdout
 
 
+def _unscored(task, n_examples=10):
+    """A task whose gold answers are hidden: named in the summary, not scored."""
+    return TaskResult(task, task, "image", False, "test", n_examples, [], [], {}, {})
+
+
 def _result(task, metrics, human, breakdown=None):
-    return {
-        "task": task,
-        "split": "test",
-        "n_examples": 10,
-        "scorable": True,
-        "metrics": metrics,
-        "task_score": sum(metrics.values()) / len(metrics),
-        "human_baseline": human,
-        "breakdown": breakdown or {},
-    }
+    return dataclasses.replace(
+        _unscored(task),
+        official_metrics=list(metrics),
+        human_baseline=human,
+        scorable=True,
+        metrics=metrics,
+        task_score=sum(metrics.values()) / len(metrics),
+        breakdown=breakdown or {},
+    )
 
 
 def test_panels_follow_the_breakdowns():
@@ -104,7 +110,7 @@ def test_panels_follow_the_breakdowns():
             _result("runaturalsciencevqa", {"exact_match": 0.35}, {"exact_match": 0.938}, domains),
             _result("ruclevr", {"exact_match": 0.6}, {"exact_match": 0.9608}),
             _result("weird", {"exact_match": 0.4}, {}),
-            {"task": "realvqa", "scorable": False, "metrics": {}},
+            _unscored("realvqa"),
         ]
     )
     # the summary names every task of the run (official names), the breakdowns follow
@@ -122,7 +128,7 @@ def test_human_baseline_is_drawn_only_when_known():
     with_human = chart_png([_result("ruclevr", {"exact_match": 0.6}, {"exact_match": 0.9608})])
     without = chart_png([_result("ruclevr", {"exact_match": 0.6}, {})])
     assert _human_pixels(with_human) > 20 and _human_pixels(without) == 0
-    assert chart_png([{"task": "realvqa", "scorable": False, "metrics": {}}]) is None
+    assert chart_png([_unscored("realvqa")]) is None
 
 
 def test_import_does_not_load_matplotlib():
@@ -190,7 +196,7 @@ def test_every_task_is_in_the_summary_with_its_official_name_and_n():
             else None
         )
         results.append(_result(key, {"exact_match": 0.25}, {"exact_match": 0.9}, breakdown))
-    results[7] = {"task": "realvqa", "scorable": False, "metrics": {}, "n_examples": 5}
+    results[7] = _unscored("realvqa", n_examples=5)
     fig, axes = _axes(results)
     ticks = [t.get_text() for t in axes[0].get_xticklabels()]
     assert ticks == [f"{t.class_name}\nn={5 if t.key == 'realvqa' else 10}" for t in TASKS.values()]
@@ -215,7 +221,7 @@ def test_few_examples_are_hatched_and_the_baseline_only_over_bars():
         }
     }
     result = _result("ruhhh_image", {"exact_match": 0.55}, {"exact_match": 0.95}, breakdown)
-    result["n_examples"] = 51
+    result.n_examples = 51
     fig, axes = _axes([result])
     panel = axes[1]
     bars = _visible_bars(panel)
@@ -228,7 +234,7 @@ def test_few_examples_are_hatched_and_the_baseline_only_over_bars():
 
 def test_intervals_are_drawn_when_the_result_carries_them():
     plain = _result("ruclevr", {"exact_match": 0.6}, {})
-    with_ci = dict(
+    with_ci = dataclasses.replace(
         plain,
         uncertainty={
             "exact_match": {"low": 0.4, "high": 0.8, "stderr": 0.1, "level": 0.95, "n": 10}

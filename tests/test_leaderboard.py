@@ -11,6 +11,7 @@ from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.outputs import OutputFolder
 from mera_multi_hf.data.examples import Example
 from mera_multi_hf.reporting.reports import results_doc, write_outputs
+from mera_multi_hf.scoring.records import Summary
 from mera_multi_hf.scoring.score import score_task, summarize
 from mera_multi_hf.tasks.table import get_task
 
@@ -44,7 +45,7 @@ def _run(folder, name, results, official=False):
         "official_test_split": {r.task: official for r in results},
     }
     with OutputFolder(folder, kind="run").claim() as out:  # as a run writes it
-        write_outputs(out, {}, results_doc(results, summarize(results), info))
+        write_outputs(out, {}, results_doc(results, Summary.from_dict(summarize(results)), info))
     return str(folder)
 
 

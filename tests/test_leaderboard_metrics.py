@@ -7,6 +7,7 @@ import pytest
 
 from mera_multi_hf.data.examples import Example
 from mera_multi_hf.reporting.reports import markdown, metric_rows
+from mera_multi_hf.scoring.records import Summary
 from mera_multi_hf.scoring.score import score_task, summarize, task_score
 from mera_multi_hf.tasks.table import TASKS
 
@@ -66,9 +67,10 @@ def test_rutie_em_is_strict_and_reported_as_a_local_estimate():
     assert result.metric_modes["exact_match"] == "strict"
     assert result.metrics["exact_match"] == pytest.approx(2 / 4)
     assert result.local_estimate is True
-    labels = [label for label, _, _ in metric_rows(result.to_dict())]
+    labels = [label for label, _, _ in metric_rows(result)]
     assert "Exact match (local estimate)" in labels
-    text = markdown([result.to_dict()], summarize([result]), {"model": "m", "run_id": "r"})
+    summary = Summary.from_dict(summarize([result]))
+    text = markdown([result], summary, {"model": "m", "run_id": "r"})
     assert "rutie_image: task score 0.5000 = mean of Exact match" in text
     assert "a local estimate (strict EM against the gold letter)" in text
 
@@ -78,9 +80,7 @@ def test_model_index_and_chart_carry_the_leaderboard_task_score():
     from mera_multi_hf.reporting.reports import model_index
 
     examples = _rutie_examples()
-    result = score_task(
-        TASKS["rutie_image"], examples, {1: "A", 2: "B", 3: "x", 501: "y"}
-    ).to_dict()
+    result = score_task(TASKS["rutie_image"], examples, {1: "A", 2: "B", 3: "x", 501: "y"})
     block = model_index([result], "m", {"rutie_image": True})
     assert "type: task_score" in block and "value: 0.5" in block
     (panel,) = panels([result])

@@ -63,21 +63,30 @@ def test_per_example_functions_make_each_metric_once():
 
 def test_the_diagnostics_show_the_means_over_examples_the_registry_names():
     from mera_multi_hf.scoring.diagnostics import _task_lines
+    from mera_multi_hf.scoring.records import TaskResult
 
     fmt = {"format": {"failures": 1, "n": 4, "rate": 0.25, "rule": "a letter"}}
-    ruhhh = {
-        "task": "ruhhh_image",
-        "diagnostics": fmt,
-        "official_metrics": ["exact_match", "group_exact_match"],
-        "metrics": {"exact_match": 0.5, "group_exact_match": 0.25},
-    }
+
+    def scored(task, metrics):
+        return TaskResult(
+            task,
+            task,
+            "image",
+            False,
+            "test",
+            4,
+            list(metrics),
+            [],
+            {},
+            {},
+            True,
+            metrics,
+            diagnostics=fmt,
+        )
+
+    ruhhh = scored("ruhhh_image", {"exact_match": 0.5, "group_exact_match": 0.25})
     assert _task_lines(ruhhh)[2].endswith("a letter; Exact match 0.5000")
-    ruslun = {
-        "task": "ruslun",
-        "diagnostics": fmt,
-        "official_metrics": ["intent_exact_match", "slot_f1"],
-        "metrics": {"intent_exact_match": 0.5, "slot_f1": 0.125},
-    }
+    ruslun = scored("ruslun", {"intent_exact_match": 0.5, "slot_f1": 0.125})
     assert _task_lines(ruslun)[2].endswith("; Intent exact match 0.5000; Slot F1 0.1250")
 
 
@@ -101,9 +110,12 @@ def test_the_metric_modules_and_their_task_options_come_from_the_registry():
 def test_display_names_are_read_by_the_reports_and_the_cards():
     from mera_multi_hf.data.export_card import _metric_lines
     from mera_multi_hf.reporting.reports import metric_rows
+    from mera_multi_hf.scoring.records import TaskResult
 
     assert display_name("slot_f1") == "Slot F1" and display_name("made_up") == "made_up"
-    result = {"scorable": True, "metrics": {"slot_f1": 0.5}, "leaderboard_metrics": ["slot_f1"]}
+    result = TaskResult("ruslun", "ruSLUn", "audio", False, "test", 1, ["slot_f1"], [], {}, {})
+    result.scorable, result.metrics = True, {"slot_f1": 0.5}
+    result.leaderboard_metrics = ["slot_f1"]
     assert metric_rows(result)[0][0] == "Slot F1"
     lines = _metric_lines({"metrics": {"Judge score": "default"}}, "en")
     assert lines == [f"- `Judge score`: {CARD_TEXT['Judge score'][0]}"]

@@ -8,6 +8,7 @@ import datasets
 
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.reporting.reports import JUDGE_LABEL, markdown
+from mera_multi_hf.scoring.records import Summary, TaskResult
 
 
 def test_a_demo_run_says_only_what_applies(tmp_path, capsys, monkeypatch):
@@ -32,22 +33,20 @@ def test_a_demo_run_says_only_what_applies(tmp_path, capsys, monkeypatch):
 
 
 def test_judge_rows_come_with_the_explanation_of_the_label():
-    result = {
-        "task": "ruclevr",
-        "split": "test",
-        "n_examples": 4,
-        "scorable": True,
-        "metrics": {"exact_match": 0.5},
-        "judge": {"judge_score": 0.75},
-        "judge_not_computed": [],
-        "human_baseline": {},
-    }
-    summary = {
-        "modality": {},
-        "overall": {"score": 0.5, "n_tasks": 1},
-        "official_total": {"score": None, "n_tasks": 0, "of": 11},
-        "task_score_definition": "the mean",
-    }
+    result = TaskResult(
+        "ruclevr", "ruCLEVR", "image", True, "test", 4, ["exact_match"], ["judge_score"], {}, {}
+    )
+    result.scorable, result.metrics = True, {"exact_match": 0.5}
+    result.judge = {"judge_score": 0.75}
+    result.leaderboard_metrics = ["exact_match", "judge_score"]
+    summary = Summary.from_dict(
+        {
+            "modality": {},
+            "overall": {"score": 0.5, "n_tasks": 1},
+            "official_total": {"score": None, "n_tasks": 0, "of": 11},
+            "task_score_definition": "the mean",
+        }
+    )
     md = markdown([result], summary, {"model": "m", "run_id": "r"})
     assert "Judge score (judge) | 0.7500" in md and JUDGE_LABEL in md
     assert "need a judge" not in md and "private tasks" not in md

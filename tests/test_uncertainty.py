@@ -128,8 +128,8 @@ def test_model_index_carries_each_standard_error():
 
     from mera_multi_hf.reporting.reports import model_index
 
-    result = _scored("weird", lambda e: "A").to_dict()
+    result = _scored("weird", lambda e: "A")
     block = yaml.safe_load(model_index([result], "m", {"weird": True}))
     metrics = {m["type"]: m["value"] for m in block["model-index"][0]["results"][0]["metrics"]}
-    assert metrics["exact_match"] == round(result["metrics"]["exact_match"], 4)
-    assert metrics["exact_match_stderr"] == round(result["uncertainty"]["exact_match"]["stderr"], 4)
+    assert metrics["exact_match"] == round(result.metrics["exact_match"], 4)
+    assert metrics["exact_match_stderr"] == round(result.uncertainty["exact_match"]["stderr"], 4)

@@ -67,7 +67,7 @@ def page_of(run_dir: Path) -> str:
             f"({type(err).__name__}); run `mera-multi evaluate` or `score` first"
         ) from None
     run, results = doc.run.to_dict(), list(doc.tasks.values())
-    summary = doc.summary.to_dict() if doc.summary.overall else None  # a file without one
+    summary = doc.summary if doc.summary.overall else None  # a file without one
     sources, notes, rows = run.get("dataset_source"), [], []
     for result in results:
         task, split = get_task(result.task), result.split or run.get("split", "test")

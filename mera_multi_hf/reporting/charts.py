@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import threading
 
+from mera_multi_hf.scoring.records import TaskResult
 from mera_multi_hf.scoring.registry import display_name
 from mera_multi_hf.tasks.table import TASKS
 
@@ -41,57 +42,57 @@ def _interval(uncertainty: dict | None, metric: str):
     return None
 
 
-def _breakdown_panel(result: dict) -> dict | None:
+def _breakdown_panel(result: TaskResult) -> dict | None:
     """The first breakdown of a task: groups, one series per official metric, baselines."""
-    breakdown = result.get("breakdown") or {}
-    if not breakdown:
+    if not result.breakdown:
         return None
-    name, rows = next(iter(breakdown.items()))
-    metrics = list(result["metrics"])
-    entries = [result] + [rows[k] for k in rows]
-    series = {m: [result["metrics"][m]] + [rows[k].get(m) for k in rows] for m in metrics}
-    intervals = {m: [_interval(e.get("uncertainty"), m) for e in entries] for m in metrics}
-    human = {m: result.get("human_baseline", {}).get(m) for m in metrics}
+    name, rows = next(iter(result.breakdown.items()))
+    metrics = list(result.metrics)
+    series = {m: [result.metrics[m]] + [rows[k].get(m) for k in rows] for m in metrics}
+    intervals = {
+        m: [_interval(result.uncertainty, m)]
+        + [_interval(rows[k].get("uncertainty"), m) for k in rows]
+        for m in metrics
+    }
+    human = {m: result.human_baseline.get(m) for m in metrics}
     return {
-        "title": f"{official_name(result['task'])} by {name} ({result['split']})",
+        "title": f"{official_name(result.task)} by {name} ({result.split})",
         "labels": ["all"] + list(rows),
-        "n": [e.get("n_examples") for e in entries],
+        "n": [result.n_examples] + [rows[k].get("n_examples") for k in rows],
         "series": series,
         "intervals": intervals,
         "human": human,
     }
 
 
-def _task_human(result: dict):
-    used = result.get("task_score_metrics") or result.get("metrics") or {}
-    base = [result.get("human_baseline", {}).get(m) for m in used]
+def _task_human(result: TaskResult):
+    used = result.task_score_metrics or result.metrics
+    base = [result.human_baseline.get(m) for m in used]
     return sum(base) / len(base) if base and None not in base else None
 
 
-def _summary_panel(results: list[dict]) -> dict | None:
+def _summary_panel(results: list[TaskResult]) -> dict | None:
     """Every task of the run: its task score (mean of its leaderboard metrics computed)."""
     if not results:
         return None
-    scored = [bool(r.get("scorable") and r.get("metrics")) for r in results]
+    scored = [bool(r.scorable and r.metrics) for r in results]
     return {
         "title": "task score per task (mean of the leaderboard metrics computed)",
-        "labels": [official_name(r["task"]) for r in results],
-        "n": [r.get("n_examples") for r in results],
-        "series": {
-            "task score": [r.get("task_score") if ok else None for r, ok in zip(results, scored)]
-        },
+        "labels": [official_name(r.task) for r in results],
+        "n": [r.n_examples for r in results],
+        "series": {"task score": [r.task_score if ok else None for r, ok in zip(results, scored)]},
         "intervals": {
-            "task score": [_interval({"s": r.get("task_score_uncertainty")}, "s") for r in results]
+            "task score": [_interval({"s": r.task_score_uncertainty}, "s") for r in results]
         },
         "human": {"task score": [_task_human(r) if ok else None for r, ok in zip(results, scored)]},
         "missing": "not scored",
     }
 
 
-def panels(task_results: list[dict]) -> list[dict]:
+def panels(task_results: list[TaskResult]) -> list[dict]:
     """What the chart shows, as data (one dict per panel): the summary first, then the
     breakdowns; nothing when no task could be scored."""
-    scored = [r for r in task_results if r.get("scorable") and r.get("metrics")]
+    scored = [r for r in task_results if r.scorable and r.metrics]
     if not scored:
         return []
     broken = [p for p in map(_breakdown_panel, scored) if p]
@@ -247,7 +248,7 @@ def _draw(ax, panel: dict) -> None:
     ax.legend(handles, names, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
-def figure(task_results: list[dict], title: str = ""):
+def figure(task_results: list[TaskResult], title: str = ""):
     """The chart as a matplotlib Figure (what tests read); None when nothing is scored."""
     shown = panels(task_results)
     if not shown:
@@ -268,7 +269,7 @@ def figure(task_results: list[dict], title: str = ""):
     return fig
 
 
-def chart_png(task_results: list[dict], title: str = "") -> bytes | None:
+def chart_png(task_results: list[TaskResult], title: str = "") -> bytes | None:
     """The chart as PNG bytes; None when no task could be scored (hidden answers)."""
     with _DRAWING:
         fig = figure(task_results, title)
@@ -285,19 +286,10 @@ def warm_up() -> None:
     """Draw a small chart and drop it: matplotlib's first figure loads its fonts and
     fills its text caches (a few tenths of a second), which a run pays here while it
     only waits for a server's answers."""
-    chart_png(
-        [
-            {
-                "task": next(iter(TASKS)),
-                "split": "test",
-                "n_examples": 1,
-                "scorable": True,
-                "metrics": {"exact_match": 0.5},
-                "task_score": 0.5,
-                "human_baseline": {},
-                "breakdown": {},
-                "task_score_uncertainty": {"low": 0.4, "high": 0.6},
-            }
-        ],
-        "warm-up",
+    task = next(iter(TASKS.values()))
+    result = TaskResult(
+        task.key, task.class_name, task.modality, task.public, "test", 1, [], [], {}, {}
     )
+    result.scorable, result.metrics, result.task_score = True, {"exact_match": 0.5}, 0.5
+    result.task_score_uncertainty = {"low": 0.4, "high": 0.6}
+    chart_png([result], "warm-up")

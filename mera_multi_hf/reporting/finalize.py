@@ -62,6 +62,7 @@ def finalize(
     ``run_info``: the command's own fields of the run record (mode, model, ...)."""
     from mera_multi_hf.reporting.reports import report_files, results_doc, write_outputs
     from mera_multi_hf.reporting.results_page import PAGE_NAME, render
+    from mera_multi_hf.scoring.records import Summary
     from mera_multi_hf.scoring.score import score_task, summarize
 
     notes = mark_private(parts, split) + list(notes)
@@ -78,21 +79,20 @@ def finalize(
         )
         for p in parts
     ]
-    docs = [r.to_dict() for r in results]  # results.json's form, what the reports render
     run = run_record(parts, results, judge, split, run_info, started)
     run["coverage_change"] = coverage_change(folder, parts, split)
     official = run["official_test_split"]
     notes += result_notes(results, split, official)
     if run["coverage_change"]:
         notes.insert(0, run["coverage_change"]["note"])
-    summary = summarize(results)
+    summary = Summary.from_dict(summarize(results))
     files = {
         f"samples_{p.task.key}_{split}.jsonl": sample_lines(p, r, split)
         for p, r in zip(parts, results)
         if p.log is not None
     }
     notes += secrets_in_data(parts, files)
-    files.update(report_files(docs, summary, run, official))
+    files.update(report_files(results, summary, run, official))
     files[PAGE_NAME] = render(results, run, page_rows(parts, results, files, split), notes, summary)
     if split == "test" and not options.no_submission:
         files["submission.zip"] = submission(parts, results, public_logs(parts, results, split))
@@ -100,8 +100,8 @@ def finalize(
     return {
         "output_dir": str(folder.path),
         "run": run,
-        "tasks": docs,
-        "summary": summary,
+        "tasks": [r.to_dict() for r in results],  # results.json's form
+        "summary": summary.to_dict(),
         "files": written,
         "notes": notes,
     }
@@ -382,16 +382,12 @@ def results_table(result: dict) -> str:
     """The short table both commands print: one row per task and metric, the notes, the
     files written."""
     from mera_multi_hf.core.arguments import text_table
-    from mera_multi_hf.reporting.reports import footnotes, metric_rows
+    from mera_multi_hf.reporting.reports import SUMMARY_HEAD, footnotes, summary_rows
+    from mera_multi_hf.scoring.records import TaskResult
 
-    rows = [("task", "split", "n", "metric", "score", "human")]
-    for task in result["tasks"]:
-        rows += [
-            (task["task"], task["split"], str(task["n_examples"]), *row)
-            for row in metric_rows(task)
-        ]
-    lines = [text_table(rows)]
-    lines += [f"note: {note}" for note in footnotes(result["tasks"]) + result["notes"]]
+    tasks = [TaskResult.from_dict(doc) for doc in result["tasks"]]  # results.json's form
+    lines = [text_table([SUMMARY_HEAD, *summary_rows(tasks)])]
+    lines += [f"note: {note}" for note in footnotes(tasks) + result["notes"]]
     lines.append("wrote: " + ", ".join(str(p) for p in result["files"].values()))
     return "\n".join(lines)
 

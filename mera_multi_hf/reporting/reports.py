@@ -13,6 +13,7 @@ from pathlib import Path
 
 from mera_multi_hf.core.hashing import sha256_bytes
 from mera_multi_hf.core.masking import mask_secrets
+from mera_multi_hf.scoring.records import Results, RunRecord, Summary, TaskResult
 from mera_multi_hf.scoring.registry import display_name
 from mera_multi_hf.tasks.table import TASKS
 
@@ -38,38 +39,37 @@ INTERVAL_NOTE = (
 )
 
 
-def _human(result: dict, metric: str) -> str:
-    return _fmt(result.get("human_baseline", {}).get(metric))
+def _human(result: TaskResult, metric: str) -> str:
+    return _fmt(result.human_baseline.get(metric))
 
 
-def _label(result: dict, metric: str) -> str:
+def _label(result: TaskResult, metric: str) -> str:
     """A metric's name, marked "supplementary" when the leaderboard does not rank the
     task by it, and "local estimate" where the site computes the official number."""
     label = display_name(metric)
-    if metric not in result.get("leaderboard_metrics", [metric]):
+    if metric not in result.leaderboard_metrics:
         label += " (supplementary)"
-    elif result.get("local_estimate"):
+    elif result.local_estimate:
         label += " (local estimate)"
     return label
 
 
-def metric_rows(result: dict) -> list[tuple[str, str, str]]:
+def metric_rows(result: TaskResult) -> list[tuple[str, str, str]]:
     """(metric label, score, human baseline) of one task, official metrics first; what
     results.md and the CLI table show."""
-    if not result.get("scorable"):
+    if not result.scorable:
         return [("—", "not scorable: gold answers hidden", "")]
-    unc = result.get("uncertainty", {})
+    unc = result.uncertainty
     rows = [
         (_label(result, m), fmt_interval(v, unc.get(m)), _human(result, m))
-        for m, v in result["metrics"].items()
+        for m, v in result.metrics.items()
     ]
     rows += [
         (_label(result, m) + " (judge)", fmt_interval(v, unc.get(m)), "")
-        for m, v in result.get("judge", {}).items()
+        for m, v in result.judge.items()
     ]
     rows += [
-        (display_name(m), fmt_interval(v, unc.get(m)), "")
-        for m, v in result.get("unofficial", {}).items()
+        (display_name(m), fmt_interval(v, unc.get(m)), "") for m, v in result.unofficial.items()
     ]
     return rows
 
@@ -82,15 +82,13 @@ JUDGE_LABEL = (
 )
 
 
-def footnotes(task_results: list[dict]) -> list[str]:
+def footnotes(task_results: list[TaskResult]) -> list[str]:
     """Said once under the tables: what "(judge)" means where judge rows are shown, and
     which judge metrics a judge would add where none was given."""
     notes = []
-    if any(r.get("judge") for r in task_results):
+    if any(r.judge for r in task_results):
         notes.append(JUDGE_LABEL + ".")
-    missing = sorted(
-        {m for r in task_results if r.get("scorable") for m in r.get("judge_not_computed", [])}
-    )
+    missing = sorted({m for r in task_results if r.scorable for m in r.judge_not_computed})
     if missing:
         notes.append(
             f"Judge metrics ({', '.join(display_name(m) for m in missing)}) "
@@ -105,24 +103,22 @@ SUMMARY_HEAD = ("task", "split", "n", "metric", "score", "human")
 TOTALS_HEAD = ("total", "score", "over")
 
 
-def summary_rows(task_results: list[dict]) -> list[tuple[str, ...]]:
+def summary_rows(task_results: list[TaskResult]) -> list[tuple[str, ...]]:
     """One row per metric of each task: task, split, n, metric label, score ± interval,
     human baseline."""
     return [
-        (r["task"], r["split"], str(r["n_examples"]), *row)
-        for r in task_results
-        for row in metric_rows(r)
+        (r.task, r.split, str(r.n_examples), *row) for r in task_results for row in metric_rows(r)
     ]
 
 
-def totals_rows(summary: dict, leaderboard: bool = True) -> list[tuple[str, str, str]]:
+def totals_rows(summary: Summary, leaderboard: bool = True) -> list[tuple[str, str, str]]:
     """The modality scores and the totals; ``leaderboard``: a run on official test splits,
     the only kind with a leaderboard-like total."""
     rows = [
         (modality, fmt_interval(agg["score"], agg.get("uncertainty")), f"{agg['n_tasks']} tasks")
-        for modality, agg in summary["modality"].items()
+        for modality, agg in summary.modality.items()
     ]
-    overall, official = summary["overall"], summary["official_total"]
+    overall, official = summary.overall, summary.official_total
     rows.append(
         (
             "all scored tasks",
@@ -141,11 +137,11 @@ def totals_rows(summary: dict, leaderboard: bool = True) -> list[tuple[str, str,
     return rows
 
 
-def breakdown_tables(result: dict) -> list[tuple[str, tuple, list[tuple]]]:
+def breakdown_tables(result: TaskResult) -> list[tuple[str, tuple, list[tuple]]]:
     """(breakdown name, head, rows) of each breakdown of one task: key, n, each metric."""
-    names = list(result.get("metrics", {})) + list(result.get("judge", {}))
+    names = list(result.metrics) + list(result.judge)
     tables = []
-    for name, rows in result.get("breakdown", {}).items():
+    for name, rows in result.breakdown.items():
         head = (name, "n", *(display_name(m) for m in names))
         tables.append(
             (
@@ -173,28 +169,26 @@ def _md_table(head: tuple, rows: list[tuple]) -> list[str]:
     ]
 
 
-def _totals(summary: dict, leaderboard: bool = True) -> list[str]:
+def _totals(summary: Summary, leaderboard: bool = True) -> list[str]:
     return _md_table(TOTALS_HEAD, totals_rows(summary, leaderboard)) + [
         "",
-        f"Task score: {summary['task_score_definition']}.",
+        f"Task score: {summary.task_score_definition}.",
     ]
 
 
-def task_score_lines(task_results: list[dict]) -> list[str]:
+def task_score_lines(task_results: list[TaskResult]) -> list[str]:
     """One line per scored task: its task score and which leaderboard metrics it covers."""
     lines = []
-    for r in (r for r in task_results if r.get("scorable") and "task_score_metrics" in r):
-        used = ", ".join(display_name(m) for m in r["task_score_metrics"])
-        line = f"- {r['task']}: task score {_fmt(r['task_score'])} = mean of {used}"
-        missing = [
-            display_name(m) for m in r["leaderboard_metrics"] if m not in r["task_score_metrics"]
-        ]
+    for r in (r for r in task_results if r.scorable):
+        used = ", ".join(display_name(m) for m in r.task_score_metrics)
+        line = f"- {r.task}: task score {_fmt(r.task_score)} = mean of {used}"
+        missing = [display_name(m) for m in r.leaderboard_metrics if m not in r.task_score_metrics]
         if missing:
             line += (
                 f"; covers only part of the leaderboard metrics (without "
                 f"{', '.join(missing)}: see the judge note below)"
             )
-        if r.get("local_estimate"):
+        if r.local_estimate:
             line += (
                 "; a local estimate (strict EM against the gold letter): the official "
                 "score is computed by the MERA site"
@@ -203,16 +197,16 @@ def task_score_lines(task_results: list[dict]) -> list[str]:
     return ["", "## Task scores", ""] + lines if lines else []
 
 
-def _breakdown_tables(result: dict) -> list[str]:
+def _breakdown_tables(result: TaskResult) -> list[str]:
     lines = []
     for name, head, rows in breakdown_tables(result):
-        lines += ["", f"## {result['task']} by {name}", "", *_md_table(head, rows)]
+        lines += ["", f"## {result.task} by {name}", "", *_md_table(head, rows)]
     return lines
 
 
 def markdown(
-    task_results: list[dict],
-    summary: dict,
+    task_results: list[TaskResult],
+    summary: Summary,
     run_info: dict,
     chart: str | None = None,
     page: str | None = None,
@@ -253,7 +247,9 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
-def model_index(task_results: list[dict], model_name: str, official: dict[str, bool]) -> str | None:
+def model_index(
+    task_results: list[TaskResult], model_name: str, official: dict[str, bool]
+) -> str | None:
     """The `model-index` block of a Hub model card, for the tasks that ``model_name``
     answered and that were scored on the whole official test split only (``official``:
     task -> whether it was); None when none was."""
@@ -261,14 +257,10 @@ def model_index(task_results: list[dict], model_name: str, official: dict[str, b
 
     results = []
     for r in task_results:
-        if (
-            not r.get("scorable")
-            or not official.get(r["task"])
-            or r.get("model", model_name) != model_name
-        ):
+        if not r.scorable or not official.get(r.task) or r.model not in (None, model_name):
             continue
-        task = TASKS[r["task"]]
-        scores = dict(r["metrics"], task_score=r["task_score"])  # leaderboard metrics' mean
+        task = TASKS[r.task]
+        scores = dict(r.metrics, task_score=r.task_score)  # leaderboard metrics' mean
         for name, value in scores.items():
             results.append(
                 EvalResult(
@@ -276,7 +268,7 @@ def model_index(task_results: list[dict], model_name: str, official: dict[str, b
                     task_name=f"MERA Multi {task.class_name}",
                     dataset_type=task.hub_id,
                     dataset_name=task.hub_id.split("/")[-1],
-                    dataset_split=r["split"],
+                    dataset_split=r.split,
                     metric_type=name,
                     metric_name=display_name(name),
                     metric_value=round(value, 4),
@@ -284,7 +276,7 @@ def model_index(task_results: list[dict], model_name: str, official: dict[str, b
                     source_url="https://mera.a-ai.ru/",
                 )
             )
-            results += _stderr_entries(results[-1], r.get("uncertainty", {}).get(name))
+            results += _stderr_entries(results[-1], r.uncertainty.get(name))
     if not results:
         return None
     return ModelCardData(model_name=model_name, eval_results=results).to_yaml() + "\n"
@@ -308,11 +300,10 @@ def _stderr_entries(entry, uncertainty: dict | None) -> list:
     ]
 
 
-def results_doc(task_results: list, summary: dict, run_info: dict) -> dict:
-    """results.json's document, from the typed records (``task_results``: TaskResult)."""
-    from mera_multi_hf.scoring.records import Results
-
-    return Results.of(run_info, summary, task_results).to_dict()
+def results_doc(task_results: list[TaskResult], summary: Summary, run_info: dict) -> dict:
+    """results.json's document, from the typed records."""
+    tasks = {r.task: r for r in task_results}
+    return Results(RunRecord.from_dict(run_info), summary, tasks).to_dict()
 
 
 def write_outputs(folder, files: dict[str, bytes | str], doc: dict) -> dict[str, Path]:
@@ -330,7 +321,9 @@ def write_outputs(folder, files: dict[str, bytes | str], doc: dict) -> dict[str,
     return folder.write_set({**files, RESULTS: text}, index=RESULTS, private=private)
 
 
-def report_files(task_results, summary, run_info, official) -> dict[str, str | bytes]:
+def report_files(
+    task_results: list[TaskResult], summary: Summary, run_info: dict, official: dict
+) -> dict[str, str | bytes]:
     """results.md, the bar chart results.png (when a task could be scored) and (when there
     is one) model-index.yaml."""
     from mera_multi_hf.reporting.charts import CHART_NAME, chart_png

@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from mera_multi_hf.data.media_decode import _av_mime, media_bytes
 from mera_multi_hf.reporting.submission import LOCAL_ONLY, gold_derived
+from mera_multi_hf.scoring.records import Summary, TaskResult
 from mera_multi_hf.scoring.registry import display_name
 from mera_multi_hf.tasks.table import TASKS
 
@@ -235,7 +236,7 @@ def task_rows(
     return rows
 
 
-def _summary(task_results: list[dict], summary: dict | None, run_info: dict) -> dict:
+def _summary(task_results: list[TaskResult], summary: Summary | None, run_info: dict) -> dict:
     """The tables of results.md, from the same rows (reports.py), with links to the
     examples behind each task and breakdown row."""
     from mera_multi_hf.reporting import reports
@@ -243,12 +244,12 @@ def _summary(task_results: list[dict], summary: dict | None, run_info: dict) -> 
     leaderboard = any((run_info.get("official_test_split") or {}).values())
     breakdowns = [
         {
-            "title": f"{r['task']} by {name}",
+            "title": f"{r.task} by {name}",
             "head": head,
             "rows": [
                 {
                     "cells": row,
-                    "link": f"task={r['task']}"
+                    "link": f"task={r.task}"
                     + (f"&{name}={quote(row[0])}" if name in FILTERS else ""),
                 }
                 for row in rows
@@ -268,7 +269,7 @@ def _summary(task_results: list[dict], summary: dict | None, run_info: dict) -> 
         "interval_note": reports.INTERVAL_NOTE,
         "totals_head": reports.TOTALS_HEAD,
         "totals": reports.totals_rows(summary, leaderboard) if summary else [],
-        "task_score_definition": (summary or {}).get("task_score_definition"),
+        "task_score_definition": summary.task_score_definition if summary else None,
         "footnotes": reports.footnotes(task_results),
         "breakdowns": breakdowns,
     }
@@ -290,11 +291,11 @@ def _within_budget(rows: list[dict], budget: int = PAGE_MEDIA_BUDGET) -> None:
 
 
 def render(
-    task_results: list,
+    task_results: list[TaskResult],
     run_info: dict,
     rows: list[dict],
     notes: list[str] = (),
-    summary: dict | None = None,
+    summary: Summary | None = None,
 ) -> str:
     """The page as HTML text; ``task_results``: TaskResult records (mera_multi_hf.scoring.records);
     ``summary``: the run's totals (scoring.summarize), shown as in results.md."""
@@ -314,7 +315,7 @@ def render(
         title=f"MERA Multi results: {run_info.get('model', 'unnamed model')}",
         run_id=run_info.get("run_id", ""),
         notes=list(notes),
-        summary=_summary([r.to_dict() for r in task_results], summary, run_info),
+        summary=_summary(task_results, summary, run_info),
         tasks=[{"key": t, "name": TASKS[t].class_name} for t in tasks],
         categories=sorted({r["category"] for r in rows if r["category"]}),
         domains=sorted({r["domain"] for r in rows if r["domain"]}),

@@ -22,6 +22,7 @@ import numpy as np
 
 from mera_multi_hf.scoring.metric_exact_match import normalize
 from mera_multi_hf.scoring.metric_ruslun import _parse_prediction
+from mera_multi_hf.scoring.records import TaskResult
 from mera_multi_hf.scoring.registry import averaged_over_examples, display_name
 
 SHOWN_IDS = 10  # example ids listed with a count
@@ -228,17 +229,17 @@ def _ranking_lines(r: dict) -> list[str]:
     ]
 
 
-def _task_lines(result: dict) -> list[str]:
-    d = result["diagnostics"]
-    scores = result.get("metrics", {})  # beside the failures: the means over examples
+def _task_lines(result: TaskResult) -> list[str]:
+    d = result.diagnostics
+    scores = result.metrics  # beside the failures: the means over examples
     beside = "".join(
         f"; {display_name(m)} {scores[m]:.4f}"
-        for m in averaged_over_examples(result.get("official_metrics", ()))
+        for m in averaged_over_examples(result.official_metrics)
         if m in scores
     )
     fmt = d["format"]
     lines = [
-        f"### {result['task']}",
+        f"### {result.task}",
         "",
         f"- format failures: {fmt['failures']} of {fmt['n']} ({_pct(fmt['rate'])}): "
         f"{fmt['rule']}{beside}",
@@ -253,9 +254,9 @@ def _task_lines(result: dict) -> list[str]:
     return lines + [""]
 
 
-def markdown_section(task_results: list[dict]) -> list[str]:
+def markdown_section(task_results: list[TaskResult]) -> list[str]:
     """The diagnostics section of results.md (tasks with gold answers only)."""
-    shown = [r for r in task_results if r.get("diagnostics")]
+    shown = [r for r in task_results if r.scorable and r.diagnostics]
     if not shown:
         return []
     lines = [
