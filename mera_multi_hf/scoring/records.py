@@ -248,12 +248,6 @@ class Results:
     schema_version: int = SCHEMA_VERSION
     folder: str | None = None  # where it was read from (compare names the runs by it)
 
-    @classmethod
-    def of(cls, run: dict, summary: dict, task_results: list[TaskResult]) -> Results:
-        return cls(
-            RunRecord.from_dict(run), Summary.from_dict(summary), {r.task: r for r in task_results}
-        )
-
     def to_dict(self) -> dict:
         """results.json as written: always this version's schema."""
         return {
