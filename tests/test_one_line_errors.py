@@ -172,3 +172,19 @@ def test_max_new_tokens_beyond_the_context_is_refused(tmp_path, capsys):
         == 2
     )
     _one_line(capsys, "--max-new-tokens 100000000", "context of 2048 tokens")
+
+
+def test_a_reader_that_stops_early_gets_no_traceback():
+    """`mera-multi tasks | head -1`: the pipe closes before the table is written; the
+    command ends quietly (no BrokenPipeError traceback, none at the interpreter's exit)."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen(
+        [sys.executable, "-m", "mera_multi_hf", "tasks"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    child.stdout.close()  # the reader is gone before the first line is written
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=60) == 0 and "Traceback" not in err and "Broken" not in err, err

@@ -266,8 +266,13 @@ def main(argv: list[str] | None = None) -> int:
         atexit.register(gc.freeze)
         sys.excepthook = masking.excepthook  # an unexpected traceback is masked too
     masking.remember_environment()
-    with masking.masked_console():  # whatever the command prints, warns or logs
-        return _main(sys.argv[1:] if argv is None else list(argv))
+    try:
+        with masking.masked_console():  # whatever the command prints, warns or logs
+            return _main(sys.argv[1:] if argv is None else list(argv))
+    except BrokenPipeError:  # the reader stopped early (`mera-multi tasks | head -3`)
+        # nothing more can reach it; the interpreter's last flush must not fail either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _main(argv: list[str]) -> int:
