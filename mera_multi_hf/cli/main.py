@@ -270,8 +270,9 @@ def main(argv: list[str] | None = None) -> int:
         with masking.masked_console():  # whatever the command prints, warns or logs
             return _main(sys.argv[1:] if argv is None else list(argv))
     except BrokenPipeError:  # the reader stopped early (`mera-multi tasks | head -3`)
-        # nothing more can reach it; the interpreter's last flush must not fail either
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        from mera_multi_hf.core.outputs import discard_stdout
+
+        discard_stdout()  # nothing more can reach it; the last flush at exit must not fail
         return 0
 
 

@@ -44,6 +44,7 @@ from mera_multi_hf.core.outputs.fs import (
     PRIVATE_MODE,
     LinkRefused,
     as_written,
+    discard_stdout,
     shown,
     write_error,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "cache_folder",
     "cache_lock",
     "check_report_file",
+    "discard_stdout",
     "folder_kind",
     "legacy_kinds",
     "read_marker",

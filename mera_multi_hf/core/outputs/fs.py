@@ -8,6 +8,7 @@ import errno
 import os
 import secrets
 import stat
+import sys
 from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
@@ -179,3 +180,9 @@ def _unlink_at_path(folder, base: str) -> None:
         _unlink_at(fd, base)
     finally:
         os.close(fd)
+
+
+def discard_stdout() -> None:
+    """Point this process's stdout at the null device: its reader has gone (a closed
+    pipe), and whatever is still printed, or flushed at exit, must go nowhere."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
