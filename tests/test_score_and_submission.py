@@ -164,7 +164,7 @@ def test_score_reads_lm_eval_sample_logs(raw_sample, sample_test, tmp_path):
     other.mkdir()
     _jsonl(other / "samples_rucommonvqa_2026-01-01T00-00-00.jsonl", rows)
     with pytest.raises(MeraError, match="rucommonvqa"):
-        from mera_multi_hf.cli.score import score_predictions
+        from mera_multi_hf.pipeline.score import score_predictions
 
         score_predictions("ruhhh_image", other, tmp_path / "r2", data=raw_sample)
 
