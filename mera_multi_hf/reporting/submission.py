@@ -70,31 +70,17 @@ def _zip_bytes(files: Mapping[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def submission_bytes(
-    answers: Mapping[str, PairsOrMap],
-    expected_ids: Mapping[str, Iterable[int]] | None = None,
-    logs: Mapping[str, bytes] | None = None,
-) -> bytes:
-    """The ZIP, after checking every task's answers against its test ids.
-
-    ``answers``: task key -> {id: output} or [(id, output), ...], the outputs already
-    filtered as the task declares (``ExampleResult.submitted``); ``expected_ids``: task key
-    -> the test split's ids (checked when given); ``logs``: file name -> the sample log,
-    packed as ``logs_public.zip`` the way the official packer adds its logs (no media).
-    """
-    tasks = [
-        (get_task(key), task_answers, (expected_ids or {}).get(key))
-        for key, task_answers in answers.items()
-    ]
-    return submission_zip(tasks, logs)
-
-
 def submission_zip(
     tasks: list[tuple[TaskSpec, PairsOrMap, Iterable[int] | None]],
     logs: Mapping[str, bytes] | None = None,
 ) -> bytes:
-    """:func:`submission_bytes` of (task, answers, expected ids) triples: the run's path,
-    which holds each task's declaration already."""
+    """The ZIP, after checking every task's answers against its test ids.
+
+    ``tasks``: (task declaration, answers, expected ids) per task; the answers {id:
+    output} or [(id, output), ...], already filtered as the task declares
+    (``ExampleResult.submitted``); the expected ids (the test split's) are checked when
+    given. ``logs``: file name -> the sample log, packed as ``logs_public.zip`` the way
+    the official packer adds its logs (no media)."""
     problems, files = [], {}
     for task, task_answers, expected in tasks:
         pairs = _pairs(task_answers)

@@ -1,7 +1,7 @@
 """The typed records of results.json: one example's answer (:class:`ExampleResult`), one
 task's scoring (:class:`TaskResult`), the run (:class:`RunRecord`), the totals
-(:class:`Summary`) and the whole file (:class:`Results`). Scoring makes them, finalize
-writes results.json from them, and `compare`, `leaderboard` and `view` read it back
+(:class:`Summary`) and the whole file (:class:`Results`). Scoring makes them, the write stage
+serialises them once into results.json, and `compare`, `leaderboard` and `view` read it back
 through :meth:`Results.read`. docs/results.md describes them; docs/results.schema.json
 is the file's JSON Schema.
 
