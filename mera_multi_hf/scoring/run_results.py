@@ -109,15 +109,11 @@ def run_record(
         timespec="seconds"
     )
     details["duration_s"] = round(time.time() - started, 2)
+    answered = answering_model(results, model)
+    if answered != model and "revision" in details:  # the configured model's, not this one's
+        details["revision"] = None  # (backend_options and the manifest keep both models')
     split = loaded[0].split if loaded else "test"
-    return RunRecord(
-        uuid.uuid4().hex[:12],
-        mode,
-        answering_model(results, model),
-        [d.key for d in loaded],
-        split,
-        details,
-    )
+    return RunRecord(uuid.uuid4().hex[:12], mode, answered, [d.key for d in loaded], split, details)
 
 
 def gold_derived(result: TaskResult) -> bool:
