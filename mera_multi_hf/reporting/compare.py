@@ -22,7 +22,7 @@ from mera_multi_hf.core.arguments import add_command, opt
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.reporting.compare_chart import chart_png
-from mera_multi_hf.reporting.compare_markdown import markdown
+from mera_multi_hf.reporting.compare_markdown import console, markdown
 from mera_multi_hf.reporting.compare_protocol import protocol_differences
 from mera_multi_hf.reporting.compare_stats import compare_task, verdict
 from mera_multi_hf.scoring.records import Results
@@ -67,7 +67,8 @@ def compare_docs(a: Results, b: Results, *, force: bool = False) -> dict:
         )
     overall = mean_over_tasks(totals)
     if overall:
-        overall["difference"] = float(np.mean([s["difference"] for _, s in totals]))
+        for field in ("a", "b", "difference"):
+            overall[field] = float(np.mean([s[field] for _, s in totals]))
         overall["verdict"] = verdict(overall)
         overall["n_tasks"] = len(totals)
     about_a, about_b = _about(a), _about(b)
@@ -119,11 +120,19 @@ def _about(doc: Results) -> dict:
 
 
 def write_report(
-    out, stem: str, text: str, png: bytes, doc: dict, *, inputs=(), extra: dict | None = None
+    out,
+    stem: str,
+    text: str,
+    png: bytes,
+    doc: dict,
+    *,
+    inputs=(),
+    extra: dict | None = None,
+    shown: str | None = None,
 ) -> None:
     """Write ``<stem>.md/.png/.json`` into ``out``, a folder of reports (outputs.add_files:
     a folder holding anything else is refused; ``inputs``: the run folders read), and
-    print the text."""
+    print ``shown`` (default: the text)."""
     from mera_multi_hf.core.outputs import add_files
 
     files = {
@@ -133,7 +142,7 @@ def write_report(
         **(extra or {}),
     }
     written = add_files(out, files, kind="report", inputs=inputs)
-    print(text)
+    print(text if shown is None else shown)
     print(f"wrote {', '.join(written)} to {out}")
 
 
@@ -168,6 +177,7 @@ def cmd_compare(options: CompareOptions) -> int:
         result,
         inputs=[options.run_a, options.run_b],
         extra={PAGE_NAME: compare_page(result, a, b)},
+        shown=console(result, options.out),
     )
     return 0
 
