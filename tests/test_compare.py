@@ -4,8 +4,8 @@ runs from `evaluate` and from `score` of lm-evaluation-harness logs pair up."""
 
 from __future__ import annotations
 
-import json
 import io
+import json
 import os
 import re
 

@@ -110,7 +110,9 @@ def test_the_outcome_filter_shows_only_those_rows_in_chromium(compared):
 def test_the_page_lists_ids_by_number_with_their_media(compared):
     page, expected = compared
     text = page.read_text(encoding="utf-8")
-    rows = re.findall(r'<tr class="ex [a-z-]+"[^>]*>\s*<td>ruhhh_image<br>id (\d+)</td>(.*?)</tr>', text, re.S)
+    rows = re.findall(
+        r'<tr class="ex [a-z-]+"[^>]*>\s*<td>ruhhh_image<br>id (\d+)</td>(.*?)</tr>', text, re.S
+    )
     ids = [int(i) for i, _ in rows]
     assert ids == sorted(expected) and max(ids) >= 10  # 1, 2, ..., 10, not 1, 10, 11, 2
     # each row's media cell holds the example's picture, as results.html shows it
