@@ -4,9 +4,15 @@ than datasets' bars (two or more per split)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import datasets
+import pytest
 
 from mera_multi_hf.cli.main import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/tiny_judge.py
 
 
 def test_several_tasks_show_one_line_each_and_view_takes_results_json(
@@ -38,3 +44,74 @@ def test_several_tasks_show_one_line_each_and_view_takes_results_json(
     assert 'data-task="weird"' in (out / "results.html").read_text(encoding="utf-8")
     assert main(["view", str(out / "results.md")]) == 2  # a file, but not a results.json
     assert "neither a run folder nor its results.json" in capsys.readouterr().err
+
+
+def test_the_chat_server_answers_an_unknown_model_with_404():
+    """OpenAI and vLLM answer a model they do not serve with 404 (openai's client raises
+    NotFoundError); a model the server serves still answers."""
+    import openai
+
+    from mera_multi_hf.generation.backends.hf import HFBackend
+    from mera_multi_hf.serving.chat_server import make_server
+
+    backend = HFBackend(None, batch_size=1)
+    backend.load()
+    server = make_server(backend, port=0, model_name="tiny-served", max_tokens_limit=4).start()
+    try:
+        client = openai.OpenAI(
+            base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key="none", max_retries=0
+        )
+        messages = [{"role": "user", "content": "Привет"}]
+        with pytest.raises(openai.NotFoundError) as caught:
+            client.chat.completions.create(model="gpt-4o", messages=messages, max_tokens=2)
+        error = caught.value.body
+        assert caught.value.status_code == 404
+        assert (
+            error["code"] == 404 and error["param"] == "model" and error["type"] == "NotFoundError"
+        )
+        assert "gpt-4o" in error["message"] and "tiny-served" in error["message"]
+        answer = client.chat.completions.create(
+            model="tiny-served", messages=messages, max_tokens=2
+        )
+        assert isinstance(answer.choices[0].message.content, str)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_score_names_the_model_and_the_tiny_judge_says_it_has_random_weights(tmp_path, capsys):
+    """`score --model-name` names a plain JSONL's model in the run record and the title;
+    the tiny judge's own note (its describe()) comes with its scores, and a judge row's
+    label says "judge" once."""
+    import json
+
+    from tiny_judge import build_tiny_judge
+
+    from mera_multi_hf.data.examples import make_examples
+    from mera_multi_hf.data.loading import load_split
+    from mera_multi_hf.demo.tiny_models.judge import NOTE
+    from mera_multi_hf.tasks.table import get_task
+
+    task = get_task("ruclevr")
+    examples = make_examples(task, load_split(task, source="sample", split="test"))
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text(
+        "".join(json.dumps({"id": e.id, "prediction": "3"}) + "\n" for e in examples),
+        encoding="utf-8",
+    )
+    judge, out = build_tiny_judge(tmp_path / "judge"), tmp_path / "scored"
+    argv = ["score", "--task", "ruclevr", "--predictions", str(predictions), "--data", "sample"]
+    assert main([*argv, "--out", str(out), "--judge", str(judge), "--model-name", "my-vlm"]) == 0
+    printed = capsys.readouterr().out
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    md = (out / "results.md").read_text(encoding="utf-8")
+    assert doc["run"]["model"] == "my-vlm" and md.startswith("# MERA Multi results: my-vlm\n")
+    assert "MERA Multi results: my-vlm" in (out / "results.html").read_text(encoding="utf-8")
+    assert doc["tasks"]["ruclevr"]["metric_modes"]["judge"]["note"] == NOTE
+    for text in (md, printed):
+        assert f"{NOTE}." in text and "random weights" in text
+        judge_rows = [line for line in text.splitlines() if "Judge score" in line and "±" in line]
+        assert judge_rows and all(line.lower().count("judge") == 1 for line in judge_rows)
+    assert main([*argv, "--out", str(tmp_path / "unnamed")]) == 0
+    unnamed = json.loads((tmp_path / "unnamed/results.json").read_text(encoding="utf-8"))
+    assert unnamed["run"]["model"] == "unnamed model"

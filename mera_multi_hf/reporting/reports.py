@@ -64,10 +64,7 @@ def metric_rows(result: TaskResult) -> list[tuple[str, str, str]]:
         (_label(result, m), fmt_interval(v, unc.get(m)), _human(result, m))
         for m, v in result.metrics.items()
     ]
-    rows += [
-        (_label(result, m) + " (judge)", fmt_interval(v, unc.get(m)), "")
-        for m, v in result.judge.items()
-    ]
+    rows += [(_label(result, m), fmt_interval(v, unc.get(m)), "") for m, v in result.judge.items()]
     rows += [
         (display_name(m), fmt_interval(v, unc.get(m)), "") for m, v in result.unofficial.items()
     ]
@@ -75,19 +72,32 @@ def metric_rows(result: TaskResult) -> list[tuple[str, str, str]]:
 
 
 JUDGE_LABEL = (
-    "(judge): a score given by the judge model (a classifier that reads the "
+    "Judge scores are given by the judge model (a classifier that reads the "
     "question, the gold and the answer); the task score, what the leaderboard "
     "ranks by, is the mean of the exact-match and judge metrics where both are "
     "the task's leaderboard metrics"
 )
 
 
+def _judge_notes(task_results: list[TaskResult]) -> list[str]:
+    """What each judge said of itself (its describe()'s note: the tiny judge's random
+    weights), once per judge."""
+    said = {}
+    for r in task_results:
+        judge = r.metric_modes.get("judge") if r.judge else None
+        if isinstance(judge, dict) and judge.get("note"):
+            said.setdefault(judge.get("model"), judge["note"])
+    return [f"The judge {model}: {note}." for model, note in said.items()]
+
+
 def footnotes(task_results: list[TaskResult]) -> list[str]:
-    """Said once under the tables: what "(judge)" means where judge rows are shown, and
-    which judge metrics a judge would add where none was given."""
+    """Said once under the tables: what the judge scores are where judge rows are shown
+    (and what the judge says of itself), and which judge metrics a judge would add where
+    none was given."""
     notes = []
     if any(r.judge for r in task_results):
         notes.append(JUDGE_LABEL + ".")
+        notes += _judge_notes(task_results)
     missing = sorted({m for r in task_results if r.scorable for m in r.judge_not_computed})
     if missing:
         notes.append(
