@@ -115,3 +115,32 @@ def test_score_names_the_model_and_the_tiny_judge_says_it_has_random_weights(tmp
     assert main([*argv, "--out", str(tmp_path / "unnamed")]) == 0
     unnamed = json.loads((tmp_path / "unnamed/results.json").read_text(encoding="utf-8"))
     assert unnamed["run"]["model"] == "unnamed model"
+
+
+def test_build_says_one_line_and_a_run_of_the_sample_no_note_on_its_own_gold(
+    tmp_path, capsys, monkeypatch
+):
+    """`build` shows one line, not datasets' bars; a run on the bundled sample converts
+    ruTiE without the note on its Cyrillic golds (the official data's, copied on purpose),
+    which `build` of the same folder still gives."""
+    from mera_multi_hf.data import loading
+    from mera_multi_hf.demo.sample_data import bundled_sample
+
+    monkeypatch.setenv("MERA_MULTI_CACHE", str(tmp_path / "fresh-cache"))  # conversions happen
+    monkeypatch.setattr(loading, "_QUIET", [])
+    shown = datasets.is_progress_bar_enabled()
+    datasets.enable_progress_bars()
+    try:
+        assert main(["build", "rutie_image", "--raw", "sample", "--out", str(tmp_path / "b")]) == 0
+        built = capsys.readouterr().err.replace("\r", "\n")
+        argv = ["evaluate", "--tasks", "rutie_image", "--data", "sample", "--limit", "1"]
+        assert main([*argv, "--output-dir", str(tmp_path / "run"), "--max-new-tokens", "2"]) == 0
+        ran = capsys.readouterr().err
+    finally:
+        (datasets.enable_progress_bars if shown else datasets.disable_progress_bars)()
+    assert "Generating" not in built and "examples/s" not in built, built
+    sample = bundled_sample("rutie_image")
+    lines = [x for x in built.splitlines() if "rutie_image" in x and "note" not in x]
+    assert lines == [f"mera-multi: building rutie_image from {sample}"]
+    assert "outside the options" in built  # build names them
+    assert "outside the options" not in ran and "preparing rutie_image" in ran
