@@ -144,3 +144,39 @@ def test_build_says_one_line_and_a_run_of_the_sample_no_note_on_its_own_gold(
     assert lines == [f"mera-multi: building rutie_image from {sample}"]
     assert "outside the options" in built  # build names them
     assert "outside the options" not in ran and "preparing rutie_image" in ran
+
+
+def test_results_md_shows_every_interval_says_why_one_is_missing_and_counts_right():
+    """Every breakdown cell with an interval shows ±, a cell of a single group says it
+    has none and why; one task is "1 task"."""
+    from mera_multi_hf.data.examples import Example
+    from mera_multi_hf.reporting.reports import markdown
+    from mera_multi_hf.scoring.records import Summary
+    from mera_multi_hf.scoring.score import score_task, summarize
+    from mera_multi_hf.tasks.table import get_task
+
+    task = get_task("ruhhh_image")
+    # groups of 4; category "one" holds a single group, "many" the other nine
+    examples = [
+        Example(
+            task=task.key,
+            id=i,
+            index=i,
+            prompt=f"q{i}",
+            media_fields=(),
+            gold="AB"[i % 2],
+            group=i // 4,
+            breakdown={name: "one" if i < 4 else "many" for name, _ in task.breakdowns},
+            meta={"id": i},
+            options=("x", "y"),
+        )
+        for i in range(40)
+    ]
+    result = score_task(task, examples, {e.id: "A" if e.id % 3 else "B" for e in examples})
+    summary = Summary.from_dict(summarize([result]))
+    md = markdown([result], summary, {"model": "m", "run_id": "r"})
+    rows = {line.split(" | ")[0][2:]: line for line in md.splitlines() if line.startswith("| ")}
+    assert rows["many"].count(" ± ") == 2
+    assert rows["one"].count("(1 group, no ±)") == 2 and " ± 0" not in rows["one"]
+    assert "a score of a single cluster" in md
+    assert "| 1 task |" in md and "1 tasks" not in md
