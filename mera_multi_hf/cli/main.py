@@ -115,7 +115,9 @@ def cmd_build(options: BuildOptions) -> int:
     raw = resolve_source(task, options.raw)
     if Path(raw).is_dir():  # another task's folder is named as such, not as field errors
         check_data_task(task, raw, "raw")
-    with one_line(task, raw, "building {task} from {source}"):  # not datasets' bars
+    # no datasets bars (two or more per split): the one line is the "wrote" below, and an
+    # error stays one line
+    with one_line(task, raw, ""):
         out = export_raw(
             task,
             raw,
