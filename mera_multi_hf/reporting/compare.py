@@ -6,8 +6,10 @@ reports the difference A - B, a paired bootstrap interval resampled by the task'
 clusters (the same resamples for both runs), an exact McNemar p-value for 0/1 metrics and
 the counts of examples only A / only B got right. Runs whose examples differ (prompt,
 gold or meta of a paired id) are refused unless --force; every protocol difference found
-in the run records is listed. Writes compare.md, compare.json, compare.png and
-compare.html (the two runs' answers side by side, example by example).
+in the run records is listed. Prints a short table (per task and metric: both runs,
+A - B with its interval, the verdict); writes compare.md (everything, breakdowns
+included), compare.json, compare.png and compare.html (the score table, then the two
+runs' answers side by side with each example's media).
 """
 
 from __future__ import annotations
