@@ -135,9 +135,7 @@ class ExactMatch(evaluate.Metric):
         task=None,
     ):
         key = task_key(TASK_OPTIONS, self.config_name, task)
-        given = task_options(
-            TASK_OPTIONS, key, mode=mode, choices=choices, answer_kind=answer_kind
-        )
+        given = task_options(TASK_OPTIONS, key, mode=mode, choices=choices, answer_kind=answer_kind)
         mode, choices = given["mode"] or "mera", given["choices"]
         warn_if_squad_on_letters(mode, given["answer_kind"])
         result = {"exact_match": mean_score(exact_match_scores(predictions, references, mode))}

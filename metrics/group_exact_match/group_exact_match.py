@@ -82,9 +82,7 @@ class GroupExactMatch(evaluate.Metric):
         check_batch({"predictions": predictions, "references": references, **kwargs})
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
-    def _compute(
-        self, predictions, references, group_ids, mode=None, answer_kind=None, task=None
-    ):
+    def _compute(self, predictions, references, group_ids, mode=None, answer_kind=None, task=None):
         key = task_key(TASK_OPTIONS, self.config_name, task)
         given = task_options(TASK_OPTIONS, key, mode=mode, answer_kind=answer_kind)
         mode = given["mode"] or "mera"
