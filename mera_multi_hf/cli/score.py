@@ -24,6 +24,11 @@ class ScoreConfig(ScoringOptions):
     split: str = opt("test", "split to score (default: test)")
     out: str | None = opt(None, "output folder for the reports", required=True)
     overwrite: bool = opt(False, OVERWRITE_HELP)
+    model_name: str | None = opt(
+        None,
+        "the model that made the predictions, as the results name it (default: what "
+        "the files record, else 'unnamed model')",
+    )
 
 
 def cmd_score(config: ScoreConfig) -> int:
@@ -42,6 +47,7 @@ def cmd_score(config: ScoreConfig) -> int:
         judge_tokenizer=config.judge_tokenizer,
         judge_api_key=config.judge_api_key,
         submission=not config.no_submission,
+        model=config.model_name,
     )
     print(result["table"])
     return 0

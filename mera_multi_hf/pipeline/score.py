@@ -26,9 +26,11 @@ def score_predictions(
     judge_tokenizer: str | None = None,
     judge_api_key: str | None = None,
     submission: bool = True,
+    model: str | None = None,
 ) -> dict:
     """Score one task's predictions file; write results.json/.md, model-index.yaml and
-    (for the test split) submission.zip into ``out_dir``. Returns the task result."""
+    (for the test split) submission.zip into ``out_dir``; ``model``: the name of the model
+    that made the predictions (default: what the files record). Returns the task result."""
     from mera_multi_hf.core.outputs import OutputFolder
     from mera_multi_hf.pipeline.preflight import preflight_score
     from mera_multi_hf.reporting.outputs import results_table
@@ -44,6 +46,7 @@ def score_predictions(
     with folder.claim() as folder:  # before any work
         loaded, predictions = _load_with_predictions(task, predictions_path, data, split)
         fields = _score_record(predictions_path, checked, f"{task.key}/{split}")
+        fields["model"] = model or fields["model"]
         # answers whose lone surrogates were replaced by U+FFFD as they were read
         fields["unencodable_replaced"] = {task.key: len(predictions.replaced)}
         fields["environment"] = _environment(judge_url, judge_api_key)
