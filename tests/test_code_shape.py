@@ -18,7 +18,6 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mera_multi_hf"
 STAGES = [
     "core",
     "tasks",
-    "demo",
     "data",
     "judge",
     "scoring",
@@ -26,6 +25,7 @@ STAGES = [
     "reporting",
     "serving",
     "spaces",
+    "demo",
     "pipeline",
     "cli",
 ]  # bottom up, as pyproject's layers contract

@@ -17,7 +17,7 @@ A run's configuration carries its scoring options (one flat set of keywords for
 ``run_evaluation``), so generation sits above scoring; it never imports the checks
 before a run or the outputs after it (:mod:`mera_multi_hf.pipeline` joins them).
 
-May import: core, tasks, demo, data, judge, scoring.
+May import: core, tasks, data, judge, scoring.
 """
 
 from mera_multi_hf.generation.config import RunConfig

@@ -5,5 +5,5 @@ Owns the filters, the metric formulas (one module per family) and the metric reg
 (:func:`~.score.score_task`), the uncertainty of the scores, the diagnostics, the
 scoring options, and reading prediction files (what `score` takes).
 
-May import: core, tasks, demo, data, judge.
+May import: core, tasks, data, judge.
 """
