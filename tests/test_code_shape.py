@@ -18,9 +18,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mera_multi_hf"
 STAGES = [
     "core",
     "tasks",
-    "data",
     "judge",
     "scoring",
+    "data",
     "generation",
     "reporting",
     "serving",

@@ -8,5 +8,5 @@ source kinds, :mod:`.sources`; whose data it is, :mod:`.data_owner`; where a loa
 cached, :mod:`.load_cache`), media decoding and the media checks, and
 :class:`~.examples.Example`.
 
-May import: core, tasks.
+May import: core, tasks, judge, scoring (the metric registry: how a card describes a metric).
 """
