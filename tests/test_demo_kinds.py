@@ -62,6 +62,10 @@ def test_the_bundled_samples_are_a_registered_source_kind():
     assert sources.named_source("./sample") is None  # a path stays a path
     with pytest.raises(MeraError, match=r"nor `sample`, nor a Hub id"):
         sources.source_kind("./no/such/folder")
+    assert sources.data_alternative() == (
+        "use --data sample (the bundled sample) or a local folder (a raw MERA folder with "
+        "test.json, or one written by `mera-multi build`)"
+    )
 
 
 def test_a_users_source_kind_is_read_as_the_samples_are(tmp_path, raw_sample):

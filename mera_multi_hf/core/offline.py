@@ -14,10 +14,6 @@ import sys
 from pathlib import Path
 
 _STATE: dict = {}
-DATA_ALTERNATIVE = (
-    "use --data sample (the bundled sample) or a local folder (a raw MERA "
-    "folder with test.json, or one written by `mera-multi build`)"
-)
 
 
 def offline_reason(probe_timeout: float = 5.0) -> str | None:

@@ -3,9 +3,10 @@ stands for data, such as the demo's bundled samples), a raw MERA folder, a folde
 exported by ``mera-multi build`` or a Hub id; a folder that holds no dataset, a missing
 path and an unreachable Hub id are refused in one line.
 
-A source kind is a name and a function from a task to the location of its data::
+A source kind is a name and a function from a task to the location of its data (and
+how messages describe it)::
 
-    register_source_kind("mine", lambda task: f"/data/mera/{task.key}")
+    register_source_kind("mine", lambda task: f"/data/mera/{task.key}", about="our copy")
 
 The built-in kinds register themselves from the modules in ``BUILT_IN``, imported by
 name on the first lookup: they sit above this stage and feed it as a user's code would.
@@ -16,23 +17,32 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.tasks.spec import TaskSpec
 
-# name -> (task -> the dataset location its data is read from)
-SOURCE_KINDS: dict[str, Callable[[TaskSpec], str | Path]] = {}
+
+@dataclass(frozen=True)
+class SourceKind:
+    locate: Callable[[TaskSpec], str | Path]  # task -> the location its data is read from
+    about: str = ""  # how the messages describe it
+
+
+SOURCE_KINDS: dict[str, SourceKind] = {}
 # The modules that register the built-in source kinds (imported by name: see above).
 BUILT_IN = ("mera_multi_hf.demo.source_kind",)
 
 
-def register_source_kind(name: str, locate: Callable[[TaskSpec], str | Path]) -> None:
+def register_source_kind(
+    name: str, locate: Callable[[TaskSpec], str | Path], about: str = ""
+) -> None:
     """``--data name`` reads, for each task, the location ``locate(task)``."""
-    SOURCE_KINDS[name] = locate
+    SOURCE_KINDS[name] = SourceKind(locate, about)
 
 
-def named_source(source) -> Callable[[TaskSpec], str | Path] | None:
+def named_source(source) -> SourceKind | None:
     """The source kind ``source`` names, or None (a folder, a Hub id, or None)."""
     for module in BUILT_IN:
         importlib.import_module(module)
@@ -45,13 +55,23 @@ def source_names() -> str:
     return ", ".join(f"`{name}`" for name in SOURCE_KINDS)
 
 
+def data_alternative() -> str:
+    """What to pass as --data where the Hub copy is out of reach."""
+    named_source(None)
+    kinds = [f"--data {n}" + (f" ({k.about})" if k.about else "") for n, k in SOURCE_KINDS.items()]
+    return (
+        f"use {' or '.join([*kinds, ''])}a local folder (a raw MERA folder with test.json, or "
+        "one written by `mera-multi build`)"
+    )
+
+
 def resolve_source(task: TaskSpec, source: str | Path | None) -> str | Path:
     """The dataset location to read: ``None`` is the official Hub id, a source kind's
     name the location it gives for the task."""
     if source is None:
         return task.hub_id
-    locate = named_source(source)
-    return locate(task) if locate is not None else source
+    kind = named_source(source)
+    return kind.locate(task) if kind is not None else source
 
 
 def source_kind(source: str | Path) -> str:
@@ -143,14 +163,14 @@ def card_text(path: Path) -> str:
 def check_hub_source(task: TaskSpec, repo_id: str) -> None:
     """With the Hub out of reach, a dataset that is not in the local cache stops here,
     in one line, instead of after the libraries' retries."""
-    from mera_multi_hf.core.offline import DATA_ALTERNATIVE, in_hub_cache, offline_reason
+    from mera_multi_hf.core.offline import in_hub_cache, offline_reason
 
     reason = offline_reason()
     if reason and not in_hub_cache(repo_id, "dataset"):
         raise MeraError(
             f"{task.key}: the dataset {repo_id} is no folder here, and as a Hub "
             f"id it is out of reach ({reason}) and not in the local cache: "
-            f"{DATA_ALTERNATIVE}"
+            f"{data_alternative()}"
         )
 
 
