@@ -22,14 +22,4 @@ May import: core, tasks, data, judge, scoring.
 
 from mera_multi_hf.generation.config import RunConfig
 
-
-def __getattr__(name):
-    # The run (and datasets behind it) loads on first use: the CLI's parser needs only RunConfig.
-    if name == "make_batches":
-        from mera_multi_hf.generation.generate import make_batches
-
-        return make_batches
-    raise AttributeError(name)
-
-
-__all__ = ["RunConfig", "make_batches"]
+__all__ = ["RunConfig"]
