@@ -87,6 +87,7 @@ def score_predictions(
 
 def _task_part(task, predictions_path, data, split) -> TaskPart:
     """The task's examples and the predictions file read against them."""
+    from mera_multi_hf.data.datasets_hook import fingerprint
     from mera_multi_hf.data.examples import make_examples
     from mera_multi_hf.data.loading import load_split
     from mera_multi_hf.scoring.predictions import read_predictions
@@ -115,7 +116,7 @@ def _task_part(task, predictions_path, data, split) -> TaskPart:
         source,
         split == "test" and source == task.hub_id,
         dataset,
-        getattr(dataset, "_fingerprint", None),
+        fingerprint(dataset),
         given_logs=_given_logs(predictions_path, task.key, split),
     )
 

@@ -10,7 +10,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from mera_multi_hf.core.masking import mask_secrets  # noqa: F401  (re-exported: the one masking helper)
+from mera_multi_hf.core.masking import mask_secrets
 
 PACKAGES = (
     "mera-multi-hf",

@@ -207,8 +207,14 @@ def check_model(config) -> str:
         return check_server(config.base_url, config.openai_key(), config.model, config.timeout)
     if config.backend != "hf":  # an installed backend checks its model as it loads
         return f"the {config.backend} backend's model {config.model or '(its default)'}"
-    if config.model is None:
-        return "the built-in tiny model"
+    from mera_multi_hf.generation.backends.model_kinds import model_kind, model_pointer
+
+    kind = model_kind(config.model)
+    if kind is not None:
+        return kind.title or kind.model_id
+    pointer = None if Path(config.model).expanduser().exists() else model_pointer(config.model)
+    if pointer:
+        raise MeraError(pointer)
     found = check_hub_model(config.model, "model", "--model", "a folder saved with save_pretrained")
     path = Path(config.model).expanduser()
     why = check_model_kind(path) if path.is_dir() else None

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MediaError, MeraError
 from mera_multi_hf.core.limits import DEFAULT_LIMITS
-from mera_multi_hf.core.provenance import mask_secrets
+from mera_multi_hf.core.masking import mask_secrets
 from mera_multi_hf.generation.backends.base import (
     DEFAULT_CONCURRENCY,
     MAX_CONCURRENCY,
