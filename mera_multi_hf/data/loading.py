@@ -17,7 +17,12 @@ from mera_multi_hf.core.limits import Limits
 from mera_multi_hf.data.datasets_hook import relabelled
 from mera_multi_hf.data.load_cache import arrow_cache_dir, raw_export_dir
 from mera_multi_hf.data.raw.groups import GroupIds
-from mera_multi_hf.data.sources import check_hub_source, resolve_source, source_kind
+from mera_multi_hf.data.sources import (
+    check_hub_source,
+    named_source,
+    resolve_source,
+    source_kind,
+)
 from mera_multi_hf.tasks.spec import TaskSpec
 from mera_multi_hf.tasks.table import get_task
 
@@ -95,6 +100,7 @@ def _prepared(task, source, limits) -> tuple[TaskSpec, str | Path, str]:
     """(task, the source to read, its kind): a raw folder converted once into the cache
     (its export is what is read), a Hub id checked to be within reach."""
     task = task if isinstance(task, TaskSpec) else get_task(task)
+    named = named_source(source)
     source = resolve_source(task, source)
     kind = source_kind(source)
     if kind == "hub":
@@ -121,21 +127,10 @@ def _prepared(task, source, limits) -> tuple[TaskSpec, str | Path, str]:
                         target,
                         include_private_answers=True,
                         limits=limits,
-                        say_notes=not _bundled(task, source),
+                        say_notes=named is None or named.says_notes,
                     )
         source = target
     return task, source, kind
-
-
-def _bundled(task: TaskSpec, source) -> bool:
-    """Whether ``source`` is the sample bundled with the package (its notes, such as
-    ruTiE's Cyrillic golds, copy the official data's quirks on purpose: not the user's)."""
-    from mera_multi_hf.demo.sample_data import bundled_sample
-
-    try:
-        return Path(source).resolve() == Path(bundled_sample(task.key)).resolve()
-    except MeraError:  # a task without a bundled sample
-        return False
 
 
 def _load(task: TaskSpec, source, kind: str) -> datasets.DatasetDict:

@@ -28,6 +28,9 @@ from mera_multi_hf.tasks.spec import TaskSpec
 class SourceKind:
     locate: Callable[[TaskSpec], str | Path]  # task -> the location its data is read from
     about: str = ""  # how the messages describe it
+    # whether preparing it says the data's own notes (a bundled sample copies the
+    # official data's quirks on purpose: those are not the user's to fix)
+    says_notes: bool = True
 
 
 SOURCE_KINDS: dict[str, SourceKind] = {}
@@ -36,10 +39,10 @@ BUILT_IN = ("mera_multi_hf.demo.source_kind",)
 
 
 def register_source_kind(
-    name: str, locate: Callable[[TaskSpec], str | Path], about: str = ""
+    name: str, locate: Callable[[TaskSpec], str | Path], about: str = "", says_notes: bool = True
 ) -> None:
     """``--data name`` reads, for each task, the location ``locate(task)``."""
-    SOURCE_KINDS[name] = SourceKind(locate, about)
+    SOURCE_KINDS[name] = SourceKind(locate, about, says_notes)
 
 
 def named_source(source) -> SourceKind | None:

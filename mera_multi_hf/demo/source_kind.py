@@ -15,4 +15,4 @@ def _bundled(task):
     return bundled_sample(task.key)  # a task without one is a MeraError naming those with one
 
 
-register_source_kind(SAMPLE, _bundled, about="the bundled sample")
+register_source_kind(SAMPLE, _bundled, about="the bundled sample", says_notes=False)
