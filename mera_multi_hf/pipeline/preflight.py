@@ -17,6 +17,8 @@ from pathlib import Path
 
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.foreign_text import foreign
+from mera_multi_hf.core.masking import mask_secrets
 
 PROBE_TIMEOUT = 10.0
 
@@ -249,27 +251,21 @@ def check_hub_model(name: str, what: str, flag: str, alternative: str) -> str:
 
 
 def probe(url: str, api_key: str | None, timeout: float = PROBE_TIMEOUT):
-    """One GET (no retries): (status, JSON or None); MeraError when nothing answers."""
-    import requests
+    """One GET (no retries) through the one HTTP client, ``timeout`` its whole deadline:
+    (status, JSON or None); MeraError when nothing answers."""
+    from mera_multi_hf.core.http_client import Client, RequestFailed
 
-    from mera_multi_hf.core.http_client import ReplyTooLarge, bounded, short_error
-
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        resp = bounded(requests.get(url, headers=headers, timeout=timeout, stream=True))
-    except ReplyTooLarge as err:
-        raise MeraError(f"{url} sent a reply too large to read: {err}") from None
-    except requests.Timeout:
-        raise MeraError(f"{url} did not answer within {timeout:g} s") from None
-    except requests.RequestException as err:
+        resp = Client(timeout, api_key=api_key).get(url)
+    except RequestFailed as err:
         raise MeraError(
-            f"{url} is unreachable ({short_error(err)}); is the server running?"
+            f"{mask_secrets(url)} {err.problem}; is the server running and the URL right?"
         ) from None
     try:
         body = json_read.loads(resp.content, url)
     except json_read.JsonReadError:
         body = None
-    return resp.status_code, body
+    return resp.status, body
 
 
 def _refused(url: str, status: int, key_flag: str, env: str) -> str:
@@ -302,14 +298,14 @@ def _check_one_server(base_url: str, api_key: str | None, model: str, timeout: f
     status, body = probe(url, api_key, min(timeout, PROBE_TIMEOUT))
     if status != 200:
         raise MeraError(_refused(url, status, "--api-key", "OPENAI_API_KEY"))
-    served = (
-        [str(m.get("id")) for m in (body or {}).get("data", []) if isinstance(m, dict)]
-        if isinstance(body, dict)
-        else []
-    )
+    data = body.get("data") if isinstance(body, dict) else None
+    served = [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else []
     if served and model not in served:
+        names = ", ".join(foreign(name, 80) for name in served[:10])
+        more = f" and {len(served) - 10} more" if len(served) > 10 else ""
         raise MeraError(
-            f"{url} serves {', '.join(served[:10])}, not {model!r}: pass one of those with --model"
+            f"{url} serves {names}{more}, not {foreign(model, quoted=True)}: pass one of "
+            "those with --model"
         )
     return f"{url} serves {model}"
 
