@@ -15,7 +15,12 @@ MAX_CHARS = 200  # the most of one foreign value a message shows
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 
 
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def _escaped(match: re.Match) -> str:
+    if match.group() in _NAMED:
+        return _NAMED[match.group()]
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
