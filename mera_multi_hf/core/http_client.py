@@ -36,6 +36,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util import Retry
 
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.foreign_text import foreign
 from mera_multi_hf.core.masking import SECRET_NAME, mask_secrets
 
 RETRY_STATUS = (408, 409, 425, 429, 500, 502, 503, 504)
@@ -405,4 +406,4 @@ def short_error(err: BaseException) -> str:
     reason = getattr(err, "args", None) and err.args[0]
     reason = getattr(reason, "reason", reason)
     text = mask_secrets(str(reason or err)).strip().splitlines()
-    return text[0][:300] if text else type(err).__name__
+    return foreign(text[0], 300) if text else type(err).__name__

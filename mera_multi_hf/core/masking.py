@@ -46,11 +46,14 @@ SECRET_KEY = re.compile(
     r"|^(?:proxy-)?authorization$|^(?:set-)?cookie$",
     re.IGNORECASE,
 )
-# an HTTP header written out in text (a config's string, a repr): its value up to the
-# end of the quoted string, the scheme word (Bearer, Basic) included
+# an HTTP header written out in text (a config's string, a repr): its value, the scheme
+# word (Bearer, Basic) with it; a placeholder
+# ("Bearer <key>", "Bearer KEY", in a help text) is not one
+_PLACEHOLDER = r"(?-i:<|[A-Z][A-Z_]{0,30}(?![\w.-]))"  # (upper case, whatever the flags)
 _HEADER = re.compile(
     r"(?i)\b((?:proxy-)?authorization|(?:set-)?cookie|x-api-key|api-key)"
-    r"(\\?[\"']?\s*[:=]\s*\\?[\"']?)((?:bearer|basic|token|digest)\s+)?[^\s\"'\\,;}]+"
+    r"(\\?[\"']?\s*[:=]\s*\\?[\"']?)(?!(?:(?:bearer|basic|token|digest)\s+)?" + _PLACEHOLDER + r")"
+    r"((?:bearer|basic|token|digest)\s+)?[^\s\"'\\,;}]+"
 )
 # an option's metavar in --help's usage ("[--api-key KEY]"): a word, never a key
 _METAVAR = r"[A-Z][A-Z_]{0,30}(?:\]|\s|$)"

@@ -21,6 +21,7 @@ from .citation import CITATION as _CITATION
 # The modules only the others import: evaluate copies the files named here.
 from .answer_marker import __name__ as _answer_marker_module
 from .errors import __name__ as _errors_module
+from .foreign_text import __name__ as _foreign_text_module
 from .http_client import __name__ as _http_client_module
 from .http_judge import __name__ as _http_judge_module
 from .json_read import __name__ as _json_read_module

@@ -255,7 +255,7 @@ class OpenAIBackend(Backend):
         if response.status != 200:
             raise MeraError(
                 f"{where} refused a request for {request.task} id={request.id}: "
-                f"HTTP {response.status} {_error_text(response)}"
+                f"HTTP {response.status} {foreign(_error_text(response), 300)}"
             )
         try:  # the one JSON reader: a deep or huge reply is one line, not a traceback
             reply = json_read.loads(response.content, f"{where} (POST /chat/completions)")
@@ -276,6 +276,6 @@ class OpenAIBackend(Backend):
 def _error_text(response) -> str:
     try:
         err = json_read.loads(response.content, "the reply").get("error")
-        return foreign(err.get("message") if isinstance(err, dict) else err, 300)
+        return str(err.get("message") if isinstance(err, dict) else err)
     except (ValueError, AttributeError):
-        return foreign(response.text, 300)
+        return response.text
