@@ -378,7 +378,10 @@ def _problem(err: BaseException) -> tuple[str, bool]:
     if isinstance(err, requests.exceptions.SSLError):
         return f"failed the TLS handshake ({text})", True
     if isinstance(err, requests.ConnectionError):
-        return f"is unreachable or closed the connection ({text})", True
+        reason = getattr(err.args[0], "reason", None) if err.args else None
+        if isinstance(reason, (urllib3.exceptions.NewConnectionError, ConnectionRefusedError)):
+            return f"is unreachable: cannot connect ({text})", True
+        return f"closed the connection before its reply was whole ({text})", True
     if isinstance(
         err, (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema, ValueError)
     ):
