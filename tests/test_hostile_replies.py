@@ -27,6 +27,8 @@ MARGIN = 2.5
 
 
 def _head(status: str, headers: dict, body: bytes = b"") -> bytes:
+    """A reply's head (and body); the server answers one request per connection."""
+    headers = {**headers, "Connection": "close"}
     lines = [f"HTTP/1.1 {status}", *(f"{k}: {v}" for k, v in headers.items())]
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
@@ -40,7 +42,7 @@ def _drip(conn, data: bytes) -> None:
 
 def _json(payload) -> bytes:
     body = json.dumps(payload).encode()
-    return _head("200 OK", {"Content-Length": len(body), "Connection": "close"}, body)
+    return _head("200 OK", {"Content-Length": len(body)}, body)
 
 
 COMPLETION = {"choices": [{"message": {"content": "ok"}}]}

@@ -96,13 +96,14 @@ def server_of(url: str) -> str:
 
 
 class _Deadline:
-    """The end of one request; ``expire`` shuts the sockets of the connections it used,
-    which wakes a read blocked on them."""
+    """The end of one request; ``expire`` shuts the sockets it used, which wakes a read
+    blocked on them (the socket, not the connection: http.client lets go of a closing
+    connection's socket once the head is read, while the body still reads from it)."""
 
     def __init__(self, seconds: float):
         self.end = time.monotonic() + seconds
         self.expired = self.done = False
-        self._connections: list = []
+        self._sockets: list = []
         self._lock = threading.Lock()
 
     def __lt__(self, other: _Deadline) -> bool:
@@ -111,20 +112,30 @@ class _Deadline:
     def left(self) -> float:
         return self.end - time.monotonic()
 
-    def watch(self, connection) -> None:
+    def watch(self, sock) -> None:
         with self._lock:
-            self._connections.append(connection)
+            self._sockets.append(sock)
+            if self.expired:  # connected just as the time ran out
+                _shut(sock)
+
+    def finish(self) -> None:
+        with self._lock:
+            self.done = True
 
     def expire(self) -> None:
         with self._lock:
+            if self.done:
+                return
             self.expired = True
-            for connection in self._connections:
-                sock = getattr(connection, "sock", None)
-                if sock is not None:
-                    try:
-                        sock.shutdown(socket.SHUT_RDWR)
-                    except OSError:  # already closed
-                        pass
+            for sock in self._sockets:
+                _shut(sock)
+
+
+def _shut(sock) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # already closed
+        pass
 
 
 class _Watchdog:
@@ -165,13 +176,23 @@ _ACTIVE = threading.local()  # the deadline of the request this thread is sendin
 
 
 class _Watched:
-    """A urllib3 connection that puts itself under the current request's deadline."""
+    """A urllib3 connection whose socket is under the current request's deadline, from
+    the moment it connects (or, kept alive, from each request it sends)."""
+
+    def connect(self):
+        super().connect()
+        _watch(self.sock)
 
     def request(self, *args, **kwargs):
-        deadline = getattr(_ACTIVE, "deadline", None)
-        if deadline is not None:
-            deadline.watch(self)
+        if self.sock is not None:
+            _watch(self.sock)
         return super().request(*args, **kwargs)
+
+
+def _watch(sock) -> None:
+    deadline = getattr(_ACTIVE, "deadline", None)
+    if deadline is not None and sock is not None:
+        deadline.watch(sock)
 
 
 class _Pool(HTTPConnectionPool):
@@ -247,7 +268,7 @@ class Client:
                 time.sleep(wait)
             raise AssertionError("unreachable: the last attempt returns or raises")
         finally:
-            deadline.done = True
+            deadline.finish()
 
     def _backoff(self, attempt: int, reply: Reply | None = None) -> float:
         wait = 0.0 if attempt == 0 else min(MAX_BACKOFF, self.backoff * 2**attempt)
