@@ -190,7 +190,9 @@ def mask_secrets(text: str) -> str:
     text = re.sub(
         rf"(--(?:judge-)?api[-_]key[= ]|--token[= ])(?!\()(?!{_METAVAR})\S+", r"\1***", text
     )
-    text = _HEADER.sub(_header_value, text)
+    lowered = text.lower()  # the header pattern is slow on pages of media: run where it may hit
+    if any(word in lowered for word in ("authorization", "cookie", "api-key")):
+        text = _HEADER.sub(_header_value, text)
     text = _USER_INFO.sub(r"\1***@", text)
     text = _FRAGMENT.sub(r"\1***", text)
     return _QUERY.sub(_query_value, text)

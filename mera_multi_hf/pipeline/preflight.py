@@ -338,7 +338,10 @@ def check_judge(judge, judge_url, judge_tokenizer, judge_api_key) -> str:
             raise MeraError(_refused(models, status, "--judge-api-key", API_KEY_ENV))
         options = {"api_key": judge_api_key} if judge_api_key else {}
         served = get_judge(None, judge_url, judge_tokenizer=judge_tokenizer, **options)
-        return f"{served.url}: model {served.resolved_model()}, separator {served.sep!r}"
+        return (  # the server's own words, shown through the sanitiser
+            f"{served.url}: model {foreign(served.resolved_model())}, "
+            f"separator {foreign(served.sep, quoted=True)}"
+        )
     found = check_hub_model(
         str(judge), "judge model", "--judge", "a local judge folder (saved with save_pretrained)"
     )
