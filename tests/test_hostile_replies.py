@@ -148,8 +148,8 @@ def test_a_dripping_reply_ends_at_the_deadline_in_every_client(hostile, play):
 
 
 def test_retry_after_is_capped_by_the_deadline(hostile):
-    message = _one_line(_timed(_generate, f"{hostile}/retry-after/v1", retries=3), "HTTP 429")
-    assert "id=3" not in message or "429" in message
+    """Asked to wait 100 s, with 2 s left: the last answer (HTTP 429) is the answer."""
+    _one_line(_timed(_generate, f"{hostile}/retry-after/v1", retries=3), "HTTP 429")
 
 
 @pytest.mark.parametrize(
