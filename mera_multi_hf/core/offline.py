@@ -34,12 +34,12 @@ def offline_reason(probe_timeout: float = 5.0) -> str | None:
 
 
 def _probe(endpoint: str, timeout: float) -> str | None:
-    import requests
+    from mera_multi_hf.core.http_client import Client, RequestFailed
 
-    try:
-        requests.head(endpoint, timeout=timeout, allow_redirects=False)
-    except requests.RequestException as err:
-        return f"no connection to {endpoint} ({type(err).__name__})"
+    try:  # any answer, a redirect too, says the Hub is there
+        Client(timeout).request("HEAD", endpoint)
+    except RequestFailed as err:
+        return f"no connection to {endpoint} ({err.problem})"
     return None
 
 

@@ -20,6 +20,7 @@ from .metric_inputs import check_batch, mean_score, require_examples
 from .declarations import CITATION as _CITATION
 # The modules only the others import: evaluate copies the files named here.
 from .errors import __name__ as _errors_module
+from .foreign_text import __name__ as _foreign_text_module
 from .http_client import __name__ as _http_client_module
 from .http_judge import __name__ as _http_judge_module
 from .json_read import __name__ as _json_read_module
