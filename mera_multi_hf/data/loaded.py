@@ -53,12 +53,13 @@ def load_task_split(
 ) -> LoadedTask:
     """The task's split from ``source`` (None: the official Hub copy), its first
     ``limit`` examples, and whether its answers are private."""
+    from mera_multi_hf.data.datasets_hook import fingerprint
     from mera_multi_hf.data.loading import load_split
 
     # No process waits for another here: a raw folder's conversion and datasets' own
     # cache are built under file locks (one process builds, the rest wait and read).
     ds = load_split(task, source=source, split=split, limits=limits)
-    full_size, fingerprint = len(ds), ds._fingerprint  # the split as loaded (as `score` records)
+    full_size, loaded_as = len(ds), fingerprint(ds)  # the split as loaded (as `score` records)
     if limit is not None:
         ds = ds.select(range(min(limit, len(ds))))
     ds = ds if ds.format["type"] == "arrow" else ds.with_format("arrow")
@@ -69,7 +70,7 @@ def load_task_split(
         str(source or task.hub_id),
         ds,
         make_examples(task, ds),
-        fingerprint,
+        loaded_as,
         full_size,
         private,
         note,

@@ -7,5 +7,5 @@ score and write steps they share (:mod:`.outcome`), a run's own record fields
 (:mod:`.run_fields`) and the preflight (:mod:`.preflight`: what is checked before any
 work).
 
-May import: every stage up to spaces.
+May import: every stage up to demo.
 """

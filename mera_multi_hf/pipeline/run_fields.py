@@ -4,7 +4,7 @@ input, :class:`~mera_multi_hf.pipeline.outcome.Answered`)."""
 
 from __future__ import annotations
 
-from mera_multi_hf.demo.builtin_models import TINY_MODEL_ID
+from mera_multi_hf.generation.backends.model_kinds import model_kind
 from mera_multi_hf.generation.config import RunConfig
 from mera_multi_hf.generation.run import Generated
 from mera_multi_hf.pipeline.outcome import Answered
@@ -85,11 +85,9 @@ def run_notes(config, manifest, loaded) -> list[str]:
             f"submission.zip covers only the first {config.limit} examples of "
             f"{', '.join(partial)} (--limit): not a leaderboard submission"
         )
-    if manifest["fixed"]["model"] == TINY_MODEL_ID:
-        notes.append(
-            "the built-in tiny model has random weights: its answers are noise "
-            "(a plumbing check, not a score)"
-        )
+    kind = model_kind(manifest["fixed"]["model"])  # what its kind says of its answers
+    if kind is not None and kind.note:
+        notes.append(kind.note)
     return notes
 
 

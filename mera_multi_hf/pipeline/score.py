@@ -165,7 +165,7 @@ def made_by(files: list[str], entry: str) -> dict:
 def harness_config(files: list[str]) -> dict | None:
     """The ``config`` block of the lm-evaluation-harness results file beside the logs,
     masked (its ``model_args`` may hold an api_key)."""
-    from mera_multi_hf.core.provenance import mask_values
+    from mera_multi_hf.core.masking import mask_values
 
     for results in sorted({r for f in files for r in Path(f).parent.glob("results*.json")}):
         try:

@@ -6,6 +6,6 @@ records, then written as one set by :func:`.reports.write_outputs`), the sample 
 (``templates/``), compare, the leaderboard table and the submission packer. It decides
 nothing: scores, privacy and the run record come in the records it is handed.
 
-May import: core, tasks, demo, data (the page's media only), scoring, generation; never
-judge (pyproject's ``reporting-renders`` contract).
+May import: core, tasks, data (the pages' media only), scoring, generation; never judge
+(pyproject's ``reporting-renders`` contract).
 """

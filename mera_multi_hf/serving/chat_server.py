@@ -39,6 +39,7 @@ from fastapi.responses import StreamingResponse
 
 from mera_multi_hf.core.arguments import Parser, add_dataclass_options, opt
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.foreign_text import foreign
 from mera_multi_hf.core.limits import DEFAULT_LIMITS, Limits
 from mera_multi_hf.data.media_decode import Media
 from mera_multi_hf.generation.request import Request
@@ -105,7 +106,9 @@ class ChatService:
         except BodyError:
             raise
         except ValueError as err:
-            raise BodyError(getattr(err, "status", 400), f"bad request: {err}") from None
+            raise BodyError(
+                getattr(err, "status", 400), f"bad request: {foreign(err, 500)}"
+            ) from None
         text = await self.queue.run(self.generate, request)  # the model is not shared safely
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
@@ -135,7 +138,9 @@ class ChatService:
             print(
                 f"serve: generate failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True
             )
-            raise BodyError(500, f"generation failed: {type(err).__name__}: {err}") from None
+            raise BodyError(
+                500, f"generation failed: {type(err).__name__}: {foreign(err)}"
+            ) from None
 
     def _check_budget(self, media: list[Media]) -> None:
         """The request's media together within the memory budget (the rule of limits.py,
