@@ -5,6 +5,7 @@ options, argparse errors with secrets kept out, and the options of a dataclass a
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import functools
 import typing
@@ -19,6 +20,14 @@ class HelpFormatter(argparse.HelpFormatter):
         if "\n" in text.strip():
             return "".join(indent + line for line in text.splitlines(keepends=True))
         return super()._fill_text(text, width, indent)
+
+    def _format_action_invocation(self, action):
+        """The flags of an option, less its unlisted spellings (``--max_new_tokens``)."""
+        unlisted = getattr(action, "unlisted", ())
+        if unlisted:
+            action = copy.copy(action)
+            action.option_strings = [s for s in action.option_strings if s not in unlisted]
+        return super()._format_action_invocation(action)
 
     def _get_help_string(self, action):
         text = action.help or ""
@@ -50,13 +59,22 @@ class Parser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         """A sub-command refuses an unknown option itself: its message then names it, with
         its own options to suggest (argparse would leave them to the top parser)."""
+        for arg in args or ():  # lm-eval's flags: a pointer before "required" messages
+            flag = arg.split("=")[0]
+            if flag in LM_EVAL_POINTERS and flag not in self._option_string_actions:
+                self.error(f"{flag} is lm-evaluation-harness's option: {LM_EVAL_POINTERS[flag]}")
         namespace, extras = super().parse_known_args(args, namespace)
         if any(e.startswith("-") for e in extras):
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return namespace, extras
 
     def error(self, message):
-        """One line, where argparse would print the whole usage first."""
+        """One line, where argparse would print the whole usage first; an option is named
+        by its listed flags (not by its unlisted spellings, --output_path)."""
+        for action in self._actions:
+            if getattr(action, "unlisted", ()):
+                listed = [s for s in action.option_strings if s not in action.unlisted]
+                message = message.replace("/".join(action.option_strings), "/".join(listed))
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
@@ -79,9 +97,21 @@ def no_abbreviations(parser: argparse.ArgumentParser) -> None:
                 no_abbreviations(sub)
 
 
+# lm-evaluation-harness flags that have another spelling or no use here: one line each
+LM_EVAL_POINTERS = {
+    "--apply_chat_template": "the chat template is --prompt-mode chat here (the default, "
+    "auto, uses it whenever the model has one)",
+    "--write_out": "the sample log (samples_<task>_<split>.jsonl) is always written here",
+    "--log_samples": "the sample log (samples_<task>_<split>.jsonl) is always written here",
+    "--model_args": "give --model, --revision, --dtype, --device, --trust-remote-code "
+    "(or --base-url and --api-key with --backend openai) as options of their own",
+}
+
+
 def _masked_error(parser):
     """argparse's error, with the values of unknown arguments left out (a mistyped secret
-    option's value is never echoed), a "did you mean" for each, and URL secrets masked."""
+    option's value is never echoed), a "did you mean" for each option or command, a
+    pointer for lm-eval's flags, and URL secrets masked."""
     error = parser.error
 
     def masked(message: str):
@@ -91,9 +121,27 @@ def _masked_error(parser):
         if sep:
             flags = [a.split("=")[0] for a in rest.split() if a.startswith("-")]
             message = f"{head}{sep}{' '.join(flags)} (values not shown){_near(parser, flags)}"
-        return error(mask_secrets(message))
+        return error(mask_secrets(message + _hint(parser, message)))
 
     return masked
+
+
+def _hint(parser, message: str) -> str:
+    """A field's ``hint`` after argparse's message about that option's value, and "did
+    you mean" after an unknown command (`mera-multi evalute`)."""
+    import difflib
+    import re
+
+    choice = re.match(r"argument (\S+): invalid choice: '([^']*)'", message)
+    for action in parser._actions:
+        named = message.startswith(f"argument {'/'.join(action.option_strings)}:")
+        hint = getattr(action, FIELD_TAG, None) and getattr(action, FIELD_TAG).metadata.get("hint")
+        if named and hint and "invalid" in message:
+            return f"; {hint}"
+        if choice and choice[1] == (action.metavar or action.dest) and action.choices:
+            near = difflib.get_close_matches(choice[2], list(action.choices), n=1, cutoff=0.6)
+            return f"; did you mean {near[0]}?" if near else ""
+    return ""
 
 
 def _near(parser, flags: list[str]) -> str:
@@ -105,20 +153,53 @@ def _near(parser, flags: list[str]) -> str:
         for a in parser._actions
         if a.help != argparse.SUPPRESS
         for s in a.option_strings
-        if s.startswith("--")
+        if s.startswith("--") and s not in getattr(a, "unlisted", ())
     ]
     near = [m for f in flags for m in difflib.get_close_matches(f, known, n=1, cutoff=0.7)]
     return f"; did you mean {' or '.join(dict.fromkeys(near))}?" if near else ""
 
 
-def opt(default, help: str, **extra):
-    """A dataclass field that is also an option: its default, its help, and argparse
-    extras (choices, metavar, nargs, action, required; ``positional=True`` for an
+def opt(
+    default,
+    help: str,
+    *,
+    low=None,
+    above=None,
+    high=None,
+    path: bool = False,
+    url: bool = False,
+    **extra,
+):
+    """A dataclass field that is also an option: its default, its help, its domain, and
+    argparse extras (choices, metavar, nargs, action, required; ``positional=True`` for an
     argument without a flag, such as `build TASK`; ``aliases``: further flags that set
-    it, such as an older spelling; ``secret=True`` for a credential, masked by value
-    wherever text is written or printed)."""
-    return dataclasses.field(default=default, metadata={"help": help, **extra})
+    it, such as an older spelling; ``flag``: its flag when not the field's name;
+    ``secret=True`` for a credential, masked by value wherever text is written or
+    printed and never shown by repr).
 
+    The domain, checked by :func:`check_options` for the parser and Python callers alike:
+    ``low``/``high`` (inclusive) and ``above`` (exclusive) bound a number, which must be
+    finite; ``path``: a file or folder name (no name in it over 255 bytes); ``url``: an
+    http(s) URL (comma-separated ones each); ``choices``: its values; a text is never
+    empty (``blank_ok=True``: whitespace is a value, as a stop string)."""
+    domain = dict(low=low, above=above, high=high, path=path, url=url)
+    domain = {k: v for k, v in domain.items() if v is not None and v is not False}
+    metadata = {"help": help, **extra, **({"domain": domain} if domain else {})}
+    return dataclasses.field(default=default, metadata=metadata, repr=not extra.get("secret"))
+
+
+def same_as(options_class, name: str):
+    """The field ``name`` of another options dataclass, declared there once (default,
+    help, domain), as a field of this one too: `RunConfig` takes the backends' options
+    by their own declarations."""
+    f = options_class.__dataclass_fields__[name]
+    return dataclasses.field(
+        default=f.default, metadata=dict(f.metadata, declared_in=options_class), repr=f.repr
+    )
+
+
+# metadata of an option's field that add_argument does not take
+NOT_ARGPARSE = ("secret", "domain", "blank_ok", "unit", "declared_in", "hint")
 
 # The attribute that marks an argparse action as made from a dataclass field (its value:
 # the field), so a test can tell it from a hand-written add_argument.
@@ -154,21 +235,23 @@ def add_dataclass_options(parser: argparse.ArgumentParser, cls) -> None:
             del options["dest"]
             setattr(target.add_argument(f.name, **options), FIELD_TAG, f)
             continue
-        aliases = options.pop("aliases", ())
-        setattr(
-            target.add_argument("--" + f.name.replace("_", "-"), *aliases, **options), FIELD_TAG, f
-        )
-        if "_" in f.name:  # the spelling HfArgumentParser and Python callers use
-            hidden = target.add_argument(
-                "--" + f.name, **dict(options, help=argparse.SUPPRESS, default=argparse.SUPPRESS)
-            )
-            setattr(hidden, FIELD_TAG, f)
+        aliases, flag = options.pop("aliases", ()), options.pop("flag", None)
+        flag = flag or "--" + f.name.replace("_", "-")
+        # unlisted spellings: HfArgumentParser's (--max_new_tokens), an lm-eval user's
+        shown = {flag, *aliases}
+        unlisted = [
+            *dict.fromkeys(s for s in ("--" + f.name, *options.pop("hidden", ())) if s not in shown)
+        ]
+        action = target.add_argument(flag, *aliases, *unlisted, **options)
+        action.unlisted = unlisted
+        setattr(action, FIELD_TAG, f)
 
 
 def _argument(f: dataclasses.Field, hint) -> dict:
     """add_argument's keywords for one field (its metadata: help, choices, required...)."""
     options = dict(f.metadata, dest=f.name, default=f.default)
-    options.pop("secret", None)  # masking's mark (masking.remember_options), not argparse's
+    for key in NOT_ARGPARSE:  # the domain (core.domains), masking's mark...: not argparse's
+        options.pop(key, None)
     kinds = [t for t in (typing.get_args(hint) or (hint,)) if t is not type(None)]
     kind = kinds[0]
     if kind is bool:  # every flag is off by default
@@ -191,8 +274,10 @@ def add_command(subparsers, name: str, cls, run, **kwargs) -> argparse.ArgumentP
 
 
 def _run_with(cls, run, args: argparse.Namespace):
+    from mera_multi_hf.core.domains import check_options
     from mera_multi_hf.core.masking import remember_options
 
     options = cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
+    check_options(options)  # (an Options dataclass has checked itself as it was made)
     remember_options(options)  # its secrets are masked in whatever the command writes
     return run(options)

@@ -146,9 +146,17 @@ class CompareOptions:
         "a run folder (evaluate or score) or its results.json",
         positional=True,
         metavar="RUN_A",
+        path=True,
     )
-    run_b: str | None = opt(None, "the other run", positional=True, metavar="RUN_B")
-    out: str = opt("compare", "folder for compare.md/.json/.png/.html (default: compare)")
+    run_b: str | None = opt(None, "the other run", positional=True, metavar="RUN_B", path=True)
+    out: str = opt(
+        "compare",
+        "folder for compare.md/.json/.png/.html (default: compare)",
+        path=True,
+        flag="--output-dir",
+        aliases=("--out",),
+        hidden=("--output_path",),
+    )
     force: bool = opt(
         False, "compare even where the same id holds different examples in the two runs"
     )

@@ -176,8 +176,16 @@ class LeaderboardOptions:
         positional=True,
         nargs="+",
         metavar="RUN",
+        path=True,
     )
-    out: str = opt("leaderboard", "folder for leaderboard.md/.json/.png (default: leaderboard)")
+    out: str = opt(
+        "leaderboard",
+        "folder for leaderboard.md/.json/.png (default: leaderboard)",
+        path=True,
+        flag="--output-dir",
+        aliases=("--out",),
+        hidden=("--output_path",),
+    )
     overwrite: bool = opt(False, OVERWRITE_HELP)
 
 

@@ -140,7 +140,15 @@ class SpaceOptions:
 class ExportOptions(SpaceOptions):
     """The options of `mera-multi metrics export`."""
 
-    out: str | None = opt(None, "the folder to write one sub-folder per metric into", required=True)
+    out: str | None = opt(
+        None,
+        "the folder to write one sub-folder per metric into",
+        required=True,
+        path=True,
+        flag="--output-dir",
+        aliases=("--out",),
+        hidden=("--output_path",),
+    )
     overwrite: bool = opt(False, OVERWRITE_HELP)
 
 
@@ -149,7 +157,7 @@ class PushOptions(SpaceOptions):
     """The options of `mera-multi metrics push`."""
 
     token: str | None = opt(None, "a Hub token (default: the logged-in one)", secret=True)
-    dir: str | None = opt(None, "upload this earlier export instead of exporting afresh")
+    dir: str | None = opt(None, "upload this earlier export instead of exporting afresh", path=True)
 
 
 def cmd_export(options: ExportOptions) -> int:
@@ -189,8 +197,8 @@ def add_parser(sub) -> None:
         "export",
         ExportOptions,
         cmd_export,
-        help="write each metric's Space folder into --out",
-        description="Write into --out one Space folder per metric, <metric>/: the "
+        help="write each metric's Space folder into --output-dir",
+        description="Write into --output-dir one Space folder per metric, <metric>/: the "
         "evaluate module, its README.md card, app.py, requirements.txt and, "
         "as flat sibling files, the package modules it imports.",
     )
