@@ -314,7 +314,7 @@ def _limit(name: str):
     """A media limit's option: its text and default come from the one set of limits; a
     limit is a positive number."""
     default = getattr(DEFAULT_LIMITS, name)
-    domain = dict(above=0) if isinstance(default, float) else dict(low=1)
+    domain = dict(above=0, high=10**7) if isinstance(default, float) else dict(low=1)
     return opt(None, f"{MEDIA_LIMIT_HELP[name]} (default: {default})", metavar="N", **domain)
 
 

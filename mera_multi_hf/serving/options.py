@@ -19,6 +19,7 @@ class ServerOptions(Options):
         30.0,
         "seconds a client has to send its whole request, then 408 (default: 30)",
         above=0,
+        high=3_600,
         unit="seconds",
     )
     max_queue: int = opt(64, "requests waiting for the model, past which 503 (default: 64)", low=1)
@@ -32,6 +33,7 @@ class ServerOptions(Options):
         5.0,
         "seconds an idle keep-alive connection stays open (default: 5)",
         low=0,
+        high=3_600,
         unit="seconds",
     )
     max_body_bytes: int | None = opt(

@@ -37,11 +37,13 @@ class OpenAIOptions(Options):
         low=1,
         high=MAX_CONCURRENCY,
     )
-    timeout: float = opt(300.0, "seconds per request (openai)", above=0, unit="seconds")
+    timeout: float = opt(
+        300.0, "seconds per request (openai)", above=0, high=86_400, unit="seconds"
+    )
     max_retries: int = opt(
         4, "retries of a failed request, with exponential backoff (openai)", low=0, high=100
     )
-    backoff: float = opt(1.0, "seconds before the first retry, doubled at each", low=0)
+    backoff: float = opt(1.0, "seconds before the first retry, doubled at each", low=0, high=3_600)
     max_pixels: int | None = opt(
         None, "downscale larger images (aspect kept) to at most this many pixels", low=1
     )
