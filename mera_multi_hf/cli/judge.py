@@ -167,7 +167,7 @@ def add_parser(subparsers) -> None:
         description="The answer judge (judge_model/README.md): `judge serve` serves it and "
         "writes no file; `judge agreement` prints its agreement with human labels "
         "(with --out, also as a JSON file); `judge train` writes a trained judge "
-        "into --out.",
+        "into --output-dir.",
     )
     sub = judge.add_subparsers(dest="judge_command", metavar="JUDGE_COMMAND")
     judge.set_defaults(func=lambda args: judge.print_help() or 2)
@@ -198,6 +198,6 @@ def add_parser(subparsers) -> None:
         cmd_train,
         help="train or fine-tune a judge on human-labelled answers",
         description="Train or fine-tune a judge on human-labelled answers. Writes into "
-        "--out the judge as save_pretrained writes it (config.json, the "
+        "--output-dir the judge as save_pretrained writes it (config.json, the "
         "weights, the tokenizer files).",
     )

@@ -178,7 +178,7 @@ def cmd_push(options: PushOptions) -> int:
 
 def _no_action(args) -> int:
     raise MeraError(
-        "metrics: say what to do: `mera-multi metrics export --out DIR` or "
+        "metrics: say what to do: `mera-multi metrics export --output-dir DIR` or "
         "`mera-multi metrics push` (see `mera-multi metrics --help`)"
     )
 
