@@ -1,6 +1,6 @@
 """Every value has a domain, checked in one place: each option's field declares it
 (``opt(low=..., high=..., path=True, url=True, choices=...)``), and the parser and the
-Python entry points check through ``core.domains.check_options``.
+Python entry points check through ``core.domains.check_options`` in :mod:`mera_multi_hf.core.arguments`.
 
 A walk over every command's options (and the backends' options dataclasses) fails on a
 number or path field without a declared domain; a hypothesis test feeds NaN, infinities,
@@ -24,8 +24,13 @@ from hypothesis import strategies as st
 from test_flag_names import COMMANDS
 
 from mera_multi_hf.cli.main import main
-from mera_multi_hf.core.arguments import FIELD_TAG, Parser, add_dataclass_options, opt
-from mera_multi_hf.core.domains import check_options
+from mera_multi_hf.core.arguments import (
+    FIELD_TAG,
+    Parser,
+    add_dataclass_options,
+    check_options,
+    opt,
+)
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.generation.backends.hf_options import HFOptions
 from mera_multi_hf.generation.backends.openai_options import OpenAIOptions

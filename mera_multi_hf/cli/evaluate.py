@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mera_multi_hf.core.arguments import opt
-from mera_multi_hf.core.domains import Options
+from mera_multi_hf.core.arguments import Options, opt
 
 EXAMPLES = """examples:
   mera-multi evaluate

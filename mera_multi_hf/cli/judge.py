@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from mera_multi_hf.core.arguments import add_command, opt
-from mera_multi_hf.core.domains import Options
+from mera_multi_hf.core.arguments import Options, add_command, opt
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.limits import DEFAULT_LIMITS
 from mera_multi_hf.judge.judges import API_KEY_ENV

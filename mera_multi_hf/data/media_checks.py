@@ -23,8 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, fields
 
-from mera_multi_hf.core.arguments import opt
-from mera_multi_hf.core.domains import Options
+from mera_multi_hf.core.arguments import Options, opt
 from mera_multi_hf.core.limits import DEFAULT_LIMITS, OPTION_NAMES, Limits, audio_bytes, image_bytes
 
 

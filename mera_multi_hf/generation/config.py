@@ -9,8 +9,7 @@ import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from mera_multi_hf.core.arguments import opt, same_as
-from mera_multi_hf.core.domains import check_options
+from mera_multi_hf.core.arguments import check_options, opt, same_as
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.masking import remember_options
 from mera_multi_hf.core.outputs import OVERWRITE_HELP

@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mera_multi_hf.core.arguments import opt
-from mera_multi_hf.core.domains import SEED_MAX, Options
+from mera_multi_hf.core.arguments import SEED_MAX, Options, opt
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.judge import agreement

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from mera_multi_hf.core.arguments import opt
-from mera_multi_hf.core.domains import Options
+from mera_multi_hf.core.arguments import Options, opt
 from mera_multi_hf.scoring.metric_exact_match import EM_MODES
 
 

@@ -406,4 +406,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except MeraError as err:  # an option outside its domain, a model not found: one line
+        print(f"mera-multi: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mera_multi_hf.core.arguments import opt
-from mera_multi_hf.core.domains import Options
+from mera_multi_hf.core.arguments import Options, opt
 from mera_multi_hf.core.limits import DEFAULT_LIMITS
 
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mera_multi_hf.core.arguments import opt
-from mera_multi_hf.core.domains import Options
+from mera_multi_hf.core.arguments import Options, opt
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 DEFAULT_MAX_FRAMES = 8

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mera_multi_hf.core.arguments import opt
-from mera_multi_hf.core.domains import SEED_MAX, Options
+from mera_multi_hf.core.arguments import SEED_MAX, Options, opt
 from mera_multi_hf.core.limits import DEFAULT_LIMITS
 from mera_multi_hf.generation.backends.base import DEFAULT_CONCURRENCY, MAX_CONCURRENCY
 
