@@ -10,7 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mera_multi_hf.core import json_read, masking
-from mera_multi_hf.core.arguments import Parser, add_command, no_abbreviations, opt, text_table
+from mera_multi_hf.core.arguments import (
+    Parser,
+    add_command,
+    no_abbreviations,
+    opt,
+    output_dir_opt,
+    text_table,
+)
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.data.media_checks import MediaLimitOptions
@@ -64,15 +71,11 @@ class BuildOptions(MediaLimitOptions):
         required=True,
         path=True,
     )
-    out: str | None = opt(
+    out: str | None = output_dir_opt(
         None,
         "folder to write the Hub layout into: new, empty, or an "
         "earlier export (a folder holding anything else is refused)",
         required=True,
-        path=True,
-        flag="--output-dir",
-        aliases=("--out",),
-        hidden=("--output_path",),
     )
     overwrite: bool = opt(False, OVERWRITE_HELP)
     internal_with_answers: bool = opt(

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mera_multi_hf.core import json_read
+from mera_multi_hf.core.arguments import opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.reporting.finalize import TaskPart, finalize, results_table
-from mera_multi_hf.scoring.options import ScoringOptions, opt
+from mera_multi_hf.scoring.options import ScoringOptions
 
 
 @dataclass
@@ -32,14 +33,10 @@ class ScoreConfig(ScoringOptions):
         path=True,
     )
     split: str = opt("test", "split to score (default: test)")
-    out: str | None = opt(
+    out: str | None = output_dir_opt(
         None,
         "output folder for the reports",
         required=True,
-        path=True,
-        flag="--output-dir",
-        aliases=("--out",),
-        hidden=("--output_path",),
     )
     overwrite: bool = opt(False, OVERWRITE_HELP)
 

@@ -195,6 +195,21 @@ def opt(
     return dataclasses.field(default=default, metadata=metadata, repr=not extra.get("secret"))
 
 
+def output_dir_opt(default, help: str, **extra):
+    """The option of every command that writes a folder: ``--output-dir DIR``, also taken
+    as ``--out`` (the older spelling) and lm-evaluation-harness's ``--output_path``."""
+    return opt(
+        default,
+        help,
+        path=True,
+        flag="--output-dir",
+        aliases=("--out",),
+        hidden=("--output_path",),
+        metavar="DIR",
+        **extra,
+    )
+
+
 def same_as(options_class, name: str):
     """The field ``name`` of another options dataclass, declared there once (default,
     help, domain), as a field of this one too: `RunConfig` takes the backends' options

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from mera_multi_hf.core.arguments import check_options, opt, same_as
+from mera_multi_hf.core.arguments import check_options, opt, output_dir_opt, same_as
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.masking import remember_options
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
@@ -69,13 +69,7 @@ class RunConfig(ScoringOptions, MediaLimitOptions):
     limit: int | None = opt(
         None, "only the first N examples of each task", low=1, metavar="N", hint=LIMIT_HINT
     )
-    output_dir: str | None = opt(
-        None,
-        "where to write (default: runs/<model name>)",
-        path=True,
-        aliases=("--out",),
-        hidden=("--output_path",),
-    )
+    output_dir: str | None = output_dir_opt(None, "where to write (default: runs/<model name>)")
     overwrite: bool = opt(False, OVERWRITE_HELP)
     # generation
     backend: str = opt(

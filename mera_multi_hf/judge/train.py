@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mera_multi_hf.core.arguments import SEED_MAX, Options, opt
+from mera_multi_hf.core.arguments import SEED_MAX, Options, opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.judge import agreement
@@ -37,14 +37,10 @@ class TrainOptions(Options):
     base: str | None = opt(
         None, "the model to start from (folder or Hub id)", required=True, path=True
     )
-    out: str | None = opt(
+    out: str | None = output_dir_opt(
         None,
         "folder to save the trained judge into",
         required=True,
-        path=True,
-        flag="--output-dir",
-        aliases=("--out",),
-        hidden=("--output_path",),
     )
     epochs: float = opt(
         1.0, "passes over the data; a fraction stops part way (default: 1.0)", above=0, high=1000

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mera_multi_hf.core.arguments import add_command, opt
+from mera_multi_hf.core.arguments import add_command, opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.reporting.compare_chart import chart_png
@@ -149,13 +149,9 @@ class CompareOptions:
         path=True,
     )
     run_b: str | None = opt(None, "the other run", positional=True, metavar="RUN_B", path=True)
-    out: str = opt(
+    out: str = output_dir_opt(
         "compare",
         "folder for compare.md/.json/.png/.html (default: compare)",
-        path=True,
-        flag="--output-dir",
-        aliases=("--out",),
-        hidden=("--output_path",),
     )
     force: bool = opt(
         False, "compare even where the same id holds different examples in the two runs"

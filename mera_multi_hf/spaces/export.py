@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mera_multi_hf.core.arguments import add_command, opt
+from mera_multi_hf.core.arguments import add_command, opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.spaces.flat_modules import flat_folder
@@ -140,14 +140,10 @@ class SpaceOptions:
 class ExportOptions(SpaceOptions):
     """The options of `mera-multi metrics export`."""
 
-    out: str | None = opt(
+    out: str | None = output_dir_opt(
         None,
         "the folder to write one sub-folder per metric into",
         required=True,
-        path=True,
-        flag="--output-dir",
-        aliases=("--out",),
-        hidden=("--output_path",),
     )
     overwrite: bool = opt(False, OVERWRITE_HELP)
 
