@@ -191,8 +191,8 @@ def _options_of(argv):
 
 
 def test_a_command_gets_the_dataclass_a_python_caller_builds():
-    from mera_multi_hf.judge.train import TrainOptions
     from mera_multi_hf.cli.main import BuildOptions
+    from mera_multi_hf.judge.train import TrainOptions
     from mera_multi_hf.reporting.leaderboard import LeaderboardOptions
     from mera_multi_hf.spaces.export import ExportOptions
 
