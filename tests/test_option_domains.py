@@ -38,7 +38,9 @@ from mera_multi_hf.generation.backends.openai_options import OpenAIOptions
 # a text field that names a file or folder (its help says so, or its name does)
 PATH_WORDS = re.compile(r"\b(folders?|files?|path)\b", re.I)
 PATH_NAMES = {"out", "output_dir", "data", "raw", "predictions", "dir", "run_dir", "runs"}
-NOT_PATHS = {"push", "path"}  # a Hub repository to create; `models --path`: a family name
+# a Hub repository to create; `models --path`: a family name; `score --model-name`: a
+# name to show
+NOT_PATHS = {"push", "path", "model_name"}
 
 
 def _kind(f: dataclasses.Field) -> str | None:
