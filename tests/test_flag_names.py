@@ -35,6 +35,7 @@ MODULES = {
     "cli/main.py": ["", "build", "tasks", "evaluate", "score"],
     "cli/view.py": ["view"],
     "reporting/compare.py": ["compare"],
+    "pipeline/compare.py": ["compare"],
     "reporting/compare_markdown.py": ["compare"],
     "reporting/leaderboard.py": ["leaderboard"],
     "spaces/export.py": ["metrics export", "metrics push"],

@@ -213,7 +213,7 @@ COMMAND_MODULES: list[str] = [
     "cli.judge",
     "cli.evaluate",
     "spaces.export",
-    "reporting.compare",
+    "pipeline.compare",
     "reporting.leaderboard",
     "cli.view",
     "demo.tiny_models",
