@@ -41,6 +41,8 @@ MODULES = {
     "spaces/export.py": ["metrics export", "metrics push"],
     "cli/judge.py": ["judge serve", "judge agreement", "judge train"],
     "pipeline/preflight.py": ["evaluate", "score"],
+    "generation/checks.py": ["evaluate"],
+    "judge/checks.py": ["evaluate", "score"],
     "scoring/options.py": ["evaluate", "score", "build"],
     "demo/tiny_models/__init__.py": ["models"],
 }
