@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.input_files import open_binary
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.reporting.finalize import TaskPart, finalize, results_table
 from mera_multi_hf.scoring.options import ScoringOptions, opt
@@ -206,7 +207,7 @@ def model_name(files: list[str]) -> str:
     for file in files:
         for candidate in (Path(file), *sorted(Path(file).parent.glob("results*.json"))):
             try:
-                with open(candidate, "rb") as fh:
+                with open_binary(candidate) as fh:
                     record = json_read.loads(
                         fh.readline() if candidate.suffix == ".jsonl" else fh.read(), str(candidate)
                     )

@@ -15,9 +15,9 @@ import warnings
 from dataclasses import dataclass
 from dataclasses import field as _field
 from math import gcd
-from pathlib import Path
 
 from mera_multi_hf.core.errors import MediaError, MeraError
+from mera_multi_hf.core.input_files import InputFileError, read_bytes
 from mera_multi_hf.core.limits import (
     AUDIO_BLOCK_FRAMES,
     DEFAULT_LIMITS,
@@ -438,6 +438,10 @@ def media_bytes(value) -> bytes:
         path = value.get("path")
     else:
         path = value
-    if path and Path(path).is_file():
-        return Path(path).read_bytes()
-    raise MediaError(f"a media item has neither bytes nor a readable file ({path!r})")
+    why = "no path"
+    if path:
+        try:  # the one input reader: a FIFO or a link loop is refused, never waited on
+            return read_bytes(path)
+        except InputFileError as err:
+            why = err.reason
+    raise MediaError(f"a media item has neither bytes nor a readable file ({path!r}: {why})")
