@@ -150,7 +150,10 @@ class ChatService:
                 f"model {_shown(body.model)} is not served here "
                 f"(this server serves {self.model_name!r})"
             )
-        prompt, items = prompt_from_openai(user_content(body))
+        # the prompt's and the stops' sizes first: bounded before anything is tokenised
+        prompt, items = prompt_from_openai(user_content(body), self.limits.max_prompt_chars)
+        limits = self.limits
+        stops = requested_stops(body, limits.max_stop_strings, limits.max_stop_chars)
         media = [
             Media(kind=kind, sha256=hashlib.sha256(data).hexdigest(), data=data, limits=self.limits)
             for kind, data in items
@@ -162,7 +165,6 @@ class ChatService:
             if not decode:
                 self._check_budget(media)
         max_new = requested_max_tokens(body, self.max_tokens_limit)
-        stops = requested_stops(body)
         # The hf backend may take stop strings on the request (a `stop` field); when it
         # does not, the answer is still cut at them here, after generation.
         extra = {"stop": stops} if "stop" in {f.name for f in dataclasses.fields(Request)} else {}
@@ -340,6 +342,11 @@ class ChatServeOptions(ServerOptions):
     memory_budget: int | None = opt(
         None, f"bytes a request's media may take decoded (default: {DEFAULT_LIMITS.memory_budget})"
     )
+    max_prompt_chars: int | None = opt(
+        None,
+        "characters of a request's prompt text, checked before tokenising "
+        f"(default: {DEFAULT_LIMITS.max_prompt_chars})",
+    )
 
 
 def _parser() -> Parser:
@@ -356,6 +363,7 @@ def serve(options: ChatServeOptions) -> int:
         max_image_pixels=options.max_image_pixels,
         max_body_bytes=options.max_body_bytes,
         memory_budget=options.memory_budget,
+        max_prompt_chars=options.max_prompt_chars,
     )
     try:
         backend = make_backend(
