@@ -151,8 +151,8 @@ class ChatService:
                 f"(this server serves {self.model_name!r})"
             )
         # the prompt's and the stops' sizes first: bounded before anything is tokenised
-        prompt, items = prompt_from_openai(user_content(body), self.limits.max_prompt_chars)
         limits = self.limits
+        prompt, items = prompt_from_openai(user_content(body), limits.max_prompt_chars)
         stops = requested_stops(body, limits.max_stop_strings, limits.max_stop_chars)
         media = [
             Media(kind=kind, sha256=hashlib.sha256(data).hexdigest(), data=data, limits=self.limits)
