@@ -109,14 +109,32 @@ def _prepared(task, source, limits) -> tuple[TaskSpec, str | Path, str]:
             if not (target / "README.md").is_file():
                 from mera_multi_hf.data.publish import export_raw
 
-                with _one_line(
+                with one_line(
                     task,
                     source,
                     "preparing {task} from {source} (once: then it is read from the cache)",
                 ):
-                    export_raw(task, source, target, include_private_answers=True, limits=limits)
+                    export_raw(
+                        task,
+                        source,
+                        target,
+                        include_private_answers=True,
+                        limits=limits,
+                        say_notes=not _bundled(task, source),
+                    )
         source = target
     return task, source, kind
+
+
+def _bundled(task: TaskSpec, source) -> bool:
+    """Whether ``source`` is the sample bundled with the package (its notes, such as
+    ruTiE's Cyrillic golds, copy the official data's quirks on purpose: not the user's)."""
+    from mera_multi_hf.demo.sample_data import bundled_sample
+
+    try:
+        return Path(source).resolve() == Path(bundled_sample(task.key)).resolve()
+    except MeraError:  # a task without a bundled sample
+        return False
 
 
 def _load(task: TaskSpec, source, kind: str) -> datasets.DatasetDict:
@@ -124,12 +142,12 @@ def _load(task: TaskSpec, source, kind: str) -> datasets.DatasetDict:
     raw folder's was said when it was prepared), a Hub download keeps its own."""
     if kind == "hub":
         return normalize(task, _read(task, source))
-    with _one_line(task, source, "reading {task} from {source}" if kind == "exported" else ""):
+    with one_line(task, source, "reading {task} from {source}" if kind == "exported" else ""):
         return normalize(task, _read(task, source))
 
 
 @contextlib.contextmanager
-def _one_line(task: TaskSpec, source, line: str):
+def one_line(task: TaskSpec, source, line: str):
     """Instead of datasets' progress bars (two or more per split), one line per task
     (``line``, or none), where bars are shown: `--tasks all` reads as a list."""
     datasets = _datasets()

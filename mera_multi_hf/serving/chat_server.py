@@ -65,6 +65,10 @@ def _cut_at_stop(text: str, stops: tuple[str, ...]) -> str:
 
 def error_payload(status: int, message: str) -> dict:
     kind = "server_error" if status >= 500 else "invalid_request_error"
+    if status == 404:  # an unknown model: vLLM's type and code, OpenAI's param
+        return {
+            "error": {"message": message, "type": "NotFoundError", "param": "model", "code": 404}
+        }
     return {"error": {"message": message, "type": kind, "code": status}}
 
 
@@ -98,6 +102,8 @@ class ChatService:
         loop = asyncio.get_running_loop()
         try:  # parsing and image decoding, outside the lock, within the pixel bound
             request, stops = await loop.run_in_executor(self.parse_pool, self.request, body)
+        except BodyError:
+            raise
         except ValueError as err:
             raise BodyError(getattr(err, "status", 400), f"bad request: {err}") from None
         text = await self.queue.run(self.generate, request)  # the model is not shared safely
@@ -146,9 +152,10 @@ class ChatService:
     def request(self, body: ChatCompletionRequest) -> tuple[Request, tuple[str, ...]]:
         check_options(body)
         if body.model not in (None, self.model_name):
-            raise ValueError(
-                f"model {_shown(body.model)} is not served here "
-                f"(this server serves {self.model_name!r})"
+            raise BodyError(  # 404, as OpenAI and vLLM answer an unknown model
+                404,
+                f"The model {_shown(body.model)} does not exist: this server serves "
+                f"{self.model_name!r}",
             )
         # the prompt's and the stops' sizes first: bounded before anything is tokenised
         limits = self.limits
