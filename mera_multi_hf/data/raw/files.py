@@ -9,7 +9,7 @@ import os
 import stat
 from pathlib import Path
 
-from mera_multi_hf.core import input_files
+from mera_multi_hf.core.input_files import InputFileError, read_bytes
 from mera_multi_hf.core.input_files import kind_of as _file_kind
 
 # What the reader reads at most (hostile or broken folders must not exhaust memory);
@@ -57,8 +57,8 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
     real, info, link = _resolved_inside(root, relative)
     _check_stat(real, relative, info, link, limit)
     try:
-        return input_files.read_bytes(real, limit, one_name=True)
-    except input_files.InputFileError as err:
+        return read_bytes(real, limit, one_name=True)
+    except InputFileError as err:
         raise FieldError("", f"{relative!r}: {err.reason}") from None
 
 
