@@ -16,8 +16,8 @@ from mera_multi_hf._version import __version__
 from mera_multi_hf.data.builder import ALL_DOMAINS, MEDIA_FEATURES
 from mera_multi_hf.data.raw import fill_readme
 from mera_multi_hf.data.raw.card import INTERNAL_TAG, PRIVATE_LICENSE_NAME
-from mera_multi_hf.tasks.citation import CITATION
-from mera_multi_hf.tasks.metric_cards import CARD_TEXT
+from mera_multi_hf.scoring.registry import CARD_TEXT
+from mera_multi_hf.tasks.declarations import CITATION
 from mera_multi_hf.tasks.spec import TaskSpec
 
 # The standard descriptions that "default" stands for in data_field_descriptions and

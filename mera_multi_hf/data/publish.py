@@ -20,7 +20,7 @@ from mera_multi_hf._version import __version__
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.input_files import read_text
 from mera_multi_hf.core.limits import Limits
-from mera_multi_hf.core.outputs import MARKER, OutputFolder, read_marker  # noqa: F401  (MARKER: read from here too)
+from mera_multi_hf.core.outputs import OutputFolder, read_marker
 from mera_multi_hf.data.export_card import write_card
 from mera_multi_hf.data.hub_layout import build_configs, joined_info, stage_data
 from mera_multi_hf.data.raw.card import INTERNAL_TAG

@@ -37,10 +37,12 @@ from concurrent.futures import ThreadPoolExecutor
 from fastapi import Request as FastAPIRequest
 from fastapi.responses import StreamingResponse
 
-from mera_multi_hf.core.arguments import Parser, add_dataclass_options, opt
+from mera_multi_hf.core.arguments import Parser, add_dataclass_options, opt, same_as
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.foreign_text import foreign
 from mera_multi_hf.core.limits import DEFAULT_LIMITS, Limits
 from mera_multi_hf.data.media_decode import Media
+from mera_multi_hf.generation.backends.hf_options import HFOptions
 from mera_multi_hf.generation.request import Request
 from mera_multi_hf.serving.app import BodyError, Guard, ModelQueue, Server, json_app, read_json
 from mera_multi_hf.serving.app import shown as _shown
@@ -105,7 +107,9 @@ class ChatService:
         except BodyError:
             raise
         except ValueError as err:
-            raise BodyError(getattr(err, "status", 400), f"bad request: {err}") from None
+            raise BodyError(
+                getattr(err, "status", 400), f"bad request: {foreign(err, 500)}"
+            ) from None
         text = await self.queue.run(self.generate, request)  # the model is not shared safely
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
@@ -135,7 +139,9 @@ class ChatService:
             print(
                 f"serve: generate failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True
             )
-            raise BodyError(500, f"generation failed: {type(err).__name__}: {err}") from None
+            raise BodyError(
+                500, f"generation failed: {type(err).__name__}: {foreign(err)}"
+            ) from None
 
     def _check_budget(self, media: list[Media]) -> None:
         """The request's media together within the memory budget (the rule of limits.py,
@@ -312,22 +318,19 @@ SERVE_DESCRIPTION = (
 class ChatServeOptions(ServerOptions):
     """The options of the chat server; those of any server come from ServerOptions."""
 
-    model: str | None = opt(None, "Hub id or folder (default: the built-in tiny model)")
+    model: str | None = opt(None, "Hub id or folder (default: the built-in tiny model)", path=True)
     served_model_name: str | None = opt(
         None,
         "the model name clients send as `model` (default: --model)",
         aliases=("--served-name",),
     )
-    dtype: str = opt(
-        "auto",
-        "weights dtype: auto, float32, bfloat16 or float16 (default: auto, "
-        "float32 on CPU, the model's own on GPU)",
-    )
+    dtype: str = same_as(HFOptions, "dtype")
     device: str | None = opt(None, "cpu, cuda, cuda:1 or auto (default: the GPU when there is one)")
     max_pixels: int | None = opt(
         None,
         "downscale larger images (aspect kept) to at most this "
         "many pixels (default: none, images as sent)",
+        low=1,
     )
     trust_remote_code: bool = opt(
         False, "allow model code from the Hub repository, only for models you trust (default: off)"
@@ -339,20 +342,27 @@ class ChatServeOptions(ServerOptions):
         "none: no authentication)",
         secret=True,
     )
-    workers: int = opt(8, "threads parsing requests and decoding their images (default: 8)")
+    workers: int = opt(
+        8, "threads parsing requests and decoding their images (default: 8)", low=1, high=1024
+    )
     max_image_pixels: int | None = opt(
-        None, f"pixels per image (default: {DEFAULT_LIMITS.max_image_pixels})"
+        None, f"pixels per image (default: {DEFAULT_LIMITS.max_image_pixels})", low=1
     )
     max_tokens_limit: int = opt(
-        MAX_TOKENS_LIMIT, f"largest max_tokens a request may ask (default: {MAX_TOKENS_LIMIT})"
+        MAX_TOKENS_LIMIT,
+        f"largest max_tokens a request may ask (default: {MAX_TOKENS_LIMIT})",
+        low=1,
     )
     memory_budget: int | None = opt(
-        None, f"bytes a request's media may take decoded (default: {DEFAULT_LIMITS.memory_budget})"
+        None,
+        f"bytes a request's media may take decoded (default: {DEFAULT_LIMITS.memory_budget})",
+        low=1,
     )
     max_prompt_chars: int | None = opt(
         None,
         "characters of a request's prompt text, checked before tokenising "
         f"(default: {DEFAULT_LIMITS.max_prompt_chars})",
+        low=1,
     )
 
 
@@ -417,4 +427,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except MeraError as err:  # an option outside its domain, a model not found: one line
+        print(f"mera-multi: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None

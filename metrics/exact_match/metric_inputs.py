@@ -73,8 +73,10 @@ def require_examples(batch: dict) -> None:
         raise MeraError("no examples to score: the predictions are empty")
 
 
-def mean_score(scores) -> float:
-    """The mean of per-example scores; no examples is an error, never a silent 0."""
+def mean_score(scores, groups=None) -> float:
+    """The mean of per-example scores (``groups`` unused: the registry's aggregations
+    take them); no examples is an error, never a silent 0 (the one rule for every mean
+    a metric reports: the registry's, the metric modules' and the Spaces')."""
     scores = np.asarray(scores, dtype=np.float64)
     if scores.size == 0:
         raise MeraError("no examples to score: the predictions are empty")

@@ -21,32 +21,25 @@ never recorded anywhere.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MediaError, MeraError
-from mera_multi_hf.core.limits import DEFAULT_LIMITS
-from mera_multi_hf.core.provenance import mask_secrets
+from mera_multi_hf.core.foreign_text import foreign
+from mera_multi_hf.core.masking import mask_secrets
 from mera_multi_hf.generation.backends.base import (
-    DEFAULT_CONCURRENCY,
-    MAX_CONCURRENCY,
     Backend,
     check_stop,
     cut_at_stop,
 )
+from mera_multi_hf.generation.backends.openai_options import OpenAIOptions
 from mera_multi_hf.generation.backends.registry import ALL_MEDIA, Capabilities, register_backend
 from mera_multi_hf.generation.chat import openai_messages
 from mera_multi_hf.generation.request import Request
-
-if TYPE_CHECKING:  # requests is imported by the first request, not by make_backend's
-    import requests  # look at every backend's options (an hf run never needs it)
 
 
 def split_urls(base_url) -> list[str]:
@@ -66,27 +59,6 @@ class _ServerFailed(Exception):
     """A server still unreachable or failing after its retries (another may answer)."""
 
 
-@dataclass
-class OpenAIOptions:
-    """``base_url``: up to /v1, several comma-separated or as a list; ``api_key``: default
-    $OPENAI_API_KEY, never recorded (nor shown by repr); ``concurrency``: requests in
-    flight per server; ``timeout``: seconds per request; ``max_retries`` and ``backoff``:
-    of a failed request; ``seed``: sent, as the harness does; ``stop``: the run's stop
-    strings (None: the official "\\n\\n"); ``max_reply_bytes``: the most a reply may take."""
-
-    base_url: str | list[str] | None = None
-    api_key: str | None = field(default=None, repr=False)
-    concurrency: int = DEFAULT_CONCURRENCY
-    timeout: float = 300.0
-    max_retries: int = 4
-    backoff: float = 1.0
-    max_pixels: int | None = None
-    batch_size: int | None = None
-    seed: int = 1234
-    stop: tuple[str, ...] | list[str] | None = None
-    max_reply_bytes: int = DEFAULT_LIMITS.max_reply_bytes
-
-
 @register_backend(
     "openai", options=OpenAIOptions, capabilities=Capabilities(streaming=True, media=ALL_MEDIA)
 )
@@ -102,22 +74,17 @@ class OpenAIBackend(Backend):
             raise MeraError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
         if not model:
             raise MeraError("--backend openai needs --model: the model name the server serves")
-        if not 1 <= concurrency <= MAX_CONCURRENCY:
-            raise MeraError(
-                f"--concurrency {concurrency}: give 1 to {MAX_CONCURRENCY} "
-                f"(requests in flight per server)"
-            )
         self.model_id = model
         self.revision = None
         self.base_url = ",".join(self.servers)
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.concurrency = concurrency
-        self.timeout, self.max_retries, self.backoff = o.timeout, max(0, o.max_retries), o.backoff
+        self.timeout, self.max_retries, self.backoff = o.timeout, o.max_retries, o.backoff
         self.max_pixels, self.seed = o.max_pixels, o.seed
         self.max_reply_bytes = o.max_reply_bytes
         self.stop = check_stop(o.stop)
         self.batch_size = max(o.batch_size or 0, self.concurrency)
-        self._local = threading.local()
+        self._http = None
         self._pool: ThreadPoolExecutor | None = None
 
     def settings(self) -> dict:
@@ -209,17 +176,20 @@ class OpenAIBackend(Backend):
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def _session(self, server: str) -> requests.Session:
-        from mera_multi_hf.core.http_client import make_session
+    def _client(self):
+        """The one HTTP client of every thread and server (core/http_client.py)."""
+        from mera_multi_hf.core.http_client import Client
 
-        sessions = getattr(self._local, "sessions", None)
-        if sessions is None:
-            sessions = self._local.sessions = {}
-        if server not in sessions:  # one per thread and server: a Session is not shared
-            sessions[server] = make_session(
-                self.max_retries, self.backoff, self._api_key, pool_size=1
+        if self._http is None:
+            self._http = Client(
+                self.timeout,
+                retries=self.max_retries,
+                backoff=self.backoff,
+                api_key=self._api_key,
+                max_bytes=self.max_reply_bytes,
+                pool_size=len(self.servers),
             )
-        return sessions[server]
+        return self._http
 
     def body(self, request: Request) -> dict:
         """The JSON sent for one request (the harness's payload, key for key)."""
@@ -233,9 +203,7 @@ class OpenAIBackend(Backend):
         }
 
     def _complete(self, server: str, request: Request) -> tuple[str, float]:
-        import requests
-
-        from mera_multi_hf.core.http_client import RETRY_STATUS, ReplyTooLarge, bounded, short_error
+        from mera_multi_hf.core.http_client import RETRY_STATUS, ReplyTooLarge, RequestFailed
 
         where = f"the server at {mask_secrets(server)}"
         failing = (
@@ -244,28 +212,21 @@ class OpenAIBackend(Backend):
         )
         started = time.perf_counter()
         try:
-            response = bounded(
-                self._session(server).post(
-                    join_url(server, "/chat/completions"),
-                    json=self.body(request),
-                    timeout=self.timeout,
-                    stream=True,
-                ),
-                self.max_reply_bytes,
+            response = self._client().post(
+                join_url(server, "/chat/completions"), self.body(request)
             )
         except ReplyTooLarge as err:
-            raise MeraError(
-                f"{where} sent a reply too large to read (for {request.task} "
-                f"id={request.id}): {err}"
-            ) from None
-        except (requests.ConnectionError, requests.Timeout) as err:
-            raise _ServerFailed(failing.format(short_error(err))) from None
-        if response.status_code in RETRY_STATUS:  # still failing after the retries
-            raise _ServerFailed(failing.format(f"HTTP {response.status_code}"))
-        if response.status_code != 200:
+            raise MeraError(f"{err} (for {request.task} id={request.id})") from None
+        except RequestFailed as err:
+            if not err.transient:
+                raise MeraError(f"{err} (for {request.task} id={request.id})") from None
+            raise _ServerFailed(failing.format(err.problem)) from None
+        if response.status in RETRY_STATUS:  # still failing after the retries
+            raise _ServerFailed(failing.format(f"HTTP {response.status}"))
+        if response.status != 200:
             raise MeraError(
                 f"{where} refused a request for {request.task} id={request.id}: "
-                f"HTTP {response.status_code} {_error_text(response)}"
+                f"HTTP {response.status} {foreign(_error_text(response), 300)}"
             )
         try:  # the one JSON reader: a deep or huge reply is one line, not a traceback
             reply = json_read.loads(response.content, f"{where} (POST /chat/completions)")
@@ -278,7 +239,7 @@ class OpenAIBackend(Backend):
         except (KeyError, IndexError, TypeError):
             raise MeraError(
                 f"{where} sent an answer that is not a chat completion (for "
-                f"{request.task} id={request.id}): {response.text[:200]!r}"
+                f"{request.task} id={request.id}): {foreign(response.text, 200)}"
             ) from None
         return cut_at_stop(text, request.stop), time.perf_counter() - started
 
@@ -286,6 +247,6 @@ class OpenAIBackend(Backend):
 def _error_text(response) -> str:
     try:
         err = json_read.loads(response.content, "the reply").get("error")
-        return str(err.get("message") if isinstance(err, dict) else err)[:300]
+        return str(err.get("message") if isinstance(err, dict) else err)
     except (ValueError, AttributeError):
-        return response.text[:300].replace("\n", " ")
+        return response.text

@@ -15,7 +15,7 @@ from mera_multi_hf.spaces.space_modules.task_options import TASK_OPTIONS
 # writes each one beside this module as a flat sibling file (imports rewritten to
 # `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
-from mera_multi_hf.tasks.citation import CITATION as _CITATION
+from mera_multi_hf.tasks.declarations import CITATION as _CITATION
 
 _DESCRIPTION = """\
 Group exact match as MERA Multi scores ruHHH: the examples are split by `group_id` (one
