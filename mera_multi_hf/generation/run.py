@@ -57,6 +57,7 @@ class TaskData:
     fingerprint: str
     full_size: int  # examples in the split before --limit
     requests: list[Request] = field(default_factory=list)
+    content: str | None = None  # the whole split's rows, hashed (manifest.data_content)
 
 
 def run_tasks(
@@ -131,10 +132,10 @@ def new_session(config: RunConfig, engine, loaded, world: int, typed, started: f
     }
 
 
-def open_manifest(folder, config: RunConfig, engine, loaded, session: dict) -> dict:
-    """The run's manifest with this session begun; a resume under other fixed settings
-    stops here, in one line (every process reads it before any is written)."""
-    old = None if config.overwrite else manifest.read_manifest(folder)
+def open_manifest(folder, config: RunConfig, engine, loaded, session: dict, old) -> dict:
+    """The run's manifest with this session begun (``old``: the earlier one); a resume
+    under other fixed settings stops here, in one line (every process reads it before
+    any is written)."""
     fixed = manifest.fixed_settings(config, engine)
     manifest.check_fixed(old, fixed, folder.path)
     return manifest.start(old, fixed, manifest.task_entries(config, engine, loaded), session)
@@ -149,7 +150,11 @@ def write_manifest(folder, doc: dict) -> None:
 def _run(
     config: RunConfig, engine, specs, sources, state, folder, started, typed, finish, warm_up
 ) -> dict | None:
+    old = manifest.read_manifest(folder)  # one that cannot be read stops the run here
+    say = state.is_main_process
+    specs, sources = manifest.with_earlier_tasks(old, config, specs, sources, say)
     loaded = [load_task_data(task, sources[task.key], config, state) for task in specs]
+    old = manifest.check_data(old, loaded, config, folder.path, say)
     for data in loaded:
         if not data.task.dialogue:
             data.requests = stamp(make_requests(data, config), engine)
@@ -163,7 +168,7 @@ def _run(
         warn_damaged(log.damaged)
     logged(log, before, requests)  # other settings in the folder stop every process here
     session = new_session(config, engine, loaded, state.num_processes, typed, started)
-    doc = open_manifest(folder, config, engine, loaded, session)
+    doc = open_manifest(folder, config, engine, loaded, session, old)
     state.wait_for_everyone()  # nobody writes before every process has read the log
     if state.is_main_process:
         write_manifest(folder, doc)  # before any generation
@@ -291,13 +296,14 @@ def load_task_data(task: TaskSpec, source, config: RunConfig, state) -> TaskData
     # cache are built under file locks (one process builds, the rest wait and read).
     ds = load_split(task, source=source, split=config.split, limits=config.limits())
     full_size, fingerprint = len(ds), ds._fingerprint  # the split as loaded (as `score` records)
+    content = manifest.data_content(ds)  # what a resume's data must be, wherever it is
     if config.limit is not None:
         ds = ds.select(range(min(config.limit, len(ds))))
     ds = arrow_view(ds)
     examples = make_examples(task, ds)
     if task.dialogue and state.is_main_process:
         warn_meta(task, examples)
-    return TaskData(task, source, ds, examples, fingerprint, full_size)
+    return TaskData(task, source, ds, examples, fingerprint, full_size, content=content)
 
 
 def make_requests(data: TaskData, config: RunConfig, examples=None) -> list[Request]:

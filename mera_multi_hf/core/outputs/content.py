@@ -18,10 +18,6 @@ _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _hashed: dict[tuple, str] = {}  # (device, inode, size, mtime) -> sha256: read once a process
 
 
-def sha256_of(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def _open_plain(dir_fd: int | None, name: str) -> int | None:
     """A plain file opened to read (None: absent, a link, or not a plain file with one
     link: a FIFO is never waited on)."""

@@ -13,7 +13,8 @@ import stat
 from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.core.outputs.content import record, sha256_of
+from mera_multi_hf.core.hashing import sha256_bytes
+from mera_multi_hf.core.outputs.content import record
 from mera_multi_hf.core.outputs.fs import (
     LOCK,
     MARKER,
@@ -408,7 +409,7 @@ class OutputFolder:
                     temp = _temp(dir_fd, base, data, mode, tmp and tmp.rpartition("/")[2])
                 except OSError as err:  # name the file a full disk stopped
                     raise OSError(err.errno, err.strerror, str(self.path / name)) from None
-                return (dir_fd, temp, None), sha256_of(data)
+                return (dir_fd, temp, None), sha256_bytes(data)
             src_fd, src = _walk_to(self._root(), self._staged_name(data), create=False)
             if mode != PLAIN_MODE:
                 _set_mode(src_fd, src, mode)

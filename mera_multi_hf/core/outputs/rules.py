@@ -12,6 +12,9 @@ from mera_multi_hf.core import json_read
 from mera_multi_hf.core.outputs.fs import MARKER, _safe_name
 
 STAGING_PREFIX = ".mera-multi-staging-"
+# the cache entries this process writes now, each under its lock (files.cache_lock): the
+# only folders inside the tool's cache that may be written as an output folder
+CACHE_WRITERS: set[str] = set()
 MARKER_FORMAT = 3
 
 # kind -> the command that writes it (how a refusal names another kind's folder)
@@ -80,8 +83,9 @@ def refusal(path, inputs=()) -> str | None:
     for root in _hf_caches():
         if _inside(_real(root), out) or _inside(out, _real(root)):
             return f"the cache {root}, inside it or a folder that holds it"
-    if _inside(_real(cache_root()), out):
-        return f"this tool's cache {cache_root()} or a folder that holds it"
+    cache = _real(cache_root())
+    if _inside(cache, out) or (_inside(out, cache) and out not in CACHE_WRITERS):
+        return f"this tool's cache {cache_root()}, inside it or a folder that holds it"
     if out == os.path.abspath(os.sep):
         return "the filesystem root"
     return None
