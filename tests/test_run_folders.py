@@ -43,7 +43,9 @@ def _one_line_error(capsys, *words) -> str:
 
 
 def _evaluate(out: Path, *extra: str, data: str = "sample", limit: int = 2) -> int:
-    return main(EVALUATE + ["--data", data, "--limit", str(limit), "--output-dir", str(out), *extra])
+    return main(
+        EVALUATE + ["--data", data, "--limit", str(limit), "--output-dir", str(out), *extra]
+    )
 
 
 def _last_session(out: Path) -> dict:
@@ -124,9 +126,7 @@ def test_an_empty_or_relative_cache_variable_is_refused(value, tmp_path, monkeyp
     assert not list(work.iterdir()) and not (tmp_path / "run").exists()
 
 
-def test_the_tools_cache_is_never_an_output_folder_under_any_spelling(
-    raw_sample, tmp_path, capsys
-):
+def test_the_tools_cache_is_never_an_output_folder_under_any_spelling(raw_sample, tmp_path, capsys):
     from mera_multi_hf.core.paths import cache_root
 
     assert _evaluate(tmp_path / "run", limit=1) == 0  # the bundled sample, converted once

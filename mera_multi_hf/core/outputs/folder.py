@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.hashing import sha256_bytes
-from mera_multi_hf.core.outputs.content import record
+from mera_multi_hf.core.outputs.content import record, records
 from mera_multi_hf.core.outputs.fs import (
     LOCK,
     MARKER,
@@ -29,11 +29,13 @@ from mera_multi_hf.core.outputs.fs import (
     _replace_at,
     _set_mode,
     _temp,
+    _temp_for,
     _temp_name,
     _unlink_at,
     _unlink_at_path,
     _utf8,
     _walk_to,
+    _write_in_place,
     as_written,
     shown,
     write_error,
@@ -284,11 +286,7 @@ class OutputFolder:
         ``temps``: the temporaries about to be made; ``written``: name -> sha256 of what
         was just written there."""
         current = read_marker(self.path)
-        old, written = entries(current), written or {}
-        files = {}
-        for name in sorted(names):
-            grows = name in self.growing or (old.get(name, {}).get("grows") and name not in written)
-            files[name] = {"kind": self.kind, **self._record(name, grows, old.get(name), written)}
+        files = records(self._root(), names, self.kind, self.growing, entries(current), written)
         doc = {
             "created_by": "mera-multi-hf",
             "format": MARKER_FORMAT,
@@ -306,16 +304,6 @@ class OutputFolder:
         except OSError as err:  # name the folder a full disk stopped
             raise write_error(err, self.path / MARKER) from None
 
-    def _record(self, name: str, grows: bool, old: dict | None, written: dict) -> dict:
-        try:
-            dir_fd, base = _walk_to(self._root(), name, create=False)
-        except (OSError, LinkRefused):
-            return {}
-        try:
-            return record(dir_fd, base, grows=grows, old=old, known=written.get(name)) or {}
-        finally:
-            os.close(dir_fd)
-
     def _replace_marker(self, data: bytes, tmp: str | None) -> None:
         """Through the temporary the marker named (a kill leaves only a listed file); the
         first marker of a folder is written in place (torn, it lists nothing: as before)."""
@@ -323,20 +311,8 @@ class OutputFolder:
         if tmp is not None:
             _unlink_at(root, tmp)  # a killed rewrite's
             _replace_at(root, _temp(root, MARKER, data, PLAIN_MODE, tmp), MARKER)
-            return
-        fd = os.open(
-            MARKER,
-            os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
-            PLAIN_MODE,
-            dir_fd=root,
-        )
-        with os.fdopen(fd, "wb") as fh:
-            if not _plain_file(os.fstat(fd)):
-                raise LinkRefused(f"{MARKER} is not a plain file; this tool never replaces one")
-            fh.truncate(0)
-            fh.write(data)
-            fh.flush()
-            os.fsync(fd)
+        else:
+            _write_in_place(root, MARKER, data)
 
     @contextlib.contextmanager
     def staging(self):
@@ -366,7 +342,7 @@ class OutputFolder:
         self.check()
         owned, names = self.owned(), set(files)
         keep = names | self.claimed
-        temps = {n: self._temp_for(n) for n, data in files.items() if not isinstance(data, Path)}
+        temps = {n: _temp_for(n) for n, data in files.items() if not isinstance(data, Path)}
         staged: dict[str, tuple[int, str, int | None]] = {}
         written: dict[str, str] = {}
         try:  # a kill leaves only what the marker lists, temporaries included
@@ -390,11 +366,6 @@ class OutputFolder:
         finally:
             self._drop(staged)
         return {name: self.path / name for name in files}
-
-    @staticmethod
-    def _temp_for(name: str) -> str:
-        folder, _, base = name.rpartition("/")
-        return f"{folder}/{_temp_name(base)}" if folder else _temp_name(base)
 
     def _stage(self, name: str, data, private: bool, tmp: str | None):
         """((the target folder's descriptor, the temporary's name, the descriptor of the
@@ -440,7 +411,7 @@ class OutputFolder:
         nothing else."""
         self.claimed.add(name)
         self.growing.discard(name)
-        tmp = self._temp_for(name)
+        tmp = _temp_for(name)
         self._write_marker(self.owned() | {name}, temps=[tmp])
         try:
             (dir_fd, tmp, _), sha = self._stage(name, data, private, tmp)

@@ -90,6 +90,12 @@ def _temp_name(base: str) -> str:
     return f".{base}.{secrets.token_hex(4)}.partial"
 
 
+def _temp_for(name: str) -> str:
+    """A new temporary's name beside the file ``name`` (a path inside the folder)."""
+    folder, _, base = name.rpartition("/")
+    return f"{folder}/{_temp_name(base)}" if folder else _temp_name(base)
+
+
 def _temp(dir_fd: int, base: str, data: bytes, mode: int, name: str | None = None) -> str:
     """``data`` in a new flushed temporary beside ``base`` (``name``, or a new one) with
     the permission bits ``mode`` (the plain mode: as the umask allows); returns its name."""
@@ -107,6 +113,20 @@ def _temp(dir_fd: int, base: str, data: bytes, mode: int, name: str | None = Non
             os.unlink(tmp, dir_fd=dir_fd)
         raise
     return tmp
+
+
+def _write_in_place(dir_fd: int, base: str, data: bytes) -> None:
+    """Write a plain file (made if missing) in place, never through a link or into a FIFO."""
+    fd = os.open(
+        base, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, PLAIN_MODE, dir_fd=dir_fd
+    )
+    with os.fdopen(fd, "wb") as fh:
+        if not _plain_file(os.fstat(fd)):
+            raise LinkRefused(f"{base} is not a plain file; this tool never replaces one")
+        fh.truncate(0)
+        fh.write(data)
+        fh.flush()
+        os.fsync(fd)
 
 
 def _replace_at(dir_fd: int, tmp: str, base: str, src_fd: int | None = None) -> None:
