@@ -128,9 +128,13 @@ def test_an_empty_or_relative_cache_variable_is_refused(value, tmp_path, monkeyp
 
 def test_the_tools_cache_is_never_an_output_folder_under_any_spelling(raw_sample, tmp_path, capsys):
     from mera_multi_hf.core.paths import cache_root
+    from mera_multi_hf.data.load_cache import raw_export_dir
+    from mera_multi_hf.demo.sample_data import bundled_sample
+    from mera_multi_hf.tasks.table import get_task
 
     assert _evaluate(tmp_path / "run", limit=1) == 0  # the bundled sample, converted once
-    (entry,) = (cache_root() / "raw").glob("ruhhh_image-*[!k]")  # not the .lock beside it
+    entry = raw_export_dir(get_task("ruhhh_image"), bundled_sample("ruhhh_image"))
+    assert (entry / "README.md").is_file()  # what `--data sample` reads
     link = tmp_path / "link"
     link.symlink_to(cache_root())
     before = tree_hash(cache_root())

@@ -91,7 +91,10 @@ def with_earlier_tasks(old: dict | None, config, specs: list, sources: dict, say
     earlier = {
         e.get("task"): e.get("source")
         for e in (old or {}).get("tasks", {}).values()
-        if e.get("split") == config.split and e.get("task") not in named
+        if e.get("split") == config.split
+        and isinstance(e.get("task"), str)
+        and isinstance(e.get("source"), str)
+        and e["task"] not in named
     }
     if not earlier or config.overwrite:
         return specs, sources
@@ -136,7 +139,8 @@ def check_data(old: dict | None, loaded, config, where, say: bool) -> dict | Non
     for d in loaded:
         entry = ((old or {}).get("tasks") or {}).get(f"{d.task.key}/{config.split}") or {}
         if entry.get("content") not in (None, d.content):
-            changed.append(f"{d.task.key} (from {entry.get('source')} there, {d.source} now)")
+            now = d.source or d.task.hub_id
+            changed.append(f"{d.task.key} (from {entry.get('source')} there, {now} now)")
     if changed and not config.overwrite:
         raise MeraError(
             f"{where} holds answers made for other data: {'; '.join(changed)}: its rows "

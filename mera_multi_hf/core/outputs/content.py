@@ -108,24 +108,23 @@ def holds_as_written(path, entry: dict) -> bool:
         os.close(fd)
 
 
-def records(root_fd: int, names, kind: str, growing: set, old: dict, written: dict | None):
-    """The marker's entries of ``names`` (of ``kind``), each with what it holds now
-    (``growing``: those written bit by bit; ``old``: the marker's entries so far;
-    ``written``: name -> sha256 of what was just written there)."""
+def records(root_fd: int, names, growing: set, old: dict, written: dict | None) -> dict:
+    """name -> what each of ``names`` holds now (absent ones: left out); ``growing``:
+    those written bit by bit; ``old``: the marker's records so far; ``written``: name ->
+    sha256 of what was just written there."""
     from mera_multi_hf.core.outputs.fs import LinkRefused, _walk_to
 
     written, found = written or {}, {}
     for name in sorted(names):
         grows = name in growing or (old.get(name, {}).get("grows") and name not in written)
-        found[name] = {"kind": kind}
         try:
             dir_fd, base = _walk_to(root_fd, name, create=False)
         except (OSError, LinkRefused):
             continue
         try:
-            found[name].update(
-                record(dir_fd, base, grows=grows, old=old.get(name), known=written.get(name)) or {}
-            )
+            now = record(dir_fd, base, grows=grows, old=old.get(name), known=written.get(name))
+            if now:
+                found[name] = now
         finally:
             os.close(dir_fd)
     return found

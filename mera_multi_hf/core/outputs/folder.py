@@ -286,13 +286,14 @@ class OutputFolder:
         ``temps``: the temporaries about to be made; ``written``: name -> sha256 of what
         was just written there."""
         current = read_marker(self.path)
-        files = records(self._root(), names, self.kind, self.growing, entries(current), written)
+        content = records(self._root(), names, self.growing, entries(current), written)
         doc = {
             "created_by": "mera-multi-hf",
             "format": MARKER_FORMAT,
             "folder": _real(self.path),
             "identity": identity(self.path),
-            "files": files,
+            "files": {n: self.kind for n in sorted(names)},
+            "content": content,
             "staging": self._staging_names() if staging is None else staging,
             "temporaries": sorted(temps),
             "next_temp": _temp_name(MARKER),

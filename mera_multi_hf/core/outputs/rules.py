@@ -146,19 +146,19 @@ def in_place(doc: dict, folder) -> bool:
 
 
 def entries(doc: dict) -> dict[str, dict]:
-    """name -> {"kind": ..., and the content record} of what a marker lists (an older
-    marker's bare kinds, or bare names, as records with no content)."""
-    files = doc.get("files")
+    """name -> {"kind": ..., and what the marker records of its content} of every file
+    a marker lists (an older marker's bare names: kinds from the names, no content)."""
+    files, content = doc.get("files"), doc.get("content")
     if isinstance(files, list):
         files = legacy_kinds([n for n in files if _safe_name(n)])
     if not isinstance(files, dict):
         return {}
-    found = {}
-    for name, entry in files.items():
-        entry = {"kind": entry} if isinstance(entry, str) else entry
-        if _safe_name(name) and isinstance(entry, dict) and entry.get("kind") in KINDS:
-            found[name] = entry
-    return found
+    content = content if isinstance(content, dict) else {}
+    return {
+        name: {**(content.get(name) if isinstance(content.get(name), dict) else {}), "kind": kind}
+        for name, kind in files.items()
+        if _safe_name(name) and kind in KINDS
+    }
 
 
 def trusted_listing(folder) -> dict[str, str]:
