@@ -29,7 +29,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from mera_multi_hf.demo.sample_data import ITEMS, PROMPTS
+from mera_multi_hf.demo.sample_data.ruhhh_image import ITEMS, PROMPTS
 
 BASELINE = r"""
 import json, resource, sys

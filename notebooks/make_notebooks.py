@@ -94,10 +94,12 @@ display(media[0][1])""",
         "code",
         """\
 from mera_multi_hf import run_evaluation
+from mera_multi_hf.cli.evaluate import format_results
 
 options = {"model": MODEL} if MODEL else {}
 summary = run_evaluation(tasks="ruhhh_image", data=DATA, limit=LIMIT, output_dir="runs/demo",
-                         batch_size=4, no_progress=True, **options)""",
+                         batch_size=4, no_progress=True, **options)
+print(format_results(summary))   # the table `mera-multi evaluate` prints""",
     ),
     (
         "md",
@@ -220,7 +222,9 @@ print([sorted(p.name for p in f.iterdir()) for f in folders][0])
 standalone = evaluate.load("spaces/group_exact_match").compute(
     predictions=predictions, references=golds, group_ids=groups)
 assert standalone == scores
-Path("metric_scores.json").write_text(json.dumps({"package": scores, "space": standalone}))""",
+with open("metric_scores.json", "w") as f:
+    json.dump({"package": scores, "space": standalone}, f)
+print("the standalone Space gives the package's scores:", standalone)""",
     ),
 ]
 
@@ -387,7 +391,8 @@ Path("labelled.jsonl").write_text("".join(
         """\
 !{sys.executable} -m mera_multi_hf judge train --data labelled.jsonl --base {JUDGE} --out trained-judge --epochs 1 --max-length 128 --device {DEVICE}
 server.terminate()
-server.wait(timeout=30)""",
+server.wait(timeout=30)   # the server's exit code is not shown: it was stopped on purpose
+print("judge server stopped")""",
     ),
 ]
 

@@ -19,10 +19,10 @@ import soundfile
 
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.core.paths import SAMPLES_DIR
 from mera_multi_hf.data.media_decode import Media, frame_indices, sample_frames
 from mera_multi_hf.data.raw import RawDataset
 from mera_multi_hf.demo.builtin_models import TINY_AUDIO_MODEL_ID
+from mera_multi_hf.demo.sample_data import SAMPLES_DIR
 from mera_multi_hf.demo.sample_data.av_common import clip, encode_video
 from mera_multi_hf.generation.backends import make_backend
 from mera_multi_hf.generation.backends.hf_media import FRAMES_AS_IMAGES

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.errors import DataValidationError, MeraError
 from mera_multi_hf.core.limits import Limits
-from mera_multi_hf.data.publish import MARKER, export_raw
+from mera_multi_hf.core.outputs import MARKER
+from mera_multi_hf.data.publish import export_raw
 from mera_multi_hf.demo.sample_data import bundled_sample
 from mera_multi_hf.tasks.table import get_task
 

@@ -18,14 +18,14 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mera_multi_hf"
 STAGES = [
     "core",
     "tasks",
-    "demo",
-    "data",
     "judge",
     "scoring",
+    "data",
     "generation",
     "reporting",
     "serving",
     "spaces",
+    "demo",
     "pipeline",
     "cli",
 ]  # bottom up, as pyproject's layers contract

@@ -4,8 +4,10 @@ runs from `evaluate` and from `score` of lm-evaluation-harness logs pair up."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OutputFolder
 from mera_multi_hf.data.examples import Example
 from mera_multi_hf.reporting.compare import compare_runs
+from mera_multi_hf.reporting.compare_chart import chart_figure, chart_png
 from mera_multi_hf.reporting.compare_stats import mcnemar_exact
 from mera_multi_hf.reporting.reports import results_doc, write_outputs
 from mera_multi_hf.scoring.records import Summary
@@ -174,7 +177,8 @@ def test_evaluate_run_against_score_of_lm_eval_logs(tmp_path, capsys):
         main(["compare", str(tmp_path / "run"), str(tmp_path / "scored"), "--out", str(out)]) == 0
     )
     printed = capsys.readouterr().out
-    assert "A: mera-multi-hf/tiny-random-llava" in printed and "`mode`" in printed
+    assert "A: mera-multi-hf/tiny-random-llava" in printed
+    assert re.search(r"^protocol differences: .*\bmode\b", printed, re.M)
     doc = json.loads((out / "compare.json").read_text())
     em = doc["tasks"]["ruhhh_image"]["metrics"]["exact_match"]
     assert doc["tasks"]["ruhhh_image"]["paired"] == len(rows)
@@ -189,3 +193,33 @@ def test_evaluate_run_against_score_of_lm_eval_logs(tmp_path, capsys):
     assert (mine / "compare.md").read_text() == "mine" and sorted(os.listdir(mine)) == [
         "compare.md"
     ]
+
+
+def test_the_chart_fills_its_canvas_and_names_metrics_by_display_name(tmp_path):
+    from PIL import Image
+
+    from mera_multi_hf.scoring.registry import display_name
+
+    task, examples = _examples("ruhhh_image", 120, group_size=4)
+    rng = np.random.default_rng(3)
+    result = compare_runs(
+        _run(tmp_path / "a", task, examples, rng.random(120) < 0.8, "a"),
+        _run(tmp_path / "b", task, examples, rng.random(120) < 0.5, "b"),
+    )
+    fig = chart_figure(result)
+    fig.canvas.draw()
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    metrics = result["tasks"]["ruhhh_image"]["metrics"]
+    assert sorted(labels) == sorted(
+        ["ruhhh_image: task score"] + [f"ruhhh_image: {display_name(m)}" for m in metrics]
+    )
+    assert not any("_match" in label for label in labels)  # no internal names
+    verdicts = [t.get_text() for t in fig.axes[1].get_yticklabels()]
+    assert verdicts[::-1] == [result["tasks"]["ruhhh_image"]["task_score"]["verdict"]] + [
+        r["verdict"] for r in metrics.values()
+    ]
+    # what is drawn (labels, plot, verdicts) spans the canvas: no empty band on a side
+    ink = np.asarray(Image.open(io.BytesIO(chart_png(result))).convert("L")) < 200
+    cols, rows = np.flatnonzero(ink.any(axis=0)), np.flatnonzero(ink.any(axis=1))
+    assert (cols[-1] - cols[0]) / ink.shape[1] > 0.95
+    assert (rows[-1] - rows[0]) / ink.shape[0] > 0.9

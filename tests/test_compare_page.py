@@ -3,6 +3,9 @@ outcome filter (only A right, only B right, ...) checked in a real headless Chro
 
 from __future__ import annotations
 
+import contextlib
+import html
+import io
 import json
 import re
 import sys
@@ -72,7 +75,10 @@ def compared(tmp_path_factory):
         )
         == 0
     )
-    assert main(["compare", str(root / "a"), str(root / "b"), "--out", str(root / "c")]) == 0
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["compare", str(root / "a"), str(root / "b"), "--out", str(root / "c")]) == 0
+    (root / "printed.txt").write_text(printed.getvalue(), encoding="utf-8")
     return root / "c" / "compare.html", expected
 
 
@@ -99,3 +105,53 @@ def test_the_outcome_filter_shows_only_those_rows_in_chromium(compared):
         dom = _chromium("--dump-dom", url=f"{page.as_uri()}#outcome={outcome}").stdout
         assert len(_visible(dom)) == sum(o == outcome for o in expected.values()), outcome
     assert len(_visible(_chromium("--dump-dom", url=page.as_uri()).stdout)) == len(expected)
+
+
+def test_the_page_lists_ids_by_number_with_their_media(compared):
+    page, expected = compared
+    text = page.read_text(encoding="utf-8")
+    rows = re.findall(
+        r'<tr class="ex [a-z-]+"[^>]*>\s*<td>ruhhh_image<br>id (\d+)</td>(.*?)</tr>', text, re.S
+    )
+    ids = [int(i) for i, _ in rows]
+    assert ids == sorted(expected) and max(ids) >= 10  # 1, 2, ..., 10, not 1, 10, 11, 2
+    # each row's media cell holds the example's picture, as results.html shows it
+    for _, cells in rows:
+        media = re.match(r'<td class="media">(.*?)</td>', cells, re.S).group(1)
+        assert re.search(r'<img src="data:image/jpeg;base64,[A-Za-z0-9+/=]{200,}"', media)
+
+
+def _score_table(text: str) -> list[list[str]]:
+    table = re.search(r'<table class="scores" id="scores">(.*?)</table>', text, re.S).group(1)
+    return [
+        [html.unescape(c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row)]
+        for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)
+    ]
+
+
+def test_the_page_has_the_score_table_of_both_runs_and_the_difference(compared):
+    page, _ = compared
+    doc = json.loads((page.parent / "compare.json").read_text(encoding="utf-8"))
+    table = _score_table(page.read_text(encoding="utf-8"))
+    assert table[0] == ["task", "metric", "A", "B", "A − B", "95% interval", "verdict"]
+    rows = {(r[0], r[1]): r[2:] for r in table[1:]}
+    em = doc["tasks"]["ruhhh_image"]["metrics"]["exact_match"]
+    a, b, diff, interval, verdict = rows[("ruhhh_image", "Exact match")]
+    assert (float(a), float(b)) == (round(em["a"], 4), round(em["b"], 4))
+    assert float(diff) == pytest.approx(em["a"] - em["b"], abs=1e-4) and verdict == em["verdict"]
+    assert interval == f"[{em['low']:+.4f}, {em['high']:+.4f}]"
+    score = doc["tasks"]["ruhhh_image"]["task_score"]
+    assert float(rows[("ruhhh_image", "task score")][0]) == pytest.approx(score["a"], abs=1e-4)
+    assert ("all shared tasks", "mean task score of 1") in rows
+
+
+def test_compare_prints_a_short_table_not_the_whole_markdown(compared):
+    page, _ = compared
+    printed = (page.parent.parent / "printed.txt").read_text(encoding="utf-8")
+    markdown = (page.parent / "compare.md").read_text(encoding="utf-8")
+    assert len(printed.splitlines()) <= 12 < len(markdown.splitlines())
+    assert "By category" not in printed and "| metric |" not in printed
+    head = next(line for line in printed.splitlines() if line.startswith("task "))
+    assert head.split() == ["task", "metric", "A", "B", "A", "−", "B", "95%", "interval", "verdict"]
+    assert re.search(r"^ruhhh_image +Exact match +0\.\d{4} +0\.\d{4} +[+-]0\.\d{4}", printed, re.M)
+    assert "compare.html" in printed and "compare.md" in printed

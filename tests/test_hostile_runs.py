@@ -186,7 +186,7 @@ def test_garbled_sample_log_lines_are_generated_again(tmp_path):
 
 
 def test_url_credentials_and_keys_are_never_written(tmp_path):
-    from mera_multi_hf.core.provenance import mask_secrets
+    from mera_multi_hf.core.masking import mask_secrets
 
     assert (
         mask_secrets(

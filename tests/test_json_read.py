@@ -399,14 +399,13 @@ def test_property_server_replies(reply, tmp_path_factory):
 )
 def test_a_hostile_judge_reply_is_one_line(reply, replying):
     """The judge client reads the served judge's answers through the reader too."""
-    import requests
-
     from mera_multi_hf.core.errors import MeraError
+    from mera_multi_hf.core.http_client import Client
     from mera_multi_hf.judge.http_judge import _json_body
 
     replying.reply = reply
     url = f"http://127.0.0.1:{replying.server_port}/classify"
-    resp = requests.post(url, json={"input": ["x"]}, timeout=30)
+    resp = Client(30).post(url, {"input": ["x"]})
     with pytest.raises(MeraError) as caught:
         _json_body(resp, url, lambda u, p: p)
     message = str(caught.value)

@@ -1,5 +1,5 @@
 """The house keeps its shape: package code lives in the package (the top-level folders
-hold scripts that call it), the README's layout tables name files that exist, every
+hold scripts that call it), docs/layout.md's tables name files that exist, every
 relative Markdown link resolves, and vulture finds no dead code in mera_multi_hf/."""
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_every_relative_markdown_link_resolves():
 
 def test_the_readme_layout_tables_name_files_that_exist():
     layout = _section(
-        (REPO / "README.md").read_text(encoding="utf-8"), "## Layout: the data goes one way"
+        (REPO / "docs" / "layout.md").read_text(encoding="utf-8"), "# Layout: the data goes one way"
     )
     stages, folders = layout.split("### Folders")
     modules = _paths(_table_cells(stages, 1))
@@ -91,7 +91,7 @@ def test_the_readme_layout_tables_name_files_that_exist():
         for p in PACKAGE.rglob("*.py")
         if p.name != "__init__.py" and not _listed(p.relative_to(PACKAGE), modules)
     ]
-    assert not unlisted, f"modules missing from the README's stage table: {unlisted}"
+    assert not unlisted, f"modules missing from docs/layout.md's stage table: {unlisted}"
     top = {
         p.relative_to(REPO).parts[0] + "/"
         for p in _tracked("*")

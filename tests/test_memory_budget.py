@@ -22,10 +22,10 @@ import soundfile
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.limits import DEFAULT_LIMITS
-from mera_multi_hf.core.paths import SAMPLES_DIR
 from mera_multi_hf.data import media_decode as media_module
 from mera_multi_hf.data.media_checks import audio_problem, image_problem
 from mera_multi_hf.data.media_decode import Media, sample_frames
+from mera_multi_hf.demo.sample_data import SAMPLES_DIR
 from mera_multi_hf.generation.request import Request
 
 MiB = 2**20

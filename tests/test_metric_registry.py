@@ -8,6 +8,7 @@ import pytest
 
 from mera_multi_hf.scoring.metric_groups import group_mean
 from mera_multi_hf.scoring.registry import (
+    CARD_TEXT,
     GROUP_OF,
     METRICS,
     UNOFFICIAL,
@@ -15,7 +16,6 @@ from mera_multi_hf.scoring.registry import (
     display_name,
     per_example_functions,
 )
-from mera_multi_hf.tasks.metric_cards import CARD_TEXT, METRIC_CARDS
 from mera_multi_hf.tasks.table import TASKS
 
 
@@ -33,7 +33,7 @@ def test_every_declared_metric_is_registered_with_its_kind():
 
 def test_group_metrics_group_a_registered_per_example_metric():
     assert GROUP_OF == {"group_exact_match": "exact_match", "group_judge_score": "judge_score"}
-    assert {m.aggregate.__name__ for m in METRICS.values()} == {"mean", "group_mean"}
+    assert {m.aggregate.__name__ for m in METRICS.values()} == {"mean_score", "group_mean"}
     assert all((m.aggregate is group_mean) == bool(m.of) for m in METRICS.values())
     # groups 1: [1, 1] all right; 2: [1, 0] not: group mean 1/2, plain mean 3/4
     scores = {"exact_match": np.array([1.0, 1.0, 1.0, 0.0])}
@@ -133,6 +133,26 @@ def test_compare_reads_the_direction_of_a_metric(monkeypatch):
     assert compare_stats.verdict(record, "errors") == "B better"
 
 
-def test_every_card_description_names_a_registered_metric():
-    assert set(METRIC_CARDS) <= set(METRICS)
+def test_every_card_description_is_a_registered_metric_s():
+    described = [m for m in METRICS.values() if m.card]
+    assert {m.name for m in described} == {"exact_match", "group_exact_match", "judge_score"}
+    assert CARD_TEXT == {m.card[0]: m.card[1:] for m in described}
     assert all(en and ru for en, ru in CARD_TEXT.values())
+
+
+def test_every_mean_a_metric_reports_refuses_no_examples_alike():
+    """One mean, one empty-input rule: the registry's aggregation, the metric modules' and
+    the group mean all refuse an empty batch in one sentence, never a silent 0."""
+    from mera_multi_hf.core.errors import MeraError
+    from mera_multi_hf.scoring.metric_inputs import mean_score
+
+    assert mean_score([1, 0, 1, 1]) == 0.75
+    empty = {"exact_match": np.array([])}
+    for attempt in (
+        lambda: mean_score([]),
+        lambda: aggregate(empty, [], ["exact_match"]),
+        lambda: aggregate(empty, [], ["group_exact_match"]),
+        lambda: aggregate({"unregistered": np.array([])}, [], ["unregistered"]),
+    ):
+        with pytest.raises(MeraError, match="no examples to score"):
+            attempt()

@@ -153,3 +153,47 @@ def test_space_apps_build_their_interface(space_python, tmp_path):
     assert out["judge_score"] == ["predictions", "references", "prompts"]
     assert out["computed"] == {"exact_match": 0.5}
     assert out["grouped"] == {"group_exact_match": 0.5, "exact_match": 2 / 3}
+
+
+TASKS = r"""
+import json, sys
+import evaluate
+folder = sys.argv[1]
+out = {}
+for how, load, compute in [
+    ("config_name", ("commonvideoqa",), {}),
+    ("load task=", (), {"task": "commonvideoqa"}),
+]:
+    em = evaluate.load(folder, *load, **compute)
+    out[how] = em.compute(predictions=["a", "B"], references=["A", "B"])
+em = evaluate.load(folder)
+out["plain"] = em.compute(predictions=["a", "B"], references=["A", "B"])
+out["compute task="] = em.compute(predictions=["a", "B"], references=["A", "B"], task="commonvideoqa")
+try:
+    evaluate.load(folder, "commonvideo")
+except ValueError as err:
+    out["unknown"] = str(err)
+print(json.dumps(out))
+"""
+
+
+def test_a_task_key_takes_the_tasks_mode_in_a_plain_venv(space_python, tmp_path):
+    """Without the package: the folder's own task table makes CommonVideoQA's EM strict,
+    named as evaluate's config_name, as task= to load or task= to compute."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"))
+    proc = subprocess.run(
+        [space_python, "-c", TASKS, str(REPO / "metrics" / "exact_match")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out.pop("plain") == {"exact_match": 1.0}
+    assert out.pop("unknown").startswith("unknown task 'commonvideo' (did you mean commonvideoqa?)")
+    assert out == dict.fromkeys(
+        ["config_name", "load task=", "compute task="], {"exact_match": 0.5}
+    )

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import torch
 
-from mera_multi_hf.core.paths import SAMPLES_DIR
 from mera_multi_hf.data.media_decode import Media
+from mera_multi_hf.demo.sample_data import SAMPLES_DIR
 from mera_multi_hf.demo.tiny_models import FAMILIES, family_model_path, has_torchvision, templates
 from mera_multi_hf.generation.backends import cut_at_stop
 from mera_multi_hf.generation.backends.hf import HFBackend

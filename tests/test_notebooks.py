@@ -80,6 +80,15 @@ def test_notebook_runs(notebook, tmp_path, monkeypatch):
     text = _outputs_text(nb)
     assert "Traceback" not in text and "Error" not in text.replace("MeraError", ""), text[-2000:]
     assert "TqdmWarning" not in text and "IProgress" not in text  # plain bars, said nothing
+    # no stray values (a cell ending in write_text's 150 or a process's -15): only prints
+    # and displays
+    stray = [
+        out["data"].get("text/plain")
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "execute_result"
+    ]
+    assert not stray, stray
     check = CHECKS.get(notebook.name)
     if check:
         check(tmp_path, nb, text)
@@ -91,6 +100,11 @@ def _quickstart(tmp: Path, nb, text: str) -> None:
     kinds = {k for c in nb.cells for o in c.get("outputs", []) for k in o.get("data", {})}
     assert "image/png" in kinds  # the example's picture and the chart are shown
     assert "<image>" in text or "image" in text
+    evaluated = next(c for c in nb.cells if "run_evaluation(" in c.source)
+    printed = "".join(o.get("text", "") for o in evaluated.outputs)
+    # the evaluate cell prints the table `mera-multi evaluate` prints
+    assert re.search(r"^task +split +n +metric +score +human$", printed, re.M), printed
+    assert re.search(r"^ruhhh_image +test +\d+ +Group exact match +0\.\d{4}", printed, re.M)
 
 
 def _metrics(tmp: Path, nb, text: str) -> None:

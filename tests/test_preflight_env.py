@@ -13,7 +13,7 @@ import pytest
 
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.core.paths import SAMPLES_DIR
+from mera_multi_hf.demo.sample_data import SAMPLES_DIR
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

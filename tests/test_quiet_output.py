@@ -1,5 +1,5 @@
 """Quiet, honest output: no judge rows for a user who never asked for a judge (one
-footnote instead), the "(judge)" label explained where judge rows are, no leaderboard
+footnote instead), the judge scores explained where judge rows are, no leaderboard
 total for a bundled sample, and --no-progress silences datasets' bars too."""
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def test_judge_rows_come_with_the_explanation_of_the_label():
         }
     )
     md = markdown([result], summary, {"model": "m", "run_id": "r"})
-    assert "Judge score (judge) | 0.7500" in md and JUDGE_LABEL in md
+    assert "| Judge score | 0.7500" in md and JUDGE_LABEL in md
     assert "need a judge" not in md and "private tasks" not in md
     official = markdown([result], summary, {"model": "m", "official_test_split": {"ruclevr": True}})
     assert "private tasks (the leaderboard's set)" in official

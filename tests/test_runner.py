@@ -15,7 +15,7 @@ import pytest
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.limits import DEFAULT_LIMITS
-from mera_multi_hf.generation import make_batches
+from mera_multi_hf.generation.generate import make_batches
 from mera_multi_hf.generation.samplelog import SampleLog
 from mera_multi_hf.pipeline.evaluate import run_evaluation
 

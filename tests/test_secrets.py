@@ -1,5 +1,5 @@
 """Secrets are never written: the user-info and secret-looking query values of every URL
-are masked wherever a URL is recorded or printed (one helper, provenance.mask_secrets),
+are masked wherever a URL is recorded or printed (one helper, masking.mask_secrets),
 no option can be abbreviated past the masking, and a URL's user-info never silently
 stands in for --judge-api-key."""
 
@@ -16,7 +16,7 @@ import pytest
 
 from mera_multi_hf.cli.main import build_parser, main
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.core.provenance import mask_secrets
+from mera_multi_hf.core.masking import mask_secrets
 from mera_multi_hf.judge.http_judge import HttpJudge
 
 SECRET_URL = (

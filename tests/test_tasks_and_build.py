@@ -14,7 +14,8 @@ from PIL import Image, ImageChops
 
 from mera_multi_hf import TASKS, MeraError, get_task, load_task, render_prompt
 from mera_multi_hf.cli.main import main
-from mera_multi_hf.data.publish import MARKER, export_raw, push
+from mera_multi_hf.core.outputs import MARKER
+from mera_multi_hf.data.publish import export_raw, push
 from mera_multi_hf.demo.sample_data import bundled_sample, write_sample
 from mera_multi_hf.tasks.table import resolve_tasks
 

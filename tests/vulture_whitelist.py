@@ -63,8 +63,9 @@ register_task, read_submission, judge_example_scores, build_random_llava, compar
 _.serve
 # an option field read by name from the parsed flags (evaluate_cmd.LaunchOptions)
 allow_oversubscribe
-# requests' cache of a response body, which http_client.bounded fills as requests would
-_._content
+# urllib3's pool and pool-manager attributes that core/http_client.py sets for urllib3 to read
+ConnectionCls
+pool_classes_by_scheme
 # pydantic request fields the servers read by name (model_dump, getattr)
 _.input
 _.max_completion_tokens

@@ -95,6 +95,7 @@ class BuildOptions(MediaLimitOptions):
 
 def cmd_build(options: BuildOptions) -> int:
     from mera_multi_hf.data.data_owner import check_data_task
+    from mera_multi_hf.data.loading import one_line
     from mera_multi_hf.data.publish import export_raw, push, shard_size
     from mera_multi_hf.data.sources import resolve_source
     from mera_multi_hf.pipeline.preflight import check_extras
@@ -114,15 +115,18 @@ def cmd_build(options: BuildOptions) -> int:
     raw = resolve_source(task, options.raw)
     if Path(raw).is_dir():  # another task's folder is named as such, not as field errors
         check_data_task(task, raw, "raw")
-    out = export_raw(
-        task,
-        raw,
-        options.out,
-        max_shard_size=options.max_shard_size,
-        include_private_answers=options.internal_with_answers,
-        limits=limits,
-        num_proc=options.num_proc,
-    )
+    # no datasets bars (two or more per split): the one line is the "wrote" below, and an
+    # error stays one line
+    with one_line(task, raw, ""):
+        out = export_raw(
+            task,
+            raw,
+            options.out,
+            max_shard_size=options.max_shard_size,
+            include_private_answers=options.internal_with_answers,
+            limits=limits,
+            num_proc=options.num_proc,
+        )
     print(
         f"wrote {task.key} in the Hub layout to {out}"
         + (

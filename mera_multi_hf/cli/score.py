@@ -27,6 +27,11 @@ class ScoreConfig(ScoringOptions):
     split: str = opt("test", "split to score (default: test)")
     out: str | None = opt(None, "output folder for the reports", required=True)
     overwrite: bool = opt(False, OVERWRITE_HELP)
+    model_name: str | None = opt(
+        None,
+        "the model that made the predictions, as the results name it (default: what "
+        "the files record, else 'unnamed model')",
+    )
 
 
 def score_predictions(
@@ -42,9 +47,11 @@ def score_predictions(
     judge_tokenizer: str | None = None,
     judge_api_key: str | None = None,
     submission: bool = True,
+    model: str | None = None,
 ) -> dict:
     """Score one task's predictions file; write results.json/.md, model-index.yaml and
-    (for the test split) submission.zip into ``out_dir``. Returns the task result."""
+    (for the test split) submission.zip into ``out_dir``; ``model``: the name of the model
+    that made the predictions (default: what the files record). Returns the task result."""
     from mera_multi_hf.core.outputs import OutputFolder
     from mera_multi_hf.pipeline.preflight import preflight_score
     from mera_multi_hf.tasks.table import get_task
@@ -59,6 +66,7 @@ def score_predictions(
     with folder.claim() as folder:  # before any work
         part = _task_part(task, predictions_path, data, split)
         record = _score_record(predictions_path, checked, f"{task.key}/{split}")
+        record["model"] = model or record["model"]
         # answers whose lone surrogates were replaced by U+FFFD as they were read
         record["unencodable_replaced"] = {task.key: len(part.predictions.replaced)}
         out = finalize(
@@ -79,6 +87,7 @@ def score_predictions(
 
 def _task_part(task, predictions_path, data, split) -> TaskPart:
     """The task's examples and the predictions file read against them."""
+    from mera_multi_hf.data.datasets_hook import fingerprint
     from mera_multi_hf.data.examples import make_examples
     from mera_multi_hf.data.loading import load_split
     from mera_multi_hf.scoring.predictions import read_predictions
@@ -107,7 +116,7 @@ def _task_part(task, predictions_path, data, split) -> TaskPart:
         source,
         split == "test" and source == task.hub_id,
         dataset,
-        getattr(dataset, "_fingerprint", None),
+        fingerprint(dataset),
         given_logs=_given_logs(predictions_path, task.key, split),
     )
 
@@ -187,7 +196,7 @@ def made_by(files: list[str], entry: str) -> dict:
 def harness_config(files: list[str]) -> dict | None:
     """The ``config`` block of the lm-evaluation-harness results file beside the logs,
     masked (its ``model_args`` may hold an api_key)."""
-    from mera_multi_hf.core.provenance import mask_values
+    from mera_multi_hf.core.masking import mask_values
 
     for results in sorted({r for f in files for r in Path(f).parent.glob("results*.json")}):
         try:
@@ -234,6 +243,7 @@ def cmd_score(config: ScoreConfig) -> int:
         judge_tokenizer=config.judge_tokenizer,
         judge_api_key=config.judge_api_key,
         submission=not config.no_submission,
+        model=config.model_name,
     )
     print(result["table"])
     return 0

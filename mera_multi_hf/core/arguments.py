@@ -85,7 +85,7 @@ def _masked_error(parser):
     error = parser.error
 
     def masked(message: str):
-        from mera_multi_hf.core.provenance import mask_secrets
+        from mera_multi_hf.core.masking import mask_secrets
 
         head, sep, rest = message.partition("unrecognized arguments: ")
         if sep:

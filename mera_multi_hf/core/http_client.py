@@ -1,76 +1,413 @@
-"""One HTTP client policy for every client of the project (the openai backend, the
-served judge): a ``requests.Session`` whose retries urllib3 makes.
+"""The one HTTP client of the project: every outbound request (the openai backend, the
+served judge, the preflight's probes, the Hub probe) goes through :class:`Client`
+(tests/test_network_boundary.py walks the code for any other).
 
-A failed request (connection error, read timeout, HTTP 408/409/425/429/5xx) is
-retried with exponential backoff, ``Retry-After`` respected; POST is retried too
-(generation and classification are idempotent). After the last retry the caller gets
-the last response (``raise_on_status=False``) or the connection error, and turns it
-into one clear line. A reply is read as a stream, at most a given size
-(:func:`bounded`): a huge or endless reply is one clear line, never an OOM.
+- One deadline per request: connect, head, body, redirects and retries together end
+  within ``timeout`` seconds. A per-read timeout alone lets a reply dripping one byte a
+  second run forever, so a watchdog thread shuts the connection's socket when the
+  deadline passes, whatever the read is waiting for.
+- Retries (connection errors, a reply cut short, HTTP 408/409/425/429/5xx) back off as
+  urllib3 does; ``Retry-After`` is obeyed only while it fits in what is left of the
+  deadline (else the last answer is the answer).
+- Redirects: at most :data:`MAX_REDIRECTS`, and never to another host while the request
+  carries a key (a header, or a user name, password or key in the URL).
+- A reply is read at most ``max_bytes`` (decompressed): a huge or endless one is refused.
+- Every transport error is :class:`RequestFailed`: one line naming the server (masked)
+  and the cause, never a ``requests`` traceback.
 """
 
 from __future__ import annotations
 
+import heapq
+import http.client
 import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit
 
 import requests
+import urllib3
 from requests.adapters import HTTPAdapter
+from requests.structures import CaseInsensitiveDict
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util import Retry
 
+from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.foreign_text import foreign
+from mera_multi_hf.core.masking import SECRET_NAME, mask_secrets
+
 RETRY_STATUS = (408, 409, 425, 429, 500, 502, 503, 504)
+REDIRECT_STATUS = (301, 302, 303, 307, 308)
+MAX_REDIRECTS = 5
 REPLY_BYTES = 64 * 1024 * 1024  # a reply read at most (limits.Limits.max_reply_bytes)
+MAX_BACKOFF = 120.0  # seconds, as urllib3's Retry caps it
+# what requests, urllib3 and http.client raise for a failed exchange
+TRANSPORT_ERRORS = (
+    requests.RequestException,
+    urllib3.exceptions.HTTPError,
+    http.client.HTTPException,
+    OSError,
+    ValueError,
+)
 
 
-class ReplyTooLarge(requests.RequestException):
+class RequestFailed(MeraError):
+    """A request that got no usable reply: ``where`` (the server, masked) and
+    ``problem`` (the cause, one line); ``transient``: a retry may help."""
+
+    def __init__(self, where: str, problem: str, transient: bool = True):
+        super().__init__(f"the server at {where} {problem}")
+        self.where, self.problem, self.transient = where, problem, transient
+
+
+class ReplyTooLarge(RequestFailed):
     """A reply longer than the bound: the server is broken or hostile."""
 
+    def __init__(self, where: str, problem: str):
+        super().__init__(where, problem, transient=False)
 
-def bounded(response: requests.Response, max_bytes: int = REPLY_BYTES) -> requests.Response:
-    """``response`` (sent with ``stream=True``) with its body read, at most ``max_bytes``
-    (decompressed), so that ``.json()`` and ``.text`` work; ReplyTooLarge past it, from
-    the Content-Length when it says so, else as soon as the bound is crossed."""
+
+@dataclass(frozen=True)
+class Reply:
+    """A whole reply: status, headers (case-insensitive), body bytes, final URL."""
+
+    status: int
+    headers: CaseInsensitiveDict
+    content: bytes
+    url: str
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+
+def server_of(url: str) -> str:
+    """``scheme://host:port`` of ``url``, masked: how messages name a server."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or "?"
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a malformed URL: named as given
+        return mask_secrets(url)[:200]
+    return mask_secrets(f"{parts.scheme}://{host}{port}")
+
+
+class _Deadline:
+    """The end of one request; ``expire`` shuts the sockets it used, which wakes a read
+    blocked on them (the socket, not the connection: http.client lets go of a closing
+    connection's socket once the head is read, while the body still reads from it)."""
+
+    def __init__(self, seconds: float):
+        self.end = time.monotonic() + seconds
+        self.expired = self.done = False
+        self._sockets: list = []
+        self._lock = threading.Lock()
+
+    def __lt__(self, other: _Deadline) -> bool:
+        return self.end < other.end
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def watch(self, sock) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if self.expired:  # connected just as the time ran out
+                _shut(sock)
+
+    def finish(self) -> None:
+        with self._lock:
+            self.done = True
+
+    def expire(self) -> None:
+        with self._lock:
+            if self.done:
+                return
+            self.expired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+
+def _shut(sock) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # already closed
+        pass
+
+
+class _Watchdog:
+    """One daemon thread that expires each armed deadline that is not done by its end."""
+
+    def __init__(self):
+        self._heap: list[_Deadline] = []
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, deadline: _Deadline) -> None:
+        with self._wake:
+            heapq.heappush(self._heap, deadline)
+            if self._thread is None or not self._thread.is_alive():  # (none after a fork)
+                self._thread = threading.Thread(
+                    target=self._run, name="mera-http-deadline", daemon=True
+                )
+                self._thread.start()
+            self._wake.notify()
+
+    def _run(self) -> None:
+        with self._wake:
+            while True:
+                while self._heap and self._heap[0].done:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._wake.wait()
+                    continue
+                left = self._heap[0].left()
+                if left > 0:
+                    self._wake.wait(left)
+                    continue
+                heapq.heappop(self._heap).expire()
+
+
+_WATCHDOG = _Watchdog()
+_ACTIVE = threading.local()  # the deadline of the request this thread is sending
+
+
+class _Watched:
+    """A urllib3 connection whose socket is under the current request's deadline, from
+    the moment it connects (or, kept alive, from each request it sends)."""
+
+    def connect(self):
+        super().connect()
+        _watch(self.sock)
+
+    def request(self, *args, **kwargs):
+        if self.sock is not None:
+            _watch(self.sock)
+        return super().request(*args, **kwargs)
+
+
+def _watch(sock) -> None:
+    deadline = getattr(_ACTIVE, "deadline", None)
+    if deadline is not None and sock is not None:
+        deadline.watch(sock)
+
+
+class _Pool(HTTPConnectionPool):
+    ConnectionCls = type("WatchedHTTPConnection", (_Watched, HTTPConnection), {})
+
+
+class _TLSPool(HTTPSConnectionPool):
+    ConnectionCls = type("WatchedHTTPSConnection", (_Watched, HTTPSConnection), {})
+
+
+class _Adapter(HTTPAdapter):
+    """requests' adapter with watched connections; it never retries (Client does)."""
+
+    def init_poolmanager(self, *args, **kwargs):
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
+
+    def proxy_manager_for(self, *args, **kwargs):
+        manager = super().proxy_manager_for(*args, **kwargs)
+        manager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
+        return manager
+
+
+class Client:
+    """Requests to one or more servers under one policy. ``timeout``: seconds a request
+    may take, its redirects and retries included; ``retries`` and ``backoff``: of a
+    failed request (backoff * 2**n seconds between tries, the first retry at once);
+    ``api_key``: sent as ``Authorization: Bearer``; ``max_bytes``: the most a reply
+    may take; ``pool_size``: connections kept per server and thread. Thread-safe: each
+    thread has its own ``requests.Session``."""
+
+    def __init__(
+        self,
+        timeout: float,
+        *,
+        retries: int = 0,
+        backoff: float = 1.0,
+        api_key: str | None = None,
+        max_bytes: int = REPLY_BYTES,
+        pool_size: int = 16,
+    ):
+        self.timeout, self.retries, self.backoff = float(timeout), max(0, retries), backoff
+        self.api_key, self.max_bytes, self.pool_size = api_key, max_bytes, pool_size
+        self._local = threading.local()
+
+    def get(self, url: str) -> Reply:
+        return self.request("GET", url)
+
+    def post(self, url: str, body) -> Reply:
+        return self.request("POST", url, body)
+
+    def request(self, method: str, url: str, body=None) -> Reply:
+        """The reply (a failing status too, once the retries are spent or the deadline
+        leaves no time for another try), or RequestFailed."""
+        deadline = _Deadline(self.timeout)
+        _WATCHDOG.arm(deadline)
+        try:
+            for attempt in range(self.retries + 1):
+                try:
+                    reply = self._follow(method, url, body, deadline)
+                except RequestFailed as err:
+                    if not err.transient or attempt == self.retries:
+                        raise
+                    wait = self._backoff(attempt)
+                    if wait >= deadline.left():
+                        raise
+                else:
+                    wait = self._backoff(attempt, reply)
+                    if reply.status not in RETRY_STATUS or attempt == self.retries:
+                        return reply
+                    if wait >= deadline.left():  # e.g. Retry-After: 100 under a 5 s deadline
+                        return reply
+                time.sleep(wait)
+            raise AssertionError("unreachable: the last attempt returns or raises")
+        finally:
+            deadline.finish()
+
+    def _backoff(self, attempt: int, reply: Reply | None = None) -> float:
+        wait = 0.0 if attempt == 0 else min(MAX_BACKOFF, self.backoff * 2**attempt)
+        if reply is not None and reply.status in Retry.RETRY_AFTER_STATUS_CODES:
+            try:
+                given = reply.headers.get("retry-after")
+                wait = Retry().parse_retry_after(given) if given else wait
+            except Exception:  # a malformed Retry-After: the backoff stands
+                pass
+        return max(0.0, wait)
+
+    def _follow(self, method: str, url: str, body, deadline: _Deadline) -> Reply:
+        """One try, redirects followed (at most MAX_REDIRECTS, to the same server only
+        while a key goes with the request)."""
+        where = server_of(url)
+        for _ in range(MAX_REDIRECTS + 1):
+            reply = self._once(method, url, body, deadline)
+            location = reply.headers.get("location")
+            if reply.status not in REDIRECT_STATUS or not location:
+                return reply
+            target = urljoin(url, location)
+            if _origin(target) != _origin(url) and self._carries_key(url):
+                raise RequestFailed(
+                    where,
+                    f"redirects to another server ({server_of(target)}) and the request "
+                    "carries a key: not followed",
+                    transient=False,
+                )
+            if reply.status == 303 or (reply.status in (301, 302) and method == "POST"):
+                method, body = "GET", None  # as browsers and requests do
+            url = target
+        raise RequestFailed(where, f"redirects more than {MAX_REDIRECTS} times", transient=False)
+
+    def _carries_key(self, url: str) -> bool:
+        parts = urlsplit(url)
+        return bool(
+            self.api_key
+            or parts.username
+            or parts.password
+            or any(SECRET_NAME.search(pair.split("=")[0]) for pair in parts.query.split("&"))
+        )
+
+    def _once(self, method: str, url: str, body, deadline: _Deadline) -> Reply:
+        where = server_of(url)
+        late = RequestFailed(where, f"sent no complete answer within {self.timeout:g} s")
+        left = deadline.left()
+        if left <= 0:
+            raise late
+        _ACTIVE.deadline = deadline
+        try:
+            response = self._session().request(
+                method,
+                url,
+                json=body,
+                timeout=(left, left),
+                stream=True,
+                allow_redirects=False,
+            )
+            content = _read(response, self.max_bytes, where)
+        except TRANSPORT_ERRORS as err:
+            if deadline.expired or deadline.left() <= 0:
+                raise late from None
+            raise RequestFailed(where, *_problem(err)) from None
+        finally:
+            _ACTIVE.deadline = None
+        if deadline.expired:  # the socket was shut: what came may be cut short
+            raise late
+        return Reply(response.status_code, response.headers, content, response.url or url)
+
+    def _session(self) -> requests.Session:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            adapter = _Adapter(
+                max_retries=0, pool_connections=self.pool_size, pool_maxsize=self.pool_size
+            )
+            session = self._local.session = requests.Session()
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+            if self.api_key:
+                session.headers["Authorization"] = f"Bearer {self.api_key}"
+        return session
+
+
+def _origin(url: str) -> tuple:
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return parts.scheme, parts.hostname, port
+
+
+def _read(response: requests.Response, max_bytes: int, where: str) -> bytes:
+    """The body of ``response`` (sent with ``stream=True``), at most ``max_bytes``
+    (decompressed): ReplyTooLarge past it, from the Content-Length when it says so,
+    else as soon as the bound is crossed."""
     try:
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > max_bytes:
             raise ReplyTooLarge(
-                f"the reply declares {int(declared)} bytes, above the bound of {max_bytes} bytes"
+                where,
+                f"sent a reply too large to read: it declares {int(declared)} bytes, "
+                f"above the bound of {max_bytes} bytes",
             )
         chunks, size = [], 0
         for chunk in response.iter_content(1 << 16):
             size += len(chunk)
             if size > max_bytes:
-                raise ReplyTooLarge(f"the reply is longer than the bound of {max_bytes} bytes")
+                raise ReplyTooLarge(
+                    where,
+                    f"sent a reply too large to read: longer than the bound of {max_bytes} bytes",
+                )
             chunks.append(chunk)
-        response._content = b"".join(chunks)  # what requests' .content caches once read
+        return b"".join(chunks)
     finally:
         response.close()
-    return response
 
 
-def make_session(
-    retries: int = 4, backoff: float = 1.0, api_key: str | None = None, pool_size: int = 16
-) -> requests.Session:
-    """A session that retries ``retries`` times, sleeping ``backoff * 2**attempt`` seconds
-    in between; with ``api_key`` every request carries ``Authorization: Bearer <key>``."""
-    policy = Retry(
-        total=max(0, retries),
-        connect=max(0, retries),
-        read=max(0, retries),
-        status=max(0, retries),
-        other=0,
-        backoff_factor=max(0.0, backoff),
-        status_forcelist=RETRY_STATUS,
-        allowed_methods=None,
-        raise_on_status=False,
-        respect_retry_after_header=True,
-    )
-    adapter = HTTPAdapter(max_retries=policy, pool_connections=pool_size, pool_maxsize=pool_size)
-    session = requests.Session()
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    if api_key:
-        session.headers["Authorization"] = f"Bearer {api_key}"
-    return session
+def _problem(err: BaseException) -> tuple[str, bool]:
+    """(what went wrong, in words; whether a retry may help) for a transport error."""
+    text = short_error(err)
+    if isinstance(err, requests.exceptions.ContentDecodingError):
+        return f"sent a body that does not decode as its Content-Encoding says ({text})", True
+    if isinstance(err, requests.exceptions.ChunkedEncodingError):
+        if "InvalidChunkLength" in repr(err) or "chunk" in text.lower():
+            return f"sent a malformed chunked body ({text})", True
+        return f"closed the connection in the middle of its reply ({text})", True
+    if isinstance(err, requests.exceptions.SSLError):
+        return f"failed the TLS handshake ({text})", True
+    if isinstance(err, requests.ConnectionError):
+        reason = getattr(err.args[0], "reason", None) if err.args else None
+        if isinstance(reason, (urllib3.exceptions.NewConnectionError, ConnectionRefusedError)):
+            return f"is unreachable: cannot connect ({text})", True
+        return f"closed the connection before its reply was whole ({text})", True
+    if isinstance(
+        err, (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema, ValueError)
+    ):
+        return f"cannot be asked: the URL is not valid ({text})", False
+    return f"failed: {type(err).__name__} ({text})", True
 
 
 def key_or_env(given: str | None, env: str) -> str | None:
@@ -81,10 +418,6 @@ def key_or_env(given: str | None, env: str) -> str | None:
 def one_secret(what: str, url: str, api_key: str | None, named: str) -> None:
     """One secret, sent one way: a URL with a user name or password is refused together
     with a key (``named``: where keys come from, the environment included)."""
-    from urllib.parse import urlsplit
-
-    from mera_multi_hf.core.errors import MeraError
-
     if (urlsplit(url).username or urlsplit(url).password) and api_key:
         raise MeraError(
             f"{what} carries a user name or password and an API key is given too "
@@ -93,8 +426,8 @@ def one_secret(what: str, url: str, api_key: str | None, named: str) -> None:
 
 
 def short_error(err: BaseException) -> str:
-    """A connection error in one line, without urllib3's nested reprs."""
+    """A transport error in one line, without urllib3's nested reprs."""
     reason = getattr(err, "args", None) and err.args[0]
     reason = getattr(reason, "reason", reason)
-    text = str(reason or err).strip().splitlines()
-    return text[0][:300] if text else type(err).__name__
+    text = mask_secrets(str(reason or err)).strip().splitlines()
+    return foreign(text[0], 300) if text else type(err).__name__

@@ -14,10 +14,6 @@ import sys
 from pathlib import Path
 
 _STATE: dict = {}
-DATA_ALTERNATIVE = (
-    "use --data sample (the bundled sample) or a local folder (a raw MERA "
-    "folder with test.json, or one written by `mera-multi build`)"
-)
 
 
 def offline_reason(probe_timeout: float = 5.0) -> str | None:
@@ -38,12 +34,12 @@ def offline_reason(probe_timeout: float = 5.0) -> str | None:
 
 
 def _probe(endpoint: str, timeout: float) -> str | None:
-    import requests
+    from mera_multi_hf.core.http_client import Client, RequestFailed
 
-    try:
-        requests.head(endpoint, timeout=timeout, allow_redirects=False)
-    except requests.RequestException as err:
-        return f"no connection to {endpoint} ({type(err).__name__})"
+    try:  # any answer, a redirect too, says the Hub is there
+        Client(timeout).request("HEAD", endpoint)
+    except RequestFailed as err:
+        return f"no connection to {endpoint} ({err.problem})"
     return None
 
 
@@ -90,13 +86,11 @@ def did_you_mean(name: str, candidates) -> str:
 
 
 def nearby_names(source: str) -> list[str]:
-    """'sample' and the folder names next to where ``source`` points (for a typo)."""
+    """The folder names next to where ``source`` points (for a typo)."""
     path = Path(source).expanduser()
     parent = path.parent if str(path.parent) not in ("", ".") else Path(".")
-    names = ["sample"]
+    prefix = "" if parent == Path(".") else str(parent).rstrip("/") + "/"
     try:
-        prefix = "" if parent == Path(".") else str(parent).rstrip("/") + "/"
-        names += [prefix + p.name for p in parent.iterdir() if p.is_dir()]
+        return [prefix + p.name for p in parent.iterdir() if p.is_dir()]
     except OSError:
-        pass
-    return names
+        return []

@@ -14,7 +14,6 @@ from pathlib import Path
 from types import ModuleType
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # this file is core/paths.py
-SAMPLES_DIR = PACKAGE_DIR / "demo" / "samples"
 
 
 def cache_root() -> Path:

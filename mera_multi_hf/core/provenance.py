@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import platform
-import re
 import shlex
 import sys
 from importlib import metadata
 from pathlib import Path
 
-from mera_multi_hf.core.masking import mask_secrets  # noqa: F401  (re-exported: the one masking helper)
+from mera_multi_hf.core.masking import mask_secrets
 
 PACKAGES = (
     "mera-multi-hf",
@@ -88,31 +87,3 @@ def command_line(config=None, typed: list[str] | None = None) -> str:
         if isinstance(value, str) and value:
             text = text.replace(value, "***")
     return mask_secrets(text)
-
-
-# an option whose value is a secret, by its name (api_key, hf_token, password, ...)
-SECRET_NAME = re.compile(
-    r"(?:^|[_-])(?:api[_-]?key|key|token|secret|password|passwd|auth|"
-    r"credentials?|sig)$",
-    re.IGNORECASE,
-)
-
-
-def mask_values(value):
-    """A config block (lm-evaluation-harness's, say) with its secrets masked by name:
-    a secret-named field, a ``name=value`` pair of a comma-separated argument string
-    (``model_args``), and whatever mask_secrets masks in the other strings."""
-    if isinstance(value, dict):
-        return {
-            k: "***" if SECRET_NAME.search(str(k)) and v else mask_values(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [mask_values(v) for v in value]
-    if isinstance(value, str):
-        pairs = [
-            (k, sep, "***" if sep and SECRET_NAME.search(k.strip()) else v)
-            for k, sep, v in (part.partition("=") for part in value.split(","))
-        ]
-        return mask_secrets(",".join(k + sep + v for k, sep, v in pairs))
-    return value

@@ -16,8 +16,9 @@ import numpy as np
 
 from mera_multi_hf.data.media_decode import UndecodedAudio
 from mera_multi_hf.data.raw import FieldError, RawDataset, named_domain, record_domain
+from mera_multi_hf.tasks.declarations import CITATION
 from mera_multi_hf.tasks.spec import TaskSpec
-from mera_multi_hf.tasks.table import CITATION, TASKS, get_task
+from mera_multi_hf.tasks.table import TASKS, get_task
 
 ALL_DOMAINS = "all"  # a domain-split task's default config: every domain at once
 

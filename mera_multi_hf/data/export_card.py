@@ -13,11 +13,11 @@ from datasets.info import DatasetInfosDict
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from mera_multi_hf._version import __version__
-from mera_multi_hf.data.builder import ALL_DOMAINS
+from mera_multi_hf.data.builder import ALL_DOMAINS, MEDIA_FEATURES
 from mera_multi_hf.data.raw import fill_readme
 from mera_multi_hf.data.raw.card import INTERNAL_TAG, PRIVATE_LICENSE_NAME
-from mera_multi_hf.tasks.citation import CITATION
-from mera_multi_hf.tasks.metric_cards import CARD_TEXT
+from mera_multi_hf.scoring.registry import CARD_TEXT
+from mera_multi_hf.tasks.declarations import CITATION
 from mera_multi_hf.tasks.spec import TaskSpec
 
 # The standard descriptions that "default" stands for in data_field_descriptions and
@@ -222,14 +222,46 @@ def _export_notes(task: TaskSpec, info, raw, internal: bool, configs: dict) -> l
             shown = {**shown, "outputs": raw.hidden_answer}  # a test record: its answer stays in
         example = json.dumps(shown, ensure_ascii=False, indent=4)
         lines += ["### Data example (raw MERA format)", "", "```json", example, "```", ""]
-    lines += [
+    return lines + _media_lines(task)
+
+
+# How an example's media read, per modality: (the feature that gives what a user wants
+# from the stored form, what that gives, who else reads it so).
+_MEDIA_READING = {
+    "image": ("Image()", "pictures (PIL images)", "`load_task` decodes them too"),
+    "audio": ("Audio(decode=False)", "the clips' bytes", "`load_task` hands out the bytes"),
+    "video": ("Video(decode=False)", "the videos' bytes", "`load_task` hands out the bytes"),
+}
+
+
+def _media_lines(task: TaskSpec) -> list[str]:
+    """How to load the export and read its media: they are stored as the official Hub
+    copy stores them (MEDIA_FEATURES), and one cast gives them in the other form."""
+    stored = MEDIA_FEATURES[task.modality]()
+    label = f"{type(stored).__name__.removeprefix('Undecoded')}({'' if stored.decode else 'decode=False'})"
+    wanted, gives, package = _MEDIA_READING[task.modality]
+    fields = ", ".join(f"`inputs.{name}`" for name in task.media_fields)
+    decoding = (
+        ": each decodes on access with torchcodec, as in the Hub copy"
+        if stored.decode
+        else ': an example holds `{"bytes", "path"}`, not a decoded item'
+    )
+    verb = "is" if len(task.media_fields) == 1 else "are"
+    cast = ", ".join(f'"{name}": datasets.{wanted}' for name in task.media_fields)
+    return [
+        f"Media are stored as the official Hub copy stores them: {fields} {verb} "
+        f"`datasets.{label}`{decoding}. One cast gives {gives}; "
+        f'`mera_multi_hf.load_task("{task.key}", source=PATH)` reads this folder or the '
+        f"Hub copy, and {package}.",
+        "",
         "```python",
-        "from datasets import load_dataset",
-        f'ds = load_dataset("{task.hub_id}")          # or this folder',
+        "import datasets",
+        "",
+        f'ds = datasets.load_dataset("{task.hub_id}", split="test")  # or this folder',
+        f'ds = ds.cast_column("inputs", {{**ds.features["inputs"], {cast}}})',
         "```",
         "",
     ]
-    return lines
 
 
 def _config_infos(info: datasets.DatasetInfo, configs: dict) -> DatasetInfosDict:

@@ -14,9 +14,15 @@ from typing import TYPE_CHECKING
 
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.limits import Limits
+from mera_multi_hf.data.datasets_hook import relabelled
 from mera_multi_hf.data.load_cache import arrow_cache_dir, raw_export_dir
 from mera_multi_hf.data.raw.groups import GroupIds
-from mera_multi_hf.data.sources import check_hub_source, resolve_source, source_kind
+from mera_multi_hf.data.sources import (
+    check_hub_source,
+    named_source,
+    resolve_source,
+    source_kind,
+)
 from mera_multi_hf.tasks.spec import TaskSpec
 from mera_multi_hf.tasks.table import get_task
 
@@ -55,8 +61,8 @@ def load_task(
     """The task as a DatasetDict (splits ``test`` and ``shots``), or one split.
 
     ``source``: a raw MERA folder (single-folder or per-domain layout), a folder exported
-    by ``mera-multi build``, a Hub dataset id (default: the task's official id) or
-    ``"sample"`` (the bundled sample). Whatever the source, the schema is the package's
+    by ``mera-multi build``, a Hub dataset id (default: the task's official id) or the
+    name of a registered source kind (:mod:`.sources`). Whatever the source, the schema is the package's
     (docs/official-protocol.md, "Export features"; pictures decoded, audio and video as
     bytes): Hub-copy meta names normalised, prompt indices resolved, group ids present,
     and a domain task's configs joined into one dataset with ``meta.domain``.
@@ -94,6 +100,7 @@ def _prepared(task, source, limits) -> tuple[TaskSpec, str | Path, str]:
     """(task, the source to read, its kind): a raw folder converted once into the cache
     (its export is what is read), a Hub id checked to be within reach."""
     task = task if isinstance(task, TaskSpec) else get_task(task)
+    named = named_source(source)
     source = resolve_source(task, source)
     kind = source_kind(source)
     if kind == "hub":
@@ -109,12 +116,19 @@ def _prepared(task, source, limits) -> tuple[TaskSpec, str | Path, str]:
             if not (target / "README.md").is_file():
                 from mera_multi_hf.data.publish import export_raw
 
-                with _one_line(
+                with one_line(
                     task,
                     source,
                     "preparing {task} from {source} (once: then it is read from the cache)",
                 ):
-                    export_raw(task, source, target, include_private_answers=True, limits=limits)
+                    export_raw(
+                        task,
+                        source,
+                        target,
+                        include_private_answers=True,
+                        limits=limits,
+                        say_notes=named is None or named.says_notes,
+                    )
         source = target
     return task, source, kind
 
@@ -124,12 +138,12 @@ def _load(task: TaskSpec, source, kind: str) -> datasets.DatasetDict:
     raw folder's was said when it was prepared), a Hub download keeps its own."""
     if kind == "hub":
         return normalize(task, _read(task, source))
-    with _one_line(task, source, "reading {task} from {source}" if kind == "exported" else ""):
+    with one_line(task, source, "reading {task} from {source}" if kind == "exported" else ""):
         return normalize(task, _read(task, source))
 
 
 @contextlib.contextmanager
-def _one_line(task: TaskSpec, source, line: str):
+def one_line(task: TaskSpec, source, line: str):
     """Instead of datasets' progress bars (two or more per split), one line per task
     (``line``, or none), where bars are shown: `--tasks all` reads as a list."""
     datasets = _datasets()
@@ -221,31 +235,12 @@ def normalize(task: TaskSpec, dsd: datasets.DatasetDict) -> datasets.DatasetDict
     out = {}
     for split, ds in dsd.items():
         if ds.features == builder.features():  # an export: the same data, other labels
-            ds = _relabel(ds, features)
+            ds = relabelled(ds, features)
         if ds.features == features and not _missing_groups(task, ds):
             out[split] = ds
             continue
         out[split] = _normalize_split(task, builder, features, ds)
     return datasets.DatasetDict(out)
-
-
-def _relabel(ds: datasets.Dataset, features: datasets.Features) -> datasets.Dataset:
-    """``ds`` under other media labels (decode flags) on the very same Arrow data: no
-    copy, unlike ``Dataset.cast``."""
-    import copy
-
-    import datasets
-    from datasets.fingerprint import Hasher
-
-    info = copy.deepcopy(ds.info)
-    info.features = features
-    return datasets.Dataset(
-        ds.data,
-        info=info,
-        split=ds.split,
-        indices_table=ds._indices,
-        fingerprint=Hasher.hash([ds._fingerprint, "loaded media labels"]),
-    )
 
 
 def _missing_groups(task: TaskSpec, ds: datasets.Dataset) -> bool:

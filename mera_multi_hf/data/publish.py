@@ -19,7 +19,7 @@ from datasets.utils.py_utils import convert_file_size_to_int
 from mera_multi_hf._version import __version__
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.limits import Limits
-from mera_multi_hf.core.outputs import MARKER, OutputFolder, read_marker  # noqa: F401  (MARKER: read from here too)
+from mera_multi_hf.core.outputs import OutputFolder, read_marker
 from mera_multi_hf.data.export_card import write_card
 from mera_multi_hf.data.hub_layout import build_configs, joined_info, stage_data
 from mera_multi_hf.data.raw.card import INTERNAL_TAG
@@ -56,6 +56,7 @@ def export_raw(
     include_private_answers: bool = False,
     limits: Limits | None = None,
     num_proc: int | None = None,
+    say_notes: bool = True,
 ) -> Path:
     """Build the task from its raw folder and write the Hub layout into ``out_dir``.
 
@@ -66,7 +67,8 @@ def export_raw(
     earlier export's files is refused). ``include_private_answers`` keeps a private test split's gold answers:
     an internal export, marked so in its card and marker, which :func:`push` refuses.
     ``limits``: what media may declare; ``num_proc``: processes decoding media (1: this one;
-    default: the CPUs this process may use).
+    default: the CPUs this process may use); ``say_notes``: print the raw folder's notes
+    (False for the bundled sample, whose quirks are the official data's, on purpose).
     """
     from mera_multi_hf.core.outputs import write_error
 
@@ -84,18 +86,20 @@ def export_raw(
                 "include_private_answers": include_private_answers,
                 "workers": num_proc or default_workers(),
             }
-            _build_and_move_in(task, raw_dir, folder, work, size, build_options)
+            notes = _build_and_move_in(task, raw_dir, folder, work, size, build_options)
         except OSError as err:  # a full disk or a read-only folder while building
             raise write_error(err, work) from None
+    for note in notes if say_notes else ():  # said once, after a clean build
+        print(f"mera-multi: note: {note}", file=sys.stderr)
     return out_dir
 
 
 def _build_and_move_in(
     task: TaskSpec, raw_dir: Path, folder: OutputFolder, work: Path, size: int, build_options: dict
-) -> None:
+) -> list[str]:
     """Build every config in the staging folder ``work``, lay its shards out as the Hub
-    keeps them, write the card, then move the files into ``folder`` (README.md last) and
-    say the raw folder's notes."""
+    keeps them, write the card, then move the files into ``folder`` (README.md last).
+    Returns the raw folder's notes."""
     builders = build_configs(task, raw_dir, work, size, build_options)
     raw = next(iter(builders.values())).raw  # the one reading every config shares
     internal = build_options["include_private_answers"] and raw.private
@@ -117,8 +121,7 @@ def _build_and_move_in(
         private=files if internal else (),
         info={"version": __version__, "task": task.key, "internal_with_answers": internal},
     )
-    for note in raw.notes:  # said once, after a clean build
-        print(f"mera-multi: note: {note}", file=sys.stderr)
+    return raw.notes
 
 
 def _test_ids(staged: Path) -> set:

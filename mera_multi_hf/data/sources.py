@@ -1,26 +1,80 @@
-"""What a dataset source is: ``None`` (the Hub id), ``"sample"``, a raw MERA folder, a
-folder exported by ``mera-multi build`` or a Hub id; a folder that holds no dataset, a
-missing path and an unreachable Hub id are refused in one line."""
+"""What a dataset source is: ``None`` (the Hub id), a registered source kind (a name that
+stands for data, such as the demo's bundled samples), a raw MERA folder, a folder
+exported by ``mera-multi build`` or a Hub id; a folder that holds no dataset, a missing
+path and an unreachable Hub id are refused in one line.
+
+A source kind is a name and a function from a task to the location of its data (and
+how messages describe it)::
+
+    register_source_kind("mine", lambda task: f"/data/mera/{task.key}", about="our copy")
+
+The built-in kinds register themselves from the modules in ``BUILT_IN``, imported by
+name on the first lookup: they sit above this stage and feed it as a user's code would.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.tasks.spec import TaskSpec
 
 
+@dataclass(frozen=True)
+class SourceKind:
+    locate: Callable[[TaskSpec], str | Path]  # task -> the location its data is read from
+    about: str = ""  # how the messages describe it
+    # whether preparing it says the data's own notes (a bundled sample copies the
+    # official data's quirks on purpose: those are not the user's to fix)
+    says_notes: bool = True
+
+
+SOURCE_KINDS: dict[str, SourceKind] = {}
+# The modules that register the built-in source kinds (imported by name: see above).
+BUILT_IN = ("mera_multi_hf.demo.source_kind",)
+
+
+def register_source_kind(
+    name: str, locate: Callable[[TaskSpec], str | Path], about: str = "", says_notes: bool = True
+) -> None:
+    """``--data name`` reads, for each task, the location ``locate(task)``."""
+    SOURCE_KINDS[name] = SourceKind(locate, about, says_notes)
+
+
+def named_source(source) -> SourceKind | None:
+    """The source kind ``source`` names, or None (a folder, a Hub id, or None)."""
+    for module in BUILT_IN:
+        importlib.import_module(module)
+    return SOURCE_KINDS.get(str(source)) if source is not None else None
+
+
+def source_names() -> str:
+    """The registered source kinds as a message names them: `a`, `b`."""
+    named_source(None)
+    return ", ".join(f"`{name}`" for name in SOURCE_KINDS)
+
+
+def data_alternative() -> str:
+    """What to pass as --data where the Hub copy is out of reach."""
+    named_source(None)
+    kinds = [f"--data {n}" + (f" ({k.about})" if k.about else "") for n, k in SOURCE_KINDS.items()]
+    return (
+        f"use {' or '.join([*kinds, ''])}a local folder (a raw MERA folder with test.json, or "
+        "one written by `mera-multi build`)"
+    )
+
+
 def resolve_source(task: TaskSpec, source: str | Path | None) -> str | Path:
-    """The dataset location to read: ``None`` is the official Hub id, ``"sample"`` the
-    raw sample bundled with the package."""
+    """The dataset location to read: ``None`` is the official Hub id, a source kind's
+    name the location it gives for the task."""
     if source is None:
         return task.hub_id
-    if str(source) == "sample":
-        from mera_multi_hf.demo.sample_data import bundled_sample
-
-        return bundled_sample(task.key)  # a task without one is a MeraError naming those with one
-    return source
+    kind = named_source(source)
+    return kind.locate(task) if kind is not None else source
 
 
 def source_kind(source: str | Path) -> str:
@@ -41,12 +95,12 @@ def source_kind(source: str | Path) -> str:
         what = (
             "is a file, not a folder"
             if path.exists()
-            else "is not a folder: it is a local path that does not exist (nor `sample`, nor a "
-            "Hub id org/name)"
+            else "is not a folder: it is a local path that does not exist (nor "
+            f"{source_names()}, nor a Hub id org/name)"
         )
         raise MeraError(
             f"dataset source {source!r} {what}"
-            f"{did_you_mean(str(source), nearby_names(str(source)))}"
+            f"{did_you_mean(str(source), [*SOURCE_KINDS, *nearby_names(str(source))])}"
         )
     return "hub"
 
@@ -97,7 +151,7 @@ def _exported_or_refused(path: Path) -> str:
     if not names:
         raise MeraError(
             f"{path} is empty: a dataset source is a raw MERA folder (test.json), "
-            f"a folder written by `mera-multi build`, a Hub id or `sample`"
+            f"a folder written by `mera-multi build`, a Hub id or {source_names()}"
         )
     return "exported"
 
@@ -112,14 +166,14 @@ def card_text(path: Path) -> str:
 def check_hub_source(task: TaskSpec, repo_id: str) -> None:
     """With the Hub out of reach, a dataset that is not in the local cache stops here,
     in one line, instead of after the libraries' retries."""
-    from mera_multi_hf.core.offline import DATA_ALTERNATIVE, in_hub_cache, offline_reason
+    from mera_multi_hf.core.offline import in_hub_cache, offline_reason
 
     reason = offline_reason()
     if reason and not in_hub_cache(repo_id, "dataset"):
         raise MeraError(
             f"{task.key}: the dataset {repo_id} is no folder here, and as a Hub "
             f"id it is out of reach ({reason}) and not in the local cache: "
-            f"{DATA_ALTERNATIVE}"
+            f"{data_alternative()}"
         )
 
 

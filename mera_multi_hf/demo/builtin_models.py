@@ -63,10 +63,6 @@ pipeline runs, never to judge anything.
 NOTE = "random weights: a plumbing check, answers are noise"
 
 
-def is_tiny_model(name: str | None) -> bool:
-    return name in (None, TINY_MODEL_ID, "tiny")
-
-
 def tiny_model_path(size: str = "tiny") -> Path:
     """The folder of the built-in model, built on first use (atomically)."""
     return _built(
@@ -99,7 +95,7 @@ def tiny_model_revision(path: str | Path) -> str:
 
 
 def _training_texts() -> list[str]:
-    from mera_multi_hf.demo.sample_data import CATEGORY_CONTEXT, ITEMS, PROMPTS
+    from mera_multi_hf.demo.sample_data.ruhhh_image import CATEGORY_CONTEXT, ITEMS, PROMPTS
 
     texts = [item[3] for item in ITEMS] + [a for item in ITEMS for a in item[4]]
     texts += PROMPTS + list(CATEGORY_CONTEXT.values())

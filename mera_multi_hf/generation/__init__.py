@@ -17,19 +17,9 @@ A run's configuration carries its scoring options (one flat set of keywords for
 ``run_evaluation``), so generation sits above scoring; it never imports the checks
 before a run or the outputs after it (:mod:`mera_multi_hf.pipeline` joins them).
 
-May import: core, tasks, demo, data, judge, scoring.
+May import: core, tasks, data, judge, scoring.
 """
 
 from mera_multi_hf.generation.config import RunConfig
 
-
-def __getattr__(name):
-    # The run (and datasets behind it) loads on first use: the CLI's parser needs only RunConfig.
-    if name == "make_batches":
-        from mera_multi_hf.generation.generate import make_batches
-
-        return make_batches
-    raise AttributeError(name)
-
-
-__all__ = ["RunConfig", "make_batches"]
+__all__ = ["RunConfig"]

@@ -22,6 +22,7 @@ from mera_multi_hf.core.outputs import OutputFolder
 from mera_multi_hf.data.examples import Example, make_examples
 from mera_multi_hf.generation import dialogue, manifest
 from mera_multi_hf.generation.backends import capabilities_of
+from mera_multi_hf.generation.backends.model_kinds import model_kind
 from mera_multi_hf.generation.config import RunConfig
 from mera_multi_hf.generation.generate import generate_into_log
 from mera_multi_hf.generation.manifest import MANIFEST
@@ -104,7 +105,11 @@ def run_tasks(
 def _local(sources) -> list[str]:
     """The inputs that are files or folders here: dataset sources, a model folder, a
     judge folder (an output may not touch them)."""
-    return [str(s) for s in sources if s is not None and s != "sample" and Path(s).exists()]
+    from mera_multi_hf.data.sources import named_source
+
+    return [
+        str(s) for s in sources if s is not None and named_source(s) is None and Path(s).exists()
+    ]
 
 
 def _log_names(folder, world: int) -> list[str]:
@@ -251,7 +256,8 @@ def select_tasks(names) -> list[TaskSpec]:
 
 
 def task_sources(config: RunConfig, specs: list[TaskSpec]) -> dict[str, object]:
-    """Task -> dataset source: --data as given; the bundled sample for the demo."""
+    """Task -> dataset source: --data as given; else what the model kind reads (the demo's
+    bundled samples), else the official data."""
     data = config.sources()
     if isinstance(data, dict):
         data = {get_task(k).key: v for k, v in data.items()}
@@ -259,18 +265,15 @@ def task_sources(config: RunConfig, specs: list[TaskSpec]) -> dict[str, object]:
         if unknown:
             raise MeraError(f"--data names tasks that are not run: {', '.join(sorted(unknown))}")
         return {t.key: data.get(t.key) for t in specs}
-    if data is None and config.model is None:
-        data = "sample"  # the demo: bundled sample + tiny model
+    if data is None:
+        kind = model_kind(config.model)
+        data = kind.data if kind is not None else None
     return {t.key: data for t in specs}
 
 
 def builds_model(config: RunConfig) -> bool:
-    """Whether making the engine may build one of the built-in models (the tiny ones)."""
-    from mera_multi_hf.demo.builtin_models import TINY_AUDIO_MODEL_ID, is_tiny_model
-
-    return config.backend == "hf" and (
-        is_tiny_model(config.model) or config.model == TINY_AUDIO_MODEL_ID
-    )
+    """Whether making the engine may build a model (a model kind's, built on first use)."""
+    return config.backend == "hf" and model_kind(config.model) is not None
 
 
 def make_engine(config: RunConfig):
@@ -290,12 +293,13 @@ def output_dir(config: RunConfig, engine) -> Path:
 
 
 def load_task_data(task: TaskSpec, source, config: RunConfig, state) -> TaskData:
+    from mera_multi_hf.data.datasets_hook import fingerprint
     from mera_multi_hf.data.loading import load_split
 
     # No process waits for another here: a raw folder's conversion and datasets' own
     # cache are built under file locks (one process builds, the rest wait and read).
     ds = load_split(task, source=source, split=config.split, limits=config.limits())
-    full_size, fingerprint = len(ds), ds._fingerprint  # the split as loaded (as `score` records)
+    full_size, loaded_as = len(ds), fingerprint(ds)  # the split as loaded (as `score` records)
     content = manifest.data_content(ds)  # what a resume's data must be, wherever it is
     if config.limit is not None:
         ds = ds.select(range(min(config.limit, len(ds))))
@@ -303,7 +307,7 @@ def load_task_data(task: TaskSpec, source, config: RunConfig, state) -> TaskData
     examples = make_examples(task, ds)
     if task.dialogue and state.is_main_process:
         warn_meta(task, examples)
-    return TaskData(task, source, ds, examples, fingerprint, full_size, content=content)
+    return TaskData(task, source, ds, examples, loaded_as, full_size, content=content)
 
 
 def make_requests(data: TaskData, config: RunConfig, examples=None) -> list[Request]:

@@ -8,7 +8,7 @@ exactly as the official protocol:
   separator token and str(gold) Python's ``str`` of the typed gold (a list of
   acceptable answers gives its repr, ``['кот', 'кошка']``);
 - a second input with the prediction replaced by
-  ``answer_marker.official_answer_part(prediction)`` = ``prediction.split("ОТВЕТ")[-1].strip()``
+  ``declarations.official_answer_part(prediction)`` = ``prediction.split("ОТВЕТ")[-1].strip()``
   (case-sensitive; with no marker the whole prediction stripped) when that is not empty;
 - an input whose ``tokenizer.encode`` (special tokens included) is longer than 7995
   tokens is judged twice: the decoded first 7995 tokens and the decoded last 7995;
@@ -35,7 +35,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.tasks.answer_marker import official_answer_part
+from mera_multi_hf.tasks.declarations import official_answer_part
 
 DEFAULT_JUDGE = "MERA-evaluation/MERA_Answer_judge"
 WINDOW_TOKENS = 7995

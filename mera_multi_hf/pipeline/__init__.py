@@ -4,5 +4,5 @@ Owns :func:`~.evaluate.run_evaluation` (the preflight checks, then the run, then
 finalize), the preflight (:mod:`.preflight`: what is checked before any work) and
 :mod:`.finish` (a run's sample log and record handed to finalize).
 
-May import: every stage up to spaces.
+May import: every stage up to demo.
 """

@@ -4,7 +4,7 @@ which scores them and writes every output, the sample files included, as one set
 
 from __future__ import annotations
 
-from mera_multi_hf.demo.builtin_models import TINY_MODEL_ID
+from mera_multi_hf.generation.backends.model_kinds import model_kind
 from mera_multi_hf.generation.config import RunConfig
 from mera_multi_hf.reporting.finalize import TaskPart, finalize
 from mera_multi_hf.tasks.dialogue import meta_disagreements
@@ -127,11 +127,9 @@ def run_notes(config, manifest, loaded) -> list[str]:
             f"submission.zip covers only the first {config.limit} examples of "
             f"{', '.join(partial)} (--limit): not a leaderboard submission"
         )
-    if manifest["fixed"]["model"] == TINY_MODEL_ID:
-        notes.append(
-            "the built-in tiny model has random weights: its answers are noise "
-            "(a plumbing check, not a score)"
-        )
+    kind = model_kind(manifest["fixed"]["model"])  # what its kind says of its answers
+    if kind is not None and kind.note:
+        notes.append(kind.note)
     return notes
 
 

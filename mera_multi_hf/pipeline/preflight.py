@@ -17,6 +17,8 @@ from pathlib import Path
 
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.foreign_text import foreign
+from mera_multi_hf.core.masking import mask_secrets
 
 PROBE_TIMEOUT = 10.0
 
@@ -207,8 +209,14 @@ def check_model(config) -> str:
         return check_server(config.base_url, config.openai_key(), config.model, config.timeout)
     if config.backend != "hf":  # an installed backend checks its model as it loads
         return f"the {config.backend} backend's model {config.model or '(its default)'}"
-    if config.model is None:
-        return "the built-in tiny model"
+    from mera_multi_hf.generation.backends.model_kinds import model_kind, model_pointer
+
+    kind = model_kind(config.model)
+    if kind is not None:
+        return kind.title or kind.model_id
+    pointer = None if Path(config.model).expanduser().exists() else model_pointer(config.model)
+    if pointer:
+        raise MeraError(pointer)
     found = check_hub_model(config.model, "model", "--model", "a folder saved with save_pretrained")
     path = Path(config.model).expanduser()
     why = check_model_kind(path) if path.is_dir() else None
@@ -249,27 +257,21 @@ def check_hub_model(name: str, what: str, flag: str, alternative: str) -> str:
 
 
 def probe(url: str, api_key: str | None, timeout: float = PROBE_TIMEOUT):
-    """One GET (no retries): (status, JSON or None); MeraError when nothing answers."""
-    import requests
+    """One GET (no retries) through the one HTTP client, ``timeout`` its whole deadline:
+    (status, JSON or None); MeraError when nothing answers."""
+    from mera_multi_hf.core.http_client import Client, RequestFailed
 
-    from mera_multi_hf.core.http_client import ReplyTooLarge, bounded, short_error
-
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        resp = bounded(requests.get(url, headers=headers, timeout=timeout, stream=True))
-    except ReplyTooLarge as err:
-        raise MeraError(f"{url} sent a reply too large to read: {err}") from None
-    except requests.Timeout:
-        raise MeraError(f"{url} did not answer within {timeout:g} s") from None
-    except requests.RequestException as err:
+        resp = Client(timeout, api_key=api_key).get(url)
+    except RequestFailed as err:
         raise MeraError(
-            f"{url} is unreachable ({short_error(err)}); is the server running?"
+            f"{mask_secrets(url)} {err.problem}; is the server running and the URL right?"
         ) from None
     try:
         body = json_read.loads(resp.content, url)
     except json_read.JsonReadError:
         body = None
-    return resp.status_code, body
+    return resp.status, body
 
 
 def _refused(url: str, status: int, key_flag: str, env: str) -> str:
@@ -302,14 +304,14 @@ def _check_one_server(base_url: str, api_key: str | None, model: str, timeout: f
     status, body = probe(url, api_key, min(timeout, PROBE_TIMEOUT))
     if status != 200:
         raise MeraError(_refused(url, status, "--api-key", "OPENAI_API_KEY"))
-    served = (
-        [str(m.get("id")) for m in (body or {}).get("data", []) if isinstance(m, dict)]
-        if isinstance(body, dict)
-        else []
-    )
+    data = body.get("data") if isinstance(body, dict) else None
+    served = [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else []
     if served and model not in served:
+        names = ", ".join(foreign(name, 80) for name in served[:10])
+        more = f" and {len(served) - 10} more" if len(served) > 10 else ""
         raise MeraError(
-            f"{url} serves {', '.join(served[:10])}, not {model!r}: pass one of those with --model"
+            f"{url} serves {names}{more}, not {foreign(model, quoted=True)}: pass one of "
+            "those with --model"
         )
     return f"{url} serves {model}"
 
@@ -342,7 +344,10 @@ def check_judge(judge, judge_url, judge_tokenizer, judge_api_key) -> str:
             raise MeraError(_refused(models, status, "--judge-api-key", API_KEY_ENV))
         options = {"api_key": judge_api_key} if judge_api_key else {}
         served = get_judge(None, judge_url, judge_tokenizer=judge_tokenizer, **options)
-        return f"{served.url}: model {served.resolved_model()}, separator {served.sep!r}"
+        return (  # the server's own words, shown through the sanitiser
+            f"{served.url}: model {foreign(served.resolved_model())}, "
+            f"separator {foreign(served.sep, quoted=True)}"
+        )
     found = check_hub_model(
         str(judge), "judge model", "--judge", "a local judge folder (saved with save_pretrained)"
     )

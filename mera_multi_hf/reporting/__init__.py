@@ -5,5 +5,5 @@ model-index block, submission.zip, written as one set), the reports and the char
 HTML pages and their templates (``templates/``), compare, the leaderboard table and the
 submission packer.
 
-May import: core, tasks, demo, data, judge, scoring, generation.
+May import: core, tasks, data, judge, scoring, generation.
 """

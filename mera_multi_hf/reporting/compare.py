@@ -6,8 +6,10 @@ reports the difference A - B, a paired bootstrap interval resampled by the task'
 clusters (the same resamples for both runs), an exact McNemar p-value for 0/1 metrics and
 the counts of examples only A / only B got right. Runs whose examples differ (prompt,
 gold or meta of a paired id) are refused unless --force; every protocol difference found
-in the run records is listed. Writes compare.md, compare.json, compare.png and
-compare.html (the two runs' answers side by side, example by example).
+in the run records is listed. Prints a short table (per task and metric: both runs,
+A - B with its interval, the verdict); writes compare.md (everything, breakdowns
+included), compare.json, compare.png and compare.html (the score table, then the two
+runs' answers side by side with each example's media).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from mera_multi_hf.core.arguments import add_command, opt
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.reporting.compare_chart import chart_png
-from mera_multi_hf.reporting.compare_markdown import markdown
+from mera_multi_hf.reporting.compare_markdown import console, markdown
 from mera_multi_hf.reporting.compare_protocol import protocol_differences
 from mera_multi_hf.reporting.compare_stats import compare_task, verdict
 from mera_multi_hf.scoring.records import Results
@@ -67,7 +69,8 @@ def compare_docs(a: Results, b: Results, *, force: bool = False) -> dict:
         )
     overall = mean_over_tasks(totals)
     if overall:
-        overall["difference"] = float(np.mean([s["difference"] for _, s in totals]))
+        for field in ("a", "b", "difference"):
+            overall[field] = float(np.mean([s[field] for _, s in totals]))
         overall["verdict"] = verdict(overall)
         overall["n_tasks"] = len(totals)
     about_a, about_b = _about(a), _about(b)
@@ -119,11 +122,19 @@ def _about(doc: Results) -> dict:
 
 
 def write_report(
-    out, stem: str, text: str, png: bytes, doc: dict, *, inputs=(), extra: dict | None = None
+    out,
+    stem: str,
+    text: str,
+    png: bytes,
+    doc: dict,
+    *,
+    inputs=(),
+    extra: dict | None = None,
+    shown: str | None = None,
 ) -> None:
     """Write ``<stem>.md/.png/.json`` into ``out``, a folder of reports (outputs.add_files:
     a folder holding anything else is refused; ``inputs``: the run folders read), and
-    print the text."""
+    print ``shown`` (default: the text)."""
     from mera_multi_hf.core.outputs import add_files
 
     files = {
@@ -133,7 +144,7 @@ def write_report(
         **(extra or {}),
     }
     written = add_files(out, files, kind="report", inputs=inputs)
-    print(text)
+    print(text if shown is None else shown)
     print(f"wrote {', '.join(written)} to {out}")
 
 
@@ -168,6 +179,7 @@ def cmd_compare(options: CompareOptions) -> int:
         result,
         inputs=[options.run_a, options.run_b],
         extra={PAGE_NAME: compare_page(result, a, b)},
+        shown=console(result, options.out),
     )
     return 0
 

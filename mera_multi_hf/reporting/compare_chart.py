@@ -13,49 +13,56 @@ def chart_png(result: dict) -> bytes:
     return buffer.getvalue()
 
 
-def chart_figure(result: dict):
-    """Per task: the task-score difference and each official metric's, with intervals,
-    zero marked, and each row's verdict written beside it (compare.md's words: a row
-    with too few clusters is greyed and says so)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+def _rows(result: dict) -> list[tuple[str, dict]]:
+    """(label, record) per chart row, top to bottom: each task's score, then its metrics
+    by their display names."""
+    from mera_multi_hf.scoring.registry import display_name
 
     rows = []
     for key, t in result["tasks"].items():
         if t.get("task_score"):
             rows.append((f"{key}: task score", t["task_score"]))
-            rows += [(f"{key}: {m}", r) for m, r in t["metrics"].items()]
-    fig = Figure(figsize=(10, 1.2 + 0.35 * len(rows)), dpi=100)
+            rows += [(f"{key}: {display_name(m)}", r) for m, r in t["metrics"].items()]
+    return rows
+
+
+def chart_figure(result: dict):
+    """Per task: the task-score difference and each official metric's, with intervals,
+    zero marked, and each row's verdict written beside it on the right axis (compare.md's
+    words: a row with too few clusters is greyed and says so). The layout fits the
+    labels on both sides, so the plot takes the rest of the canvas."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rows = list(reversed(_rows(result)))  # matplotlib counts rows from the bottom
+    # the plot gets about 5 inches whatever the labels on its two sides take (8 pt text)
+    sides = max((len(label) for label, _ in rows), default=0) + max(
+        (len(r["verdict"]) for _, r in rows), default=0
+    )
+    fig = Figure(figsize=(5 + 0.065 * sides, 1.2 + 0.35 * len(rows)), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.subplots()
-    for y, (_label, r) in enumerate(reversed(rows)):
+    told = [not r["verdict"].startswith("too few") for _, r in rows]
+    for y, ((_label, r), sure) in enumerate(zip(rows, told)):
         d = r["difference"]
         err = [[d - r["low"]], [r["high"] - d]] if r["low"] is not None else None
-        told = not r["verdict"].startswith("too few")
-        ax.errorbar(
-            [d],
-            [y],
-            xerr=err,
-            fmt="o",
-            color="#1f77b4" if told else "#999999",
-            capsize=3,
-            alpha=1.0 if told else 0.6,
-        )
-        ax.annotate(
-            r["verdict"],
-            (1.01, y),
-            xycoords=("axes fraction", "data"),
-            fontsize=7,
-            va="center",
-            color="black" if told else "#666666",
-            gid="verdict",
-        )
-    ax.axvline(0, color="#d62728", linestyle="dashed", linewidth=1.2, label="no difference")
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([label for label, _ in reversed(rows)], fontsize=8)
-    ax.set_xlabel("A − B with its 95% paired bootstrap interval")
+        color, alpha = ("#1f77b4", 1.0) if sure else ("#999999", 0.6)
+        ax.errorbar([d], [y], xerr=err, fmt="o", color=color, capsize=3, alpha=alpha)
+    ax.axvline(0, color="#d62728", linestyle="dashed", linewidth=1.2)
+    verdicts = ax.twinx()
+    for axis, labels in (
+        (ax, [label for label, _ in rows]),
+        (verdicts, [r["verdict"] for _, r in rows]),
+    ):
+        axis.set_ylim(-0.5, len(rows) - 0.5)
+        axis.set_yticks(range(len(rows)))
+        axis.set_yticklabels(labels, fontsize=8)
+    for text, sure in zip(verdicts.get_yticklabels(), told):
+        text.set_color("black" if sure else "#666666")
+        text.set_gid("verdict")
+    verdicts.tick_params(axis="y", length=0)
+    ax.set_xlabel("A − B with its 95% paired bootstrap interval (dashed red: no difference)")
     ax.set_title(f"A = {result['a']['label']}  vs  B = {result['b']['label']}", fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout(rect=(0, 0, 0.78, 1))  # room for the verdicts on the right
+    fig.tight_layout(pad=0.4)
     return fig

@@ -1,8 +1,11 @@
 """compare.html: two runs' answers side by side, example by example, written by
-``mera-multi compare`` beside compare.md. Filters: task, outcome (only A right, only B
-right, both right, both wrong) and a search box; everything inline, no network, no media
-(results.html of each run shows those). A gold answer is shown only where the run's own
-sample line may show it (never a private split's)."""
+``mera-multi compare`` beside compare.md. On top, the score table (both runs, A − B with
+its interval, the verdict); then one row per example with its media (as results.html
+shows them, from run A's dataset when it is at hand), the prompt, both answers, the gold
+and the outcome, in task and id order. Filters: task, outcome (only A right, only B
+right, both right, both wrong) and a search box; everything inline, no network. A gold
+answer is shown only where the run's own sample line may show it (never a private
+split's)."""
 
 from __future__ import annotations
 
@@ -57,13 +60,42 @@ OUTCOMES = {
 }
 
 
-def _task_rows(task: str, doc_a, doc_b) -> list[dict]:
+def id_order(example_id) -> tuple:
+    """Sort key of example ids: numbers by value (1, 2, 10), then other ids as text."""
+    text = str(example_id)
+    return (0, int(text), "") if text.lstrip("-").isdigit() else (1, 0, text)
+
+
+def _media(doc, task_key: str, ids, notes: list[str]) -> dict:
+    """id -> the example's media elements as results.html shows them, from the run's own
+    dataset (none, and a note, when it is not at hand: a Hub copy offline, a moved folder)."""
+    from mera_multi_hf.data.examples import make_examples
+    from mera_multi_hf.data.loading import load_task
+    from mera_multi_hf.reporting.results_page import _media_rows
+
+    task = get_task(task_key)
+    if not task.media_fields:
+        return {}
+    sources = doc.run.details.get("dataset_source")
+    source = sources.get(task_key) if isinstance(sources, dict) else sources
+    try:
+        dataset = load_task(task, source=source, split=doc.tasks[task_key].split or doc.run.split)
+    except MeraError as err:
+        notes.append(f"{task_key}: shown without media: {err}")
+        return {}
+    wanted = set(ids)
+    return _media_rows(task, [e for e in make_examples(task, dataset) if e.id in wanted], dataset)
+
+
+def _task_rows(task: str, doc_a, doc_b, notes: list[str]) -> list[dict]:
     la = _sample_lines(Path(doc_a.folder), task)
     lb = _sample_lines(Path(doc_b.folder), task)
     ans_a, ans_b = _answers(doc_a, task, la), _answers(doc_b, task, lb)
     right_a, right_b = _right(task, doc_a.tasks[task]), _right(task, doc_b.tasks[task])
+    ids = sorted(set(right_a) & set(right_b), key=id_order)
+    media = _media(doc_a, task, ids, notes)
     rows = []
-    for example_id in sorted(set(right_a) & set(right_b), key=str):
+    for example_id in ids:
         line = la.get(example_id) or lb.get(example_id) or {}
         private = line.get("gold_private") or not line
         rows.append(
@@ -75,19 +107,26 @@ def _task_rows(task: str, doc_a, doc_b) -> list[dict]:
                 "b": ans_b.get(example_id, ""),
                 "gold": "(private split: not shown)" if private else line.get("target"),
                 "outcome": OUTCOMES[(right_a[example_id], right_b[example_id])],
+                "media": media.get(example_id, []),
             }
         )
     return rows
 
 
-def compare_rows(doc_a, doc_b, tasks) -> list[dict]:
+def compare_rows(doc_a, doc_b, tasks, notes: list[str] | None = None) -> list[dict]:
     """One row per example both runs scored, in task and id order (``doc_*``: the runs'
-    results.json as compare reads them)."""
-    return [row for task in tasks for row in _task_rows(task, doc_a, doc_b)]
+    results.json as compare reads them; ``notes``: gets a line per task shown without
+    its media)."""
+    notes = [] if notes is None else notes
+    return [row for task in tasks for row in _task_rows(task, doc_a, doc_b, notes)]
 
 
-def render(result: dict, rows: list[dict]) -> str:
+def render(result: dict, rows: list[dict], notes: list[str] = ()) -> str:
     """The page as HTML text."""
+    from mera_multi_hf.reporting.compare_markdown import SCORE_HEAD, overall_line, score_rows
+    from mera_multi_hf.reporting.results_page import _within_budget
+
+    _within_budget(rows)
     import jinja2
 
     env = jinja2.Environment(
@@ -104,9 +143,15 @@ def render(result: dict, rows: list[dict]) -> str:
         rows=rows,
         counts=counts,
         tasks=sorted({r["task"] for r in rows}),
+        score_head=SCORE_HEAD,
+        score_rows=score_rows(result),
+        overall=overall_line(result["overall"]) if result["overall"] else None,
+        notes=list(notes),
     )
 
 
 def compare_page(result: dict, doc_a, doc_b) -> str:
     """compare.html of a comparison (compare_runs' result) of these two runs."""
-    return render(result, compare_rows(doc_a, doc_b, list(result["tasks"])))
+    notes: list[str] = []
+    rows = compare_rows(doc_a, doc_b, list(result["tasks"]), notes)
+    return render(result, rows, notes)

@@ -132,7 +132,8 @@ def compare_task(key: str, ra: dict, rb: dict) -> tuple[dict, tuple | None]:
         n_clusters=len(diff[parts[0]].num),
         n=len(rows_a),
     )
-    score["difference"] = float(np.mean([out["metrics"][m]["difference"] for m in parts]))
+    for field in ("a", "b", "difference"):  # each run's task score over the paired ids
+        score[field] = float(np.mean([out["metrics"][m][field] for m in parts]))
     score["verdict"] = verdict(score)
     out["task_score"] = score
     out["breakdown"] = {}

@@ -26,17 +26,30 @@ def _fmt(value) -> str:
 
 def fmt_interval(value, uncertainty: dict | None) -> str:
     """A score with its uncertainty: ``0.6200 ± 0.0300``, the ± half the width of the 95%
-    bootstrap interval (resampled by cluster; the bounds are in results.json)."""
-    if value is None or not uncertainty or uncertainty.get("low") is None:
+    bootstrap interval (resampled by cluster; the bounds are in results.json); a score
+    of fewer than two clusters says so, as it has no interval: ``0.5000 (1 group, no ±)``."""
+    if value is None or not uncertainty:
         return _fmt(value)
+    if uncertainty.get("low") is None:
+        clusters = uncertainty.get("n_clusters")
+        if clusters is None or clusters >= 2:
+            return _fmt(value)
+        return f"{value:.4f} ({clusters} {uncertainty.get('cluster', 'cluster')}, no ±)"
     return f"{value:.4f} ± {(uncertainty['high'] - uncertainty['low']) / 2:.4f}"
 
 
 INTERVAL_NOTE = (
     "± is half the width of the 95% bootstrap interval, resampled by the "
-    "task's cluster (its group, its dialogue, or the example); results.json has "
-    "the bounds, the standard errors, the seed and the number of resamples."
+    "task's cluster (its group, its dialogue, or the example); a score of a single "
+    "cluster (a breakdown row of one group, say) has no interval and says so. "
+    "results.json has the bounds, the standard errors, the seed and the number of "
+    "resamples."
 )
+
+
+def count(n: int, noun: str) -> str:
+    """``1 task``, ``2 tasks``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _human(result: TaskResult, metric: str) -> str:
@@ -64,10 +77,7 @@ def metric_rows(result: TaskResult) -> list[tuple[str, str, str]]:
         (_label(result, m), fmt_interval(v, unc.get(m)), _human(result, m))
         for m, v in result.metrics.items()
     ]
-    rows += [
-        (_label(result, m) + " (judge)", fmt_interval(v, unc.get(m)), "")
-        for m, v in result.judge.items()
-    ]
+    rows += [(_label(result, m), fmt_interval(v, unc.get(m)), "") for m, v in result.judge.items()]
     rows += [
         (display_name(m), fmt_interval(v, unc.get(m)), "") for m, v in result.unofficial.items()
     ]
@@ -75,19 +85,32 @@ def metric_rows(result: TaskResult) -> list[tuple[str, str, str]]:
 
 
 JUDGE_LABEL = (
-    "(judge): a score given by the judge model (a classifier that reads the "
+    "Judge scores are given by the judge model (a classifier that reads the "
     "question, the gold and the answer); the task score, what the leaderboard "
     "ranks by, is the mean of the exact-match and judge metrics where both are "
     "the task's leaderboard metrics"
 )
 
 
+def _judge_notes(task_results: list[TaskResult]) -> list[str]:
+    """What each judge said of itself (its describe()'s note: the tiny judge's random
+    weights), once per judge."""
+    said = {}
+    for r in task_results:
+        judge = r.metric_modes.get("judge") if r.judge else None
+        if isinstance(judge, dict) and judge.get("note"):
+            said.setdefault(judge.get("model"), judge["note"])
+    return [f"The judge {model}: {note}." for model, note in said.items()]
+
+
 def footnotes(task_results: list[TaskResult]) -> list[str]:
-    """Said once under the tables: what "(judge)" means where judge rows are shown, and
-    which judge metrics a judge would add where none was given."""
+    """Said once under the tables: what the judge scores are where judge rows are shown
+    (and what the judge says of itself), and which judge metrics a judge would add where
+    none was given."""
     notes = []
     if any(r.judge for r in task_results):
         notes.append(JUDGE_LABEL + ".")
+        notes += _judge_notes(task_results)
     missing = sorted({m for r in task_results if r.scorable for m in r.judge_not_computed})
     if missing:
         notes.append(
@@ -115,7 +138,11 @@ def totals_rows(summary: Summary, leaderboard: bool = True) -> list[tuple[str, s
     """The modality scores and the totals; ``leaderboard``: a run on official test splits,
     the only kind with a leaderboard-like total."""
     rows = [
-        (modality, fmt_interval(agg["score"], agg.get("uncertainty")), f"{agg['n_tasks']} tasks")
+        (
+            modality,
+            fmt_interval(agg["score"], agg.get("uncertainty")),
+            count(agg["n_tasks"], "task"),
+        )
         for modality, agg in summary.modality.items()
     ]
     overall, official = summary.overall, summary.official_total
@@ -123,7 +150,7 @@ def totals_rows(summary: Summary, leaderboard: bool = True) -> list[tuple[str, s
         (
             "all scored tasks",
             fmt_interval(overall["score"], overall.get("uncertainty")),
-            f"{overall['n_tasks']} tasks",
+            count(overall["n_tasks"], "task"),
         )
     )
     if leaderboard:
@@ -131,7 +158,7 @@ def totals_rows(summary: Summary, leaderboard: bool = True) -> list[tuple[str, s
             (
                 "private tasks (the leaderboard's set)",
                 fmt_interval(official["score"], official.get("uncertainty")),
-                f"{official['n_tasks']} of {official['of']} private tasks",
+                f"{official['n_tasks']} of {count(official['of'], 'private task')}",
             )
         )
     return rows

@@ -1,9 +1,9 @@
 """scoring: from answers to numbers, exactly as the official code computes them.
 
 Owns the filters, the metric formulas (one module per family) and the metric registry
-(each metric's per-example function and its aggregation), scoring a task
+(each metric's per-example function, its aggregation, its card text), scoring a task
 (:func:`~.score.score_task`), the uncertainty of the scores, the diagnostics, the
 scoring options, and reading prediction files (what `score` takes).
 
-May import: core, tasks, demo, data, judge.
+May import: core, tasks, judge.
 """

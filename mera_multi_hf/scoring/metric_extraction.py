@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.tasks.answer_marker import ANSWER_MARKER, official_answer_part
+from mera_multi_hf.tasks.declarations import ANSWER_MARKER, official_answer_part
 
 _ANSWER_MARK_ANY_CASE = re.compile(ANSWER_MARKER, re.IGNORECASE)
 

@@ -12,7 +12,7 @@ import numpy as np
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.scoring.filters import apply_filters_many
 from mera_multi_hf.scoring.metric_inputs import check_strings
-from mera_multi_hf.tasks.ruslun_rules import RUSLUN_CI_METRICS, RUSLUN_FILTERS, RUSLUN_METRICS
+from mera_multi_hf.tasks.declarations import RUSLUN_CI_METRICS, RUSLUN_FILTERS, RUSLUN_METRICS
 
 
 class _Malformed(Exception):

@@ -4,5 +4,5 @@ Owns the shared app (bounds, deadlines, JSON errors: :mod:`.app`), the OpenAI-co
 chat server over the hf backend (:mod:`.chat_server`; its requests: :mod:`.chat_requests`),
 the judge server (:mod:`.judge_server`) and the options every server takes.
 
-May import: core, tasks, demo, data, judge, scoring, generation, reporting.
+May import: core, tasks, data, judge, scoring, generation, reporting.
 """

@@ -30,6 +30,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from mera_multi_hf.core import json_read
+from mera_multi_hf.core.foreign_text import foreign
 from mera_multi_hf.core.limits import DEFAULT_LIMITS, Limits
 from mera_multi_hf.serving.uvicorn_hook import json_protocol
 
@@ -102,8 +103,8 @@ def json_app(error_payload, title: str) -> FastAPI:
 
     async def http_error(request: Request, exc: HTTPException):
         message = {
-            404: f"no route {request.method} {request.url.path}",
-            405: f"{request.method} is not allowed on {request.url.path}",
+            404: f"no route {foreign(request.method)} {foreign(request.url.path)}",
+            405: f"{foreign(request.method)} is not allowed on {foreign(request.url.path)}",
         }
         text = message.get(exc.status_code, str(exc.detail))
         return JSONResponse(error_payload(exc.status_code, text), exc.status_code)
@@ -135,8 +136,9 @@ def validated(model, body: dict):
         field = str(first["loc"][0]) if first["loc"] else "(body)"
         info = model.model_fields.get(field)
         want = info.description if info is not None and info.description else first["msg"]
+        field = foreign(field)  # a client's own field name is echoed at most this long
         if first["type"] == "missing":
-            where = ".".join(map(str, first["loc"]))
+            where = foreign(".".join(map(str, first["loc"])))
             raise BodyError(
                 400,
                 f"`{where}` is missing: "
@@ -147,12 +149,12 @@ def validated(model, body: dict):
 
 def shown(value, width: int = 60) -> str:
     """A value for an error message, cut short (a hostile value can be huge)."""
+    if isinstance(value, str):  # cut before it is escaped: a hostile value can be huge
+        return foreign(value, width, quoted=True)
     text = (
-        repr(value)
-        if isinstance(value, (str, int, float, bool, type(None)))
-        else type(value).__name__
+        repr(value) if isinstance(value, (int, float, bool, type(None))) else type(value).__name__
     )
-    return text if len(text) <= width else text[:width] + "..."
+    return foreign(text, width)
 
 
 class Guard:

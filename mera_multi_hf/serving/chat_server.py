@@ -39,6 +39,7 @@ from fastapi.responses import StreamingResponse
 
 from mera_multi_hf.core.arguments import Parser, add_dataclass_options, opt
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.foreign_text import foreign
 from mera_multi_hf.core.limits import DEFAULT_LIMITS, Limits
 from mera_multi_hf.data.media_decode import Media
 from mera_multi_hf.generation.request import Request
@@ -65,6 +66,10 @@ def _cut_at_stop(text: str, stops: tuple[str, ...]) -> str:
 
 def error_payload(status: int, message: str) -> dict:
     kind = "server_error" if status >= 500 else "invalid_request_error"
+    if status == 404:  # an unknown model: vLLM's type and code, OpenAI's param
+        return {
+            "error": {"message": message, "type": "NotFoundError", "param": "model", "code": 404}
+        }
     return {"error": {"message": message, "type": kind, "code": status}}
 
 
@@ -98,8 +103,12 @@ class ChatService:
         loop = asyncio.get_running_loop()
         try:  # parsing and image decoding, outside the lock, within the pixel bound
             request, stops = await loop.run_in_executor(self.parse_pool, self.request, body)
+        except BodyError:
+            raise
         except ValueError as err:
-            raise BodyError(getattr(err, "status", 400), f"bad request: {err}") from None
+            raise BodyError(
+                getattr(err, "status", 400), f"bad request: {foreign(err, 500)}"
+            ) from None
         text = await self.queue.run(self.generate, request)  # the model is not shared safely
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
@@ -129,7 +138,9 @@ class ChatService:
             print(
                 f"serve: generate failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True
             )
-            raise BodyError(500, f"generation failed: {type(err).__name__}: {err}") from None
+            raise BodyError(
+                500, f"generation failed: {type(err).__name__}: {foreign(err)}"
+            ) from None
 
     def _check_budget(self, media: list[Media]) -> None:
         """The request's media together within the memory budget (the rule of limits.py,
@@ -146,9 +157,10 @@ class ChatService:
     def request(self, body: ChatCompletionRequest) -> tuple[Request, tuple[str, ...]]:
         check_options(body)
         if body.model not in (None, self.model_name):
-            raise ValueError(
-                f"model {_shown(body.model)} is not served here "
-                f"(this server serves {self.model_name!r})"
+            raise BodyError(  # 404, as OpenAI and vLLM answer an unknown model
+                404,
+                f"The model {_shown(body.model)} does not exist: this server serves "
+                f"{self.model_name!r}",
             )
         prompt, items = prompt_from_openai(user_content(body))
         media = [

@@ -46,6 +46,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from mera_multi_hf.core.foreign_text import foreign
 from mera_multi_hf.core.limits import DEFAULT_LIMITS, Limits
 from mera_multi_hf.judge.judges import API_KEY_ENV
 from mera_multi_hf.serving.app import BodyError, Guard, ModelQueue, Server, json_app, read_json
@@ -99,7 +100,9 @@ class JudgeService:
         model = body.get("model")
         if model is not None and model not in self.aliases:
             raise BodyError(
-                404, f"The model `{model}` does not exist. This server serves `{self.model_name}`."
+                404,
+                f"The model `{foreign(model)}` does not exist. This server serves "
+                f"`{self.model_name}`.",
             )
 
     def classify_args(self, body: dict) -> tuple[list[str], int | None]:
@@ -259,7 +262,7 @@ def _add_model_routes(app, service: JudgeService) -> None:
         except BodyError:
             raise
         except Exception as err:  # noqa: BLE001 - the client gets the cause, the server lives on
-            raise BodyError(500, f"{type(err).__name__}: {err}") from None
+            raise BodyError(500, f"{type(err).__name__}: {foreign(err)}") from None
 
     @app.post("/classify")
     @app.post("/v1/classify")

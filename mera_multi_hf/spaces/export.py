@@ -26,17 +26,32 @@ DEFAULT_NAMESPACE = "mera_multi"
 def _doc_rewrites(namespace: str) -> list[tuple[str, str]]:
     """How the package-facing examples read in a standalone Space."""
     rewrites = [("from mera_multi_hf import load_metric", "import evaluate")]
-    rewrites += [
-        (f'load_metric("{name}")', f'evaluate.load("{namespace}/{name}")') for name in METRICS
-    ]
+    for name in METRICS:  # load_metric("x") and load_metric("x", "<task>")
+        rewrites += [
+            (f'load_metric("{name}")', f'evaluate.load("{namespace}/{name}")'),
+            (f'load_metric("{name}", ', f'evaluate.load("{namespace}/{name}", '),
+        ]
     return rewrites
+
+
+TASK_TABLE = "spaces.space_modules.task_options"
+
+
+def _task_table() -> str:
+    """The text of a Space's task_options.py: the package's table written out."""
+    from mera_multi_hf.spaces.space_modules.task_options import TASK_OPTIONS
+
+    doc = (SPACE_SOURCES / "task_options.py").read_text(encoding="utf-8").split('"""')[1]
+    rows = [f"    {key!r}: {options!r},\n" for key, options in TASK_OPTIONS.items()]
+    note = "# Written by `mera-multi metrics export` from the package's task declarations.\n"
+    return f'"""{doc}"""\n\n{note}TASK_OPTIONS = {{\n{"".join(rows)}}}\n'
 
 
 def space_files(name: str, namespace: str = DEFAULT_NAMESPACE) -> dict[str, str]:
     """{file name: text} of one metric's Space: its module and the package modules it
-    imports (flattened), its card, app.py and requirements.txt (examples rewritten for
-    the Hub name)."""
-    files = flat_folder(f"spaces.space_modules.{name}")
+    imports (flattened; the task table written out), its card, app.py and
+    requirements.txt (examples rewritten for the Hub name)."""
+    files = flat_folder(f"spaces.space_modules.{name}", {TASK_TABLE: _task_table()})
     own = {
         f"{name}.py": files[f"{name}.py"],
         "README.md": (SPACE_SOURCES / "cards" / f"{name}.md").read_text(encoding="utf-8"),

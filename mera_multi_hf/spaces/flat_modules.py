@@ -92,9 +92,12 @@ def _naming_every_sibling(source: str, siblings: list[str]) -> str:
     return "".join(lines[:last] + added + lines[last:])
 
 
-def flat_folder(module: str) -> dict[str, str]:
+def flat_folder(module: str, generated: dict[str, str] | None = None) -> dict[str, str]:
     """{file name: text}: the package module ``module`` (dotted, below the package) and
-    every package module it imports, transitively, as sibling files of one folder."""
+    every package module it imports, transitively, as sibling files of one folder. A
+    module named in ``generated`` (dotted: its text) is written as that text, its own
+    imports not followed (a table the Space carries as data)."""
+    generated = generated or {}
     files, origin, todo = {}, {}, [module]
     while todo:
         name = todo.pop()
@@ -105,6 +108,9 @@ def flat_folder(module: str) -> dict[str, str]:
                 f"and {PACKAGE}.{name}: both would be {file}"
             )
         if file in files:
+            continue
+        if name in generated:
+            files[file] = generated[name]
             continue
         source = _source_file(name).read_text(encoding="utf-8")
         imports = _package_imports(ast.parse(source), name)

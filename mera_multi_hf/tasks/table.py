@@ -8,8 +8,7 @@ and the dataset cards) reads these declarations; nothing restates them.
 from __future__ import annotations
 
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.tasks.citation import CITATION  # noqa: F401 - cards, builders and metric modules show it
-from mera_multi_hf.tasks.ruslun_rules import RUSLUN_FILTERS, RUSLUN_METRICS
+from mera_multi_hf.tasks.declarations import RUSLUN_FILTERS, RUSLUN_METRICS
 from mera_multi_hf.tasks.spec import GROUPED_JUDGE_METRICS, DialogueSpec, TaskSpec
 
 LETTERS = "ABCDEFGHIJ"

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 
 from .errors import MeraError
-from .answer_marker import ANSWER_MARKER, official_answer_part
+from .declarations import ANSWER_MARKER, official_answer_part
 
 _ANSWER_MARK_ANY_CASE = re.compile(ANSWER_MARKER, re.IGNORECASE)
 

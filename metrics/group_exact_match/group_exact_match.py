@@ -8,13 +8,14 @@ import evaluate
 
 from .metric_exact_match import exact_match_scores, warn_if_squad_on_letters
 from .metric_groups import group_mean
-from .metric_inputs import check_batch, mean_score
+from .metric_inputs import check_batch, mean_score, task_key, task_options
+from .task_options import TASK_OPTIONS
 
 # The logic lives in the package modules imported here; `mera-multi metrics export`
 # writes each one beside this module as a flat sibling file (imports rewritten to
 # `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
-from .citation import CITATION as _CITATION
+from .declarations import CITATION as _CITATION
 # The modules only the others import: evaluate copies the files named here.
 from .errors import __name__ as _errors_module
 
@@ -31,11 +32,14 @@ Args:
     predictions (`list` of `str`): the model's answers.
     references (`list` of `str`): the gold answers.
     group_ids (`list` of `int`): the group of each example (`meta.group_id`).
-    mode (`str`, optional): exact-match normalisation `mera`, `strict` or `squad` (the
-        task's declared mode). Default `mera`.
-    answer_kind (`str`, optional): the task's answer kind; `squad` on `letter` (the
-        default: ruHHH answers are letters) warns. (The package's
-        `load_metric("group_exact_match", task="ruhhh_video")` fills both from the task.)
+    task (`str`, optional): a MERA Multi task key, e.g. `ruhhh_video`: mode and
+        answer_kind default to the task's. The same as loading with it:
+        `evaluate.load(path, "ruhhh_video")` (evaluate's config_name) or
+        `evaluate.load(path, task="ruhhh_video")`. An unknown task is a ValueError.
+    mode (`str`, optional): exact-match normalisation `mera`, `strict` or `squad`.
+        Default: the task's, else `mera`.
+    answer_kind (`str`, optional): the answer kind; `squad` on `letter` (the default:
+        ruHHH answers are letters) warns.
 
 Returns:
     group_exact_match (`float`): the share of groups answered entirely right.
@@ -53,6 +57,10 @@ Examples:
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class GroupExactMatch(evaluate.Metric):
+    def __init__(self, config_name=None, task=None, **kwargs):
+        """``config_name`` or ``task``: a task key whose options compute() takes."""
+        super().__init__(config_name=task_key(TASK_OPTIONS, config_name, task), **kwargs)
+
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
@@ -74,8 +82,11 @@ class GroupExactMatch(evaluate.Metric):
         check_batch({"predictions": predictions, "references": references, **kwargs})
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
-    def _compute(self, predictions, references, group_ids, mode="mera", answer_kind="letter"):
-        warn_if_squad_on_letters(mode, answer_kind)  # ruHHH answers are letters
+    def _compute(self, predictions, references, group_ids, mode=None, answer_kind=None, task=None):
+        key = task_key(TASK_OPTIONS, self.config_name, task)
+        given = task_options(TASK_OPTIONS, key, mode=mode, answer_kind=answer_kind)
+        mode = given["mode"] or "mera"
+        warn_if_squad_on_letters(mode, given["answer_kind"] or "letter")  # ruHHH: letters
         scores = exact_match_scores(predictions, references, mode)
         return {
             "group_exact_match": group_mean(scores, group_ids),

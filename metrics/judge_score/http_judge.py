@@ -5,13 +5,13 @@ and the checks on every answer the server sends."""
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 from .errors import MeraError
+from .foreign_text import foreign
 from .json_read import JsonReadError
 from .json_read import loads as read_json
 from .masking import mask_secrets
@@ -59,7 +59,7 @@ class _ServerTokenizer:
             if not isinstance(answer, dict) or not isinstance(answer.get("tokens"), list):
                 raise MeraError(
                     f"{self.judge.base}/tokenize answered without a tokens list: "
-                    f"{str(answer)[:200]!r}"
+                    f"{foreign(answer, 200, quoted=True)}"
                 )
             ids.append(answer["tokens"])
         return {"input_ids": ids}
@@ -71,7 +71,7 @@ class _ServerTokenizer:
         if not isinstance(answer, dict) or not isinstance(answer.get("prompt"), str):
             raise MeraError(
                 f"{self.judge.base}/detokenize answered without a prompt string: "
-                f"{str(answer)[:200]!r}"
+                f"{foreign(answer, 200, quoted=True)}"
             )
         return answer["prompt"]
 
@@ -93,7 +93,7 @@ class HttpJudge(Judge):
     tokenizer: the judge tokenizer (path, Hub id or object) for SEP and the token
     windows; without it SEP comes from `sep` or the server's GET /tokenizer_info, and the
     windows from the server's POST /tokenize + /detokenize.
-    api_key: sent as ``Authorization: Bearer`` (default: $MERA_JUDGE_API_KEY). flags: the
+    api_key: sent as ``Authorization: *** (default: $MERA_JUDGE_API_KEY). flags: the
     options hints name (CLIENT_FLAGS). retries/backoff: the project's one retry policy
     (mera_multi_hf.core.http_client); then a MeraError names the URL and the cause.
     batch_size: texts per request (1 = the official single-string request; more sends a
@@ -131,7 +131,7 @@ class HttpJudge(Judge):
         self.concurrency = max(1, int(concurrency))
         self.window = int(window)
         self.truncate_prompt_tokens = truncate_prompt_tokens
-        self._local = threading.local()
+        self._http = None
         self.tokenizer_id = tokenizer if isinstance(tokenizer, str) else None
         if isinstance(tokenizer, str):
             tokenizer = _load_tokenizer(tokenizer)
@@ -153,43 +153,32 @@ class HttpJudge(Judge):
             raise MeraError(f"{mask_secrets(self.base)}/tokenizer_info names no sep_token: {hint}")
         return sep
 
-    def _session(self):
-        from .http_client import make_session
+    def _client(self):
+        """The one HTTP client (core/http_client.py): its deadline, retries and bounds."""
+        from .http_client import Client
 
-        if not hasattr(self._local, "session"):
-            self._local.session = make_session(
-                self.retries, self.backoff, self.api_key, pool_size=self.concurrency
+        if self._http is None:
+            self._http = Client(
+                self.timeout,
+                retries=self.retries,
+                backoff=self.backoff,
+                api_key=self.api_key,
+                pool_size=self.concurrency,
             )
-        return self._local.session
+        return self._http
 
     def call(self, route: str, body: dict | None):
         """GET (body None) or POST JSON to a route of the server; its JSON answer, or one
         MeraError line naming the URL and the cause once the retries are spent."""
-        import requests
-
-        from .http_client import ReplyTooLarge, bounded, short_error
+        from .http_client import ReplyTooLarge, RequestFailed
 
         url = self.url if route == "/classify" else self.base + route
         try:
-            if body is None:
-                resp = self._session().get(url, timeout=self.timeout, stream=True)
-            else:
-                resp = self._session().post(url, json=body, timeout=self.timeout, stream=True)
-            resp = bounded(resp)
+            resp = self._client().request("GET" if body is None else "POST", url, body)
         except ReplyTooLarge as err:
-            raise MeraError(
-                f"the judge server at {mask_secrets(url)} sent a reply too large to read: {err}"
-            ) from None
-        except requests.ConnectionError as err:
-            raise MeraError(
-                self._failed(url, f"cannot connect ({short_error(err)}; is the server running?)")
-            ) from None
-        except requests.Timeout:
-            raise MeraError(self._failed(url, f"no answer within {self.timeout:g} s")) from None
-        except requests.RequestException as err:
-            raise MeraError(
-                self._failed(url, f"{type(err).__name__}: {short_error(err)}")
-            ) from None
+            raise MeraError(f"the judge server at {mask_secrets(url)}: {err.problem}") from None
+        except RequestFailed as err:
+            raise MeraError(self._failed(url, err.problem)) from None
         return _json_body(resp, url, self._failed)
 
     def _failed(self, url: str, problem: str) -> str:
@@ -206,7 +195,7 @@ class HttpJudge(Judge):
                 self.model = str(body["data"][0]["id"])
             except (KeyError, IndexError, TypeError):
                 raise MeraError(
-                    f"{self.base}/v1/models lists no model: {str(body)[:200]}"
+                    f"{mask_secrets(self.base)}/v1/models lists no model: {foreign(body)}"
                 ) from None
         return self.model
 
@@ -243,31 +232,54 @@ class HttpJudge(Judge):
         }
 
 
+PROBS_TOLERANCE = 1e-3  # how far from 1 a reply's probabilities may sum (float32 softmax)
+
+
 def _probs_of(answer, n: int, url: str) -> list[list[float]]:
+    """The ``n`` probability lists of a /classify answer, each checked: numbers (not
+    strings), finite, in [0, 1], summing to 1; else one line naming the server."""
+    where = f"the judge server at {mask_secrets(url)}"
     try:
         data = sorted(answer["data"], key=lambda d: d.get("index", 0))
-        probs = [[float(x) for x in item["probs"]] for item in data]
+        probs = [list(item["probs"]) for item in data]
     except (KeyError, TypeError, ValueError, AttributeError):
         raise MeraError(
-            f"the judge server at {mask_secrets(url)} answered with no data[i].probs list: "
-            f"{str(answer)[:200]!r}"
+            f"{where} answered with no data[i].probs list: {foreign(answer, quoted=True)}"
         ) from None
     if len(probs) != n or any(len(p) < 2 for p in probs):
         raise MeraError(
-            f"the judge server at {mask_secrets(url)}: expected {n} probability lists of 2+ "
-            f"classes, got {str(answer)[:200]!r}"
+            f"{where}: expected {n} probability lists of 2+ classes, got "
+            f"{foreign(answer, quoted=True)}"
         )
-    return probs
+    for row in probs:
+        why = _not_probabilities(row)
+        if why:
+            raise MeraError(
+                f"{where} answered probabilities that {why}: {foreign(row, quoted=True)}; "
+                "the server is not a classification judge or is broken"
+            )
+    return [[float(x) for x in row] for row in probs]
+
+
+def _not_probabilities(row: list) -> str | None:
+    """Why ``row`` is not a probability distribution (None when it is)."""
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in row):
+        return "are not all numbers"
+    if not all(0.0 <= x <= 1.0 for x in row):  # NaN and the infinities fail it too
+        return "are not all finite and within [0, 1]"
+    if abs(sum(row) - 1.0) > PROBS_TOLERANCE:
+        return f"sum to {sum(row):g}, not 1"
+    return None
 
 
 def _json_body(resp, url: str, failed):
-    if resp.status_code == 429 or resp.status_code >= 500:
-        raise MeraError(failed(url, f"HTTP {resp.status_code} {resp.text[:200]!r}"))
-    if resp.status_code >= 400:
+    if resp.status == 429 or resp.status >= 500:
+        raise MeraError(failed(url, f"HTTP {resp.status} {foreign(resp.text, quoted=True)}"))
+    if resp.status >= 400:
         # A client error will not fix itself: no retry.
         raise MeraError(
             f"the judge server at {mask_secrets(url)} refused the request with HTTP "
-            f"{resp.status_code}: {resp.text[:300]!r}. Check the model name, URL "
+            f"{resp.status}: {foreign(resp.text, 300, quoted=True)}. Check the model name, URL "
             "and API key."
         )
     try:  # the one JSON reader: a deep or huge answer is one line, not a traceback

@@ -17,10 +17,10 @@ from .metric_inputs import check_batch, mean_score, require_examples
 # writes each one beside this module as a flat sibling file (imports rewritten to
 # `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
-from .citation import CITATION as _CITATION
+from .declarations import CITATION as _CITATION
 # The modules only the others import: evaluate copies the files named here.
-from .answer_marker import __name__ as _answer_marker_module
 from .errors import __name__ as _errors_module
+from .foreign_text import __name__ as _foreign_text_module
 from .http_client import __name__ as _http_client_module
 from .http_judge import __name__ as _http_judge_module
 from .json_read import __name__ as _json_read_module

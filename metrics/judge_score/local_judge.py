@@ -105,6 +105,8 @@ class LocalJudge(Judge):
         return [int(np.argmax(p)) for p in self.probs(list(texts))]
 
     def describe(self) -> dict:
+        # a judge that says what it is (the tiny judge: random weights) has it shown
+        note = getattr(self.model.config, "mera_multi_note", None)
         return {
             "backend": "local",
             "model": self.model_id,
@@ -112,4 +114,5 @@ class LocalJudge(Judge):
             "sep": self.sep,
             "window": self.window,
             "max_tokens": self.max_tokens,
+            **({"note": str(note)} if note else {}),
         }

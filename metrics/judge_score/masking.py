@@ -36,6 +36,27 @@ SECRET_NAME = re.compile(
     r"token|key|sig|pass|pwd|secret|auth|session|jwt|code|credential", re.IGNORECASE
 )
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s,'\"<>]+")
+# a URL's user information up to its "@", commas included (a list of URLs is split on
+# commas after this has seen it whole)
+_URL_USER_INFO = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://([^\s/@'\"<>]+)@")
+# a config's key (at any depth) whose value is a credential: an option named like one,
+# and the HTTP headers that carry one
+SECRET_KEY = re.compile(
+    r"(?:^|[_-])(?:api[_-]?key|key|token|secret|password|passwd|auth|credentials?|sig)$"
+    r"|^(?:proxy-)?authorization$|^(?:set-)?cookie$",
+    re.IGNORECASE,
+)
+# an HTTP header written out in text (a config's string, a repr): its value, the scheme
+# word (Bearer, Basic) with it; a placeholder
+# ("Bearer <key>", "Bearer KEY", in a help text) is not one
+_PLACEHOLDER = r"(?-i:<|[A-Z][A-Z_]{0,30}(?![\w.-]))"  # (upper case, whatever the flags)
+_HEADER = re.compile(
+    r"(?i)\b((?:proxy-)?authorization|(?:set-)?cookie|x-api-key|api-key)"
+    r"(\\?[\"']?\s*[:=]\s*\\?[\"']?)(?!(?:(?:bearer|basic|token|digest)\s+)?" + _PLACEHOLDER + r")"
+    r"((?:bearer|basic|token|digest)\s+)?[^\s\"'\\,;}]+"
+)
+# an option's metavar in --help's usage ("[--api-key KEY]"): a word, never a key
+_METAVAR = r"[A-Z][A-Z_]{0,30}(?:\]|\s|$)"
 _PAIR = re.compile(r"([A-Za-z_][\w.%-]*)=([^,;&\s'\"]+)")
 # a parameter's name is a word (a data URI's ";base64,..." is not one)
 _QUERY = re.compile(r"([?&;])([\w.%\[\]-]*)=([^&#\s'\"<>]+)")
@@ -51,11 +72,21 @@ def remember(value) -> None:
     """Treat ``value`` (and its percent-decoded spelling) as a secret from now on."""
     if not isinstance(value, str):
         return
-    new = {v for v in (value, unquote(value)) if len(v.strip()) >= MIN_SECRET} - _known
+    new = {v for v in _forms_of(value) if len(v.strip()) >= MIN_SECRET} - _known
     if new:
         _known.update(new)
         spellings = sorted({form for v in _known for form in _spellings(v)}, key=len, reverse=True)
         _forms[:] = [re.compile("|".join(map(re.escape, spellings)))]
+
+
+def _forms_of(value: str) -> set[str]:
+    """The forms a secret takes: as given, stripped of surrounding spaces (a server
+    echoes it stripped), percent-decoded, and each comma-separated part (the tool
+    splits some values, --base-url's URLs, on commas)."""
+    forms = {value, unquote(value)}
+    forms |= {v.strip() for v in forms}
+    forms |= {part.strip() for v in forms if "," in v for part in v.split(",")}
+    return forms
 
 
 def _spellings(value: str) -> set[str]:
@@ -75,6 +106,8 @@ def remember_text(text) -> None:
     ``model_args``)."""
     if not isinstance(text, str):
         return
+    for user_info in _URL_USER_INFO.findall(text):
+        remember(user_info.partition(":")[2])
     for url in _URL.findall(text):
         parts = urlsplit(url)
         remember(parts.password)
@@ -121,6 +154,31 @@ def _query_value(match: re.Match) -> str:
     return f"{lead}{name}={MASK}" if SECRET_NAME.search(unquote(name)) else match.group(0)
 
 
+def _header_value(match: re.Match) -> str:
+    return f"{match.group(1)}{match.group(2)}{MASK}"
+
+
+def mask_values(value):
+    """A foreign config block (lm-evaluation-harness's, say) with its secrets masked at
+    any depth: a value under a secret key (an API key option, an ``Authorization``,
+    ``x-api-key`` or cookie header), a secret ``name=value`` pair of a comma-separated
+    argument string (``model_args``), and what mask_secrets masks in other strings."""
+    if isinstance(value, dict):
+        return {
+            k: MASK if SECRET_KEY.search(str(k).strip()) and v else mask_values(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [mask_values(v) for v in value]
+    if isinstance(value, str):
+        pairs = [
+            (k, sep, MASK if sep and SECRET_KEY.search(k.strip()) else v)
+            for k, sep, v in (part.partition("=") for part in value.split(","))
+        ]
+        return mask_secrets(",".join(k + sep + v for k, sep, v in pairs))
+    return value
+
+
 def mask_secrets(text: str) -> str:
     """``text`` with secrets masked: every known value (see the module docstring), then
     the values of API key and token options, the user name and password of every URL,
@@ -129,7 +187,12 @@ def mask_secrets(text: str) -> str:
     logs, cards) or printed (errors, the console) goes through it."""
     for form in _forms:
         text = form.sub(MASK, text)
-    text = re.sub(r"(--(?:judge-)?api[-_]key[= ]|--token[= ])(?!\()\S+", r"\1***", text)
+    text = re.sub(
+        rf"(--(?:judge-)?api[-_]key[= ]|--token[= ])(?!\()(?!{_METAVAR})\S+", r"\1***", text
+    )
+    lowered = text.lower()  # the header pattern is slow on pages of media: run where it may hit
+    if any(word in lowered for word in ("authorization", "cookie", "api-key")):
+        text = _HEADER.sub(_header_value, text)
     text = _USER_INFO.sub(r"\1***@", text)
     text = _FRAGMENT.sub(r"\1***", text)
     return _QUERY.sub(_query_value, text)

@@ -73,9 +73,52 @@ def require_examples(batch: dict) -> None:
         raise MeraError("no examples to score: the predictions are empty")
 
 
-def mean_score(scores) -> float:
-    """The mean of per-example scores; no examples is an error, never a silent 0."""
+def mean_score(scores, groups=None) -> float:
+    """The mean of per-example scores (``groups`` unused: the registry's aggregations
+    take them); no examples is an error, never a silent 0 (the one rule for every mean
+    a metric reports: the registry's, the metric modules' and the Spaces')."""
     scores = np.asarray(scores, dtype=np.float64)
     if scores.size == 0:
         raise MeraError("no examples to score: the predictions are empty")
     return float(scores.mean())
+
+
+NO_TASK = "default"  # evaluate's config_name when none is given
+
+
+def task_key(tasks: dict, config_name: str | None = None, task: str | None = None) -> str | None:
+    """The one task a metric module is loaded or computed for, from evaluate's
+    ``config_name`` (``evaluate.load(path, "commonvideoqa")``) and ``task=`` (to load or to
+    compute); None when neither names one. An unknown task, or two different ones, is a
+    MetricInputError (a ValueError) naming them."""
+    import difflib
+
+    named = []
+    for name in (config_name, task):
+        if name is None or name == NO_TASK:
+            continue
+        if not isinstance(name, str):
+            raise MetricInputError(
+                f"a task is named by its key, a string such as 'ruhhh_image', "
+                f"not {type(name).__name__}"
+            )
+        key = name.strip().lower().replace("-", "_")
+        if key not in tasks:
+            near = difflib.get_close_matches(key, list(tasks), n=1, cutoff=0.6)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise MetricInputError(
+                f"unknown task {name!r}{hint}; the MERA Multi tasks are {', '.join(tasks)}"
+            )
+        named.append(key)
+    if len(set(named)) > 1:
+        raise MetricInputError(
+            f"the metric was loaded for task {named[0]!r} and computed with "
+            f"task={named[1]!r}: name one task"
+        )
+    return named[0] if named else None
+
+
+def task_options(tasks: dict, key: str | None, **given) -> dict:
+    """Each compute option as given, else as task ``key`` declares it (None for none)."""
+    declared = tasks[key] if key else {}
+    return {name: declared.get(name) if value is None else value for name, value in given.items()}

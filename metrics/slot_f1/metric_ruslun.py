@@ -12,7 +12,7 @@ import numpy as np
 from .errors import MeraError
 from .filters import apply_filters_many
 from .metric_inputs import check_strings
-from .ruslun_rules import RUSLUN_CI_METRICS, RUSLUN_FILTERS, RUSLUN_METRICS
+from .declarations import RUSLUN_CI_METRICS, RUSLUN_FILTERS, RUSLUN_METRICS
 
 
 class _Malformed(Exception):

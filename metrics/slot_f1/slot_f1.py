@@ -13,11 +13,10 @@ from .metric_ruslun import ruslun_scores
 # writes each one beside this module as a flat sibling file (imports rewritten to
 # `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
-from .citation import CITATION as _CITATION
+from .declarations import CITATION as _CITATION
 # The modules only the others import: evaluate copies the files named here.
 from .errors import __name__ as _errors_module
 from .filters import __name__ as _filters_module
-from .ruslun_rules import __name__ as _ruslun_rules_module
 
 _DESCRIPTION = """\
 Spoken language understanding scores for ruSLUn, exactly as the official

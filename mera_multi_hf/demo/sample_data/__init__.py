@@ -15,14 +15,10 @@ import sys
 from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.demo.sample_data.ruhhh_image import (
-    CATEGORY_CONTEXT,
-    ITEMS,
-    PROMPTS,
-)  # the tiny model's training texts
 from mera_multi_hf.tasks.table import TASKS
 
-__all__ = ["SAMPLES", "bundled_sample", "write_sample", "CATEGORY_CONTEXT", "ITEMS", "PROMPTS"]
+# The shipped sample folders, one per task (the package's demo/samples/<dataset name>).
+SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
 
 
 def _generators() -> list[str]:
@@ -59,8 +55,6 @@ def write_sample(out_dir: str | Path, task_key: str = "ruhhh_image") -> Path:
 
 def bundled_sample(task_key: str = "ruhhh_image") -> Path:
     """The shipped sample folder of a task (a declared ``sample`` folder, else the package's)."""
-    from mera_multi_hf.core.paths import SAMPLES_DIR
-
     task = _task(task_key)
     return Path(task.sample) if task.sample else SAMPLES_DIR / task.dataset_name
 

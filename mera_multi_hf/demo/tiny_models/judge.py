@@ -22,6 +22,11 @@ SENTENCES = [
 ]
 
 
+# What the judge says of itself (its config.json's `mera_multi_note`, which a LocalJudge's
+# describe() records beside its scores and the reports show).
+NOTE = "random weights: a plumbing check, its labels are noise"
+
+
 def build_tiny_judge(
     target: Path, max_positions: int = 512, seed: int = 1, std: float = 0.3
 ) -> Path:
@@ -89,6 +94,7 @@ def _random_classifier(vocab_size: int, max_positions: int, seed: int, std: floa
         num_labels=2,
         id2label={0: "incorrect", 1: "correct"},
         label2id={"incorrect": 0, "correct": 1},
+        mera_multi_note=NOTE,
     )
     model = BertForSequenceClassification(config).eval()
     # Weights from numpy's seeded generator (stable across torch versions), wider than

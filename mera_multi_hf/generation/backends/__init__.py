@@ -54,6 +54,7 @@ from mera_multi_hf.generation.backends.base import (  # noqa: F401 - public
     check_stop,
     cut_at_stop,
 )
+from mera_multi_hf.generation.backends.model_kinds import model_kind
 from mera_multi_hf.generation.backends.registry import (  # noqa: F401 - public
     REGISTERED,
     BackendSpec,
@@ -178,8 +179,8 @@ def make_backend(kind: str, model: str | None, **options) -> Backend:
     backend takes are ignored, so a caller may pass every field of its run configuration;
     a name that none takes is a TypeError.
 
-    hf (transformers in this process; ``model``: Hub id, local folder, or None for the
-    built-in tiny model): ``revision``, ``dtype`` (auto | float32 | bfloat16 | float16),
+    hf (transformers in this process; ``model``: Hub id, local folder, or a model kind's
+    name, :mod:`.model_kinds`; None: the kind registered for a run that names no model): ``revision``, ``dtype`` (auto | float32 | bfloat16 | float16),
     ``device`` (cpu, cuda, cuda:1, auto; default: this process's accelerate device),
     ``max_pixels``, ``max_frames``, ``trust_remote_code``, ``prompt_mode`` (auto | chat |
     plain), ``batch_size``, ``stop``.
@@ -194,11 +195,10 @@ def make_backend(kind: str, model: str | None, **options) -> Backend:
     """
     mine = backend_options(kind, options)
     cls = backend_spec(kind).cls
-    if kind == "hf" and model in (None, "tiny"):  # the demo: two built-in models
-        from mera_multi_hf.demo.builtin_models import TINY_AUDIO_MODEL_ID, TINY_MODEL_ID
-
+    pair = model_kind(model) if kind == "hf" else None
+    if pair is not None and pair.audio:  # a model kind of two models, by input media
         mine.pop("revision", None)
-        return RoutingBackend(cls(TINY_MODEL_ID, **mine), cls(TINY_AUDIO_MODEL_ID, **mine))
+        return RoutingBackend(cls(pair.model_id, **mine), cls(pair.audio, **mine))
     return cls(model, **mine)
 
 
@@ -211,7 +211,7 @@ def model_for(engine, kinds) -> str:
 
 class RoutingBackend:
     """Two plain backends behind one: requests with audio go to ``audio``, the rest to
-    ``main`` (the demo's tiny LLaVA and tiny Qwen2-Audio). It records as ``main`` does,
+    ``main`` (a model kind with an ``audio`` model). It records as ``main`` does,
     with the audio model named in its settings and info."""
 
     capabilities = Capabilities(streaming=False)  # both parts are hf backends

@@ -14,8 +14,8 @@ many pictures in place of the placeholder. ``info()["video_input"]`` records whi
 What differs between model families (the audio keyword, ``videos=``, sampling rate,
 padding side, extra keys) is data in :mod:`.traits`, keyed by processor class; this
 module names no family. Which model a name means, its auto class and its context
-length are :mod:`.hf_model`; how videos reach it, :mod:`.hf_media`. The demo's two
-built-in models are composed by ``make_backend``
+length are :mod:`.hf_model`; how videos reach it, :mod:`.hf_media`. A model kind of two
+models (:mod:`.model_kinds`) is composed by ``make_backend``
 (:class:`~mera_multi_hf.generation.backends.RoutingBackend`): one backend serves one model.
 
 Generation follows the official harness (``hf_vlms.py`` ``generate_until``): at most

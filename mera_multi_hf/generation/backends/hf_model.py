@@ -1,6 +1,6 @@
 """Which model the ``hf`` backend loads: a name resolved to the id the records carry, the
 path ``from_pretrained`` takes and the revision (a Hub commit, a folder's fingerprint or
-the built-in model's recipe hash); the auto class that loads it; its context length, as
+what a model kind gives); the auto class that loads it; its context length, as
 the harness derives it."""
 
 from __future__ import annotations
@@ -10,28 +10,22 @@ from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.provenance import folder_fingerprint
-from mera_multi_hf.demo.builtin_models import (
-    TINY_AUDIO_MODEL_ID,
-    TINY_MODEL_ID,
-    is_tiny_model,
-    tiny_audio_model_path,
-    tiny_model_path,
-    tiny_model_revision,
-)
+from mera_multi_hf.generation.backends.model_kinds import model_kind
 
 
 def resolve_model(model: str | None, revision: str | None = None) -> tuple[str, str, str | None]:
     """(model id for the records, what to pass to from_pretrained, revision).
 
     The revision is the Hub commit when the model is in the local Hub cache, a content
-    fingerprint for a local folder, and the recipe hash for the built-in tiny model.
+    fingerprint for a local folder, and what a model kind gives for its name
+    (:mod:`.model_kinds`; None: the kind of a run that names no model).
     """
-    if model == TINY_AUDIO_MODEL_ID:
-        path = tiny_audio_model_path()
-        return TINY_AUDIO_MODEL_ID, str(path), tiny_model_revision(path)
-    if is_tiny_model(model):
-        path = tiny_model_path()
-        return TINY_MODEL_ID, str(path), tiny_model_revision(path)
+    kind = model_kind(model)
+    if kind is not None:
+        path = kind.folder()
+        return kind.model_id, str(path), kind.revision(path)
+    if model is None:
+        raise MeraError("no model given: pass --model (a Hub id or a model folder)")
     path = Path(model).expanduser()
     if path.is_dir():
         return (

@@ -21,19 +21,18 @@ never recorded anywhere.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MediaError, MeraError
+from mera_multi_hf.core.foreign_text import foreign
 from mera_multi_hf.core.limits import DEFAULT_LIMITS
-from mera_multi_hf.core.provenance import mask_secrets
+from mera_multi_hf.core.masking import mask_secrets
 from mera_multi_hf.generation.backends.base import (
     DEFAULT_CONCURRENCY,
     MAX_CONCURRENCY,
@@ -44,9 +43,6 @@ from mera_multi_hf.generation.backends.base import (
 from mera_multi_hf.generation.backends.registry import ALL_MEDIA, Capabilities, register_backend
 from mera_multi_hf.generation.chat import openai_messages
 from mera_multi_hf.generation.request import Request
-
-if TYPE_CHECKING:  # requests is imported by the first request, not by make_backend's
-    import requests  # look at every backend's options (an hf run never needs it)
 
 
 def split_urls(base_url) -> list[str]:
@@ -117,7 +113,7 @@ class OpenAIBackend(Backend):
         self.max_reply_bytes = o.max_reply_bytes
         self.stop = check_stop(o.stop)
         self.batch_size = max(o.batch_size or 0, self.concurrency)
-        self._local = threading.local()
+        self._http = None
         self._pool: ThreadPoolExecutor | None = None
 
     def settings(self) -> dict:
@@ -209,17 +205,20 @@ class OpenAIBackend(Backend):
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def _session(self, server: str) -> requests.Session:
-        from mera_multi_hf.core.http_client import make_session
+    def _client(self):
+        """The one HTTP client of every thread and server (core/http_client.py)."""
+        from mera_multi_hf.core.http_client import Client
 
-        sessions = getattr(self._local, "sessions", None)
-        if sessions is None:
-            sessions = self._local.sessions = {}
-        if server not in sessions:  # one per thread and server: a Session is not shared
-            sessions[server] = make_session(
-                self.max_retries, self.backoff, self._api_key, pool_size=1
+        if self._http is None:
+            self._http = Client(
+                self.timeout,
+                retries=self.max_retries,
+                backoff=self.backoff,
+                api_key=self._api_key,
+                max_bytes=self.max_reply_bytes,
+                pool_size=len(self.servers),
             )
-        return sessions[server]
+        return self._http
 
     def body(self, request: Request) -> dict:
         """The JSON sent for one request (the harness's payload, key for key)."""
@@ -233,9 +232,7 @@ class OpenAIBackend(Backend):
         }
 
     def _complete(self, server: str, request: Request) -> tuple[str, float]:
-        import requests
-
-        from mera_multi_hf.core.http_client import RETRY_STATUS, ReplyTooLarge, bounded, short_error
+        from mera_multi_hf.core.http_client import RETRY_STATUS, ReplyTooLarge, RequestFailed
 
         where = f"the server at {mask_secrets(server)}"
         failing = (
@@ -244,28 +241,21 @@ class OpenAIBackend(Backend):
         )
         started = time.perf_counter()
         try:
-            response = bounded(
-                self._session(server).post(
-                    join_url(server, "/chat/completions"),
-                    json=self.body(request),
-                    timeout=self.timeout,
-                    stream=True,
-                ),
-                self.max_reply_bytes,
+            response = self._client().post(
+                join_url(server, "/chat/completions"), self.body(request)
             )
         except ReplyTooLarge as err:
-            raise MeraError(
-                f"{where} sent a reply too large to read (for {request.task} "
-                f"id={request.id}): {err}"
-            ) from None
-        except (requests.ConnectionError, requests.Timeout) as err:
-            raise _ServerFailed(failing.format(short_error(err))) from None
-        if response.status_code in RETRY_STATUS:  # still failing after the retries
-            raise _ServerFailed(failing.format(f"HTTP {response.status_code}"))
-        if response.status_code != 200:
+            raise MeraError(f"{err} (for {request.task} id={request.id})") from None
+        except RequestFailed as err:
+            if not err.transient:
+                raise MeraError(f"{err} (for {request.task} id={request.id})") from None
+            raise _ServerFailed(failing.format(err.problem)) from None
+        if response.status in RETRY_STATUS:  # still failing after the retries
+            raise _ServerFailed(failing.format(f"HTTP {response.status}"))
+        if response.status != 200:
             raise MeraError(
                 f"{where} refused a request for {request.task} id={request.id}: "
-                f"HTTP {response.status_code} {_error_text(response)}"
+                f"HTTP {response.status} {foreign(_error_text(response), 300)}"
             )
         try:  # the one JSON reader: a deep or huge reply is one line, not a traceback
             reply = json_read.loads(response.content, f"{where} (POST /chat/completions)")
@@ -278,7 +268,7 @@ class OpenAIBackend(Backend):
         except (KeyError, IndexError, TypeError):
             raise MeraError(
                 f"{where} sent an answer that is not a chat completion (for "
-                f"{request.task} id={request.id}): {response.text[:200]!r}"
+                f"{request.task} id={request.id}): {foreign(response.text, 200)}"
             ) from None
         return cut_at_stop(text, request.stop), time.perf_counter() - started
 
@@ -286,6 +276,6 @@ class OpenAIBackend(Backend):
 def _error_text(response) -> str:
     try:
         err = json_read.loads(response.content, "the reply").get("error")
-        return str(err.get("message") if isinstance(err, dict) else err)[:300]
+        return str(err.get("message") if isinstance(err, dict) else err)
     except (ValueError, AttributeError):
-        return response.text[:300].replace("\n", " ")
+        return response.text

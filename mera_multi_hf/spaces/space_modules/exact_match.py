@@ -8,13 +8,20 @@ import evaluate
 
 from mera_multi_hf.scoring.metric_exact_match import exact_match_scores, warn_if_squad_on_letters
 from mera_multi_hf.scoring.metric_extraction import extract_answer
-from mera_multi_hf.scoring.metric_inputs import check_batch, mean_score, require_examples
+from mera_multi_hf.scoring.metric_inputs import (
+    check_batch,
+    mean_score,
+    require_examples,
+    task_key,
+    task_options,
+)
+from mera_multi_hf.spaces.space_modules.task_options import TASK_OPTIONS
 
 # The logic lives in the package modules imported here; `mera-multi metrics export`
 # writes each one beside this module as a flat sibling file (imports rewritten to
 # `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
-from mera_multi_hf.tasks.citation import CITATION as _CITATION
+from mera_multi_hf.tasks.declarations import CITATION as _CITATION
 
 _DESCRIPTION = """\
 Exact match (EM) as MERA Multi scores it: each prediction is compared with its gold
@@ -37,14 +44,16 @@ Args:
     predictions (`list` of `str`): the model's answers.
     references (`list` of `str`, or `list` of `list` of `str`): the gold answers; a list
         holds several acceptable answers and matching any of them counts.
-    mode (`str`, optional): `mera`, `strict` or `squad` (the task's declared mode).
-        Default `mera`.
+    task (`str`, optional): a MERA Multi task key (`mera-multi tasks` lists them), e.g.
+        `commonvideoqa`: mode, answer_kind and choices default to the task's. The same as
+        loading with it: `evaluate.load(path, "commonvideoqa")` (evaluate's config_name)
+        or `evaluate.load(path, task="commonvideoqa")`. An unknown task is a ValueError.
+    mode (`str`, optional): `mera`, `strict` or `squad`. Default: the task's, else `mera`.
     extract (`bool`, optional): also report `exact_match_extracted`. Default False.
-    choices (`list` of `str`, optional): the task's option letters, used by the extraction
-        to map Cyrillic look-alike letters.
+    choices (`list` of `str`, optional): the option letters, used by the extraction to map
+        Cyrillic look-alike letters. Default: the task's.
     answer_kind (`str`, optional): `letter`, `free` or `json`; `squad` on `letter` warns.
-    (The package's `load_metric("exact_match", task="ruhhh_image")` fills mode, answer_kind
-    and choices from a task's declaration.)
+        Default: the task's.
 
 Returns:
     exact_match (`float`): the official EM, in [0, 1].
@@ -59,6 +68,9 @@ Examples:
     >>> exact_match.compute(predictions=["a", "B"], references=["A", "B"], mode="strict")
     {'exact_match': 0.5}
 
+    >>> exact_match.compute(predictions=["a", "B"], references=["A", "B"], task="commonvideoqa")
+    {'exact_match': 0.5}
+
     >>> exact_match.compute(predictions=["Ответ: C", "D"], references=["C", "C"], extract=True)
     {'exact_match': 0.0, 'exact_match_extracted': 0.5}
 
@@ -69,6 +81,10 @@ Examples:
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class ExactMatch(evaluate.Metric):
+    def __init__(self, config_name=None, task=None, **kwargs):
+        """``config_name`` or ``task``: a task key whose options compute() takes."""
+        super().__init__(config_name=task_key(TASK_OPTIONS, config_name, task), **kwargs)
+
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
@@ -106,9 +122,19 @@ class ExactMatch(evaluate.Metric):
         return super()._infer_feature_from_batch(batch)
 
     def _compute(
-        self, predictions, references, mode="mera", extract=False, choices=None, answer_kind=None
+        self,
+        predictions,
+        references,
+        mode=None,
+        extract=False,
+        choices=None,
+        answer_kind=None,
+        task=None,
     ):
-        warn_if_squad_on_letters(mode, answer_kind)
+        key = task_key(TASK_OPTIONS, self.config_name, task)
+        given = task_options(TASK_OPTIONS, key, mode=mode, choices=choices, answer_kind=answer_kind)
+        mode, choices = given["mode"] or "mera", given["choices"]
+        warn_if_squad_on_letters(mode, given["answer_kind"])
         result = {"exact_match": mean_score(exact_match_scores(predictions, references, mode))}
         if extract:
             extracted = [extract_answer(p, choices) for p in predictions]

@@ -17,7 +17,7 @@ from mera_multi_hf.scoring.metric_inputs import check_batch, mean_score, require
 # writes each one beside this module as a flat sibling file (imports rewritten to
 # `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
-from mera_multi_hf.tasks.citation import CITATION as _CITATION
+from mera_multi_hf.tasks.declarations import CITATION as _CITATION
 
 _DESCRIPTION = """\
 The judge score of MERA Multi. A learned binary judge (official:

@@ -13,7 +13,7 @@ from mera_multi_hf.scoring.metric_ruslun import ruslun_scores
 # writes each one beside this module as a flat sibling file (imports rewritten to
 # `from .<file> import`), which `evaluate` copies with it. (No comment may follow a
 # relative import on its line: `evaluate` would read it as the file's URL.)
-from mera_multi_hf.tasks.citation import CITATION as _CITATION
+from mera_multi_hf.tasks.declarations import CITATION as _CITATION
 
 _DESCRIPTION = """\
 Spoken language understanding scores for ruSLUn, exactly as the official
