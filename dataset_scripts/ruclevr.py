@@ -1,6 +1,6 @@
 """Build the ruclevr task: raw MERA folder -> Hub dataset folder (Parquet + card).
 
-    python dataset_scripts/ruclevr.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
+    python dataset_scripts/ruclevr.py --raw RAW_DIR --output-dir OUT_DIR [--push ORG/NAME]
 
 The same as `mera-multi build ruclevr ...` (every option of `mera-multi build --help`); the
 builder is mera_multi_hf/data/builders/ruclevr.py.

@@ -1,6 +1,6 @@
 """Build the ruenvaqa task: raw MERA folder -> Hub dataset folder (Parquet + card).
 
-    python dataset_scripts/ruenvaqa.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
+    python dataset_scripts/ruenvaqa.py --raw RAW_DIR --output-dir OUT_DIR [--push ORG/NAME]
 
 The same as `mera-multi build ruenvaqa ...` (every option of `mera-multi build --help`); the
 builder is mera_multi_hf/data/builders/ruenvaqa.py.

@@ -1,6 +1,6 @@
 """Build the schoolsciencevqa task: raw MERA folder -> Hub dataset folder (Parquet + card).
 
-    python dataset_scripts/schoolsciencevqa.py --raw RAW_DIR --out OUT_DIR [--push ORG/NAME]
+    python dataset_scripts/schoolsciencevqa.py --raw RAW_DIR --output-dir OUT_DIR [--push ORG/NAME]
 
 The same as `mera-multi build schoolsciencevqa ...` (every option of `mera-multi build --help`); the
 builder is mera_multi_hf/data/builders/schoolsciencevqa.py.

@@ -279,7 +279,7 @@ def test_stop_settings_and_the_backend_factory():
         make_backend("hf", None, no_such_option=1)
     with pytest.raises(MeraError, match="unknown backend"):
         make_backend("vllm", None)
-    with pytest.raises(MeraError, match="non-empty stop"):
+    with pytest.raises(MeraError, match="--stop is empty"):
         make_backend("hf", None, stop=[""])
 
 

@@ -191,8 +191,8 @@ def _options_of(argv):
 
 
 def test_a_command_gets_the_dataclass_a_python_caller_builds():
-    from mera_multi_hf.cli.judge import TrainOptions
     from mera_multi_hf.cli.main import BuildOptions
+    from mera_multi_hf.judge.train import TrainOptions
     from mera_multi_hf.reporting.leaderboard import LeaderboardOptions
     from mera_multi_hf.spaces.export import ExportOptions
 
@@ -219,7 +219,7 @@ def test_a_command_gets_the_dataclass_a_python_caller_builds():
         ["metrics", "export", "--out", "o", "--metric", "slot_f1", "--metric", "exact_match"]
     ) == ExportOptions(out="o", metric=["slot_f1", "exact_match"])
     assert _options_of(
-        ["judge", "train", "--data", "d", "--base", "b", "--out", "o", "--lr", "0.5"]
+        ["judge", "train", "--data", "d", "--base", "b", "--output-dir", "o", "--lr", "0.5"]
     ) == TrainOptions("d", "b", "o", lr=0.5)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["metrics", "export", "--out", "o", "--metric", "nope"])

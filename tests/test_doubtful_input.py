@@ -247,8 +247,8 @@ def test_api_misuses_raise_a_sentence():
         (["evaluate", "--data", ""], "--data"),
         (["evaluate", "--tasks", " "], "--tasks"),
         (["evaluate", "--output-dir", ""], "--output-dir"),
-        (["build", "ruhhh_image", "--raw", "", "--out", "OUT"], "--raw"),
-        (["build", "ruhhh_image", "--raw", "sample", "--out", ""], "--out"),
+        (["build", "ruhhh_image", "--raw", "", "--output-dir", "OUT"], "--raw"),
+        (["build", "ruhhh_image", "--raw", "sample", "--out", ""], "--output-dir"),
     ],
 )
 def test_blank_options_are_one_line(tmp_path, capsys, argv, option):

@@ -10,6 +10,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 from mera_multi_hf.cli.evaluate import options_parser
 from mera_multi_hf.cli.main import build_parser
 from mera_multi_hf.serving.chat_server import _parser as serve_parser
@@ -144,3 +146,77 @@ def test_the_check_finds_a_flag_that_does_not_exist():
     assert dict(_invocations("python -m mera_multi_hf.serving.chat_server --port 1 | x --y")) == {
         "serving.chat_server": ["--port"]
     }
+
+
+# ---- one vocabulary: --tasks and --output-dir everywhere, the old spellings as aliases ----
+
+WRITES_A_FOLDER = [
+    "evaluate",
+    "build",
+    "score",
+    "judge train",
+    "compare",
+    "leaderboard",
+    "metrics export",
+]
+
+
+def _action(command: str, flag: str):
+    return COMMANDS[command]._option_string_actions.get(flag)
+
+
+@pytest.mark.parametrize("command", WRITES_A_FOLDER)
+def test_every_command_that_writes_a_folder_takes_output_dir(command):
+    listed = _action(command, "--output-dir")
+    assert listed is not None and listed.option_strings[0] == "--output-dir"
+    for old in ("--out", "--output_path"):  # the old spelling, lm-eval's
+        assert _action(command, old) is listed, (command, old)
+    assert "--output_path" not in COMMANDS[command].format_help()  # accepted, not listed
+
+
+@pytest.mark.parametrize("command", ["evaluate", "score"])
+def test_every_command_that_takes_tasks_takes_tasks(command):
+    assert _action(command, "--tasks") is _action(command, "--task") is not None
+
+
+def test_the_old_spellings_set_the_same_field():
+    from mera_multi_hf.cli.evaluate import options_parser
+
+    parsed = options_parser().parse_args(["--out", "x", "--task", "ruclevr"])
+    assert (parsed.output_dir, parsed.tasks) == ("x", "ruclevr")
+    old = ["score", "--task", "ruclevr", "--predictions", "p", "--out", "o"]
+    new = ["score", "--tasks", "ruclevr", "--predictions", "p", "--output_path", "o"]
+    assert vars(COMMANDS[""].parse_args(old)) == vars(COMMANDS[""].parse_args(new))
+    from mera_multi_hf.cli.score import ScoreConfig  # Python callers keep their keywords
+
+    assert ScoreConfig(task="ruclevr", predictions="p", out="o").out == "o"
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["evaluate", "--apply_chat_template"], "--prompt-mode chat"),
+        (["evaluate", "--write_out"], "the sample log"),
+        (["score", "--log_samples"], "the sample log"),
+        (["evaluate", "--model_args", "pretrained=x"], "--model, --revision"),
+        (["evaluate", "--limit", "0.1"], "fraction of a split"),
+        (["evalute"], "did you mean evaluate?"),
+        (["judge", "trian"], "did you mean train?"),
+    ],
+)
+def test_lm_eval_habits_and_typed_commands_get_one_line(argv, words, capsys):
+    from mera_multi_hf.cli.main import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1 and words in err, err
+    assert "--timeout" not in err
+
+
+def test_view_says_what_its_own_overwrite_does():
+    text = " ".join(COMMANDS["view"].format_help().split())
+    assert (
+        "results.html" in text.split("--overwrite")[-1]
+        and "evaluate" not in text.split("--overwrite")[-1]
+    )

@@ -31,7 +31,7 @@ def test_a_task_typo_gets_did_you_mean_and_the_other_names(capsys):
 @pytest.mark.parametrize(
     "argv, hint",
     [
-        (["evaluate", "--task", "ruhhh_image"], "did you mean --tasks?"),
+        (["evaluate", "--taks", "ruhhh_image"], "did you mean --tasks?"),
         (
             [
                 "score",

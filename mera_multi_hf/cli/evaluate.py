@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mera_multi_hf.core.arguments import opt
+from mera_multi_hf.core.arguments import Options, opt
 
 EXAMPLES = """examples:
   mera-multi evaluate
@@ -38,7 +38,7 @@ DESCRIPTION = (
 
 
 @dataclass
-class LaunchOptions:
+class LaunchOptions(Options):
     """How `evaluate` starts: not a RunConfig field, since a Python caller of
     run_evaluation is already inside the one process it runs in."""
 
@@ -48,6 +48,8 @@ class LaunchOptions:
         "examples (data parallel; one per GPU), as torchrun would start "
         "them but sooner; the main process scores",
         metavar="N",
+        low=1,
+        high=1024,
     )
     allow_oversubscribe: bool = opt(
         False,
@@ -74,8 +76,9 @@ def cmd_evaluate(options: list[str]) -> int:
     values = vars(options_parser().parse_args(options))  # --help stops here, nothing loaded
     from mera_multi_hf.generation.launch import check_processes, launch, under_launcher
 
-    processes = values.pop("processes")
-    check_processes(processes, values.pop("allow_oversubscribe"))
+    launch_options = LaunchOptions(values.pop("processes"), values.pop("allow_oversubscribe"))
+    processes = launch_options.processes
+    check_processes(processes, launch_options.allow_oversubscribe)
     if processes > 1 and not under_launcher():  # the processes run this same command
         return launch(processes, options)
     from mera_multi_hf.generation import RunConfig

@@ -10,14 +10,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from mera_multi_hf.core.arguments import add_command, opt
+from mera_multi_hf.core.arguments import Options, add_command, opt
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.limits import DEFAULT_LIMITS
-from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.judge.judges import API_KEY_ENV
+from mera_multi_hf.judge.train import JUDGE_DATA_HELP, TrainOptions
 from mera_multi_hf.serving.options import ServerOptions
-
-JUDGE_DATA_HELP = "JSONL with prompt, gold, prediction, label (0/1) per line"
 
 
 @dataclass
@@ -25,10 +23,12 @@ class JudgeServeOptions(ServerOptions):
     """The options of `judge serve` (judge_model/server.py runs this same command); those
     of any server come from ServerOptions."""
 
-    model: str | None = opt(None, "local folder or Hub id of the judge classifier", required=True)
+    model: str | None = opt(
+        None, "local folder or Hub id of the judge classifier", required=True, path=True
+    )
     served_model_name: str | None = opt(None, "the name clients send as `model` (default: --model)")
     device: str | None = opt(None, "cpu, cuda, cuda:1, ... (default: cuda when available)")
-    batch_size: int = opt(16, "texts per forward pass")
+    batch_size: int = opt(16, "texts per forward pass", low=1)
     api_key: str | None = opt(
         None,
         f"require `Authorization: Bearer <key>` on every route but "
@@ -37,16 +37,17 @@ class JudgeServeOptions(ServerOptions):
         secret=True,
     )
     max_judge_items: int | None = opt(
-        None, f"inputs per /classify request (default: {DEFAULT_LIMITS.max_judge_items})"
+        None, f"inputs per /classify request (default: {DEFAULT_LIMITS.max_judge_items})", low=1
     )
     max_judge_chars: int | None = opt(
-        None, f"characters per input (default: {DEFAULT_LIMITS.max_judge_chars})"
+        None, f"characters per input (default: {DEFAULT_LIMITS.max_judge_chars})", low=1
     )
     max_judge_request_chars: int | None = opt(
         None,
         f"characters of a request's inputs "
         f"together (default: "
         f"{DEFAULT_LIMITS.max_judge_request_chars})",
+        low=1,
     )
 
 
@@ -66,12 +67,12 @@ def cmd_serve(options: JudgeServeOptions) -> int:
 
 
 @dataclass
-class AgreementOptions:
+class AgreementOptions(Options):
     """The options of `judge agreement`: a judge run here (--model) or served (--url)."""
 
-    data: str | None = opt(None, JUDGE_DATA_HELP, required=True)
-    model: str | None = opt(None, "judge run here: local folder or Hub id")
-    url: str | None = opt(None, "or a served judge, e.g. http://127.0.0.1:8000/classify")
+    data: str | None = opt(None, JUDGE_DATA_HELP, required=True, path=True)
+    model: str | None = opt(None, "judge run here: local folder or Hub id", path=True)
+    url: str | None = opt(None, "or a served judge, e.g. http://127.0.0.1:8000/classify", url=True)
     served_model_name: str | None = opt(
         None, "with --url: the model name (default: ask /v1/models)"
     )
@@ -79,15 +80,21 @@ class AgreementOptions:
         None,
         "with --url: the judge tokenizer, path or Hub id, for SEP "
         "and token windows (default: ask the server)",
+        path=True,
     )
     sep: str | None = opt(None, "with --url and no --tokenizer: the separator token, e.g. [SEP]")
     api_key: str | None = opt(
         None, "with --url: the served judge's API key (default: $MERA_JUDGE_API_KEY)", secret=True
     )
-    window: int | None = opt(None, "token window (default: 7995)")
+    window: int | None = opt(None, "token window (default: 7995)", low=1)
     device: str | None = opt(None, "with --model: cpu, cuda, ...")
-    batch_size: int = opt(16, "with --model: texts per forward pass")
-    out: str | None = opt(None, "also write the report as JSON into this new file")
+    batch_size: int = opt(16, "with --model: texts per forward pass", low=1)
+    out: str | None = opt(
+        None,
+        "also write the report as JSON into this new file",
+        path=True,
+        hidden=("--output_path",),
+    )
     overwrite: bool = opt(
         False,
         "replace the --out file when it is an agreement report "
@@ -144,36 +151,10 @@ def cmd_agreement(options: AgreementOptions) -> int:
     return 0
 
 
-@dataclass
-class TrainOptions:
-    """The options of `judge train` (the recipe: mera_multi_hf/judge/train.py)."""
-
-    data: str | None = opt(None, JUDGE_DATA_HELP, required=True)
-    base: str | None = opt(None, "the model to start from (folder or Hub id)", required=True)
-    out: str | None = opt(None, "folder to save the trained judge into", required=True)
-    epochs: float = opt(1.0, "passes over the data; a fraction stops part way (default: 1.0)")
-    lr: float = opt(2e-5, "learning rate")
-    batch_size: int = opt(8, "examples per training step (default: 8)")
-    max_length: int = opt(8192, "tokens per input (left-truncated)")
-    seed: int = opt(0, "random seed of the initialisation and the shuffling (default: 0)")
-    device: str | None = opt(None, "cpu to force the CPU (default: what the Trainer picks)")
-    overwrite: bool = opt(False, OVERWRITE_HELP)
-
-
 def cmd_train(options: TrainOptions) -> int:
     from mera_multi_hf.judge import train
 
-    out = train.train(
-        options.data,
-        options.base,
-        options.out,
-        epochs=options.epochs,
-        learning_rate=options.lr,
-        batch_size=options.batch_size,
-        max_length=options.max_length,
-        seed=options.seed,
-        device=options.device,
-    )
+    out = train.train_with(options)
     print(f"saved the judge to {out}")
     return 0
 
@@ -185,7 +166,7 @@ def add_parser(subparsers) -> None:
         description="The answer judge (judge_model/README.md): `judge serve` serves it and "
         "writes no file; `judge agreement` prints its agreement with human labels "
         "(with --out, also as a JSON file); `judge train` writes a trained judge "
-        "into --out.",
+        "into --output-dir.",
     )
     sub = judge.add_subparsers(dest="judge_command", metavar="JUDGE_COMMAND")
     judge.set_defaults(func=lambda args: judge.print_help() or 2)
@@ -216,6 +197,6 @@ def add_parser(subparsers) -> None:
         cmd_train,
         help="train or fine-tune a judge on human-labelled answers",
         description="Train or fine-tune a judge on human-labelled answers. Writes into "
-        "--out the judge as save_pretrained writes it (config.json, the "
+        "--output-dir the judge as save_pretrained writes it (config.json, the "
         "weights, the tokenizer files).",
     )

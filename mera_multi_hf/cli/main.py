@@ -10,7 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mera_multi_hf.core import json_read, masking
-from mera_multi_hf.core.arguments import Parser, add_command, no_abbreviations, opt, text_table
+from mera_multi_hf.core.arguments import (
+    Parser,
+    add_command,
+    no_abbreviations,
+    opt,
+    output_dir_opt,
+    text_table,
+)
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.data.media_checks import MediaLimitOptions
@@ -62,8 +69,9 @@ class BuildOptions(MediaLimitOptions):
         None,
         "the raw MERA folder (test.json, shots.json, samples/), or `sample` for the bundled one",
         required=True,
+        path=True,
     )
-    out: str | None = opt(
+    out: str | None = output_dir_opt(
         None,
         "folder to write the Hub layout into: new, empty, or an "
         "earlier export (a folder holding anything else is refused)",
@@ -80,6 +88,7 @@ class BuildOptions(MediaLimitOptions):
         None,
         "processes that decode media while checking (default: "
         "one per CPU; 1: in the building process)",
+        low=1,
     )
     push: str | None = opt(
         None,
@@ -107,8 +116,6 @@ def cmd_build(options: BuildOptions) -> int:
             "answers is never published"
         )
     limits = options.limits()
-    if options.num_proc is not None and options.num_proc < 1:
-        raise MeraError(f"--num-proc {options.num_proc}: must be at least 1")
     task = get_task(options.task)
     check_extras([task])  # its media decoders import, before anything is read
     shard_size(options.max_shard_size)
@@ -142,7 +149,7 @@ def cmd_build(options: BuildOptions) -> int:
 
 
 TASK_COLUMNS = """columns:
-  task        the key that --tasks, --task and `build` take
+  task        the key that --tasks and `build` take
   class name  the official task name (as in MERA's leaderboard and submissions)
   modality    image, audio or video
   test        examples in the official test split
@@ -180,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_build,
         help="turn a raw MERA folder into a Hub dataset (Parquet + card)",
         description="Turn a raw MERA folder (docs/raw-format.md) into the Hub's "
-        "dataset layout. Writes into --out: data/<split>-*.parquet (a "
+        "dataset layout. Writes into --output-dir: data/<split>-*.parquet (a "
         "domain-split task: <domain>/<split>-*.parquet), README.md (the "
         "dataset card) and the hidden marker .mera-multi-outputs.json; "
         "--push also publishes the folder.",
@@ -227,19 +234,6 @@ def serve_options(args) -> int:
     from mera_multi_hf.serving.chat_server import main as serve_main
 
     return serve_main(args.options)
-
-
-def check_blank(args: argparse.Namespace) -> None:
-    """A MeraError for an option given as an empty or blank string (`--raw ""` would
-    otherwise mean the current directory)."""
-    for name, value in vars(args).items():
-        if name in ("command", "options"):  # evaluate's options: RunConfig checks them
-            continue
-        for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, str) and not item.strip():
-                raise MeraError(
-                    f"--{name.replace('_', '-')} is empty: give a value or leave the option out"
-                )
 
 
 def check_encodable(argv: list[str]) -> None:
@@ -300,7 +294,6 @@ def _main(argv: list[str]) -> int:
         from mera_multi_hf.tasks.table import import_task_modules
 
         import_task_modules()  # tasks declared outside the package ($MERA_MULTI_TASKS)
-        check_blank(args)
         return args.func(args) or 0
     except MeraError as err:
         print(f"mera-multi: error: {masking.mask_secrets(str(err))}", file=sys.stderr)

@@ -7,25 +7,37 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mera_multi_hf.core import json_read
+from mera_multi_hf.core.arguments import opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.reporting.finalize import TaskPart, finalize, results_table
-from mera_multi_hf.scoring.options import ScoringOptions, opt
+from mera_multi_hf.scoring.options import ScoringOptions
 
 
 @dataclass
 class ScoreConfig(ScoringOptions):
     """The options of `mera-multi score`; its scoring options are evaluate's."""
 
-    task: str | None = opt(None, "task key, e.g. ruhhh_image", required=True)
-    predictions: str | None = opt(None, "JSONL file or folder of them", required=True)
+    task: str | None = opt(
+        None,
+        "the task key, e.g. ruhhh_image (one task per scoring)",
+        required=True,
+        flag="--tasks",
+        aliases=("--task",),
+    )
+    predictions: str | None = opt(None, "JSONL file or folder of them", required=True, path=True)
     data: str | None = opt(
         None,
         "dataset source: raw folder, exported folder, Hub id or "
         "`sample` (default: the official Hub id)",
+        path=True,
     )
     split: str = opt("test", "split to score (default: test)")
-    out: str | None = opt(None, "output folder for the reports", required=True)
+    out: str | None = output_dir_opt(
+        None,
+        "output folder for the reports",
+        required=True,
+    )
     overwrite: bool = opt(False, OVERWRITE_HELP)
     model_name: str | None = opt(
         None,
@@ -230,6 +242,11 @@ def model_name(files: list[str]) -> str:
 
 
 def cmd_score(config: ScoreConfig) -> int:
+    if "," in config.task:
+        raise MeraError(
+            f"--tasks {config.task!r}: score takes one task at a time (its predictions "
+            "are of one task); run it once per task"
+        )
     out = Path(config.out)
     result = score_predictions(
         config.task,
@@ -261,7 +278,7 @@ def add_parser(sub) -> None:
         description="Score predictions made elsewhere: this project's sample log, a "
         "JSONL of {id, prediction}, or lm-evaluation-harness "
         "samples_<task>_*.jsonl logs (a file or their folder). Writes into "
-        "--out: results.json, results.md, results.png, results.html and, "
+        "--output-dir: results.json, results.md, results.png, results.html and, "
         "for the test split, submission.zip (its logs_public.zip holds the "
         "predictions files, without private answers).",
     )

@@ -11,7 +11,6 @@ from pathlib import Path
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.arguments import add_command, opt
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.core.outputs import OVERWRITE_HELP
 
 
 def _load_split(task, source, split, notes: list[str]):
@@ -105,8 +104,13 @@ class ViewOptions:
         "a folder written by `mera-multi evaluate` or `score`, or "
         "its results.json (as `compare` and `leaderboard` take it)",
         positional=True,
+        path=True,
     )
-    overwrite: bool = opt(False, OVERWRITE_HELP)
+    overwrite: bool = opt(
+        False,
+        "accepted for a uniform command line; view always replaces the results.html "
+        "that this tool wrote there, and never another file",
+    )
 
 
 def cmd_view(options: ViewOptions) -> int:

@@ -23,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, fields
 
-from mera_multi_hf.core.arguments import opt
+from mera_multi_hf.core.arguments import Options, opt
 from mera_multi_hf.core.limits import DEFAULT_LIMITS, OPTION_NAMES, Limits, audio_bytes, image_bytes
 
 
@@ -310,14 +310,15 @@ def media_limits(values: dict, base: Limits = DEFAULT_LIMITS) -> Limits:
 
 
 def _limit(name: str):
-    """A media limit's option: its text and default come from the one set of limits."""
-    return opt(
-        None, f"{MEDIA_LIMIT_HELP[name]} (default: {getattr(DEFAULT_LIMITS, name)})", metavar="N"
-    )
+    """A media limit's option: its text and default come from the one set of limits; a
+    limit is a positive number."""
+    default = getattr(DEFAULT_LIMITS, name)
+    domain = dict(above=0, high=10**7) if isinstance(default, float) else dict(low=1)
+    return opt(None, f"{MEDIA_LIMIT_HELP[name]} (default: {default})", metavar="N", **domain)
 
 
 @dataclass
-class MediaLimitOptions:
+class MediaLimitOptions(Options):
     """media limits and the memory budget (checked on each file's header, before decoding)"""
 
     max_image_pixels: int | None = _limit("max_image_pixels")

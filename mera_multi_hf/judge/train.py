@@ -6,15 +6,20 @@ prompt + SEP + str(gold) + SEP + prediction (a list of acceptable answers as its
 truncated on the left like the served judge. The result is a folder that `LocalJudge`,
 `mera-multi judge serve` and vLLM load like any sequence classifier.
 
-Run:  mera-multi judge train --data train.jsonl --base MERA-evaluation/MERA_Answer_judge --out DIR
+Run:  mera-multi judge train --data train.jsonl --base MERA-evaluation/MERA_Answer_judge --output-dir DIR
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+from mera_multi_hf.core.arguments import SEED_MAX, Options, opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.judge import agreement
+
+JUDGE_DATA_HELP = "JSONL with prompt, gold, prediction, label (0/1) per line"
 
 
 def judge_text(record: dict, sep: str) -> str:
@@ -22,6 +27,34 @@ def judge_text(record: dict, sep: str) -> str:
     from mera_multi_hf.judge.judges import raw_inputs
 
     return raw_inputs(record["prompt"], record["gold"], record["prediction"], sep)[0]
+
+
+@dataclass
+class TrainOptions(Options):
+    """The options of `judge train` (and of :func:`train`'s keywords)."""
+
+    data: str | None = opt(None, JUDGE_DATA_HELP, required=True, path=True)
+    base: str | None = opt(
+        None, "the model to start from (folder or Hub id)", required=True, path=True
+    )
+    out: str | None = output_dir_opt(
+        None,
+        "folder to save the trained judge into",
+        required=True,
+    )
+    epochs: float = opt(
+        1.0, "passes over the data; a fraction stops part way (default: 1.0)", above=0, high=1000
+    )
+    lr: float = opt(2e-5, "learning rate", above=0, high=1)
+    batch_size: int = opt(8, "examples per training step (default: 8)", low=1)
+    max_length: int = opt(8192, "tokens per input (left-truncated)", low=1)
+    seed: int = opt(
+        0, "random seed of the initialisation and the shuffling (default: 0)", low=0, high=SEED_MAX
+    )
+    device: str | None = opt(
+        None, "cpu to force the CPU (default: what the Trainer picks)", choices=("cpu", "cuda")
+    )
+    overwrite: bool = opt(False, OVERWRITE_HELP)
 
 
 def train(
@@ -37,21 +70,31 @@ def train(
     device: str | None = None,
 ) -> Path:
     """Fine-tune `base` (a classifier or any encoder; a 2-class head is added) and save to
-    `out` (under the tool's ownership rule: see mera_multi_hf.core.outputs)."""
+    `out` (under the tool's ownership rule: see mera_multi_hf.core.outputs). The values
+    are checked as `judge train`'s options are (TrainOptions)."""
+    options = TrainOptions(
+        str(data), base, str(out), epochs, learning_rate, batch_size, max_length, seed, device
+    )
+    return train_with(options)
+
+
+def train_with(options: TrainOptions) -> Path:
+    """`judge train` with its options: the judge trained and saved into ``options.out``."""
     from mera_multi_hf.core.outputs import OutputFolder
 
-    folder = OutputFolder(out, kind="judge_model", inputs=[base, data])
+    check_device(options.device)  # before the folder is claimed: nothing written
+    folder = OutputFolder(options.out, kind="judge_model", inputs=[options.base, options.data])
     with folder.claim(), folder.staging() as stage:  # before training
         _train_into(
             stage,
-            data,
-            base,
-            epochs=epochs,
-            learning_rate=learning_rate,
-            batch_size=batch_size,
-            max_length=max_length,
-            seed=seed,
-            device=device,
+            options.data,
+            options.base,
+            epochs=options.epochs,
+            learning_rate=options.lr,
+            batch_size=options.batch_size,
+            max_length=options.max_length,
+            seed=options.seed,
+            device=options.device,
         )
         saved = {
             str(f.relative_to(stage / "model")): f
@@ -59,7 +102,20 @@ def train(
             if f.is_file()
         }
         folder.write_set(saved, index="config.json")
-    return Path(out)
+    return Path(options.out)
+
+
+def check_device(device: str | None) -> None:
+    """--device cuda on a torch without CUDA (a CPU build, no GPU) is refused: the Trainer
+    would train on the CPU and save a judge as if nothing had happened."""
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise MeraError(
+                "--device cuda: this torch has no usable CUDA device (a CPU build or no "
+                "GPU); leave --device out or give cpu"
+            )
 
 
 def _train_into(

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mera_multi_hf.core.arguments import add_command, opt
+from mera_multi_hf.core.arguments import add_command, opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.reporting.compare_chart import chart_png
@@ -157,9 +157,13 @@ class CompareOptions:
         "a run folder (evaluate or score) or its results.json",
         positional=True,
         metavar="RUN_A",
+        path=True,
     )
-    run_b: str | None = opt(None, "the other run", positional=True, metavar="RUN_B")
-    out: str = opt("compare", "folder for compare.md/.json/.png/.html (default: compare)")
+    run_b: str | None = opt(None, "the other run", positional=True, metavar="RUN_B", path=True)
+    out: str = output_dir_opt(
+        "compare",
+        "folder for compare.md/.json/.png/.html (default: compare)",
+    )
     force: bool = opt(
         False, "compare even where the same id holds different examples in the two runs"
     )

@@ -13,7 +13,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from mera_multi_hf.core.arguments import add_command, opt
+from mera_multi_hf.core.arguments import add_command, opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.reporting.compare import read_run, write_report
@@ -176,8 +176,12 @@ class LeaderboardOptions:
         positional=True,
         nargs="+",
         metavar="RUN",
+        path=True,
     )
-    out: str = opt("leaderboard", "folder for leaderboard.md/.json/.png (default: leaderboard)")
+    out: str = output_dir_opt(
+        "leaderboard",
+        "folder for leaderboard.md/.json/.png (default: leaderboard)",
+    )
     overwrite: bool = opt(False, OVERWRITE_HELP)
 
 

@@ -5,22 +5,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from mera_multi_hf.core.arguments import opt
+from mera_multi_hf.core.arguments import Options, opt
 from mera_multi_hf.scoring.metric_exact_match import EM_MODES
 
 
 @dataclass
-class ScoringOptions:
+class ScoringOptions(Options):
     """scoring options (the same for `evaluate` and `score`)"""
 
     em_mode: str | None = opt(
         None, "exact-match normalisation (default: each task's official mode)", choices=EM_MODES
     )
-    judge: str | None = opt(None, "judge model id or folder: also compute judge scores")
-    judge_url: str | None = opt(None, "vLLM-style /classify endpoint of a served judge")
+    judge: str | None = opt(None, "judge model id or folder: also compute judge scores", path=True)
+    judge_url: str | None = opt(None, "vLLM-style /classify endpoint of a served judge", url=True)
     judge_tokenizer: str | None = opt(
         None,
         "tokenizer (id or folder) of a served judge, when the server does not report its separator",
+        path=True,
     )
     judge_api_key: str | None = opt(
         None,

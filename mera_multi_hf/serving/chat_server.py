@@ -37,11 +37,12 @@ from concurrent.futures import ThreadPoolExecutor
 from fastapi import Request as FastAPIRequest
 from fastapi.responses import StreamingResponse
 
-from mera_multi_hf.core.arguments import Parser, add_dataclass_options, opt
+from mera_multi_hf.core.arguments import Parser, add_dataclass_options, opt, same_as
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.foreign_text import foreign
 from mera_multi_hf.core.limits import DEFAULT_LIMITS, Limits
 from mera_multi_hf.data.media_decode import Media
+from mera_multi_hf.generation.backends.hf_options import HFOptions
 from mera_multi_hf.generation.request import Request
 from mera_multi_hf.serving.app import BodyError, Guard, ModelQueue, Server, json_app, read_json
 from mera_multi_hf.serving.app import shown as _shown
@@ -315,22 +316,19 @@ SERVE_DESCRIPTION = (
 class ChatServeOptions(ServerOptions):
     """The options of the chat server; those of any server come from ServerOptions."""
 
-    model: str | None = opt(None, "Hub id or folder (default: the built-in tiny model)")
+    model: str | None = opt(None, "Hub id or folder (default: the built-in tiny model)", path=True)
     served_model_name: str | None = opt(
         None,
         "the model name clients send as `model` (default: --model)",
         aliases=("--served-name",),
     )
-    dtype: str = opt(
-        "auto",
-        "weights dtype: auto, float32, bfloat16 or float16 (default: auto, "
-        "float32 on CPU, the model's own on GPU)",
-    )
+    dtype: str = same_as(HFOptions, "dtype")
     device: str | None = opt(None, "cpu, cuda, cuda:1 or auto (default: the GPU when there is one)")
     max_pixels: int | None = opt(
         None,
         "downscale larger images (aspect kept) to at most this "
         "many pixels (default: none, images as sent)",
+        low=1,
     )
     trust_remote_code: bool = opt(
         False, "allow model code from the Hub repository, only for models you trust (default: off)"
@@ -342,15 +340,21 @@ class ChatServeOptions(ServerOptions):
         "none: no authentication)",
         secret=True,
     )
-    workers: int = opt(8, "threads parsing requests and decoding their images (default: 8)")
+    workers: int = opt(
+        8, "threads parsing requests and decoding their images (default: 8)", low=1, high=1024
+    )
     max_image_pixels: int | None = opt(
-        None, f"pixels per image (default: {DEFAULT_LIMITS.max_image_pixels})"
+        None, f"pixels per image (default: {DEFAULT_LIMITS.max_image_pixels})", low=1
     )
     max_tokens_limit: int = opt(
-        MAX_TOKENS_LIMIT, f"largest max_tokens a request may ask (default: {MAX_TOKENS_LIMIT})"
+        MAX_TOKENS_LIMIT,
+        f"largest max_tokens a request may ask (default: {MAX_TOKENS_LIMIT})",
+        low=1,
     )
     memory_budget: int | None = opt(
-        None, f"bytes a request's media may take decoded (default: {DEFAULT_LIMITS.memory_budget})"
+        None,
+        f"bytes a request's media may take decoded (default: {DEFAULT_LIMITS.memory_budget})",
+        low=1,
     )
 
 
@@ -414,4 +418,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except MeraError as err:  # an option outside its domain, a model not found: one line
+        print(f"mera-multi: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None

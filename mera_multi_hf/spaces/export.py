@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mera_multi_hf.core.arguments import add_command, opt
+from mera_multi_hf.core.arguments import add_command, opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.spaces.flat_modules import flat_folder
@@ -155,7 +155,11 @@ class SpaceOptions:
 class ExportOptions(SpaceOptions):
     """The options of `mera-multi metrics export`."""
 
-    out: str | None = opt(None, "the folder to write one sub-folder per metric into", required=True)
+    out: str | None = output_dir_opt(
+        None,
+        "the folder to write one sub-folder per metric into",
+        required=True,
+    )
     overwrite: bool = opt(False, OVERWRITE_HELP)
 
 
@@ -164,7 +168,7 @@ class PushOptions(SpaceOptions):
     """The options of `mera-multi metrics push`."""
 
     token: str | None = opt(None, "a Hub token (default: the logged-in one)", secret=True)
-    dir: str | None = opt(None, "upload this earlier export instead of exporting afresh")
+    dir: str | None = opt(None, "upload this earlier export instead of exporting afresh", path=True)
 
 
 def cmd_export(options: ExportOptions) -> int:
@@ -185,7 +189,7 @@ def cmd_push(options: PushOptions) -> int:
 
 def _no_action(args) -> int:
     raise MeraError(
-        "metrics: say what to do: `mera-multi metrics export --out DIR` or "
+        "metrics: say what to do: `mera-multi metrics export --output-dir DIR` or "
         "`mera-multi metrics push` (see `mera-multi metrics --help`)"
     )
 
@@ -204,8 +208,8 @@ def add_parser(sub) -> None:
         "export",
         ExportOptions,
         cmd_export,
-        help="write each metric's Space folder into --out",
-        description="Write into --out one Space folder per metric, <metric>/: the "
+        help="write each metric's Space folder into --output-dir",
+        description="Write into --output-dir one Space folder per metric, <metric>/: the "
         "evaluate module, its README.md card, app.py, requirements.txt and, "
         "as flat sibling files, the package modules it imports.",
     )

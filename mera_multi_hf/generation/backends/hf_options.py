@@ -1,11 +1,13 @@
-"""The options the ``hf`` backend takes, with their defaults (its own module: hf.py is
-full). ``make_backend("hf", ...)`` and ``HFBackend(model, **options)`` both check them here."""
+"""The options the ``hf`` backend takes: each declared once, with its default, help and
+domain (its own module: hf.py is full). ``make_backend("hf", ...)``, ``HFBackend(model,
+**options)`` and `evaluate`'s flags (RunConfig takes these fields as they are declared
+here) all check them here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.arguments import Options, opt
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 DEFAULT_MAX_FRAMES = 8
@@ -13,30 +15,53 @@ PROMPT_MODES = ("auto", "chat", "plain")
 
 
 @dataclass
-class HFOptions:
-    """``revision``: Hub branch, tag or commit; ``dtype``: auto (float32 on CPU, the
-    model's own on GPU) or one of DTYPES; ``device``: cpu, cuda, cuda:1, auto (default:
-    this process's accelerate device); ``max_pixels``: larger images are downscaled;
-    ``prompt_mode``: auto | chat | plain; ``max_frames``: video frames that reach the
-    model; ``stop``: the run's stop strings (None: the official "\\n\\n")."""
+class HFOptions(Options):
+    """hf backend options (transformers in this process)"""
 
-    revision: str | None = None
-    dtype: str = "auto"
-    device: str | None = None
-    max_pixels: int | None = None
-    trust_remote_code: bool = False
-    prompt_mode: str = "auto"
-    batch_size: int = 8
-    stop: tuple[str, ...] | list[str] | None = None
-    max_frames: int | None = DEFAULT_MAX_FRAMES
+    revision: str | None = opt(None, "model revision (branch, tag or commit) on the Hub")
+    dtype: str = opt(
+        "auto",
+        "hf weights dtype (auto: float32 on CPU, the model's own on GPU)",
+        choices=DTYPES,
+    )
+    device: str | None = opt(
+        None,
+        "hf device: cpu, cuda, cuda:1, or auto (one model over all "
+        "GPUs) (default: this process's accelerate device)",
+    )
+    max_pixels: int | None = opt(
+        None,
+        "downscale larger images (aspect kept) to at most this "
+        "many pixels before the processor, e.g. 1003520",
+        low=1,
+    )
+    trust_remote_code: bool = opt(
+        False, "allow model code from the Hub repository (only for models you trust)"
+    )
+    prompt_mode: str = opt(
+        "auto",
+        "chat: the model's chat template; plain: the prompt as text "
+        "(auto: chat when there is a template)",
+        choices=PROMPT_MODES,
+    )
+    batch_size: int = opt(
+        8, "examples per generate call (hf). Greedy answers do not depend on it", low=1
+    )
+    stop: tuple[str, ...] | list[str] | None = opt(
+        None,
+        'override the stop strings (official: a blank line, "\\n\\n"); repeatable',
+        action="append",
+        blank_ok=True,
+    )
+    max_frames: int | None = opt(
+        DEFAULT_MAX_FRAMES,
+        "videos: at most this many frames, spread evenly over the video, "
+        "reach the model (hf; decoded streaming, so memory does not grow "
+        "with the video's length). The openai backend sends the whole file",
+        low=1,
+    )
 
     def __post_init__(self):
-        if self.dtype not in DTYPES:
-            raise MeraError(f"unknown dtype {self.dtype!r}; choose one of {', '.join(DTYPES)}")
-        if self.prompt_mode not in PROMPT_MODES:
-            raise MeraError(
-                f"unknown prompt mode {self.prompt_mode!r}; choose one of {', '.join(PROMPT_MODES)}"
-            )
-        given, self.max_frames = self.max_frames, self.max_frames or DEFAULT_MAX_FRAMES
-        if self.max_frames < 1:
-            raise MeraError(f"--max-frames must be at least 1 (got {given})")
+        if self.max_frames is None:  # a Python caller's None: the default
+            self.max_frames = DEFAULT_MAX_FRAMES
+        super().__post_init__()

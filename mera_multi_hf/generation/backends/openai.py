@@ -25,21 +25,18 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MediaError, MeraError
 from mera_multi_hf.core.foreign_text import foreign
-from mera_multi_hf.core.limits import DEFAULT_LIMITS
 from mera_multi_hf.core.masking import mask_secrets
 from mera_multi_hf.generation.backends.base import (
-    DEFAULT_CONCURRENCY,
-    MAX_CONCURRENCY,
     Backend,
     check_stop,
     cut_at_stop,
 )
+from mera_multi_hf.generation.backends.openai_options import OpenAIOptions
 from mera_multi_hf.generation.backends.registry import ALL_MEDIA, Capabilities, register_backend
 from mera_multi_hf.generation.chat import openai_messages
 from mera_multi_hf.generation.request import Request
@@ -62,27 +59,6 @@ class _ServerFailed(Exception):
     """A server still unreachable or failing after its retries (another may answer)."""
 
 
-@dataclass
-class OpenAIOptions:
-    """``base_url``: up to /v1, several comma-separated or as a list; ``api_key``: default
-    $OPENAI_API_KEY, never recorded (nor shown by repr); ``concurrency``: requests in
-    flight per server; ``timeout``: seconds per request; ``max_retries`` and ``backoff``:
-    of a failed request; ``seed``: sent, as the harness does; ``stop``: the run's stop
-    strings (None: the official "\\n\\n"); ``max_reply_bytes``: the most a reply may take."""
-
-    base_url: str | list[str] | None = None
-    api_key: str | None = field(default=None, repr=False)
-    concurrency: int = DEFAULT_CONCURRENCY
-    timeout: float = 300.0
-    max_retries: int = 4
-    backoff: float = 1.0
-    max_pixels: int | None = None
-    batch_size: int | None = None
-    seed: int = 1234
-    stop: tuple[str, ...] | list[str] | None = None
-    max_reply_bytes: int = DEFAULT_LIMITS.max_reply_bytes
-
-
 @register_backend(
     "openai", options=OpenAIOptions, capabilities=Capabilities(streaming=True, media=ALL_MEDIA)
 )
@@ -98,17 +74,12 @@ class OpenAIBackend(Backend):
             raise MeraError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
         if not model:
             raise MeraError("--backend openai needs --model: the model name the server serves")
-        if not 1 <= concurrency <= MAX_CONCURRENCY:
-            raise MeraError(
-                f"--concurrency {concurrency}: give 1 to {MAX_CONCURRENCY} "
-                f"(requests in flight per server)"
-            )
         self.model_id = model
         self.revision = None
         self.base_url = ",".join(self.servers)
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.concurrency = concurrency
-        self.timeout, self.max_retries, self.backoff = o.timeout, max(0, o.max_retries), o.backoff
+        self.timeout, self.max_retries, self.backoff = o.timeout, o.max_retries, o.backoff
         self.max_pixels, self.seed = o.max_pixels, o.seed
         self.max_reply_bytes = o.max_reply_bytes
         self.stop = check_stop(o.stop)
