@@ -110,26 +110,6 @@ def with_earlier_tasks(old: dict | None, config, specs: list, sources: dict, say
     return specs + added, {**sources, **{t.key: earlier[t.key] for t in added}}
 
 
-def data_content(ds, rows: int = 64) -> str:
-    """sha256 of a split's rows, as Arrow writes them in slices of ``rows`` (however the
-    table is chunked or mapped): the same data read from anywhere (a raw folder moved, a
-    run resumed on another machine) hashes the same, unlike the fingerprint `datasets`
-    gives it, which holds the files' places."""
-    import hashlib
-
-    import pyarrow as pa
-
-    table = ds.table if hasattr(ds, "table") else ds.data.table  # ArrowSplit or Dataset
-    table = table.replace_schema_metadata(None)
-    digest = hashlib.sha256()
-    for start in range(0, table.num_rows, rows):
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table.slice(start, rows).combine_chunks())
-        digest.update(sink.getvalue())
-    return digest.hexdigest()
-
-
 def check_data(old: dict | None, loaded, config, where, say: bool) -> dict | None:
     """The earlier manifest to carry on (None under --overwrite). A task whose data is
     not the data its logged answers were made for (other content: another source, or
@@ -138,7 +118,7 @@ def check_data(old: dict | None, loaded, config, where, say: bool) -> dict | Non
     changed = []
     for d in loaded:
         entry = ((old or {}).get("tasks") or {}).get(f"{d.task.key}/{config.split}") or {}
-        if entry.get("content") not in (None, d.content):
+        if entry.get("content") not in (None, getattr(d, "content", None)):
             now = d.source or d.task.hub_id
             changed.append(f"{d.task.key} (from {entry.get('source')} there, {now} now)")
     if changed and not config.overwrite:
@@ -195,7 +175,7 @@ def task_entries(config, engine, loaded) -> dict:
             "model": model_for(engine, {d.task.modality}),
             "source": str(d.source or d.task.hub_id),
             "fingerprint": d.fingerprint,
-            "content": d.content,
+            "content": getattr(d, "content", None),
             "max_new_tokens": config.max_new_tokens or d.task.max_new_tokens,
             "stop": list(config.stop if config.stop is not None else d.task.stop),
             "dialogue_context": (
