@@ -9,6 +9,7 @@ from pathlib import Path
 
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.input_files import open_binary
 from mera_multi_hf.pipeline.outcome import Answered, score_and_write
 from mera_multi_hf.scoring.options import ScoringOptions
 
@@ -184,7 +185,7 @@ def model_name(files: list[str]) -> str:
     for file in files:
         for candidate in (Path(file), *sorted(Path(file).parent.glob("results*.json"))):
             try:
-                with open(candidate, "rb") as fh:
+                with open_binary(candidate) as fh:
                     record = json_read.loads(
                         fh.readline() if candidate.suffix == ".jsonl" else fh.read(), str(candidate)
                     )
