@@ -117,12 +117,14 @@ def _temp(dir_fd: int, base: str, data: bytes, mode: int, name: str | None = Non
 
 def _write_in_place(dir_fd: int, base: str, data: bytes) -> None:
     """Write a plain file (made if missing) in place, never through a link or into a FIFO."""
-    fd = os.open(
-        base, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, PLAIN_MODE, dir_fd=dir_fd
-    )
+    current = _entry(dir_fd, base)
+    if current is not None and not _plain_file(current):
+        raise LinkRefused(f"{base} is a link or not a plain file; this tool never replaces one")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(base, flags, PLAIN_MODE, dir_fd=dir_fd)
     with os.fdopen(fd, "wb") as fh:
-        if not _plain_file(os.fstat(fd)):
-            raise LinkRefused(f"{base} is not a plain file; this tool never replaces one")
+        if not _plain_file(os.fstat(fd)):  # made a moment ago by someone else
+            raise LinkRefused(f"{base} is a link or not a plain file; this tool never replaces one")
         fh.truncate(0)
         fh.write(data)
         fh.flush()
