@@ -303,7 +303,7 @@ def test_private_split_logs_and_submits_but_does_not_score(raw_sample, tmp_path,
     [
         (["--tasks", "ruhhh_imag"], "unknown task 'ruhhh_imag'"),
         (["--model", "./no/such/model"], "not a model folder"),
-        (["--dialogue-context", "-1"], "0 or more"),
+        (["--dialogue-context", "-1"], "--dialogue-context -1: give an integer of at least 0"),
         (["--data", "/no/such/folder"], "is not a folder"),
         (["--output-dir", "/dev/null"], "is a file"),
         (["--batch-size", "0"], "at least 1"),
