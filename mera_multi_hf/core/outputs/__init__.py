@@ -26,6 +26,7 @@ into a staging folder that this module makes inside the output folder.
   answers: those are 0600.
 """
 
+from mera_multi_hf.core.arguments import OVERWRITE_HELP  # declared with the options
 from mera_multi_hf.core.outputs.files import (
     cache_file,
     cache_folder,
@@ -50,7 +51,6 @@ from mera_multi_hf.core.outputs.fs import (
 )
 from mera_multi_hf.core.outputs.rules import (
     KINDS,
-    OVERWRITE_HELP,
     folder_kind,
     legacy_kinds,
     read_marker,
