@@ -33,24 +33,15 @@ def budget_off():
     from mera_multi_hf.data import media_decode as media
     from mera_multi_hf.generation import generate
 
-    saved = (
-        media_checks.budget_problem,
-        media.budget_problem,
-        media.Media.cost,
-        generate.budget_parts,
-    )
-    media_checks.budget_problem = media.budget_problem = lambda *args: None
+    saved = (media_checks.budget_problem, media.Media.cost, generate.budget_parts)
+    # the one rule's refusal (build's checks and evaluate's decoding both ask media_checks)
+    media_checks.budget_problem = lambda *args: None
     media.Media.cost = lambda self, max_frames=1: 0
     generate.budget_parts = lambda batch, max_frames: [batch]
     try:
         yield
     finally:
-        (
-            media_checks.budget_problem,
-            media.budget_problem,
-            media.Media.cost,
-            generate.budget_parts,
-        ) = saved
+        media_checks.budget_problem, media.Media.cost, generate.budget_parts = saved
 
 
 @contextlib.contextmanager
@@ -70,23 +61,13 @@ def budget_timed(spent: list):
 
         return run
 
-    saved = (
-        media_checks.budget_problem,
-        media.budget_problem,
-        media.Media.cost,
-        generate.budget_parts,
-    )
-    media_checks.budget_problem = media.budget_problem = timed(saved[0])
-    generate.budget_parts = timed(saved[3])  # Media.cost: inside it, in a run
+    saved = (media_checks.budget_problem, media.Media.cost, generate.budget_parts)
+    media_checks.budget_problem = timed(saved[0])
+    generate.budget_parts = timed(saved[2])  # Media.cost: inside it, in a run
     try:
         yield
     finally:
-        (
-            media_checks.budget_problem,
-            media.budget_problem,
-            media.Media.cost,
-            generate.budget_parts,
-        ) = saved
+        media_checks.budget_problem, media.Media.cost, generate.budget_parts = saved
 
 
 def build_all(tasks: list[str], root: Path) -> tuple[float, list]:

@@ -141,7 +141,7 @@ print({name: len(rows) for name, rows in answers.items()})""",
     (
         "code",
         """\
-from mera_multi_hf.cli.score import score_predictions
+from mera_multi_hf.pipeline.score import score_predictions
 
 test = load_task("ruhhh_image", source="sample")["test"]
 Path("preds.jsonl").write_text("".join(json.dumps({"id": m["id"], "prediction": "A"}) + "\\n"

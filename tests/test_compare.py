@@ -20,8 +20,8 @@ from mera_multi_hf.data.examples import Example
 from mera_multi_hf.reporting.compare import compare_runs
 from mera_multi_hf.reporting.compare_chart import chart_figure, chart_png
 from mera_multi_hf.reporting.compare_stats import mcnemar_exact
-from mera_multi_hf.reporting.reports import results_doc, write_outputs
-from mera_multi_hf.scoring.records import Summary
+from mera_multi_hf.reporting.reports import write_outputs
+from mera_multi_hf.scoring.records import Results, RunRecord
 from mera_multi_hf.scoring.score import score_task, summarize
 from mera_multi_hf.tasks.table import get_task
 
@@ -62,7 +62,9 @@ def _run(folder, task, examples, right, name):
     result = score_task(task, examples, preds)
     info = {"run_id": name, "mode": "score", "model": name}
     with OutputFolder(folder, kind="run").claim() as out:  # as a run writes it
-        write_outputs(out, {}, results_doc([result], Summary.from_dict(summarize([result])), info))
+        write_outputs(
+            out, {}, Results(RunRecord.from_dict(info), summarize([result]), {result.task: result})
+        )
     return folder
 
 

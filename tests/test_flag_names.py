@@ -28,7 +28,8 @@ MODULES = {
     "generation/config.py": ["evaluate"],
     "generation/run.py": ["evaluate"],
     "generation/resume.py": ["evaluate"],
-    "pipeline/finish.py": ["evaluate"],
+    "pipeline/run_fields.py": ["evaluate"],
+    "pipeline/score.py": ["score"],
     "generation/launch.py": ["evaluate"],
     # the whole command line's module: `tasks --help` names evaluate's and score's
     "cli/main.py": ["", "build", "tasks", "evaluate", "score"],

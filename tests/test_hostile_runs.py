@@ -161,7 +161,7 @@ def test_a_run_never_touches_files_it_did_not_write(tmp_path, decoy):
     assert (out / "results.json").is_file()
     samples = tmp_path / "run" / "samples_ruhhh_image_test.jsonl"
     with pytest.raises(MeraError):  # 3 of 26 answered: refused, nothing written
-        from mera_multi_hf.cli.score import score_predictions
+        from mera_multi_hf.pipeline.score import score_predictions
 
         score_predictions("ruhhh_image", samples, tmp_path / "scored", data="sample")
     assert not (tmp_path / "scored").exists()

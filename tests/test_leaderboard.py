@@ -10,8 +10,8 @@ import numpy as np
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.outputs import OutputFolder
 from mera_multi_hf.data.examples import Example
-from mera_multi_hf.reporting.reports import results_doc, write_outputs
-from mera_multi_hf.scoring.records import Summary
+from mera_multi_hf.reporting.reports import write_outputs
+from mera_multi_hf.scoring.records import Results, RunRecord
 from mera_multi_hf.scoring.score import score_task, summarize
 from mera_multi_hf.tasks.table import get_task
 
@@ -45,7 +45,8 @@ def _run(folder, name, results, official=False):
         "official_test_split": {r.task: official for r in results},
     }
     with OutputFolder(folder, kind="run").claim() as out:  # as a run writes it
-        write_outputs(out, {}, results_doc(results, Summary.from_dict(summarize(results)), info))
+        tasks = {r.task: r for r in results}
+        write_outputs(out, {}, Results(RunRecord.from_dict(info), summarize(results), tasks))
     return str(folder)
 
 

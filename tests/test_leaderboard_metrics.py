@@ -7,7 +7,7 @@ import pytest
 
 from mera_multi_hf.data.examples import Example
 from mera_multi_hf.reporting.reports import markdown, metric_rows
-from mera_multi_hf.scoring.records import Summary
+from mera_multi_hf.scoring.records import RunRecord
 from mera_multi_hf.scoring.score import score_task, summarize, task_score
 from mera_multi_hf.tasks.table import TASKS
 
@@ -69,8 +69,8 @@ def test_rutie_em_is_strict_and_reported_as_a_local_estimate():
     assert result.local_estimate is True
     labels = [label for label, _, _ in metric_rows(result)]
     assert "Exact match (local estimate)" in labels
-    summary = Summary.from_dict(summarize([result]))
-    text = markdown([result], summary, {"model": "m", "run_id": "r"})
+    summary = summarize([result])
+    text = markdown([result], summary, RunRecord.from_dict({"model": "m", "run_id": "r"}))
     assert "rutie_image: task score 0.5000 = mean of Exact match" in text
     assert "a local estimate (strict EM against the gold letter)" in text
 

@@ -142,11 +142,11 @@ def test_a_wav_for_a_server_is_written_in_blocks_above_the_budget(monkeypatch):
 
 
 def test_a_huge_picture_is_refused_from_its_header():
-    png = _png_header(13_000, 13_000)  # 169 MP: under the pixel limit, 645 MiB decoded
+    png = _png_header(10_000, 10_000)  # 100 MP: under the pixel limit, 1526 MiB at its peak
     assert image_problem(png) is None or "memory budget" not in image_problem(png)
     limits = DEFAULT_LIMITS.with_overrides(memory_budget=256 * MiB)
     why, peak = _peak(lambda: image_problem(png, limits))
-    assert "13000x13000" in why and "memory budget" in why and peak < MiB
+    assert "10000x10000" in why and "memory budget" in why and peak < MiB
     with pytest.raises(MeraError, match="memory budget"):
         Media("image", "x", png, field="image", limits=limits).image()
 
@@ -165,10 +165,10 @@ def _image_request(rid: int, side: int, limits) -> Request:
 def test_a_batch_over_the_budget_is_split():
     from mera_multi_hf.generation.generate import budget_parts
 
-    limits = DEFAULT_LIMITS.with_overrides(memory_budget=10 * MiB)  # 1000x1000: 3.8 MiB
+    limits = DEFAULT_LIMITS.with_overrides(memory_budget=40 * MiB)  # 1000x1000: 15.3 MiB
     batch = [_image_request(i, 1000, limits) for i in range(5)] + [
         _image_request(9, 4000, limits)
-    ]  # 61 MiB: over the budget alone
+    ]  # 244 MiB: over the budget alone
     parts = budget_parts(batch, 1)
     assert [[r.id for r in p] for p in parts] == [[0, 1], [2, 3], [4], [9]]
     assert budget_parts(batch[:4], 1) == [batch[:2], batch[2:4]]
@@ -278,3 +278,200 @@ def test_an_example_over_the_budget_mid_run_fails_alone_and_the_run_goes_on(
         f"from the sample log: {count - len(failed)}, generated now: {len(failed)}"
         in capsys.readouterr().out
     )
+
+
+# ---- the rule covers the real peak (measured in a subprocess: peak RSS) ----
+
+# One process: the tiny models loaded and warmed up on a small item, then one media item
+# decoded (and, for "generate", sent through the processor and the model); prints the
+# rise of the peak RSS over the RSS before it, in bytes (Linux: clear_refs resets the peak).
+PEAK_SCRIPT = """
+import sys
+from mera_multi_hf.core.limits import DEFAULT_LIMITS
+from mera_multi_hf.data.media_decode import Media
+from mera_multi_hf.generation.backends import make_backend
+from mera_multi_hf.generation.request import Request
+kind, what, path, small = sys.argv[1:5]
+limits = DEFAULT_LIMITS.with_overrides(memory_budget=2**40, max_image_pixels=2**40)
+backend = make_backend("hf", None, batch_size=1) if what == "generate" else None
+
+def request(data, rid):
+    media = Media(kind, str(rid), data, limits=limits)
+    return media, Request(task="t", split="test", id=rid, prompt=f"<{kind}> Что это?",
+                          max_new_tokens=2, media=[media])
+
+def run(data, rid):
+    media, req = request(data, rid)
+    if backend is not None:
+        return backend.generate([req])
+    return media.image() if kind == "image" else media.frames(int(what))
+
+run(open(small, "rb").read(), 0)
+data = open(path, "rb").read()
+
+def status(key):
+    return int(next(x.split()[1] for x in open("/proc/self/status") if x.startswith(key))) * 1024
+
+with open("/proc/self/clear_refs", "w") as fh:
+    fh.write("5")
+before = status("VmRSS:")
+run(data, 1)
+print(status("VmHWM:") - before)
+"""
+
+
+def _peak_rise(tmp_path, kind: str, what: str, big: bytes, small: bytes) -> int:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "big").write_bytes(big)
+    (tmp_path / "small").write_bytes(small)
+    root = Path(media_module.__file__).resolve().parents[2]  # the checkout under test
+    proc = subprocess.run(
+        [sys.executable, "-c", PEAK_SCRIPT, kind, what, str(tmp_path / "big"), str(tmp_path / "small")],
+        capture_output=True, text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(root)),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    print(f"{kind} {what}: the peak rose {int(proc.stdout.split()[-1]) / MiB:.0f} MiB")
+    return int(proc.stdout.split()[-1])
+
+
+def _png(side: int, mode: str) -> bytes:
+    """A picture that compresses well (its bytes are small, its pixels many)."""
+    from PIL import Image
+
+    y, x = np.mgrid[0:side, 0:side]
+    planes = [x % 251, y % 241, (x + y) % 239, (x * y) % 233][: len(mode)]
+    buf = io.BytesIO()
+    Image.fromarray(np.stack(planes, -1).astype(np.uint8), mode).save(buf, "PNG", compress_level=1)
+    return buf.getvalue()
+
+
+def test_the_image_rule_covers_the_peak_of_evaluates_decode_and_processor(tmp_path):
+    """A 3000x3000 RGBA PNG decoded, converted to RGB and through the tiny model's
+    processor: the peak rises by no more than the rule prices it (before: 4 bytes a
+    pixel, against about 14 measured)."""
+    from mera_multi_hf.core.limits import image_bytes
+
+    rise = _peak_rise(tmp_path, "image", "generate", _png(3000, "RGBA"), _png(16, "RGBA"))
+    assert 0 < rise <= image_bytes(3000, 3000), (rise / 2**20, image_bytes(3000, 3000) / 2**20)
+
+
+def test_a_12000_pixel_square_png_is_over_the_default_budget_from_its_header():
+    """The issue's picture: priced at 549 MiB before, while evaluate peaked ~2 GiB above;
+    now refused from its header under the default budget, by build and evaluate alike."""
+    png = _png_header(12_000, 12_000)
+    why = image_problem(png)
+    assert why is not None and "memory budget" in why and "12000x12000" in why
+    with pytest.raises(MeraError, match="memory budget"):
+        Media("image", "x", png, field="image").image()
+
+
+def test_the_video_rule_covers_the_peak_of_the_decoder(tmp_path):
+    """One frame sampled from a 1280x1280 clip: the decoder's own frames are priced too
+    (before: 6 bytes a pixel of the kept frame, against about 36 measured)."""
+    from PIL import Image
+
+    from mera_multi_hf.core.limits import video_bytes
+    from mera_multi_hf.demo.sample_data.av_common import encode_video
+
+    side = 1280
+    big = encode_video([Image.new("RGB", (side, side), (6 * i, 80, 160)) for i in range(24)], "mp4")
+    small = encode_video([Image.new("RGB", (32, 32))] * 4, "mp4")
+    rise = _peak_rise(tmp_path, "video", "1", big, small)
+    assert 0 < rise <= video_bytes(side, side, 1), (
+        rise / 2**20,
+        video_bytes(side, side, 1) / 2**20,
+    )
+
+
+def test_build_refuses_the_video_evaluate_would_refuse_under_the_same_budget():
+    """One rule: at a budget one byte under what evaluate's default frames cost, build's
+    check and evaluate's decoding both refuse the clip; at that cost both accept it."""
+    from mera_multi_hf.core.limits import DEFAULT_VIDEO_FRAMES, video_bytes
+    from mera_multi_hf.data.media_checks import video_problem
+    from mera_multi_hf.generation.backends.hf_options import DEFAULT_MAX_FRAMES
+
+    assert DEFAULT_MAX_FRAMES == DEFAULT_VIDEO_FRAMES
+    clip = (SAMPLES_DIR / "CommonVideoQA" / "samples" / "blue_left.mp4").read_bytes()
+    cost = video_bytes(32, 32, DEFAULT_VIDEO_FRAMES)
+    for budget, refused in ((cost - 1, True), (cost, False)):
+        limits = DEFAULT_LIMITS.with_overrides(memory_budget=budget)
+        why = video_problem(clip, limits)
+        assert (why is not None and "memory budget" in why) == refused, why
+        try:
+            sample_frames(io.BytesIO(clip), DEFAULT_VIDEO_FRAMES, limits=limits)
+            evaluate_refused = False
+        except MeraError as err:
+            evaluate_refused = "memory budget" in str(err)
+        assert evaluate_refused == refused
+
+
+def test_build_refuses_such_a_video_in_one_line(tmp_path, capsys):
+    from mera_multi_hf.core.limits import video_bytes
+
+    raw = tmp_path / "raw"
+    shutil.copytree(SAMPLES_DIR / "CommonVideoQA", raw)
+    budget = video_bytes(32, 32, 8) - 1
+    code = main(
+        ["build", "commonvideoqa", "--raw", str(raw), "--out", str(tmp_path / "hub"),
+         "--num-proc", "1", "--memory-budget", str(budget)]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    assert "8 frames of 32x32 would take" in err and "memory budget" in err
+    assert not (tmp_path / "hub").exists()
+
+
+# ---- the chat server: the prompt and the stop strings bounded before tokenising ----
+
+
+@pytest.fixture(scope="module")
+def small_chat_server():
+    from mera_multi_hf.generation.backends import make_backend
+    from mera_multi_hf.serving.chat_server import make_server
+
+    backend = make_backend("hf", None, batch_size=1)
+    limits = DEFAULT_LIMITS.with_overrides(max_prompt_chars=2_000, max_stop_chars=100)
+    server = make_server(backend, limits=limits).start()
+    yield server
+    server.shutdown()
+
+
+def _chat(server, content, **extra):
+    body = {"messages": [{"role": "user", "content": content}], "max_tokens": 2, **extra}
+    return requests.post(server.url + "/v1/chat/completions", json=body, timeout=60)
+
+
+@pytest.mark.parametrize(
+    "content, extra, words",
+    [
+        ("я" * 2_001, {}, "the prompt's text is 2001 characters; this server takes at most 2000"),
+        (
+            [{"type": "text", "text": "a" * 1_500}, {"type": "text", "text": "b" * 600}],
+            {},
+            "the prompt's text is 2100 characters",
+        ),
+        ("Привет", {"stop": ["x"] * 17}, "`stop` holds 17 strings; this server takes at most 16"),
+        ("Привет", {"stop": ["x" * 60, "y" * 60]}, "the stop strings are 120 characters"),
+    ],
+)
+def test_the_chat_server_bounds_prompt_and_stops_before_tokenising(
+    small_chat_server, content, extra, words
+):
+    reply, peak = _peak(lambda: _chat(small_chat_server, content, **extra))
+    assert reply.status_code == 413, reply.text
+    assert words in reply.json()["error"]["message"]
+    assert peak < 8 * MiB
+    # at the bound it is served
+    ok = _chat(small_chat_server, "я" * 1_990, stop=["x" * 50, "y" * 50])
+    assert ok.status_code == 200, ok.text
+
+
+def test_the_default_prompt_and_stop_bounds_refuse_the_issues_requests():
+    """38 MB of prompt (+5.3 GiB before) and 500 stops of 1,000 characters (+1.5 GiB)."""
+    assert DEFAULT_LIMITS.max_prompt_chars < 38_000_000 // 10
+    assert DEFAULT_LIMITS.max_stop_strings < 500
+    assert DEFAULT_LIMITS.max_stop_chars < 500 * 1_000 // 100

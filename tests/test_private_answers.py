@@ -11,7 +11,7 @@ import zipfile
 import datasets
 
 from mera_multi_hf.cli.main import main
-from mera_multi_hf.reporting.submission import LOCAL_ONLY
+from mera_multi_hf.scoring.run_results import LOCAL_ONLY
 
 
 def _lines(data: bytes) -> list[dict]:
@@ -191,3 +191,41 @@ def test_a_comparison_of_private_runs_is_marked_local_only(tmp_path):
             assert doc["gold_private"]["tasks"] == ["ruhhh_image"]
             assert doc["gold_private"]["local_only"] == LOCAL_ONLY
         assert LOCAL_ONLY not in (out / "compare.md").read_text(encoding="utf-8")
+
+
+def test_a_split_made_private_by_its_data_gets_the_banner_and_a_closed_page(tmp_path):
+    """A public-by-default task (ruCommonVQA) whose raw data says its test split is
+    private (test.json "access"): decided once, when the split is loaded, and every
+    writer asks that record: the page carries the banner and is written 0600, the
+    sample lines are marked, the submission's logs carry no gold, results.json says so."""
+    import os
+    import shutil
+    import stat
+
+    from mera_multi_hf.demo.sample_data import bundled_sample
+    from mera_multi_hf.tasks.table import get_task
+
+    assert get_task("rucommonvqa").public
+    raw = tmp_path / "ruCommonVQA"
+    shutil.copytree(bundled_sample("rucommonvqa"), raw)
+    doc = json.loads((raw / "test.json").read_text(encoding="utf-8"))
+    (raw / "test.json").write_text(
+        json.dumps(dict(doc, access="private"), ensure_ascii=False), encoding="utf-8"
+    )
+    out = tmp_path / "run"
+    argv = ["evaluate", "--tasks", "rucommonvqa", "--data", str(raw), "--limit", "3"]
+    assert main([*argv, "--output-dir", str(out), "--no-progress"]) == 0
+    page = out / "results.html"
+    assert f'class="local-only" role="alert"><strong>{LOCAL_ONLY}' in page.read_text(
+        encoding="utf-8"
+    )
+    assert stat.S_IMODE(os.stat(page).st_mode) == 0o600
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert results["tasks"]["rucommonvqa"]["private"] is True
+    assert "results.html" in results["run"]["gold_private"]["files"]
+    local = _lines((out / "samples_rucommonvqa_test.jsonl").read_bytes())
+    assert len(local) == 3 and all(r["gold_private"] is True for r in local)
+    with zipfile.ZipFile(out / "submission.zip") as zf:
+        inner = zipfile.ZipFile(io.BytesIO(zf.read("logs_public.zip")))
+        public = _lines(inner.read("samples_rucommonvqa_test.jsonl"))
+    assert all("target" not in r and "metrics" not in r for r in public)

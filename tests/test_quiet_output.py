@@ -8,7 +8,7 @@ import datasets
 
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.reporting.reports import JUDGE_LABEL, markdown
-from mera_multi_hf.scoring.records import Summary, TaskResult
+from mera_multi_hf.scoring.records import RunRecord, Summary, TaskResult
 
 
 def test_a_demo_run_says_only_what_applies(tmp_path, capsys, monkeypatch):
@@ -47,8 +47,9 @@ def test_judge_rows_come_with_the_explanation_of_the_label():
             "task_score_definition": "the mean",
         }
     )
-    md = markdown([result], summary, {"model": "m", "run_id": "r"})
+    md = markdown([result], summary, RunRecord.from_dict({"model": "m", "run_id": "r"}))
     assert "| Judge score | 0.7500" in md and JUDGE_LABEL in md
     assert "need a judge" not in md and "private tasks" not in md
-    official = markdown([result], summary, {"model": "m", "official_test_split": {"ruclevr": True}})
+    run = RunRecord.from_dict({"model": "m", "official_test_split": {"ruclevr": True}})
+    official = markdown([result], summary, run)
     assert "private tasks (the leaderboard's set)" in official

@@ -197,7 +197,7 @@ def test_the_page_stays_small_on_the_whole_sample(tmp_path):
     from mera_multi_hf.data.examples import make_examples
     from mera_multi_hf.data.loading import load_task
     from mera_multi_hf.reporting.results_page import THUMBNAIL, render, task_rows
-    from mera_multi_hf.scoring.records import TaskResult
+    from mera_multi_hf.scoring.records import RunRecord, TaskResult
     from mera_multi_hf.tasks.table import TASKS as ALL
 
     rows, results = [], []
@@ -230,7 +230,7 @@ def test_the_page_stays_small_on_the_whole_sample(tmp_path):
                 {},
             )
         )
-    page = render(results, {"model": "m"}, rows)
+    page = render(results, RunRecord.from_dict({"model": "m"}), rows)
     assert len(rows) > 100 and len(page) < 2_000_000
     for uri in re.findall(r'data:image/jpeg;base64,([^"]+)', page):
         with Image.open(io.BytesIO(base64.b64decode(uri))) as img:
@@ -392,7 +392,7 @@ def test_a_clip_that_cannot_be_re_encoded_shows_its_frames(monkeypatch):
     (item,) = rows[0]["media"]
     assert item["kind"] == "note" and "could not be re-encoded" in item["note"]
     assert len(item["frames"]) == 3 and all(f.startswith("data:image/jpeg") for f in item["frames"])
-    from mera_multi_hf.scoring.records import TaskResult
+    from mera_multi_hf.scoring.records import RunRecord, TaskResult
     from mera_multi_hf.tasks.table import get_task
 
     task = get_task("commonvideoqa")
@@ -408,7 +408,7 @@ def test_a_clip_that_cannot_be_re_encoded_shows_its_frames(monkeypatch):
         {},
         {},
     )
-    page = results_html.render([result], {"model": "m"}, rows)
+    page = results_html.render([result], RunRecord.from_dict({"model": "m"}), rows)
     assert page.count('class="frame"') == 3 and "its frames are shown" in page
     assert "<video" not in page
 

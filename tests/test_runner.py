@@ -414,3 +414,20 @@ def test_modality_selection():
 
 def doc_shots(raw_folder):
     return json.loads((raw_folder / "shots.json").read_text(encoding="utf-8"))["data"]
+
+
+def test_a_run_of_an_audio_task_alone_names_the_audio_model(tmp_path, capsys):
+    """The demo's audio task is answered by the built-in audio model: the run record,
+    the console and the titles of results.md and results.html name that model, not the
+    image model the run was configured with."""
+    from mera_multi_hf.demo.builtin_models import TINY_AUDIO_MODEL_ID
+
+    out = tmp_path / "audio"
+    argv = ["evaluate", "--tasks", "ruenvaqa", "--limit", "2", "--max-new-tokens", "2"]
+    assert main([*argv, "--output-dir", str(out), "--no-progress"]) == 0
+    run = json.loads((out / "results.json").read_text(encoding="utf-8"))["run"]
+    assert run["model"] == TINY_AUDIO_MODEL_ID
+    assert f"model: {TINY_AUDIO_MODEL_ID}" in capsys.readouterr().out
+    title = f"MERA Multi results: {TINY_AUDIO_MODEL_ID}"
+    assert (out / "results.md").read_text(encoding="utf-8").startswith(f"# {title}\n")
+    assert f"<title>{title}</title>" in (out / "results.html").read_text(encoding="utf-8")

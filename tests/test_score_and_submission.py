@@ -11,7 +11,8 @@ import pytest
 from mera_multi_hf import load_task
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.reporting.submission import read_submission, submission_bytes
+from mera_multi_hf.reporting.submission import read_submission, submission_zip
+from mera_multi_hf.tasks.table import get_task
 
 
 @pytest.fixture
@@ -164,7 +165,7 @@ def test_score_reads_lm_eval_sample_logs(raw_sample, sample_test, tmp_path):
     other.mkdir()
     _jsonl(other / "samples_rucommonvqa_2026-01-01T00-00-00.jsonl", rows)
     with pytest.raises(MeraError, match="rucommonvqa"):
-        from mera_multi_hf.cli.score import score_predictions
+        from mera_multi_hf.pipeline.score import score_predictions
 
         score_predictions("ruhhh_image", other, tmp_path / "r2", data=raw_sample)
 
@@ -256,16 +257,19 @@ def test_score_user_mistakes_are_one_line(raw_sample, sample_test, tmp_path, cap
 
 def test_submission_checks_ids(tmp_path):
     with pytest.raises(MeraError) as info:
-        submission_bytes(
-            {"ruhhh_image": [(1, "A"), (1, "B"), (5, "A")]}, expected_ids={"ruhhh_image": [1, 2, 3]}
-        )
+        submission_zip([(get_task("ruhhh_image"), [(1, "A"), (1, "B"), (5, "A")], [1, 2, 3])])
     message = str(info.value)
     assert "duplicate answers for ids 1" in message
     assert "no answer for test ids 2, 3" in message
     assert "answers for ids not in the test split 5" in message
     path = tmp_path / "s.zip"
     path.write_bytes(
-        submission_bytes({"ruhhh_image": {2: "B", 1: "A"}, "ruslun": {7: '{"intent": "x"}'}})
+        submission_zip(
+            [
+                (get_task("ruhhh_image"), {2: "B", 1: "A"}, None),
+                (get_task("ruslun"), {7: '{"intent": "x"}'}, None),
+            ]
+        )
     )
     assert read_submission(path) == {
         "ruHHH_Image": {1: "A", 2: "B"},

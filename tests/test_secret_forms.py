@@ -16,8 +16,8 @@ import pytest
 import requests
 
 from mera_multi_hf.cli.main import main
-from mera_multi_hf.cli.score import harness_config
 from mera_multi_hf.core.masking import mask_secrets
+from mera_multi_hf.pipeline.score import harness_config
 
 
 class _EchoingKeys(BaseHTTPRequestHandler):

@@ -151,7 +151,7 @@ def test_results_md_shows_every_interval_says_why_one_is_missing_and_counts_righ
     has none and why; one task is "1 task"."""
     from mera_multi_hf.data.examples import Example
     from mera_multi_hf.reporting.reports import markdown
-    from mera_multi_hf.scoring.records import Summary
+    from mera_multi_hf.scoring.records import RunRecord
     from mera_multi_hf.scoring.score import score_task, summarize
     from mera_multi_hf.tasks.table import get_task
 
@@ -173,8 +173,7 @@ def test_results_md_shows_every_interval_says_why_one_is_missing_and_counts_righ
         for i in range(40)
     ]
     result = score_task(task, examples, {e.id: "A" if e.id % 3 else "B" for e in examples})
-    summary = Summary.from_dict(summarize([result]))
-    md = markdown([result], summary, {"model": "m", "run_id": "r"})
+    md = markdown([result], summarize([result]), RunRecord.from_dict({"model": "m", "run_id": "r"}))
     rows = {line.split(" | ")[0][2:]: line for line in md.splitlines() if line.startswith("| ")}
     assert rows["many"].count(" ± ") == 2
     assert rows["one"].count("(1 group, no ±)") == 2 and " ± 0" not in rows["one"]

@@ -88,7 +88,7 @@ def test_every_metric_breakdown_task_score_and_total_has_an_interval():
         for row in rows.values():
             assert set(row["uncertainty"]) == {m for m in row if m in result["metrics"]}
     summary = summarize([scored])
-    for entry in [*summary["modality"].values(), summary["overall"], summary["official_total"]]:
+    for entry in [*summary.modality.values(), summary.overall, summary.official_total]:
         # one task: the total's resamples are that task's score's (resampled consistently)
         assert entry["uncertainty"] == result["task_score_uncertainty"]
 

@@ -27,6 +27,7 @@ _.download_size
 _.size_in_bytes
 _.truncation_side
 _.thread_type
+_.thread_count  # PyAV: the decoding threads (their frames are priced, core/limits.py)
 _.pix_fmt
 _.decoder
 _.HF_DATASETS_OFFLINE

@@ -82,34 +82,34 @@ def cmd_evaluate(options: list[str]) -> int:
     if processes > 1 and not under_launcher():  # the processes run this same command
         return launch(processes, options)
     from mera_multi_hf.generation import RunConfig
-    from mera_multi_hf.pipeline.evaluate import run_evaluation
+    from mera_multi_hf.pipeline.evaluate import evaluate
 
-    result = run_evaluation(RunConfig(**values), typed=options)
-    if result is None:  # not the main process of a data-parallel run
+    outcome = evaluate(RunConfig(**values), typed=options)
+    if outcome is None:  # not the main process of a data-parallel run
         return 0
-    print(format_results(result))
+    print(format_results(outcome))
     return 0
 
 
-def format_results(result: dict) -> str:
-    """The run as a short text table (what the CLI prints; `score` prints the same table)."""
-    from mera_multi_hf.reporting.finalize import results_table
+def format_results(outcome) -> str:
+    """The run (a pipeline Outcome) as a short text table (what the CLI prints; `score`
+    prints the same table)."""
+    from mera_multi_hf.reporting.outputs import results_table
 
-    run = result["run"]
-    lines = [
-        f"model: {run['model']}" + (f"  (revision {run['revision']})" if run["revision"] else "")
-    ]
+    run, tasks = outcome.results.run, list(outcome.results.tasks.values())
+    revision = run.details.get("revision")
+    lines = [f"model: {run.model}" + (f"  (revision {revision})" if revision else "")]
     lines += [
-        f"model of {task['task']}: {task['model']}"
-        for task in result["tasks"]
-        if task.get("model") not in (None, run["model"])
+        f"model of {task.task}: {task.model}"
+        for task in tasks
+        if task.model not in (None, run.model)
     ]
-    counts = result["counts"]
+    counts = outcome.counts
     lines.append(
         f"examples: {counts['requested']}  (from the sample log: {counts['resumed']}, "
         f"generated now: {counts['generated']})"
     )
-    return "\n".join(lines + [results_table(result)])
+    return "\n".join(lines + [results_table(tasks, outcome.notes, outcome.files)])
 
 
 def add_parser(sub) -> None:

@@ -34,7 +34,7 @@ def _records(run_dir: Path, run: dict, task, split, examples, result) -> list[di
     if sample_file.is_file():
         return [record for _, record in json_read.iter_jsonl(sample_file)]
     if run.get("mode") == "score" and examples is not None:
-        from mera_multi_hf.reporting.finalize import prediction_records
+        from mera_multi_hf.reporting.samples import prediction_records
         from mera_multi_hf.scoring.predictions import read_predictions
         from mera_multi_hf.scoring.score import score_task
 
@@ -42,10 +42,7 @@ def _records(run_dir: Path, run: dict, task, split, examples, result) -> list[di
         for file in run.get("predictions", []):
             predictions.update(read_predictions(file, task.key, split))
         scored = score_task(task, examples, predictions, split=split)
-        # a scoring is of one task: the run's gold_private record is that task's
-        return prediction_records(
-            examples, predictions, scored, private=bool(run.get("gold_private"))
-        )
+        return prediction_records(examples, predictions, scored, private=result.private)
     raise MeraError(
         f"{run_dir} has no {sample_file.name}: the examples of {task.key} are not at hand"
     )
@@ -74,8 +71,10 @@ def page_of(run_dir: Path) -> str:
         dataset, examples = _load_split(task, source, split, notes)
         records = _records(run_dir, run, task, split, examples, result)
         context = (run.get("generation") or {}).get("dialogue_context", {}).get(task.key)
-        rows += task_rows(task.key, split, records, examples, dataset, context=context)
-    return render(results, run, rows, notes, summary)
+        rows += task_rows(
+            task.key, split, records, examples, dataset, context=context, private=result.private
+        )
+    return render(results, doc.run, rows, notes, summary)
 
 
 @dataclass

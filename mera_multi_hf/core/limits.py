@@ -45,6 +45,13 @@ class Limits:
     max_reply_bytes: int = 64 * 1024 * 1024
     # Characters of all the inputs of one judge request together (its work is bounded).
     max_judge_request_chars: int = 4_000_000
+    # Chat server, checked before tokenising: a request's prompt text in characters (a
+    # 38 MB prompt cost 5 GiB and held the model for everyone), and its stop strings,
+    # how many and their characters together (the stop-string tables grow with both).
+    # A MERA prompt is a few thousand characters; its stops, a few short strings.
+    max_prompt_chars: int = 400_000
+    max_stop_strings: int = 16
+    max_stop_chars: int = 1_024
 
     def with_overrides(self, **values) -> Limits:
         """A copy with the given (non-None) limits replaced."""
@@ -63,9 +70,26 @@ DEFAULT_LIMITS = Limits()
 AUDIO_BLOCK_FRAMES = 1 << 18  # source frames read at once when a clip is decoded in blocks
 
 
+# What one decoded pixel costs at the peak of the path that decodes it, measured (peak
+# RSS, tests/test_memory_budget.py): Pillow holds RGB as 4 bytes a pixel, a mode
+# conversion holds the source and the result (8), and the processor's copies of the
+# full-size picture (numpy arrays, its own resize) come on top of the 4 it is handed:
+# about 14 bytes a pixel all told for Qwen2-VL's processor. 16 covers them.
+IMAGE_PEAK_BYTES = 16
+# A video decoder's own frames (references, one per decoding thread, the RGB frame being
+# converted), per pixel of a frame, with at most VIDEO_THREADS threads (measured: about
+# 29 with 3 threads).
+VIDEO_DECODER_BYTES = 48
+VIDEO_THREADS = 4
+# Frames a video is priced at where the frame count is not yet known (`build`): what
+# `evaluate` sends by default (--max-frames), so that `build` refuses what it would.
+DEFAULT_VIDEO_FRAMES = 8
+
+
 def image_bytes(width: int, height: int) -> int:
-    """A picture decoded (up to 4 bands a pixel, RGBA or CMYK, before RGB)."""
-    return width * height * 4
+    """A picture at the peak of its decoding: decoded, converted to RGB, and the
+    processor's copies of it (:data:`IMAGE_PEAK_BYTES` a pixel)."""
+    return width * height * IMAGE_PEAK_BYTES
 
 
 def output_frames(frames: int, rate: int, target: int) -> int:
@@ -83,9 +107,11 @@ def audio_bytes(frames: int, channels: int, rate: int, target: int) -> tuple[int
     return whole, out * 4 + block * (channels * 4 + 12) + output_frames(block, rate, target) * 12
 
 
-def video_bytes(width: int, height: int, frames: int) -> int:
-    """The RGB frames kept to sample a video (twice ``frames`` while the count is unknown)."""
-    return width * height * 3 * 2 * frames
+def video_bytes(width: int, height: int, frames: int = DEFAULT_VIDEO_FRAMES) -> int:
+    """A video sampled to ``frames`` pictures: each kept frame costs what a picture of
+    its size costs (:func:`image_bytes`, which also covers the twice ``frames`` held
+    while the count is unknown), plus the decoder's own frames."""
+    return frames * image_bytes(width, height) + width * height * VIDEO_DECODER_BYTES
 
 
 # Limit -> the command-line option that overrides it.

@@ -9,6 +9,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from mera_multi_hf.core.input_files import open_binary, read_bytes
 from mera_multi_hf.core.masking import mask_secrets
 
 PACKAGES = (
@@ -37,7 +38,7 @@ def package_versions() -> dict[str, str | None]:
 
 def file_sha256(path: str | Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_binary(path) as fh:  # the one input reader: a FIFO is refused, not waited on
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -61,7 +62,7 @@ def folder_fingerprint(
         stat = path.stat()
         digest.update(str(path.relative_to(root)).encode() + b"\0")
         if path.suffix in read and stat.st_size < 1 << 24:
-            digest.update(path.read_bytes())
+            digest.update(read_bytes(path))
         else:
             digest.update(f"{stat.st_size}:{stat.st_mtime_ns if times else ''}".encode())
     return digest.hexdigest()[:length]

@@ -102,3 +102,20 @@ def data_says_private(task: TaskSpec, source, kind: str) -> bool:
     header = _card_header(folder)
     tags = header.get("tags") if isinstance(header.get("tags"), list) else []
     return header.get("license_name") == PRIVATE_LICENSE_NAME or INTERNAL_TAG in tags
+
+
+def split_privacy(task: TaskSpec, source, split: str) -> tuple[bool, str | None]:
+    """Whether a split's answers are private, decided once, when it is loaded: the test
+    split of a task declared private, or of data that says it is (its access, its
+    licence) or names no task; then no file made for upload (submission.zip,
+    logs_public.zip, a published export) carries its gold answers or a per-example score
+    derived from them. The note: why data naming no task is treated as private."""
+    from mera_multi_hf.data.sources import resolve_source, source_kind
+
+    resolved = resolve_source(task, source)
+    kind = source_kind(resolved)
+    note = check_data_task(task, resolved, kind)  # another task's data: stopped, any split
+    if split != "test":
+        return False, None
+    data_private = note is not None or data_says_private(task, resolved, kind)
+    return (not task.public or data_private), note

@@ -21,7 +21,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
 
 from mera_multi_hf.core.arguments import Options, opt
-from mera_multi_hf.core.limits import DEFAULT_LIMITS, OPTION_NAMES, Limits, audio_bytes, image_bytes
+from mera_multi_hf.core.limits import (
+    DEFAULT_LIMITS,
+    DEFAULT_VIDEO_FRAMES,
+    OPTION_NAMES,
+    Limits,
+    audio_bytes,
+    image_bytes,
+    video_bytes,
+)
 
 
 def _raise(option: str) -> str:
@@ -140,18 +148,26 @@ def video_seconds(container, stream) -> float:
     return container.duration / 1_000_000 if container.duration else 0.0
 
 
-def video_header_problem(container, limits: Limits) -> str | None:
-    """Why an opened video is refused by its header, or None."""
+def video_header_problem(
+    container, limits: Limits, frames: int = DEFAULT_VIDEO_FRAMES
+) -> str | None:
+    """Why an opened video is refused by its header, or None: its frame size, its length
+    and the memory rule for ``frames`` sampled frames (`build`: the frames `evaluate`
+    samples by default, so that a video `build` accepts is one `evaluate` decodes)."""
     if not container.streams.video:
         return "the file has no video stream"
     stream = container.streams.video[0]
-    why = pixel_problem(stream.width or 0, stream.height or 0, limits, "video frames")
+    width, height = stream.width or 0, stream.height or 0
+    why = pixel_problem(width, height, limits, "video frames")
     seconds = video_seconds(container, stream)
     if why is None and seconds > limits.max_video_seconds:
         why = (
             f"video lasts {seconds:.0f} s, above the limit of {limits.max_video_seconds:g} s "
             f"({_raise('max_video_seconds')})"
         )
+    if why is None:
+        what = f"{frames} frames of {width}x{height}"
+        why = budget_problem(video_bytes(width, height, frames), limits, what)
     return why
 
 

@@ -15,12 +15,13 @@ import warnings
 from dataclasses import dataclass
 from dataclasses import field as _field
 from math import gcd
-from pathlib import Path
 
 from mera_multi_hf.core.errors import MediaError, MeraError
+from mera_multi_hf.core.input_files import InputFileError, read_bytes
 from mera_multi_hf.core.limits import (
     AUDIO_BLOCK_FRAMES,
     DEFAULT_LIMITS,
+    VIDEO_THREADS,
     Limits,
     audio_bytes,
     image_bytes,
@@ -29,7 +30,6 @@ from mera_multi_hf.core.limits import (
 )
 from mera_multi_hf.data.media_checks import (
     audio_header_problem,
-    budget_problem,
     pixel_problem,
     video_header_problem,
 )
@@ -50,8 +50,8 @@ class Media:
     def image(self, max_pixels: int | None = None):
         """The decoded picture in RGB, downscaled when it has more than ``max_pixels``."""
         img = self._open_image()
-        try:
-            img = img.convert("RGB")
+        try:  # an RGB picture is used as decoded: convert() would hold a second copy
+            img = img.convert("RGB") if img.mode != "RGB" else _loaded(img)
         except OSError as err:  # truncated or corrupt pixel data
             raise MediaError(f"{self._where()}: cannot decode the image ({err})") from None
         return limit_pixels(img, max_pixels)
@@ -125,6 +125,11 @@ class Media:
         if self.data is None:
             raise RuntimeError("media bytes were not loaded for this batch (load_media)")
         return self.data
+
+
+def _loaded(img):
+    img.load()
+    return img
 
 
 def _header_cost(kind: str, raw: bytes, max_frames: int) -> int:
@@ -286,18 +291,13 @@ def sample_frames(
         )
     try:
         with av.open(source, mode="r", metadata_errors="ignore") as container:
-            why = video_header_problem(container, limits)
+            # the one rule, as `build` checks it (there at the default frame count)
+            why = video_header_problem(container, limits, max_frames)
             if why:
                 raise MediaError(f"refused: {why}")
             stream = container.streams.video[0]
-            why = budget_problem(
-                video_bytes(stream.width, stream.height, max_frames),
-                limits,
-                f"{max_frames} frames of {stream.width}x{stream.height}",
-            )
-            if why:
-                raise MediaError(f"refused: {why}")
             stream.thread_type = "AUTO"
+            stream.thread_count = VIDEO_THREADS  # the decoder's frames, as priced
             total = _frame_count(stream)
             frames = (
                 _known_count(container, stream, frame_indices(total, max_frames))
@@ -438,6 +438,10 @@ def media_bytes(value) -> bytes:
         path = value.get("path")
     else:
         path = value
-    if path and Path(path).is_file():
-        return Path(path).read_bytes()
-    raise MediaError(f"a media item has neither bytes nor a readable file ({path!r})")
+    why = "no path"
+    if path:
+        try:  # the one input reader: a FIFO or a link loop is refused, never waited on
+            return read_bytes(path)
+        except InputFileError as err:
+            why = err.reason
+    raise MediaError(f"a media item has neither bytes nor a readable file ({path!r}: {why})")

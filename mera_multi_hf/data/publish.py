@@ -18,6 +18,7 @@ from datasets.utils.py_utils import convert_file_size_to_int
 
 from mera_multi_hf._version import __version__
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.input_files import read_text
 from mera_multi_hf.core.limits import Limits
 from mera_multi_hf.core.outputs import OutputFolder, read_marker
 from mera_multi_hf.data.export_card import write_card
@@ -140,7 +141,7 @@ def is_internal(folder: str | Path) -> bool:
     if isinstance(info, dict) and info.get("internal_with_answers"):
         return True  # trusted or not: a copied marker can only make a push refused
     try:
-        head = (folder / "README.md").read_text(encoding="utf-8").split("---\n")[1]
+        head = read_text(folder / "README.md").split("---\n")[1]
         return INTERNAL_TAG in (yaml.safe_load(head) or {}).get("tags", [])
     except (OSError, IndexError, yaml.YAMLError, AttributeError, TypeError):
         return False

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.input_files import open_binary
 from mera_multi_hf.tasks.spec import TaskSpec
 
 
@@ -157,8 +158,9 @@ def _exported_or_refused(path: Path) -> str:
 
 
 def card_text(path: Path) -> str:
-    try:
-        return (path / "README.md").read_text(encoding="utf-8", errors="replace")[:20000]
+    try:  # the first 20,000 characters (UTF-8 has at most 4 bytes each)
+        with open_binary(path / "README.md") as fh:
+            return fh.read(80_000).decode("utf-8", errors="replace")[:20000]
     except OSError:
         return ""
 

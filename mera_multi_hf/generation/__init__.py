@@ -6,7 +6,7 @@
 - :mod:`.backends`        the Backend protocol, the registry; ``hf`` (transformers), ``openai`` (a server)
 - :mod:`.samplelog`       the per-sample JSONL log, shards per process, resumption
 - :mod:`.config`          :class:`RunConfig`, every option of a run (the CLI is generated from it)
-- :mod:`.run`             :func:`~.run.run_tasks`: plan, load, requests, resume (data parallel)
+- :mod:`.run`             the generate stage: open_run, start, generate_share, gather (data parallel)
 - :mod:`.processes`       this process's place in a data-parallel run, the folder claimed for all
 - :mod:`.resume`          what the sample log holds: answers resumed, clashes, the merge
 - :mod:`.generate`        this process's share through the backend into the sample log

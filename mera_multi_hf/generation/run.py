@@ -1,25 +1,27 @@
-"""The run, as stages with one job each:
+"""The generate stage of a run, as steps the pipeline calls in order
+(:mod:`mera_multi_hf.pipeline.evaluate`):
 
-    plan (tasks, sources) -> load (dataset -> examples) -> requests -> resume (sample log)
-    -> generate (this process's share) -> merge -> score -> outputs (one consistent set)
+    open_run (this process's place, the engine, the claimed and locked folder)
+    -> start (requests, what the sample log holds, the manifest)
+    -> generate_share (this process's share into its log shard)
+    -> gather (the main process: the merged answers, as :class:`Generated`)
 
-:func:`run_tasks` is the generating part of ``run_evaluation`` (which checks first and
-finishes after: :mod:`mera_multi_hf.pipeline.evaluate`). Under a multi-process launch every
-process runs it: each takes a disjoint stride of the
-requests not yet in the sample log and writes its own log shard; the main process then
-merges the shards by (task, split, id), scores and writes. A process's place in the
-launch is :mod:`.processes`; what the sample log already holds, :mod:`.resume`.
+Under a multi-process launch every process runs them: each takes a disjoint stride of
+the requests not yet in the sample log and writes its own log shard; the main process
+then merges the shards by (task, split, id). Nothing here scores or writes a report,
+and nothing calls back up. A process's place in the launch is :mod:`.processes`; what
+the sample log already holds, :mod:`.resume`.
 """
 
 from __future__ import annotations
 
-import threading
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OutputFolder
-from mera_multi_hf.data.examples import Example, make_examples
 from mera_multi_hf.generation import dialogue, manifest
 from mera_multi_hf.generation.backends import capabilities_of
 from mera_multi_hf.generation.backends.model_kinds import model_kind
@@ -32,7 +34,7 @@ from mera_multi_hf.generation.processes import (
     process_state,
     seed_everything,
 )
-from mera_multi_hf.generation.request import Request, arrow_view, build_requests
+from mera_multi_hf.generation.request import Request, build_requests
 from mera_multi_hf.generation.resume import (
     answered,
     logged,
@@ -48,37 +50,63 @@ from mera_multi_hf.tasks.table import get_task, resolve_tasks
 
 
 @dataclass
-class TaskData:
-    """One task of the run: its split, as loaded, and its examples."""
+class RunPlace:
+    """Where this process runs: its place in the launch, the engine, the run folder
+    (claimed and locked while the pipeline holds :func:`open_run`)."""
 
-    task: TaskSpec
-    source: object
-    dataset: object  # Arrow-formatted split (media read lazily)
-    examples: list[Example]
-    fingerprint: str
-    full_size: int  # examples in the split before --limit
-    requests: list[Request] = field(default_factory=list)
+    state: object
+    engine: object
+    folder: OutputFolder
+
+    @property
+    def is_main(self) -> bool:
+        return self.state.is_main_process
+
+    @property
+    def waits_on_server(self) -> bool:
+        """The main process only waits for a server's answers while it generates."""
+        return self.is_main and capabilities_of(self.engine).streaming
+
+    @property
+    def waits_on_others(self) -> bool:
+        """The main process waits for the other processes after its own share."""
+        return self.is_main and self.state.num_processes > 1
 
 
-def run_tasks(
-    config: RunConfig,
-    specs: list[TaskSpec],
-    sources: dict,
-    *,
-    engine=None,
-    typed: list[str] | None = None,
-    started: float,
-    finish,
-    warm_up=None,
-) -> dict | None:
-    """Generate every task's answers into the run folder's sample log (this process's
-    share, resuming what is logged), then, on the main process, hand the merged log to
-    ``finish(folder, loaded, records, counts=, manifest=, logged=, damaged=)`` inside the
-    folder's lock; returns what it returns (None on the other processes).
+@dataclass
+class Pending:
+    """What a run has to generate: each task's requests, the sample log as it was, and
+    the manifest with this session begun."""
 
-    ``warm_up()``: run in a thread while this process only waits (for a server's answers
-    or the other processes), to import what ``finish`` needs meanwhile.
-    """
+    requests: dict[str, list[Request]]
+    log: SampleLog
+    before: dict
+    manifest: dict
+
+
+@dataclass
+class Generated:
+    """The generate stage's result on the main process: the merged sample log."""
+
+    logs: dict[str, list[dict]]  # task key -> its sample-log records, in example order
+    counts: dict  # requested, resumed, generated, generated_here
+    manifest: dict  # the run's manifest, this session finished
+    logged: dict  # (task, split) -> examples in the sample log
+    models: dict[str, str]  # task key -> the model that answered it (the manifest's)
+    damaged: list[str] = field(default_factory=list)  # sample-log lines skipped
+
+    def answers(self) -> dict[str, dict[int, str]]:
+        """Task key -> {example id: generation}."""
+        return {
+            key: {r["id"]: r["generation"] for r in records} for key, records in self.logs.items()
+        }
+
+
+@contextlib.contextmanager
+def open_run(config: RunConfig, sources: dict, engine=None) -> Iterator[RunPlace]:
+    """This process's place in the launch, the engine (``engine``, or the one the config
+    names) and the run folder, checked by every process and claimed by the main one;
+    the folder stays locked until the block ends (the pipeline scores and writes in it)."""
     state = process_state(config.device, config.backend)
     if config.device == "auto" and state.num_processes > 1:
         raise MeraError(
@@ -98,7 +126,7 @@ def run_tasks(
     folder.check()  # every process, before any work
     claim_folder(folder, _log_names(folder, state.num_processes) + [MANIFEST], state)
     with folder:
-        return _run(config, engine, specs, sources, state, folder, started, typed, finish, warm_up)
+        yield RunPlace(state, engine, folder)
 
 
 def _local(sources) -> list[str]:
@@ -151,14 +179,17 @@ def write_manifest(folder, doc: dict) -> None:
     folder.put(MANIFEST, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
 
 
-def _run(
-    config: RunConfig, engine, specs, sources, state, folder, started, typed, finish, warm_up
-) -> dict | None:
-    loaded = [load_task_data(task, sources[task.key], config, state) for task in specs]
-    for data in loaded:
-        if not data.task.dialogue:
-            data.requests = stamp(make_requests(data, config), engine)
-    requests = [r for data in loaded for r in data.requests]
+def start(run: RunPlace, config: RunConfig, loaded: list, typed, started: float) -> Pending:
+    """The requests of every task (a dialogue's come turn by turn, as it is walked),
+    what the sample log holds, and the manifest with this session begun, written before
+    any generation. ``loaded``: the load stage's LoadedTask records."""
+    state, engine, folder = run.state, run.engine, run.folder
+    for d in loaded:
+        if d.task.dialogue and state.is_main_process:
+            warn_meta(d.task, d.examples)
+    requests = {
+        d.key: [] if d.task.dialogue else stamp(make_requests(d, config), engine) for d in loaded
+    }
     if config.overwrite and state.is_main_process:
         SampleLog(folder).clear()
     state.wait_for_everyone()  # the main process has claimed the folder and its logs
@@ -166,68 +197,60 @@ def _run(
     before = log.read()
     if state.is_main_process:
         warn_damaged(log.damaged)
-    logged(log, before, requests)  # other settings in the folder stop every process here
+    # other settings in the folder stop every process here
+    logged(log, before, [r for task in requests.values() for r in task])
     session = new_session(config, engine, loaded, state.num_processes, typed, started)
     doc = open_manifest(folder, config, engine, loaded, session)
     state.wait_for_everyone()  # nobody writes before every process has read the log
     if state.is_main_process:
         write_manifest(folder, doc)  # before any generation
     state.wait_for_everyone()
-    here = generate_share(config, engine, loaded, log, before, state, warm_up)
-    if warm_up and state.is_main_process and state.num_processes > 1:  # idle until the rest finish
-        threading.Thread(target=warm_up, daemon=True).start()
-    state.wait_for_everyone()
-    if not state.is_main_process:
+    return Pending(requests, log, before, doc)
+
+
+def gather(run: RunPlace, config: RunConfig, loaded: list, pending: Pending, here: int):
+    """Wait for every process's share; on the main process, the merged sample log
+    (:class:`Generated`), the manifest's session finished; None on the others."""
+    run.state.wait_for_everyone()
+    if not run.is_main:
         return None
+    log = pending.log
     index = log.read()
+    requests = pending.requests
     for data in loaded:  # the main process replays every dialogue from the merged log
         if data.task.dialogue:
-            data.requests = []
-            run_dialogues(data, config, engine, None, index)
-    requests = [r for data in loaded for r in data.requests]
-    resumed = sum(1 for r in requests if answered(before, r))
+            requests[data.key] = []
+            run_dialogues(data, config, run.engine, None, index, requests[data.key])
+    every = [r for task in requests.values() for r in task]
+    resumed = sum(1 for r in every if answered(pending.before, r))
     counts = {
-        "requested": len(requests),
+        "requested": len(every),
         "resumed": resumed,
-        "generated": len(requests) - resumed,
+        "generated": len(every) - resumed,
         "generated_here": here,
     }
-    doc = manifest.finish(doc, engine, counts)
-    write_manifest(folder, doc)
-    return finish(
-        folder,
-        loaded,
-        merged(index, requests),
-        counts=counts,
-        manifest=doc,
-        logged=logged_counts(index),
-        damaged=log.damaged,
-    )
+    doc = manifest.finish(pending.manifest, run.engine, counts)
+    write_manifest(run.folder, doc)
+    records = merged(index, every)
+    logs = {d.key: [records[(d.key, d.split, e.id)] for e in d.examples] for d in loaded}
+    models = {d.key: doc["tasks"][f"{d.key}/{d.split}"]["model"] for d in loaded}
+    return Generated(logs, counts, doc, logged_counts(index), models, log.damaged)
 
 
-def generate_share(
-    config: RunConfig,
-    engine,
-    loaded: list[TaskData],
-    log: SampleLog,
-    before: dict,
-    state,
-    warm_up=None,
-) -> int:
+def generate_share(run: RunPlace, config: RunConfig, loaded: list, pending: Pending) -> int:
     """This process's share: a stride of the pending requests, then its dialogues;
     returns how many it generated. The log and the engine are closed after it."""
+    state, engine, log = run.state, run.engine, pending.log
     rank, world = state.process_index, state.num_processes
-    requests = [r for data in loaded for r in data.requests]
-    pending = [r for r in requests if not answered(before, r)]
+    every = [r for task in pending.requests.values() for r in task]
+    todo = [r for r in every if not answered(pending.before, r)]
     show = not config.no_progress and state.is_main_process
-    if warm_up and capabilities_of(engine).streaming and state.is_main_process:  # a server answers
-        threading.Thread(target=warm_up, daemon=True).start()
     try:
         here = len(
             generate_into_log(
                 engine,
-                pending[rank::world],
-                {d.task.key: d.dataset for d in loaded},
+                todo[rank::world],
+                {d.key: d.dataset for d in loaded},
                 log,
                 show=show,
                 label="generating" + (f" (rank 0 of {world})" if world > 1 else ""),
@@ -235,7 +258,16 @@ def generate_share(
         )
         for data in loaded:
             if data.task.dialogue:
-                here += run_dialogues(data, config, engine, log, before, rank=rank, world=world)
+                here += run_dialogues(
+                    data,
+                    config,
+                    engine,
+                    log,
+                    pending.before,
+                    pending.requests[data.key],
+                    rank=rank,
+                    world=world,
+                )
     finally:
         log.close()
         engine.close()
@@ -287,24 +319,7 @@ def output_dir(config: RunConfig, engine) -> Path:
     return out
 
 
-def load_task_data(task: TaskSpec, source, config: RunConfig, state) -> TaskData:
-    from mera_multi_hf.data.datasets_hook import fingerprint
-    from mera_multi_hf.data.loading import load_split
-
-    # No process waits for another here: a raw folder's conversion and datasets' own
-    # cache are built under file locks (one process builds, the rest wait and read).
-    ds = load_split(task, source=source, split=config.split, limits=config.limits())
-    full_size, loaded_as = len(ds), fingerprint(ds)  # the split as loaded (as `score` records)
-    if config.limit is not None:
-        ds = ds.select(range(min(config.limit, len(ds))))
-    ds = arrow_view(ds)
-    examples = make_examples(task, ds)
-    if task.dialogue and state.is_main_process:
-        warn_meta(task, examples)
-    return TaskData(task, source, ds, examples, loaded_as, full_size)
-
-
-def make_requests(data: TaskData, config: RunConfig, examples=None) -> list[Request]:
+def make_requests(data, config: RunConfig, examples=None) -> list[Request]:
     stop = tuple(config.stop) if config.stop is not None else None
     return build_requests(
         data.task,
@@ -339,19 +354,20 @@ def stamp(requests: list[Request], engine) -> list[Request]:
 
 
 def run_dialogues(
-    data: TaskData,
+    data,
     config: RunConfig,
     engine,
     log: SampleLog | None,
     index: dict,
+    requests: list[Request],
     *,
     rank: int = 0,
     world: int = 1,
 ) -> int:
-    """Walk this process's dialogues wave by wave: a turn logged with the same request
-    hash is resumed, the others are generated into ``log`` (with no log, every turn must
-    be logged: the main process's replay). The requests go to ``data.requests``; returns
-    how many were generated."""
+    """Walk this process's dialogues wave by wave (``data``: the task's LoadedTask): a
+    turn logged with the same request hash is resumed, the others are generated into
+    ``log`` (with no log, every turn must be logged: the main process's replay). The
+    requests go to ``requests``; returns how many were generated."""
     answers: dict[tuple, str] = {}
     context = (
         config.dialogue_context
@@ -384,5 +400,5 @@ def run_dialogues(
                 generate_into_log(engine, todo, {data.task.key: data.dataset}, log, show=False)
             )
             count += len(todo)
-        data.requests += wave
+        requests += wave
     return count

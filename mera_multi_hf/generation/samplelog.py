@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from mera_multi_hf.core import json_read
+from mera_multi_hf.core.input_files import open_binary
 
 LOG_DIR = "logs"
 
@@ -49,7 +50,7 @@ def read_lines(path: Path, damaged: list | None = None):
     """The complete records of one shard. A torn last line (a kill) is left for the next
     append to cut; any other line that is unreadable (json_read's limits) or not a record
     of this tool is skipped in place, and ``damaged`` gets "file:line: why" for it."""
-    with open(path, "rb") as f:
+    with open_binary(path) as f:
         for number, raw in json_read.bounded_lines(f):
             if not raw.endswith(b"\n") and len(raw) <= json_read.MAX_LINE_BYTES:
                 break  # the last line of a killed run

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.input_files import InputFileError, check_regular, open_binary
 
 FIELDS = ("prompt", "gold", "prediction", "label")
 
@@ -71,13 +72,15 @@ def read_labelled(path: str | Path) -> list[dict]:
     """The records of a labelled JSONL file; any bad line is a one-line MeraError naming
     the file, the line and the field (and how many more lines are bad)."""
     path = Path(path)
-    if not path.is_file():
+    try:
+        check_regular(path)
+    except InputFileError as err:
         raise MeraError(
-            f"labelled file {path} does not exist: write one JSON object per line "
+            f"labelled file {err}: write one JSON object per line "
             f"with the fields {', '.join(FIELDS)}"
-        )
+        ) from None
     records, problems = [], []
-    with path.open("rb") as f:
+    with open_binary(path) as f:
         for n, raw in enumerate(f, 1):
             if not raw.strip():
                 continue

@@ -1,8 +1,11 @@
 """pipeline: a whole evaluation, as the commands and the Python API run it.
 
-Owns :func:`~.evaluate.run_evaluation` (the preflight checks, then the run, then
-finalize), the preflight (:mod:`.preflight`: what is checked before any work) and
-:mod:`.finish` (a run's sample log and record handed to finalize).
+Owns the two commands as straight lines, each stage returning its record here:
+:func:`~.evaluate.run_evaluation` (plan, load, generate, score, write) and
+:func:`~.score.score_predictions` (plan, load, the predictions read, score, write), the
+score and write steps they share (:mod:`.outcome`), a run's own record fields
+(:mod:`.run_fields`) and the preflight (:mod:`.preflight`: what is checked before any
+work).
 
 May import: every stage up to demo.
 """

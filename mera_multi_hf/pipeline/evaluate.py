@@ -1,15 +1,27 @@
-"""A whole evaluation, as the command layer orchestrates it: the preflight checks, then
-the run (generation into the sample log, resumable), then finalize (scores, reports,
-submission), each stage from its own folder; the runner imports neither end."""
+"""A whole evaluation as one straight line; each stage returns its record here and
+none calls back up (docs/architecture.md draws it):
+
+    plan      select_tasks, task_sources, preflight_run   -> tasks, sources, the checks
+    open_run  this process, the engine, the locked folder -> RunPlace (a context)
+    load      load_task_split, per task                   -> LoadedTask (private decided)
+    generate  start, generate_share, gather               -> Generated (main process)
+    score     score_run                                   -> Results
+    write     run_files, write_outputs                    -> the files, as one set
+
+The score and write steps are shared with `score` (:mod:`.outcome`)."""
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 
+from mera_multi_hf.data.loaded import load_task_split
+from mera_multi_hf.generation import run as generation
 from mera_multi_hf.generation.config import RunConfig
-from mera_multi_hf.generation.run import run_tasks, select_tasks, task_sources
+from mera_multi_hf.pipeline.outcome import Outcome, score_and_write
 from mera_multi_hf.pipeline.preflight import preflight_run
+from mera_multi_hf.pipeline.run_fields import answered_by_run
 
 
 def run_evaluation(
@@ -25,37 +37,48 @@ def run_evaluation(
     the record). Writes into ``output_dir`` (default ``runs/<model name>``).
     """
     config = dataclasses.replace(config, **options) if config else RunConfig(**options)
+    outcome = evaluate(config, engine=engine, typed=typed)
+    return None if outcome is None else outcome.as_dict()
+
+
+def evaluate(config: RunConfig, *, engine=None, typed=None) -> Outcome | None:
+    """:func:`run_evaluation`'s stages in order; the typed :class:`Outcome` (None on the
+    other processes of a data-parallel run)."""
     started = time.time()
-    specs = select_tasks(config.tasks)
-    sources = task_sources(config, specs)
+    specs = generation.select_tasks(config.tasks)
+    sources = generation.task_sources(config, specs)
     checked = preflight_run(config, specs, sources, engine=engine)  # before any work
+    split, limits, limit = config.split, config.limits(), config.limit
+    with generation.open_run(config, sources, engine) as run:  # the folder locked till the end
+        loaded = [
+            load_task_split(t, sources[t.key], split, limits=limits, limit=limit) for t in specs
+        ]
+        pending = generation.start(run, config, loaded, typed, started)
+        if run.waits_on_server:  # the main process only waits for a server's answers
+            warm_up_in_background()
+        here = generation.generate_share(run, config, loaded, pending)
+        if run.waits_on_others:  # idle until the other processes finish their shares
+            warm_up_in_background()
+        generated = generation.gather(run, config, loaded, pending, here)
+        if generated is None:  # only the main process scores and writes
+            return None
+        answered = answered_by_run(config, loaded, generated, checked)
+        outcome = score_and_write(run.folder, loaded, answered, config.scoring(), started)
+    outcome.counts = generated.counts
+    return outcome
 
-    def finish(folder, loaded, records, **parts):
-        from mera_multi_hf.pipeline.finish import finish_run
 
-        return finish_run(
-            folder, config, loaded, records, started=started, preflight=checked, **parts
-        )
-
-    return run_tasks(
-        config,
-        specs,
-        sources,
-        engine=engine,
-        typed=typed,
-        started=started,
-        finish=finish,
-        warm_up=warm_up_outputs,
-    )
+def warm_up_in_background() -> None:
+    """Import what scoring and the outputs need (the chart's matplotlib most of all), and
+    draw a first chart, in a thread while the run only waits, rather than after."""
+    threading.Thread(target=warm_up_outputs, daemon=True).start()
 
 
 def warm_up_outputs() -> None:
-    """Import what scoring and the outputs need (the chart's matplotlib most of all), and
-    draw a first chart, while the run only waits (for a server's answers, or for the
-    other processes to finish their shares), rather than after."""
     try:
-        from mera_multi_hf.pipeline import finish  # noqa: F401 - finalize and everything it imports
+        from mera_multi_hf.reporting import outputs, results_page  # noqa: F401 - the write stage
         from mera_multi_hf.reporting.charts import warm_up
+        from mera_multi_hf.scoring import run_results  # noqa: F401 - the score stage's
 
         warm_up()  # fonts loaded, caches full
     except Exception:  # noqa: BLE001 - imported again where it is used, errors and all

@@ -1,9 +1,11 @@
 """reporting: one consistent set of outputs from a scored run.
 
-Owns finalize (scores -> results.json, results.md, the chart, results.html, the
-model-index block, submission.zip, written as one set), the reports and the chart, the
-HTML pages and their templates (``templates/``), compare, the leaderboard table and the
-submission packer.
+Owns the write stage (:mod:`.outputs`: every file of a run rendered from its typed
+records, then written as one set by :func:`.reports.write_outputs`), the sample files
+(:mod:`.samples`), the reports and the chart, the HTML pages and their templates
+(``templates/``), compare, the leaderboard table and the submission packer. It decides
+nothing: scores, privacy and the run record come in the records it is handed.
 
-May import: core, tasks, data, judge, scoring, generation.
+May import: core, tasks, data (the pages' media only), scoring, generation; never judge
+(pyproject's ``reporting-renders`` contract).
 """

@@ -95,7 +95,7 @@ def compare_docs(a: Results, b: Results, *, force: bool = False) -> dict:
 def gold_private(a: Results, b: Results, tasks) -> dict | None:
     """compare.json's and compare.html's mark: per-example outcomes of a private split
     (who got which example right) give its gold answers back, so the files are local only."""
-    from mera_multi_hf.reporting.submission import LOCAL_ONLY, gold_derived
+    from mera_multi_hf.scoring.run_results import LOCAL_ONLY, gold_derived
 
     private = sorted({k for doc in (a, b) for k in tasks if gold_derived(doc.tasks[k])})
     if not private:

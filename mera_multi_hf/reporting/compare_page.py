@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.reporting.submission import LOCAL_ONLY
+from mera_multi_hf.scoring.run_results import LOCAL_ONLY
 from mera_multi_hf.tasks.table import get_task
 
 PAGE_NAME = "compare.html"

@@ -231,24 +231,32 @@ def _breakdown_tables(result: TaskResult) -> list[str]:
     return lines
 
 
+def answered_by(task_results: list[TaskResult], run: RunRecord) -> str:
+    """The model(s) that answered, as titles name them: each task's, in order (a run of
+    an audio task alone is the audio model's), else the run's."""
+    named = list(dict.fromkeys(r.model for r in task_results if r.model))
+    return ", ".join(named) or run.model or "predictions"
+
+
 def markdown(
     task_results: list[TaskResult],
     summary: Summary,
-    run_info: dict,
+    run: RunRecord,
     chart: str | None = None,
     page: str | None = None,
 ) -> str:
     """results.md; ``chart``: the file name of the run's bar chart, linked under the title;
     ``page``: the file name of the page of every example (results.html)."""
+    details = run.details
     lines = [
-        f"# MERA Multi results: {run_info.get('model', 'predictions')}",
+        f"# MERA Multi results: {answered_by(task_results, run)}",
         "",
-        f"Run `{run_info.get('run_id')}`; the settings are in results.json.",
+        f"Run `{run.run_id}`; the settings are in results.json.",
         "",
     ]
     if chart:
         lines += [f"![Scores by task and breakdown, human baseline dashed]({chart})", ""]
-    cut = {k: n for k, n in (run_info.get("truncated_prompts") or {}).items() if n}
+    cut = {k: n for k, n in (details.get("truncated_prompts") or {}).items() if n}
     if cut:
         lines += [
             "Prompts longer than the model's context, cut from the left as the official "
@@ -264,7 +272,7 @@ def markdown(
     lines += _md_table(SUMMARY_HEAD, summary_rows(task_results))
     lines += task_score_lines(task_results)
     lines += ["", INTERVAL_NOTE, ""]
-    lines += _totals(summary, any((run_info.get("official_test_split") or {}).values()))
+    lines += _totals(summary, any((details.get("official_test_split") or {}).values()))
     lines += [""] + footnotes(task_results) if footnotes(task_results) else []
     for r in task_results:
         lines += _breakdown_tables(r)
@@ -327,50 +335,45 @@ def _stderr_entries(entry, uncertainty: dict | None) -> list:
     ]
 
 
-def results_doc(task_results: list[TaskResult], summary: Summary, run_info: dict) -> dict:
-    """results.json's document, from the typed records."""
-    tasks = {r.task: r for r in task_results}
-    return Results(RunRecord.from_dict(run_info), summary, tasks).to_dict()
-
-
-def write_outputs(folder, files: dict[str, bytes | str], doc: dict) -> dict[str, Path]:
+def write_outputs(folder, files: dict[str, bytes | str], results: Results) -> dict[str, Path]:
     """Write a run's files as one set into ``folder`` (a claimed
-    :class:`~mera_multi_hf.core.outputs.OutputFolder`): results.json, with every other file's
-    sha256, comes last, and no results.json is ever beside a half-replaced set. Every
-    text file is masked here, as it is serialised (bytes: the sample logs, the ZIP and
-    the chart, are data)."""
+    :class:`~mera_multi_hf.core.outputs.OutputFolder`): results.json, serialised here from
+    the records with every other file's sha256, comes last, and no results.json is ever
+    beside a half-replaced set. Every text file is masked here, as it is serialised
+    (bytes: the sample logs, the ZIP and the chart, are data)."""
     from mera_multi_hf.core.outputs import as_written
 
     files = {name: as_written(data) for name, data in files.items()}  # masked once, here
+    doc = results.to_dict()
     doc["run"]["files"] = {name: sha256_bytes(data) for name, data in files.items()}
     text = as_written(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     private = (doc["run"].get("gold_private") or {}).get("files", [])  # kept 0600
     return folder.write_set({**files, RESULTS: text}, index=RESULTS, private=private)
 
 
-def report_files(
-    task_results: list[TaskResult], summary: Summary, run_info: dict, official: dict
-) -> dict[str, str | bytes]:
+def report_files(results: Results) -> dict[str, str | bytes]:
     """results.md, the bar chart results.png (when a task could be scored) and (when there
     is one) model-index.yaml."""
     from mera_multi_hf.reporting.charts import CHART_NAME, chart_png
 
+    task_results, run = list(results.tasks.values()), results.run
     # the title is drawn as pixels, where no text masking reaches afterwards
     png = chart_png(
-        task_results, title=mask_secrets(f"MERA Multi: {run_info.get('model', 'predictions')}")
+        task_results, title=mask_secrets(f"MERA Multi: {answered_by(task_results, run)}")
     )
     files = {
         "results.md": markdown(
             task_results,
-            summary,
-            run_info,  # both callers write
+            results.summary,
+            run,
             chart=CHART_NAME if png else None,
             page="results.html",
         )
     }
     if png:
         files[CHART_NAME] = png
-    block = model_index(task_results, str(run_info.get("model", "model")), official)
+    official = run.details.get("official_test_split") or {}
+    block = model_index(task_results, str(run.model or "model"), official)
     if block:
         files["model-index.yaml"] = block
     return files

@@ -18,9 +18,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 from mera_multi_hf.data.media_decode import _av_mime, media_bytes
-from mera_multi_hf.reporting.submission import LOCAL_ONLY, gold_derived
-from mera_multi_hf.scoring.records import Summary, TaskResult
+from mera_multi_hf.scoring.records import RunRecord, Summary, TaskResult
 from mera_multi_hf.scoring.registry import display_name
+from mera_multi_hf.scoring.run_results import LOCAL_ONLY, gold_derived
 from mera_multi_hf.tasks.table import TASKS
 
 PAGE_NAME = "results.html"
@@ -195,16 +195,17 @@ def task_rows(
     examples=None,
     dataset=None,
     context: int | None = None,
+    private: bool = False,
 ) -> list[dict]:
     """The page rows of one task. ``records``: the sample-file lines (prompt, generation,
     filtered, target, metrics); ``examples``/``dataset``: the split, for the media, the
-    breakdown keys and a dialogue's history (None: shown without them)."""
+    breakdown keys and a dialogue's history (None: shown without them); ``private``: the
+    split's answers are private (its record says so), its gold is not shown."""
     task = TASKS[task_key]
     by_id = {e.id: e for e in examples or []}
     indexed = {r["id"]: r for r in records}
     media = _media_rows(task, [by_id[i] for i in indexed if i in by_id], dataset)
     history = _histories(task, [by_id[i] for i in indexed if i in by_id], indexed, context)
-    show_gold = task.public or split != "test"
     rows = []
     for record in records:
         example = by_id.get(record["id"])
@@ -226,7 +227,7 @@ def task_rows(
                 "generation": record.get("generation", ""),
                 "filtered": record.get("filtered", ""),
                 "gold": ("" if gold is None else gold)
-                if show_gold and not record.get("gold_private")
+                if not (private or record.get("gold_private"))
                 else "hidden (private split)",
                 "metrics": [(display_name(m), f"{v:g}") for m, v in metrics.items()],
                 "verdict": _verdict(task, metrics) if gold is not None or metrics else "unknown",
@@ -236,12 +237,12 @@ def task_rows(
     return rows
 
 
-def _summary(task_results: list[TaskResult], summary: Summary | None, run_info: dict) -> dict:
+def _summary(task_results: list[TaskResult], summary: Summary | None, run: RunRecord) -> dict:
     """The tables of results.md, from the same rows (reports.py), with links to the
     examples behind each task and breakdown row."""
     from mera_multi_hf.reporting import reports
 
-    leaderboard = any((run_info.get("official_test_split") or {}).values())
+    leaderboard = any((run.details.get("official_test_split") or {}).values())
     breakdowns = [
         {
             "title": f"{r.task} by {name}",
@@ -292,14 +293,17 @@ def _within_budget(rows: list[dict], budget: int = PAGE_MEDIA_BUDGET) -> None:
 
 def render(
     task_results: list[TaskResult],
-    run_info: dict,
+    run: RunRecord,
     rows: list[dict],
     notes: list[str] = (),
     summary: Summary | None = None,
 ) -> str:
     """The page as HTML text; ``task_results``: TaskResult records (mera_multi_hf.scoring.records);
-    ``summary``: the run's totals (scoring.summarize), shown as in results.md."""
+    ``summary``: the run's totals (scoring.summarize), shown as in results.md. The banner
+    says the page holds private answers when a task's record says so (``private``)."""
     import jinja2
+
+    from mera_multi_hf.reporting.reports import answered_by
 
     _within_budget(rows)
     template = jinja2.Environment(
@@ -312,10 +316,10 @@ def render(
     private = any(gold_derived(r) for r in task_results)
     return template.render(
         local_only=LOCAL_ONLY if private else None,
-        title=f"MERA Multi results: {run_info.get('model', 'unnamed model')}",
-        run_id=run_info.get("run_id", ""),
+        title=f"MERA Multi results: {answered_by(task_results, run)}",
+        run_id=run.run_id or "",
         notes=list(notes),
-        summary=_summary(task_results, summary, run_info),
+        summary=_summary(task_results, summary, run),
         tasks=[{"key": t, "name": TASKS[t].class_name} for t in tasks],
         categories=sorted({r["category"] for r in rows if r["category"]}),
         domains=sorted({r["domain"] for r in rows if r["domain"]}),

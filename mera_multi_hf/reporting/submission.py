@@ -12,29 +12,10 @@ from pathlib import Path
 
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.tasks.spec import TaskSpec
 from mera_multi_hf.tasks.table import get_task
 
 PairsOrMap = Mapping[int, str] | Iterable[tuple[int, str]]
-
-
-def hides_answers(task, split: str, data_private: bool = False) -> bool:
-    """A private split: the test split of a task declared private, or of data that says
-    it is (``data_private``: its access, its licence, or no task named). No file made for
-    upload (submission.zip, logs_public.zip, a published export) carries its gold answers
-    or a per-example score derived from them."""
-    return split == "test" and (not task.public or data_private)
-
-
-# What every local file that carries a private split's per-example results says of itself
-# (a banner in HTML, the `gold_private` field in JSON); no upload file carries it.
-LOCAL_ONLY = "local only: holds private answers"
-
-
-def gold_derived(result) -> bool:
-    """Whether a task's scoring result (a :class:`~mera_multi_hf.scoring.records.TaskResult`)
-    holds per-example scores (verdicts right/wrong) derived from a private split's gold
-    answers."""
-    return result.scorable and hides_answers(get_task(result.task), result.split)
 
 
 def _pairs(answers: PairsOrMap) -> list[tuple[int, str]]:
@@ -89,23 +70,21 @@ def _zip_bytes(files: Mapping[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def submission_bytes(
-    answers: Mapping[str, PairsOrMap],
-    expected_ids: Mapping[str, Iterable[int]] | None = None,
+def submission_zip(
+    tasks: list[tuple[TaskSpec, PairsOrMap, Iterable[int] | None]],
     logs: Mapping[str, bytes] | None = None,
 ) -> bytes:
     """The ZIP, after checking every task's answers against its test ids.
 
-    ``answers``: task key -> {id: output} or [(id, output), ...], the outputs already
-    filtered as the task declares (``ExampleResult.submitted``); ``expected_ids``: task key
-    -> the test split's ids (checked when given); ``logs``: file name -> the sample log,
-    packed as ``logs_public.zip`` the way the official packer adds its logs (no media).
-    """
+    ``tasks``: (task declaration, answers, expected ids) per task; the answers {id:
+    output} or [(id, output), ...], already filtered as the task declares
+    (``ExampleResult.submitted``); the expected ids (the test split's) are checked when
+    given. ``logs``: file name -> the sample log, packed as ``logs_public.zip`` the way
+    the official packer adds its logs (no media)."""
     problems, files = [], {}
-    for key, task_answers in answers.items():
-        task = get_task(key)
+    for task, task_answers, expected in tasks:
         pairs = _pairs(task_answers)
-        problems += check_answers(task.key, pairs, (expected_ids or {}).get(key))
+        problems += check_answers(task.key, pairs, expected)
         files[f"{task.class_name}.json"] = json.dumps(
             task_payload(pairs), ensure_ascii=False, indent=1
         ).encode("utf-8")
@@ -116,21 +95,22 @@ def submission_bytes(
     return _zip_bytes(files)
 
 
-def submission_ids(task_key: str, ids: Iterable[int]) -> dict[int, int]:
+def submission_ids(task: TaskSpec | str, ids: Iterable[int]) -> dict[int, int]:
     """Example id -> the id the official packer writes for it: the id itself, except for
     a dialogue task (ruTiE), whose process_docs drops meta.id so that the packer rebuilds
-    it from the position: question_id + 500 * dialog_id + 11."""
+    it from the position: question_id + 500 * dialog_id + 11. ``task``: its declaration
+    (or its key)."""
     ids = list(ids)
-    spec = get_task(task_key).dialogue
+    spec = (get_task(task) if isinstance(task, str) else task).dialogue
     if spec is None or not ids:
         return {i: i for i in ids}
     first = min(ids)
     return {i: spec.submission_id(*spec.position(i, first)) for i in ids}
 
 
-def packed(task_key: str, answers: Mapping[int, str], ids: Iterable[int]):
+def packed(task: TaskSpec, answers: Mapping[int, str], ids: Iterable[int]):
     """(answers, expected ids) keyed by the packer's ids (:func:`submission_ids`)."""
-    to_sub = submission_ids(task_key, ids)
+    to_sub = submission_ids(task, ids)
     return {to_sub[i]: text for i, text in answers.items()}, sorted(to_sub.values())
 
 

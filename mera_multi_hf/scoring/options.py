@@ -32,5 +32,5 @@ class ScoringOptions(Options):
     no_submission: bool = opt(False, "do not write submission.zip")
 
     def scoring(self) -> ScoringOptions:
-        """These options alone (what :func:`mera_multi_hf.reporting.finalize.finalize` takes)."""
+        """These options alone (what the score stage, :func:`mera_multi_hf.scoring.run_results.score_run`, takes)."""
         return ScoringOptions(**{f.name: getattr(self, f.name) for f in fields(ScoringOptions)})

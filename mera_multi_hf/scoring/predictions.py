@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.input_files import InputFileError, check_regular, files_in
 
 # Keys that hold the model's answer, in the order they are tried.
 ANSWER_KEYS = ("prediction", "generation", "raw_generation", "output", "outputs")
@@ -93,14 +94,18 @@ def _answer_of(record: dict, where: str, positions: dict | None = None) -> tuple
 
 
 def prediction_files(path: str | Path) -> list[Path]:
+    """The predictions file, or the logs in a folder of them; each one a regular file (a
+    FIFO or a link loop, given or inside the folder, is refused in one line)."""
     path = Path(path)
     if path.is_dir():
-        files = sorted(path.glob("samples_*.jsonl")) or sorted(path.glob("*.jsonl"))
+        files = files_in(path, "samples_*.jsonl") or files_in(path, "*.jsonl")
         if not files:
             raise MeraError(f"no .jsonl files in {path}")
         return files
-    if not path.is_file():
-        raise MeraError(f"predictions file not found: {path}")
+    try:
+        check_regular(path)
+    except InputFileError as err:
+        raise MeraError(f"predictions file {err}") from None
     return [path]
 
 

@@ -1,7 +1,7 @@
 """The typed records of results.json: one example's answer (:class:`ExampleResult`), one
 task's scoring (:class:`TaskResult`), the run (:class:`RunRecord`), the totals
-(:class:`Summary`) and the whole file (:class:`Results`). Scoring makes them, finalize
-writes results.json from them, and `compare`, `leaderboard` and `view` read it back
+(:class:`Summary`) and the whole file (:class:`Results`). Scoring makes them, the write stage
+serialises them once into results.json, and `compare`, `leaderboard` and `view` read it back
 through :meth:`Results.read`. docs/results.md describes them; docs/results.schema.json
 is the file's JSON Schema.
 
@@ -33,6 +33,7 @@ class ExampleResult:
     output: str
     filtered: str  # after the task's score filters: what is scored
     submitted: str  # after its submission filters: what submission.zip holds
+    extracted: str  # the letter or text after an "Answer:" marker (unofficial EM, the logs)
     scores: dict[str, float] = field(default_factory=dict)
 
 
@@ -40,8 +41,9 @@ def example_results(task, examples, predictions) -> list[ExampleResult]:
     """Every example's answer, filtered once; the submission's answer is the scored one
     when the task declares the same filters for both (every task today)."""
     from mera_multi_hf.scoring.filters import apply_filters
+    from mera_multi_hf.scoring.metric_extraction import extract_answer
 
-    out = []
+    choices, out = task.choices or None, []
     for example in examples:
         output = predictions[example.id]
         scored = apply_filters(task.score_filters, output)
@@ -50,7 +52,8 @@ def example_results(task, examples, predictions) -> list[ExampleResult]:
             if task.submit_filters == task.score_filters
             else apply_filters(task.submit_filters, output)
         )
-        out.append(ExampleResult(example.id, output, scored, submitted))
+        extracted = extract_answer(output, choices)
+        out.append(ExampleResult(example.id, output, scored, submitted, extracted))
     return out
 
 
@@ -108,6 +111,9 @@ class TaskResult:
     task_score_uncertainty: dict | None = None
     diagnostics: dict = field(default_factory=dict)
     model: str | None = None
+    # its answers are private: decided when the split was loaded (the task's default, then
+    # what the data says); every writer of gold-derived output asks this
+    private: bool = False
     extra: dict = field(default_factory=dict)  # keys of a newer version, kept as read
     # every example's answer and scores; not in results.json (the sample logs hold them)
     answers: list[ExampleResult] = field(default_factory=list, repr=False)
@@ -143,6 +149,8 @@ class TaskResult:
     @classmethod
     def from_dict(cls, doc: dict) -> TaskResult:
         known = {f.name for f in fields(cls)} - {"extra", "answers"}
+        if "private" not in doc:  # written before the record said it: the task's default
+            doc = {**doc, "private": doc.get("split") == "test" and not doc.get("public", True)}
         return cls(
             **{k: v for k, v in doc.items() if k in known},
             extra={k: v for k, v in doc.items() if k not in known},
@@ -154,6 +162,7 @@ HEAD_KEYS = (
     "class_name",
     "modality",
     "public",
+    "private",
     "split",
     "n_examples",
     "official_metrics",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.scoring.records import TaskResult, example_results
+from mera_multi_hf.scoring.records import Summary, TaskResult, example_results
 from mera_multi_hf.scoring.registry import JUDGED, UNOFFICIAL, aggregate, per_example_functions
 from mera_multi_hf.tasks.spec import TaskSpec
 from mera_multi_hf.tasks.table import TASKS
@@ -55,6 +55,7 @@ def score_task(
     judge=None,
     split: str = "test",
     model: str | None = None,
+    private: bool | None = None,
 ) -> TaskResult:
     """The metrics of one task for predictions keyed by id.
 
@@ -62,12 +63,15 @@ def score_task(
     are computed only with one; the task score averages them with EM where the leaderboard
     ranks the task by both (``task_score_metrics``). Every answer is filtered once here
     (``TaskResult.answers``): the scores, the logs and the submission read that value.
+    ``private``: whether the split's answers are private, as its loading decided (None:
+    the task's default).
     """
     em_mode = em_mode or task.em_mode
     _check_complete(task, examples, predictions, split)
     answers = example_results(task, examples, predictions)
     groups = [e.group for e in examples]
     result = _unscored_result(task, examples, answers, em_mode=em_mode, split=split, model=model)
+    result.private = (split == "test" and not task.public) if private is None else private
     if not examples or any(e.gold is None for e in examples):
         result.note = (
             "gold answers are hidden in this split: submit the ZIP to the MERA site for scores"
@@ -148,12 +152,8 @@ def _add_uncertainty(task, examples, scores, result: TaskResult, preds, em_mode)
     from mera_multi_hf.scoring.diagnostics import diagnostics
     from mera_multi_hf.scoring.uncertainty import add_task_uncertainty, example_table
 
-    table = result.to_dict()  # the uncertainty is computed on results.json's form
-    table["examples"] = example_table(task, examples, scores)
-    add_task_uncertainty(table)
-    result.examples, result.uncertainty = table["examples"], table["uncertainty"]
-    result.task_score_uncertainty = table["task_score_uncertainty"]
-    result.breakdown = table["breakdown"]  # each row with its interval
+    result.examples = example_table(task, examples, scores)
+    add_task_uncertainty(result)  # each metric's, the task score's, each breakdown row's
     result.diagnostics = diagnostics(task, examples, preds, em_mode)
 
 
@@ -175,7 +175,7 @@ def _breakdowns(task: TaskSpec, examples: list[Example], scores, groups) -> dict
     return out
 
 
-def summarize(task_results: list[TaskResult]) -> dict:
+def summarize(task_results: list[TaskResult]) -> Summary:
     """Task scores (the mean of each task's leaderboard metrics) averaged per modality, over
     all scored tasks, and over the private tasks (the leaderboard's set)."""
     scored = [r for r in task_results if r.scorable]
@@ -184,29 +184,29 @@ def summarize(task_results: list[TaskResult]) -> dict:
         by_modality[r.modality].append(r.task_score)
     private = [r.task_score for r in scored if not r.public]
     n_private = sum(not t.public for t in TASKS.values())
-    summary = {
-        "task_score_definition": "the mean of the task's leaderboard metrics (the MERA "
+    summary = Summary(
+        task_score_definition="the mean of the task's leaderboard metrics (the MERA "
         "README's task table) that were computed; the other metrics "
         "are supplementary",
-        "tasks": {r.task: r.task_score for r in scored},
-        "modality": {
+        tasks={r.task: r.task_score for r in scored},
+        modality={
             m: {"score": fmean(v), "n_tasks": len(v)} for m, v in sorted(by_modality.items())
         },
-        "overall": {
+        overall={
             "score": fmean(r.task_score for r in scored) if scored else None,
             "n_tasks": len(scored),
         },
-        "official_total": {
+        official_total={
             "score": fmean(private) if private else None,
             "n_tasks": len(private),
             "of": n_private,
             "complete": len(private) == n_private,
         },
-        "not_scorable": [r.task for r in task_results if not r.scorable],
+        not_scorable=[r.task for r in task_results if not r.scorable],
         # tasks whose score misses a leaderboard metric (the judge's JS was not computed)
-        "partial_task_scores": [r.task for r in scored if r.task_score_partial],
-    }
+        partial_task_scores=[r.task for r in scored if r.task_score_partial],
+    )
     from mera_multi_hf.scoring.uncertainty import add_summary_uncertainty
 
-    add_summary_uncertainty(summary, [r.to_dict() for r in scored])
+    add_summary_uncertainty(summary, scored)
     return summary

@@ -237,9 +237,9 @@ def _group_units(values, groups, inv, n_clusters) -> Units:
 # A task result's intervals, and the totals over tasks.
 
 
-def score_names(result: dict) -> list[str]:
-    """The metrics whose mean is the task score."""
-    return list(result.get("task_score_metrics") or result.get("metrics") or {})
+def score_names(result) -> list[str]:
+    """The metrics whose mean is the task score (``result``: a TaskResult)."""
+    return list(result.task_score_metrics or result.metrics or {})
 
 
 def _record(u: Units, reps: np.ndarray, cluster: str) -> dict:
@@ -270,22 +270,25 @@ def _digest(task: str, table: dict, names) -> tuple:
     return (task, tuple(names), h.hexdigest())
 
 
-def _task_reps(result: dict, names) -> tuple[dict, dict]:
-    key = _digest(result["task"], result["examples"], names)
+def _task_reps(result, names) -> tuple[dict, dict]:
+    key = _digest(result.task, result.examples, names)
     if key not in _MADE:
-        units = table_units(result["examples"], names)
+        units = table_units(result.examples, names)
         if len(_MADE) > 64:
             _MADE.clear()
-        _MADE[key] = (units, replicates(units, rng_for(result["task"])))
+        _MADE[key] = (units, replicates(units, rng_for(result.task)))
     return _MADE[key]
 
 
-def task_score_replicates(result: dict) -> tuple[float, np.ndarray, dict]:
+def _every_metric(result) -> list[str]:
+    return [*result.metrics, *result.judge, *result.unofficial]
+
+
+def task_score_replicates(result) -> tuple[float, np.ndarray, dict]:
     """The task score's resamples (the same ones every time for the same scores), and
-    its uncertainty record."""
-    table, names = result["examples"], score_names(result)
-    every = [m for part in ("metrics", "judge", "unofficial") for m in result.get(part, {})]
-    units, reps = _task_reps(result, every or names)
+    its uncertainty record (``result``: a scored TaskResult with its examples table)."""
+    table, names = result.examples, score_names(result)
+    units, reps = _task_reps(result, _every_metric(result) or names)
     parts = [m for m in names if m in units]
     value = float(np.mean([units[m].value for m in parts]))
     mean_reps, se = mean_of([units[m] for m in parts], [reps[m] for m in parts])
@@ -296,19 +299,19 @@ def task_score_replicates(result: dict) -> tuple[float, np.ndarray, dict]:
     return value, mean_reps, record
 
 
-def add_task_uncertainty(result: dict) -> None:
-    """Give a scored task result (with its ``examples`` table) the ``uncertainty`` of
+def add_task_uncertainty(result) -> None:
+    """Give a scored TaskResult (with its ``examples`` table) the ``uncertainty`` of
     every metric, the ``task_score_uncertainty`` and each breakdown row's."""
-    table, cluster = result["examples"], result["examples"]["cluster_by"]
-    names = [m for part in ("metrics", "judge", "unofficial") for m in result.get(part, {})]
+    table, cluster = result.examples, result.examples["cluster_by"]
+    names = _every_metric(result)
     units, reps = _task_reps(result, names)
-    result["uncertainty"] = {m: _record(units[m], reps[m], cluster) for m in names if m in units}
-    result["task_score_uncertainty"] = task_score_replicates(result)[2]
-    for bname, rows in result.get("breakdown", {}).items():
+    result.uncertainty = {m: _record(units[m], reps[m], cluster) for m in names if m in units}
+    result.task_score_uncertainty = task_score_replicates(result)[2]
+    for bname, rows in result.breakdown.items():
         keys = np.asarray(table["breakdown"][bname], dtype=object)
         for key, agg in rows.items():
             u = table_units(table, names, np.flatnonzero(keys == key))
-            r = replicates(u, rng_for(result["task"], bname, key))
+            r = replicates(u, rng_for(result.task, bname, key))
             agg["uncertainty"] = {
                 m: _record(u[m], r[m], cluster) for m in names if m in u and m in agg
             }
@@ -331,16 +334,15 @@ def mean_over_tasks(parts: list[tuple[np.ndarray, dict]]) -> dict | None:
     )
 
 
-def add_summary_uncertainty(summary: dict, scored: list[dict]) -> None:
-    """``uncertainty`` on the summary's modality, overall and official_total entries."""
-    parts = {r["task"]: task_score_replicates(r)[1:] for r in scored if r.get("examples")}
-    by = {"overall": [r for r in scored], "official_total": [r for r in scored if not r["public"]]}
-    for modality, entry in summary["modality"].items():
-        picked = [
-            parts[r["task"]] for r in scored if r["modality"] == modality and r["task"] in parts
-        ]
+def add_summary_uncertainty(summary, scored: list) -> None:
+    """``uncertainty`` on the summary's (a Summary) modality, overall and official_total
+    entries; ``scored``: the scored TaskResults."""
+    parts = {r.task: task_score_replicates(r)[1:] for r in scored if r.examples}
+    by = {"overall": list(scored), "official_total": [r for r in scored if not r.public]}
+    for modality, entry in summary.modality.items():
+        picked = [parts[r.task] for r in scored if r.modality == modality and r.task in parts]
         entry["uncertainty"] = mean_over_tasks(picked)
     for name, chosen in by.items():
-        summary[name]["uncertainty"] = mean_over_tasks(
-            [parts[r["task"]] for r in chosen if r["task"] in parts]
+        getattr(summary, name)["uncertainty"] = mean_over_tasks(
+            [parts[r.task] for r in chosen if r.task in parts]
         )

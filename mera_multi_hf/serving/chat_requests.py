@@ -51,11 +51,16 @@ class ChatCompletionRequest(BaseModel):
     seed: int | None = Field(None, description="an integer")
 
 
-def prompt_from_openai(content) -> tuple[str, list[tuple[str, bytes]]]:
+def prompt_from_openai(
+    content, max_chars: int | None = None
+) -> tuple[str, list[tuple[str, bytes]]]:
     """The user message's content as the prompt (text with a ``<image>``, ``<audio>`` or
     ``<video>`` placeholder where each media part stood) and the decoded media items, in
     order: the inverse of :func:`mera_multi_hf.generation.chat.openai_messages`. ValueError
-    with a message fit for a 400 reply when the content is malformed."""
+    with a message fit for a 400 reply when the content is malformed; TooLarge when its
+    text holds more than ``max_chars`` characters (checked before any media is decoded)."""
+    if max_chars is not None:
+        check_prompt_size(content, max_chars)
     if isinstance(content, str):
         parts = [{"type": "text", "text": content}]
     elif isinstance(content, list) and content:
@@ -137,6 +142,21 @@ class TooLarge(ValueError):
     status = 413
 
 
+def check_prompt_size(content, max_chars: int) -> None:
+    """TooLarge when the text of ``content`` (a string or content parts) is longer than
+    ``max_chars``: measured before it is tokenised (its cost grows with its length)."""
+    parts = [content] if isinstance(content, str) else content if isinstance(content, list) else []
+    size = sum(
+        len(p) if isinstance(p, str) else len(p.get("text") or "") if isinstance(p, dict) else 0
+        for p in parts
+    )
+    if size > max_chars:
+        raise TooLarge(
+            f"the prompt's text is {size} characters; this server takes at most "
+            f"{max_chars} (max_prompt_chars)"
+        )
+
+
 def check_image(data: bytes, where: str, max_pixels: int, decode: bool = True) -> None:
     """A picture Pillow decodes within ``max_pixels``, else ValueError (the backend must
     not meet it). The size is read from the header, before any pixel is decoded (and,
@@ -177,11 +197,26 @@ def requested_max_tokens(body: ChatCompletionRequest, limit: int) -> int:
     return next(iter(given.values()), DEFAULT_MAX_TOKENS)
 
 
-def requested_stops(body: ChatCompletionRequest) -> tuple[str, ...]:
+def requested_stops(
+    body: ChatCompletionRequest, max_count: int | None = None, max_chars: int | None = None
+) -> tuple[str, ...]:
+    """The stop strings, at most ``max_count`` of them with ``max_chars`` characters
+    together (TooLarge otherwise: checked before they are tokenised)."""
     stops = () if body.stop is None else (body.stop,) if isinstance(body.stop, str) else body.stop
     if not all(stops):
         raise ValueError(
             f"`stop` must be a non-empty string or a list of them, not {_shown(body.stop)}"
+        )
+    if max_count is not None and len(stops) > max_count:
+        raise TooLarge(
+            f"`stop` holds {len(stops)} strings; this server takes at most {max_count} "
+            "(max_stop_strings)"
+        )
+    size = sum(map(len, stops))
+    if max_chars is not None and size > max_chars:
+        raise TooLarge(
+            f"the stop strings are {size} characters together; this server takes at "
+            f"most {max_chars} (max_stop_chars)"
         )
     return tuple(stops)
 

@@ -163,7 +163,10 @@ class ChatService:
                 f"The model {_shown(body.model)} does not exist: this server serves "
                 f"{self.model_name!r}",
             )
-        prompt, items = prompt_from_openai(user_content(body))
+        # the prompt's and the stops' sizes first: bounded before anything is tokenised
+        limits = self.limits
+        prompt, items = prompt_from_openai(user_content(body), limits.max_prompt_chars)
+        stops = requested_stops(body, limits.max_stop_strings, limits.max_stop_chars)
         media = [
             Media(kind=kind, sha256=hashlib.sha256(data).hexdigest(), data=data, limits=self.limits)
             for kind, data in items
@@ -175,7 +178,6 @@ class ChatService:
             if not decode:
                 self._check_budget(media)
         max_new = requested_max_tokens(body, self.max_tokens_limit)
-        stops = requested_stops(body)
         # The hf backend may take stop strings on the request (a `stop` field); when it
         # does not, the answer is still cut at them here, after generation.
         extra = {"stop": stops} if "stop" in {f.name for f in dataclasses.fields(Request)} else {}
@@ -356,6 +358,12 @@ class ChatServeOptions(ServerOptions):
         f"bytes a request's media may take decoded (default: {DEFAULT_LIMITS.memory_budget})",
         low=1,
     )
+    max_prompt_chars: int | None = opt(
+        None,
+        "characters of a request's prompt text, checked before tokenising "
+        f"(default: {DEFAULT_LIMITS.max_prompt_chars})",
+        low=1,
+    )
 
 
 def _parser() -> Parser:
@@ -372,6 +380,7 @@ def serve(options: ChatServeOptions) -> int:
         max_image_pixels=options.max_image_pixels,
         max_body_bytes=options.max_body_bytes,
         memory_budget=options.memory_budget,
+        max_prompt_chars=options.max_prompt_chars,
     )
     try:
         backend = make_backend(

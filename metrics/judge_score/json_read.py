@@ -8,7 +8,9 @@ integer-string ``ValueError``.
 Repeated keys are refused by default (``json`` would keep the last one without a word).
 Lone surrogates (``"\\ud800"``, valid JSON but no valid Unicode; no UTF-8 writer takes
 them) are replaced by U+FFFD with :func:`replace_unencodable`, which counts them.
-Self-contained but for ``errors``: the judge's Space folder carries a copy.
+Files are opened through the one input reader (``input_files``: a FIFO or a link loop is
+refused before it can block). Self-contained but for ``errors`` and ``input_files``: the
+judge's Space folder carries a copy.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 from pathlib import Path
 
 from .errors import MeraError
+from .input_files import open_binary
 
 MAX_DEPTH = 64  # MERA records nest about 4 levels; deeper is hostile or broken
 # Integer digits: Python's own int-str limit (4,300 by default; it keeps int() linear),
@@ -129,9 +132,10 @@ def loads(
 
 
 def read_file(path: str | Path, where: str | None = None, **limits):
-    """One JSON file parsed (OSError is the caller's: it knows what the file is for)."""
+    """One JSON file parsed (OSError, InputFileError among them, is the caller's: it
+    knows what the file is for)."""
     path = Path(path)
-    with open(path, "rb") as fh:
+    with open_binary(path) as fh:
         data = fh.read(limits.get("max_bytes", MAX_DOCUMENT_BYTES) + 1)
     return loads(data, where or str(path), **limits)
 
@@ -153,7 +157,7 @@ def iter_jsonl(path: str | Path, **limits):
     """(line number, value) for each non-blank line of a JSONL file; JsonReadError names
     ``file:line``."""
     limits.setdefault("max_bytes", MAX_LINE_BYTES)
-    with open(path, "rb") as fh:
+    with open_binary(path) as fh:
         for number, line in bounded_lines(fh, limits["max_bytes"]):
             if line.strip():
                 yield number, loads(line, f"{path}:{number}", **limits)

@@ -23,6 +23,7 @@ from .errors import __name__ as _errors_module
 from .foreign_text import __name__ as _foreign_text_module
 from .http_client import __name__ as _http_client_module
 from .http_judge import __name__ as _http_judge_module
+from .input_files import __name__ as _input_files_module
 from .json_read import __name__ as _json_read_module
 from .local_judge import __name__ as _local_judge_module
 from .masking import __name__ as _masking_module

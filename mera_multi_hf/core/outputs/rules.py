@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from mera_multi_hf.core import json_read
+from mera_multi_hf.core.input_files import open_binary
 from mera_multi_hf.core.outputs.fs import MARKER, _safe_name
 
 STAGING_PREFIX = ".mera-multi-staging-"
@@ -84,8 +85,8 @@ def refusal(path, inputs=()) -> str | None:
 def read_marker(folder) -> dict:
     """The marker of ``folder`` as written ({} when there is none or it is garbled)."""
     try:
-        fd = os.open(Path(os.fsdecode(folder)) / MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as fh:
+        # the one input reader: a FIFO planted as the marker is refused, never waited on
+        with open_binary(Path(os.fsdecode(folder)) / MARKER, follow_links=False) as fh:
             doc = json_read.loads(fh.read(8 << 20), str(folder))
     except (OSError, ValueError):
         return {}

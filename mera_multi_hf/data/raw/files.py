@@ -9,6 +9,9 @@ import os
 import stat
 from pathlib import Path
 
+from mera_multi_hf.core.input_files import InputFileError, read_bytes
+from mera_multi_hf.core.input_files import kind_of as _file_kind
+
 # What the reader reads at most (hostile or broken folders must not exhaust memory);
 # what media may declare (pixels, rates, durations) is in limits.Limits.
 MAX_MEDIA_BYTES = 512 * 2**20  # one media file
@@ -22,19 +25,6 @@ class FieldError(ValueError):
         super().__init__(message)
         self.field = field
         self.message = message
-
-
-def _file_kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 @functools.lru_cache(maxsize=64)
@@ -61,10 +51,15 @@ def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
     written or once symbolic links are resolved, anything but a regular file (checked
     with stat before opening, so a FIFO never blocks), a hard-linked file (as symbolic
     links leading out are: its other name may be anywhere), a file over ``limit`` bytes.
+    The file is then read through the one input reader (core/input_files), which checks
+    it again on the descriptor (a file swapped after the stat is refused).
     """
     real, info, link = _resolved_inside(root, relative)
-    fd = _open_checked(real, relative, info, link, limit)
-    return _read_at_most(fd, relative, limit)
+    _check_stat(real, relative, info, link, limit)
+    try:
+        return read_bytes(real, limit, one_name=True)
+    except InputFileError as err:
+        raise FieldError("", f"{relative!r}: {err.reason}") from None
 
 
 def _resolved_inside(root: str | Path, relative: str) -> tuple[str, os.stat_result, bool]:
@@ -98,9 +93,9 @@ def _resolved_inside(root: str | Path, relative: str) -> tuple[str, os.stat_resu
     return real, info, link
 
 
-def _open_checked(real: str, relative: str, info: os.stat_result, link: bool, limit: int) -> int:
-    """A read-only descriptor of ``real`` once it is a regular file with one name, within
-    ``limit`` bytes (a link's target is stat-ed here; else ``info`` is the file's own)."""
+def _check_stat(real: str, relative: str, info: os.stat_result, link: bool, limit: int) -> None:
+    """``real`` is a regular file with one name, within ``limit`` bytes (a link's target
+    is stat-ed here; else ``info`` is the file's own): each refusal in the folder's words."""
     try:
         if link:  # else the lstat above is the file's own
             info = os.stat(real)
@@ -116,26 +111,7 @@ def _open_checked(real: str, relative: str, info: os.stat_result, link: bool, li
                 f"{relative!r} is hard-linked ({info.st_nlink} names for one "
                 "file): links are refused; copy the file into the folder",
             )
-        return os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise FieldError("", f"missing file {relative!r}") from None
     except OSError as err:
         raise FieldError("", f"cannot read {relative!r}: {err.strerror}") from None
-
-
-def _read_at_most(fd: int, relative: str, limit: int) -> bytes:
-    """What the opened file holds, checked again on the descriptor (a file swapped after
-    the stat is refused), and refused if it grew past ``limit`` meanwhile; closes ``fd``."""
-    with os.fdopen(fd, "rb") as fh:  # buffered: read() loops over short reads
-        opened = os.fstat(fd)
-        if not stat.S_ISREG(opened.st_mode) or opened.st_nlink > 1:  # swapped after the stat
-            raise FieldError("", f"{relative!r} is not a regular file with one name")
-        # read what the file holds (a buffer of its size, not of the limit), and on to the
-        # limit only if it grew meanwhile
-        want = min(opened.st_size, limit) + 1
-        data = fh.read(want)
-        if len(data) == want <= limit:
-            data += fh.read(limit + 1 - want)
-    if len(data) > limit:
-        raise FieldError("", f"{relative!r} is larger than the limit of {limit} bytes")
-    return data

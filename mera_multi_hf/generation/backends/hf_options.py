@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mera_multi_hf.core.arguments import Options, opt
+from mera_multi_hf.core.limits import DEFAULT_VIDEO_FRAMES
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
-DEFAULT_MAX_FRAMES = 8
+DEFAULT_MAX_FRAMES = DEFAULT_VIDEO_FRAMES  # the frames `build` prices a video at
 PROMPT_MODES = ("auto", "chat", "plain")
 
 

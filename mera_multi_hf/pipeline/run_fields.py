@@ -1,92 +1,50 @@
-"""The last stages of a run, on the main process: the merged sample log and the run's
-part of the record go to :func:`mera_multi_hf.reporting.finalize.finalize` (shared with `score`),
-which scores them and writes every output, the sample files included, as one set."""
+"""What `evaluate` records of its run beside the scores: the run record's fields read
+off the manifest and the merged sample log, and the run's notes (the score step's
+input, :class:`~mera_multi_hf.pipeline.outcome.Answered`)."""
 
 from __future__ import annotations
 
 from mera_multi_hf.generation.backends.model_kinds import model_kind
 from mera_multi_hf.generation.config import RunConfig
-from mera_multi_hf.reporting.finalize import TaskPart, finalize
+from mera_multi_hf.generation.run import Generated
+from mera_multi_hf.pipeline.outcome import Answered
 from mera_multi_hf.tasks.dialogue import meta_disagreements
 
 
-def _is_official(data, config: RunConfig) -> bool:
-    """The whole official test split from the official Hub copy (what a model card may claim)."""
-    return (
-        config.split == "test"
-        and str(data.source or data.task.hub_id) == data.task.hub_id
-        and len(data.examples) == data.full_size
+def answered_by_run(
+    config: RunConfig, loaded: list, generated: Generated, preflight: dict | None
+) -> Answered:
+    """The run's answers for the score step: the merged sample log, the models that
+    answered, the run record's fields and the notes."""
+    fields = evaluate_run_fields(config, generated.manifest, loaded)
+    fields.update(sample_log_findings(loaded, generated.logs, preflight, generated.damaged))
+    notes = run_notes(config, generated.manifest, loaded)
+    if fields["failed_examples"]:
+        notes.append(failed_examples_note(fields["failed_examples"]))
+    return Answered(
+        generated.answers(),
+        fields,
+        notes,
+        models=generated.models,
+        logs=generated.logs,
+        logged=generated.logged,
+        context=config.dialogue_context,
     )
-
-
-def finish_run(
-    folder,
-    config: RunConfig,
-    loaded: list,
-    records: dict,
-    *,
-    counts: dict,
-    manifest: dict,
-    logged: dict,
-    started: float,
-    preflight: dict | None = None,
-    damaged: list[str] = (),
-) -> dict:
-    """Score the merged sample log and write every output (:func:`finalize`); the run's
-    record comes from its manifest."""
-    split = config.split
-    parts = task_parts(config, loaded, records, manifest, logged)
-    info = evaluate_run_fields(config, manifest, loaded)
-    info.update(sample_log_findings(loaded, records, split, preflight, damaged))
-    notes = run_notes(config, manifest, loaded)
-    if info["failed_examples"]:
-        notes.append(failed_examples_note(info["failed_examples"]))
-    out = finalize(
-        folder, parts, config.scoring(), split=split, run_info=info, started=started, notes=notes
-    )
-    return dict(out, counts=counts)
-
-
-def task_parts(
-    config: RunConfig, loaded: list, records: dict, manifest: dict, logged: dict
-) -> list[TaskPart]:
-    """Each task's examples with their logged records, as :func:`finalize` scores them."""
-    split = config.split
-    tasks = manifest["tasks"]
-    return [
-        TaskPart(
-            d.task,
-            d.examples,
-            {e.id: records[(d.task.key, split, e.id)]["generation"] for e in d.examples},
-            str(d.source or d.task.hub_id),
-            _is_official(d, config),
-            d.dataset,
-            d.fingerprint,
-            [records[(d.task.key, split, e.id)] for e in d.examples],
-            config.dialogue_context,
-            model=tasks[f"{d.task.key}/{split}"]["model"],
-            logged=logged.get((d.task.key, split)),
-        )
-        for d in loaded
-    ]
 
 
 def sample_log_findings(
-    loaded: list, records: dict, split: str, preflight: dict | None, damaged: list[str]
+    loaded: list, logs: dict, preflight: dict | None, damaged: list[str]
 ) -> dict:
-    """The run record's fields read off the sample log (and the preflight's report), in
-    the order results.json lists them."""
+    """The run record's fields read off the sample log (``logs``: task key -> its
+    records) and the preflight's report, in the order results.json lists them."""
 
     def flagged(field: str) -> dict[str, int]:  # per task: the records with ``field`` set
-        return {
-            d.task.key: sum(bool(records[(d.task.key, split, e.id)].get(field)) for e in d.examples)
-            for d in loaded
-        }
+        return {d.key: sum(bool(rec.get(field)) for rec in logs[d.key]) for d in loaded}
 
     def each_record():
         for d in loaded:
-            for e in d.examples:
-                yield d.task.key, e.id, records[(d.task.key, split, e.id)]
+            for rec in logs[d.key]:
+                yield d.key, rec["id"], rec
 
     return {
         # prompts cut from the left to fit the model (the harness's rule)
@@ -135,7 +93,7 @@ def run_notes(config, manifest, loaded) -> list[str]:
 
 def evaluate_run_fields(config: RunConfig, manifest: dict, loaded) -> dict:
     """The fields of the run record that belong to a run (the model, how it generated),
-    from the run's manifest; finalize adds those every command records."""
+    from the run's manifest; the score step adds those every command records."""
     from mera_multi_hf.generation.manifest import provenance
 
     session = manifest["sessions"][-1]

@@ -1,0 +1,77 @@
+"""The load stage of a run: one :class:`LoadedTask` per task, the split as loaded with
+its examples, and whether its answers are private, decided here once (the task's
+default, then what the data says: :func:`mera_multi_hf.data.data_owner.split_privacy`).
+Every later stage and every writer reads these records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mera_multi_hf.core.limits import Limits
+from mera_multi_hf.data.data_owner import split_privacy
+from mera_multi_hf.data.examples import Example, make_examples
+from mera_multi_hf.tasks.spec import TaskSpec
+
+
+@dataclass
+class LoadedTask:
+    """One task's split as the run loaded it."""
+
+    task: TaskSpec
+    split: str
+    source: str  # where it was read from, as the run record names it
+    dataset: object  # the split, Arrow-formatted (media read lazily)
+    examples: list[Example]
+    fingerprint: str | None
+    full_size: int  # examples in the split before a --limit
+    private: bool = False  # its gold answers stay out of every upload file
+    # why data that names no task is treated as private (a note of the run)
+    privacy_note: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.task.key
+
+    @property
+    def official(self) -> bool:
+        """The whole official test split from the official Hub copy (what a model card
+        may claim)."""
+        return (
+            self.split == "test"
+            and self.source == self.task.hub_id
+            and len(self.examples) == self.full_size
+        )
+
+
+def load_task_split(
+    task: TaskSpec,
+    source,
+    split: str,
+    *,
+    limits: Limits | None = None,
+    limit: int | None = None,
+) -> LoadedTask:
+    """The task's split from ``source`` (None: the official Hub copy), its first
+    ``limit`` examples, and whether its answers are private."""
+    from mera_multi_hf.data.datasets_hook import fingerprint
+    from mera_multi_hf.data.loading import load_split
+
+    # No process waits for another here: a raw folder's conversion and datasets' own
+    # cache are built under file locks (one process builds, the rest wait and read).
+    ds = load_split(task, source=source, split=split, limits=limits)
+    full_size, loaded_as = len(ds), fingerprint(ds)  # the split as loaded (as `score` records)
+    if limit is not None:
+        ds = ds.select(range(min(limit, len(ds))))
+    ds = ds if ds.format["type"] == "arrow" else ds.with_format("arrow")
+    private, note = split_privacy(task, source, split)  # after loading: a raw folder's export
+    return LoadedTask(
+        task,
+        split,
+        str(source or task.hub_id),
+        ds,
+        make_examples(task, ds),
+        loaded_as,
+        full_size,
+        private,
+        note,
+    )

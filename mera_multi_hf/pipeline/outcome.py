@@ -1,0 +1,128 @@
+"""The score and write steps that `evaluate` and `score` share: the loaded tasks and
+their answers are scored (:func:`mera_multi_hf.scoring.run_results.score_run`, a typed
+:class:`~mera_multi_hf.scoring.records.Results`), then every file is rendered from those
+records and written as one set (:mod:`mera_multi_hf.reporting.outputs`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mera_multi_hf.core import json_read
+from mera_multi_hf.scoring.options import ScoringOptions
+from mera_multi_hf.scoring.records import Results
+
+
+@dataclass
+class Outcome:
+    """What a run or a scoring gives back: its results, the files written, the notes."""
+
+    results: Results
+    files: dict[str, Path]
+    notes: list[str]
+    output_dir: Path
+    counts: dict = field(default_factory=dict)  # evaluate: requested, resumed, generated
+
+    def as_dict(self) -> dict:
+        """The Python API's answer: results.json's sections, the files, the notes."""
+        return {
+            "output_dir": str(self.output_dir),
+            "run": self.results.run.to_dict(),
+            "tasks": [r.to_dict() for r in self.results.tasks.values()],
+            "summary": self.results.summary.to_dict(),
+            "files": self.files,
+            "notes": self.notes,
+            "counts": self.counts,
+        }
+
+
+@dataclass
+class Answered:
+    """What a command hands to the score step: each task's answers and where they were
+    recorded (a run's sample log, or the predictions files `score` was given)."""
+
+    answers: dict[str, dict]  # task key -> {example id: output}
+    fields: dict  # the command's own fields of the run record
+    notes: list[str] = field(default_factory=list)
+    models: dict[str, str] = field(default_factory=dict)  # task key -> the model that answered
+    logs: dict | None = None  # evaluate: task key -> its sample-log records
+    given_logs: dict | None = None  # score: task key -> file name -> its lines
+    logged: dict = field(default_factory=dict)  # (task, split) -> examples in the sample log
+    context: int | None = None  # dialogue turns shown with each question
+
+
+def score_and_write(
+    folder, loaded: list, answered: Answered, options: ScoringOptions, started: float
+) -> Outcome:
+    """Score ``answered`` against the ``loaded`` tasks and write every output into
+    ``folder`` (claimed and locked by the caller)."""
+    from mera_multi_hf.reporting.outputs import result_notes, run_files
+    from mera_multi_hf.reporting.reports import write_outputs
+    from mera_multi_hf.scoring.run_results import score_run
+
+    coverage = coverage_change(folder, loaded, answered.logged)
+    results = score_run(
+        loaded,
+        answered.answers,
+        options,
+        fields=answered.fields,
+        started=started,
+        models=answered.models,
+        sample_files=answered.logs is not None,
+        coverage=coverage,
+    )
+    notes = [d.privacy_note for d in loaded if d.privacy_note] + answered.notes
+    notes += result_notes(results)
+    if coverage:
+        notes.insert(0, coverage["note"])
+    files = run_files(
+        results,
+        loaded,
+        notes=notes,
+        logs=answered.logs,
+        given_logs=answered.given_logs,
+        answers=answered.answers,
+        context=answered.context,
+        submission=not options.no_submission,
+    )
+    written = write_outputs(folder, files, results)
+    return Outcome(results, written, notes, folder.path)
+
+
+def coverage_change(folder, loaded: list, logged: dict) -> dict | None:
+    """What the reports cover now against what the reports they replace covered (tasks,
+    split, examples): None when the same (or no reports of this tool's are replaced),
+    else both and a one-line note. ``logged``: (task, split) -> examples in the log."""
+    if "results.json" not in folder.owned():
+        return None
+    try:
+        old = json_read.read_file(folder.path / "results.json")["run"]
+        before = {k: {"split": old["split"], "n": n} for k, n in old["n_examples"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # not a results file this version can read: nothing to compare
+    after = {d.key: {"split": d.split, "n": len(d.examples)} for d in loaded}
+    if before == after:
+        return None
+
+    def named(key, cover):
+        return key + (f" ({cover['split']})" if cover["split"] != "test" else "")
+
+    def of_logged(d):
+        n = logged.get((d.key, d.split))
+        return f" of {n} logged" if n is not None else ""
+
+    now = [
+        f"{len(d.examples)}{of_logged(d)} examples of {named(d.key, after[d.key])}"
+        for d in loaded
+        if before.get(d.key) != after[d.key]
+    ]
+    gone = [named(k, c) for k, c in before.items() if k not in after]
+    note = (
+        "results now cover "
+        + "; ".join(now or ["fewer tasks"])
+        + (f", no longer {', '.join(gone)}" if gone else "")
+        + " (the reports replaced covered "
+        + ", ".join(f"{c['n']} of {named(k, c)}" for k, c in before.items())
+        + ")"
+    )
+    return {"before": before, "after": after, "note": note}

@@ -1,0 +1,134 @@
+"""The one reader of files this tool did not create: predictions and their folders,
+results files, sample logs, manifests and markers, model configs, media given by path.
+
+Whatever is named, or found inside a folder given as input, is opened only when it is a
+regular file: a FIFO, a socket, a device, a folder or a loop of symbolic links is refused
+in one :class:`InputFileError` line naming it, BEFORE anything can block (the path is
+stat-ed first, then opened with ``O_NONBLOCK`` and checked again on the descriptor, so a
+file swapped in between is refused too). The tool's own files are written through
+``core/outputs`` (tests/test_input_boundary.py walks the code for reads around this one).
+Self-contained but for ``errors``: the judge's Space folder carries a copy.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+from .errors import MeraError
+
+_OPEN = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+class InputFileError(MeraError, OSError):
+    """A file that is not read: its path and why. An OSError too (``errno`` kept), so that
+    a caller that skips an unreadable optional file skips this one as well."""
+
+    def __init__(self, path, reason: str, code: int | None = None):
+        OSError.__init__(self, code, reason)
+        self.path, self.reason = os.fsdecode(path), reason
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+    def __reduce__(self):  # across worker processes, as it was raised
+        return type(self), (self.path, self.reason, self.errno)
+
+
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular file is, in words."""
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _refusal(path, err: OSError) -> InputFileError:
+    reasons = {
+        errno.ENOENT: "not found",
+        errno.ELOOP: "a loop of symbolic links",
+        errno.EACCES: "permission denied",
+        errno.ENOTDIR: "not found (a part of the path is not a folder)",
+    }
+    return InputFileError(path, reasons.get(err.errno, err.strerror or str(err)), err.errno)
+
+
+def _checked(path, info: os.stat_result, one_name: bool) -> os.stat_result:
+    if not stat.S_ISREG(info.st_mode):
+        raise InputFileError(path, f"{kind_of(info.st_mode)}, not a regular file")
+    if one_name and info.st_nlink > 1:  # its other name may lie anywhere on the disk
+        raise InputFileError(path, f"hard-linked ({info.st_nlink} names for one file)")
+    return info
+
+
+def check_regular(path, *, follow_links: bool = True, one_name: bool = False) -> os.stat_result:
+    """The stat of ``path`` when it is a regular file (InputFileError otherwise); nothing
+    is opened. ``follow_links=False``: a symbolic link is refused too; ``one_name``: a
+    hard-linked file too."""
+    try:
+        info = os.stat(path) if follow_links else os.lstat(path)
+    except OSError as err:
+        raise _refusal(path, err) from None
+    return _checked(path, info, one_name)
+
+
+def open_binary(path, *, follow_links: bool = True, one_name: bool = False) -> BinaryIO:
+    """``path`` opened for reading (binary, buffered) once it is a regular file, checked
+    before the open (nothing blocks) and again on the descriptor (nothing swapped)."""
+    check_regular(path, follow_links=follow_links, one_name=one_name)
+    try:
+        fd = os.open(path, _OPEN if follow_links else _OPEN | os.O_NOFOLLOW)
+    except OSError as err:
+        raise _refusal(path, err) from None
+    try:
+        _checked(path, os.fstat(fd), one_name)
+    except InputFileError:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def read_bytes(
+    path, limit: int | None = None, *, follow_links: bool = True, one_name: bool = False
+) -> bytes:
+    """The bytes of a regular file; more than ``limit`` of them is refused (a buffer of
+    the file's size is read, not of the limit)."""
+    with open_binary(path, follow_links=follow_links, one_name=one_name) as fh:
+        if limit is None:
+            data = fh.read()
+        else:  # to the limit only if it grew after the stat
+            want = min(os.fstat(fh.fileno()).st_size, limit) + 1
+            data = fh.read(want)
+            if len(data) == want <= limit:
+                data += fh.read(limit + 1 - want)
+    if limit is not None and len(data) > limit:
+        raise InputFileError(path, f"larger than the limit of {limit} bytes")
+    return data
+
+
+def read_text(path, limit: int | None = None, *, errors: str = "strict") -> str:
+    """The UTF-8 text of a regular file (``errors`` as ``bytes.decode`` takes it)."""
+    data = read_bytes(path, limit)
+    try:
+        return data.decode("utf-8", errors)
+    except UnicodeDecodeError as err:
+        raise InputFileError(path, f"not UTF-8 text ({err.reason} at byte {err.start})") from None
+
+
+def files_in(folder, pattern: str) -> list[Path]:
+    """The entries of ``folder`` that match ``pattern``, sorted, each a regular file
+    (an entry that is not, a FIFO or a link loop among them, is refused, never skipped)."""
+    files = sorted(Path(folder).glob(pattern))
+    for file in files:
+        check_regular(file)
+    return files
