@@ -131,7 +131,9 @@ def test_audio_limits_are_options_of_build(tmp_path, capsys):
 )
 def test_a_limit_must_be_positive(tmp_path, capsys, option, value):
     code = main(["build", "ruslun", "--raw", "sample", "--out", str(tmp_path / "o"), option, value])
-    assert code == 2 and "must be a positive number" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"mera-multi: error: {option} {value}: give ")
+    assert ("at least 1" in err or "above 0" in err) and err.count("\n") == 1
     assert not (tmp_path / "o").exists()
 
 

@@ -437,8 +437,8 @@ def check_url(flag: str, value: str) -> None:
         parts = urlsplit(value)
         parts.port  # noqa: B018 -- a port that is not a number raises here
         reason = "" if parts.hostname else "it has no host"
-    except ValueError as err:
-        reason = str(err)
+    except ValueError:  # its message quotes the URL's parts, a password among them
+        reason = "its host or port does not read"
     if not reason and parts.scheme not in ("http", "https"):
         reason = "it is not http:// or https://"
     if reason:
