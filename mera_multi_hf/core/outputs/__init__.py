@@ -33,6 +33,7 @@ into a staging folder that this module makes inside the output folder.
   the entry whose lock (``<entry>.lock``) this process holds is written, as the cache.
 """
 
+from mera_multi_hf.core.arguments import OVERWRITE_HELP  # declared with the options
 from mera_multi_hf.core.outputs.files import (
     cache_file,
     cache_folder,
@@ -57,7 +58,6 @@ from mera_multi_hf.core.outputs.fs import (
 )
 from mera_multi_hf.core.outputs.rules import (
     KINDS,
-    OVERWRITE_HELP,
     folder_kind,
     legacy_kinds,
     read_marker,
