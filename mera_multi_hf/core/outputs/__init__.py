@@ -33,7 +33,6 @@ into a staging folder that this module makes inside the output folder.
   the entry whose lock (``<entry>.lock``) this process holds is written, as the cache.
 """
 
-from mera_multi_hf.core.arguments import OVERWRITE_HELP  # declared with the options
 from mera_multi_hf.core.outputs.files import (
     cache_file,
     cache_folder,
@@ -69,7 +68,6 @@ __all__ = [
     "KINDS",
     "LOCK",
     "MARKER",
-    "OVERWRITE_HELP",
     "OWN",
     "PLAIN_MODE",
     "PRIVATE_MODE",
