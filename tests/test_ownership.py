@@ -133,15 +133,16 @@ def test_a_copied_or_forged_marker_grants_nothing(raw_sample, home, tmp_path, ca
     with pytest.raises(MeraError, match="not written by this tool"):
         export_raw(TASK, raw_sample, decoy)
     assert tree_hash(decoy) == before
-    forged = json.loads((export / MARKER).read_text())
-    forged["folder"] = str(tmp_path / "elsewhere")
-    (export / MARKER).write_text(json.dumps(forged))
-    with pytest.raises(MeraError, match="not written by this tool"):
-        export_raw(TASK, raw_sample, export)
     copy = tmp_path / "copy"
-    shutil.copytree(export, copy)  # a copied export is not ours either
-    with pytest.raises(MeraError, match="not written by this tool"):
-        export_raw(TASK, raw_sample, copy)
+    shutil.copytree(export, copy)  # a copied export is the tool's: it holds what was written
+    export_raw(TASK, raw_sample, copy)
+    forged = json.loads((export / MARKER).read_text())  # a marker naming another folder ...
+    forged["folder"], forged["identity"] = str(tmp_path / "elsewhere"), "0:0"
+    (export / MARKER).write_text(json.dumps(forged))
+    (export / "README.md").write_text("my own card")  # ... grants no file changed since
+    with pytest.raises(MeraError, match="README.md .not written by this tool"):
+        export_raw(TASK, raw_sample, export)
+    assert (export / "README.md").read_text() == "my own card"
     (decoy / MARKER).write_text(
         json.dumps(
             {"folder": os.path.realpath(decoy), "files": ["../home/thesis.txt", "/etc/passwd"]}

@@ -177,8 +177,10 @@ def test_changed_gold_answers_rebuild_every_derived_file(raw_sample, tmp_path):
     for record in doc["data"]:
         record["outputs"] = "B" if record["outputs"] == "A" else "A"
     (raw_sample / "test.json").write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
-    again = run_evaluation(**options)
-    assert again["counts"]["generated"] == 0  # the answers are resumed ...
+    with pytest.raises(MeraError, match="other data"):  # never resumed on other data ...
+        run_evaluation(**options)
+    again = run_evaluation(overwrite=True, **options)
+    assert again["counts"]["resumed"] == 0  # ... but answered afresh with --overwrite
     gold = {r["meta"]["id"]: r["outputs"] for r in doc["data"]}
     samples = _samples(out)
     assert {r["id"]: r["target"] for r in samples} == gold  # ... the targets are today's
@@ -301,7 +303,7 @@ def test_private_split_logs_and_submits_but_does_not_score(raw_sample, tmp_path,
     [
         (["--tasks", "ruhhh_imag"], "unknown task 'ruhhh_imag'"),
         (["--model", "./no/such/model"], "not a model folder"),
-        (["--dialogue-context", "-1"], "0 or more"),
+        (["--dialogue-context", "-1"], "--dialogue-context -1: give an integer of at least 0"),
         (["--data", "/no/such/folder"], "is not a folder"),
         (["--output-dir", "/dev/null"], "is a file"),
         (["--batch-size", "0"], "at least 1"),

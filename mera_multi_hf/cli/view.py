@@ -89,6 +89,23 @@ def page_of(run_dir: Path) -> str:
     return render(results, doc.run, rows, notes, summary)
 
 
+def results_vouching_for(run_dir: Path, files: dict) -> str | None:
+    """The folder's results.json with the sha256 it records of each of ``files`` made
+    that of the new text (None: a results file that records no sha256s, an older one)."""
+    import json
+
+    from mera_multi_hf.core.hashing import sha256_bytes
+    from mera_multi_hf.core.outputs import as_written
+
+    doc = json_read.read_file(run_dir / "results.json")
+    recorded = doc.get("run", {}).get("files") if isinstance(doc.get("run"), dict) else None
+    if not isinstance(recorded, dict):
+        return None
+    for name, data in files.items():
+        recorded[name] = sha256_bytes(as_written(data))
+    return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+
+
 @dataclass
 class ViewOptions:
     """The options of `mera-multi view`."""
@@ -126,7 +143,11 @@ def cmd_view(options: ViewOptions) -> int:
             f"view {run_dir}: not a folder that `evaluate` or `score` wrote (its "
             "marker says so); view writes results.html only into one of those"
         )
-    add_files(run_dir, {PAGE_NAME: page}, kind=kind, flag="view")
+    files = {PAGE_NAME: page}
+    results = results_vouching_for(run_dir, {PAGE_NAME: page})
+    if results is not None:
+        files["results.json"] = results  # renamed after the page: it never vouches for an old one
+    add_files(run_dir, files, kind=kind, flag="view")
     print(f"wrote {run_dir / PAGE_NAME} (open it in a browser; it needs no network)")
     return 0
 

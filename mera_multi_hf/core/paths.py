@@ -17,8 +17,20 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent  # this file is core/paths.
 
 
 def cache_root() -> Path:
-    """Where this project keeps its converted datasets and built models."""
-    return Path(os.environ.get("MERA_MULTI_CACHE", Path.home() / ".cache" / "mera_multi_hf"))
+    """Where this project keeps its converted datasets and built models:
+    ``MERA_MULTI_CACHE`` (an absolute path), else ``~/.cache/mera_multi_hf``."""
+    value = os.environ.get("MERA_MULTI_CACHE")
+    if value is None:
+        return Path.home() / ".cache" / "mera_multi_hf"
+    path = os.path.expanduser(value)
+    if not value.strip() or not os.path.isabs(path):  # never the current folder, by accident
+        from mera_multi_hf.core.errors import MeraError
+
+        raise MeraError(
+            f"MERA_MULTI_CACHE={value!r} is not an absolute path: set it to the full path "
+            "of a folder for this tool's cache, or unset it (~/.cache/mera_multi_hf)"
+        )
+    return Path(path)
 
 
 def bundled_dir(name: str) -> Path:

@@ -18,6 +18,7 @@ was, not what this session happened to load.
 from __future__ import annotations
 
 import json
+import sys
 from datetime import datetime, timezone
 
 from mera_multi_hf.core import json_read
@@ -39,19 +40,100 @@ def now() -> str:
 
 def read_manifest(folder) -> dict | None:
     """The manifest of a run folder (an OutputFolder or a path) when this tool wrote it
-    there; None otherwise (a run made before manifests, or not a run folder)."""
+    there; None when there is none (a run made before manifests, or not a run folder).
+    One that cannot be read stops the command in one line: it is the record of the
+    run's earlier sessions and is never replaced."""
     from pathlib import Path
 
     from mera_multi_hf.core.outputs import OutputFolder
 
     folder = folder if isinstance(folder, OutputFolder) else OutputFolder(Path(folder), kind="run")
-    if MANIFEST not in folder.owned():
+    path = folder.path / MANIFEST
+    if MANIFEST not in folder.owned() or not path.exists():
         return None
     try:
-        doc = json_read.read_file(folder.path / MANIFEST)
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) and isinstance(doc.get("fixed"), dict) else None
+        doc = json_read.read_file(path)
+    except OSError as err:
+        _unreadable(path, err.strerror or str(err))
+    except ValueError:
+        _unreadable(path, "not valid JSON")
+    if not _well_formed(doc):
+        _unreadable(path, "not the JSON object of a run manifest")
+    return doc
+
+
+def _well_formed(doc) -> bool:
+    return (
+        isinstance(doc, dict)
+        and isinstance(doc.get("fixed"), dict)
+        and isinstance(doc.get("tasks", {}), dict)
+        and all(isinstance(t, dict) for t in doc.get("tasks", {}).values())
+        and isinstance(doc.get("sessions", []), list)
+    )
+
+
+def _unreadable(path, why: str):
+    raise MeraError(
+        f"{path} cannot be read ({why}): it is the record of this run's earlier sessions "
+        "and is never replaced; restore it, move it away to start the record afresh, or "
+        "use a new --output-dir"
+    )
+
+
+def with_earlier_tasks(old: dict | None, config, specs: list, sources: dict, say: bool):
+    """(tasks, sources) of this session: those named, then each task that an earlier
+    session of the run answered on this split (its own data source): another task run
+    into a run folder extends the run, as a larger --limit does, and every earlier
+    task's answers stay in its reports. --overwrite replaces the run instead."""
+    from mera_multi_hf.tasks.table import get_task
+
+    named = {t.key for t in specs}
+    earlier = {
+        e.get("task"): e.get("source")
+        for e in (old or {}).get("tasks", {}).values()
+        if e.get("split") == config.split
+        and isinstance(e.get("task"), str)
+        and isinstance(e.get("source"), str)
+        and e["task"] not in named
+    }
+    if not earlier or config.overwrite:
+        return specs, sources
+    if say:
+        print(
+            f"mera-multi: note: this run folder holds answers to {', '.join(sorted(earlier))}"
+            f" too: the run is extended, and its reports cover those tasks as well (their "
+            "answers are read from the sample log; use a new --output-dir for a run of "
+            "its own)",
+            file=sys.stderr,
+        )
+    added = [get_task(key) for key in sorted(earlier)]
+    return specs + added, {**sources, **{t.key: earlier[t.key] for t in added}}
+
+
+def check_data(old: dict | None, loaded, config, where, say: bool) -> dict | None:
+    """The earlier manifest to carry on (None under --overwrite). A task whose data is
+    not the data its logged answers were made for (other content: another source, or
+    changed files) stops a resume in one line; under --overwrite it is answered afresh,
+    and this says so."""
+    changed = []
+    for d in loaded:
+        entry = ((old or {}).get("tasks") or {}).get(f"{d.task.key}/{config.split}") or {}
+        if entry.get("content") not in (None, getattr(d, "content", None)):
+            now = d.source or d.task.hub_id
+            changed.append(f"{d.task.key} (from {entry.get('source')} there, {now} now)")
+    if changed and not config.overwrite:
+        raise MeraError(
+            f"{where} holds answers made for other data: {'; '.join(changed)}: its rows "
+            f"differ (see {MANIFEST}). Use a new --output-dir, or --overwrite to answer "
+            "those tasks afresh"
+        )
+    if changed and say:
+        print(
+            f"mera-multi: note: --overwrite: the data of {'; '.join(changed)} is not the "
+            "data of the answers logged here: they are generated afresh",
+            file=sys.stderr,
+        )
+    return None if config.overwrite else old
 
 
 def fixed_settings(config, engine) -> dict:
@@ -93,6 +175,7 @@ def task_entries(config, engine, loaded) -> dict:
             "model": model_for(engine, {d.task.modality}),
             "source": str(d.source or d.task.hub_id),
             "fingerprint": d.fingerprint,
+            "content": getattr(d, "content", None),
             "max_new_tokens": config.max_new_tokens or d.task.max_new_tokens,
             "stop": list(config.stop if config.stop is not None else d.task.stop),
             "dialogue_context": (

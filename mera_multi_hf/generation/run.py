@@ -164,10 +164,10 @@ def new_session(config: RunConfig, engine, loaded, world: int, typed, started: f
     }
 
 
-def open_manifest(folder, config: RunConfig, engine, loaded, session: dict) -> dict:
-    """The run's manifest with this session begun; a resume under other fixed settings
-    stops here, in one line (every process reads it before any is written)."""
-    old = None if config.overwrite else manifest.read_manifest(folder)
+def open_manifest(folder, config: RunConfig, engine, loaded, session: dict, old) -> dict:
+    """The run's manifest with this session begun (``old``: the earlier one); a resume
+    under other fixed settings stops here, in one line (every process reads it before
+    any is written)."""
     fixed = manifest.fixed_settings(config, engine)
     manifest.check_fixed(old, fixed, folder.path)
     return manifest.start(old, fixed, manifest.task_entries(config, engine, loaded), session)
@@ -179,11 +179,20 @@ def write_manifest(folder, doc: dict) -> None:
     folder.put(MANIFEST, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
 
 
+def extended(run: RunPlace, config: RunConfig, specs: list, sources: dict):
+    """(tasks, sources): those named, and the earlier tasks of the run in the folder (a
+    manifest that cannot be read stops the run here, before anything is loaded)."""
+    old = manifest.read_manifest(run.folder)
+    return manifest.with_earlier_tasks(old, config, specs, sources, run.is_main)
+
+
 def start(run: RunPlace, config: RunConfig, loaded: list, typed, started: float) -> Pending:
     """The requests of every task (a dialogue's come turn by turn, as it is walked),
     what the sample log holds, and the manifest with this session begun, written before
     any generation. ``loaded``: the load stage's LoadedTask records."""
     state, engine, folder = run.state, run.engine, run.folder
+    old = manifest.read_manifest(folder)  # checked against this data before anything changes
+    old = manifest.check_data(old, loaded, config, folder.path, state.is_main_process)
     for d in loaded:
         if d.task.dialogue and state.is_main_process:
             warn_meta(d.task, d.examples)
@@ -200,7 +209,7 @@ def start(run: RunPlace, config: RunConfig, loaded: list, typed, started: float)
     # other settings in the folder stop every process here
     logged(log, before, [r for task in requests.values() for r in task])
     session = new_session(config, engine, loaded, state.num_processes, typed, started)
-    doc = open_manifest(folder, config, engine, loaded, session)
+    doc = open_manifest(folder, config, engine, loaded, session, old)
     state.wait_for_everyone()  # nobody writes before every process has read the log
     if state.is_main_process:
         write_manifest(folder, doc)  # before any generation

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mera_multi_hf.core.arguments import add_command, opt, output_dir_opt
+from mera_multi_hf.core.arguments import OVERWRITE_HELP, add_command, opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.reporting import compare as comparing
 
 

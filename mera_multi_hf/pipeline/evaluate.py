@@ -50,6 +50,7 @@ def evaluate(config: RunConfig, *, engine=None, typed=None) -> Outcome | None:
     checked = preflight_run(config, specs, sources, engine=engine)  # before any work
     split, limits, limit = config.split, config.limits(), config.limit
     with generation.open_run(config, sources, engine) as run:  # the folder locked till the end
+        specs, sources = generation.extended(run, config, specs, sources)  # earlier tasks too
         loaded = [
             load_task_split(t, sources[t.key], split, limits=limits, limit=limit) for t in specs
         ]

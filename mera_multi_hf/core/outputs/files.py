@@ -25,7 +25,7 @@ from mera_multi_hf.core.outputs.fs import (
     as_written,
     write_error,
 )
-from mera_multi_hf.core.outputs.rules import KINDS, refusal
+from mera_multi_hf.core.outputs.rules import CACHE_WRITERS, KINDS, _real, refusal
 
 # ---- one file the user named (--out FILE) ----
 
@@ -171,7 +171,9 @@ def stage_file(folder, name: str, data) -> Path:
 @contextlib.contextmanager
 def cache_lock(target):
     """Hold the cache's lock file ``target`` (opened without following a link; waits for
-    a concurrent holder)."""
+    a concurrent holder). While ``<entry>.lock`` is held, the cache entry ``<entry>`` may
+    be written as an output folder (a raw folder's export): no other folder inside the
+    cache ever is."""
     dir_fd, base = _cache_parent(Path(target))
     try:
         fd = os.open(
@@ -179,8 +181,11 @@ def cache_lock(target):
         )
     finally:
         os.close(dir_fd)
+    entry = _real(target)[: -len(".lock")] if str(target).endswith(".lock") else None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        CACHE_WRITERS.add(entry)  # <entry>.lock held: the entry may be (re)made
         yield
     finally:
+        CACHE_WRITERS.discard(entry)
         os.close(fd)

@@ -13,25 +13,29 @@ import stat
 from pathlib import Path
 
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.hashing import sha256_bytes
+from mera_multi_hf.core.outputs.content import record, records
 from mera_multi_hf.core.outputs.fs import (
     LOCK,
     MARKER,
     OWN,
     PLAIN_MODE,
-    PRIVATE_MODE,
     LinkRefused,
     _close,
     _entry,
-    _leftover,
+    _mode_for,
     _open_root,
     _plain_file,
-    _private_mode,
     _replace_at,
+    _set_mode,
     _temp,
+    _temp_for,
+    _temp_name,
     _unlink_at,
     _unlink_at_path,
     _utf8,
     _walk_to,
+    _write_in_place,
     as_written,
     shown,
     write_error,
@@ -42,9 +46,13 @@ from mera_multi_hf.core.outputs.rules import (
     STAGING_PREFIX,
     SUGGESTED_SUBFOLDER,
     _real,
+    entries,
     folder_kind,
+    identity,
+    marker_temp,
     read_marker,
     refusal,
+    temporaries,
     trusted_listing,
 )
 
@@ -61,6 +69,7 @@ class OutputFolder:
         self.path, self.kind, self.flag = Path(os.fsdecode(path)), kind, flag
         self.inputs = [i for i in inputs if i]
         self.claimed: set[str] = set()
+        self.growing: set[str] = set()  # claimed to be written bit by bit (sample logs)
         self.made: list[Path] = []  # folders that claim() created, deepest first
         self._lock_fd = self._root_fd = None
 
@@ -82,8 +91,7 @@ class OutputFolder:
         return doc.get("info") if isinstance(doc.get("info"), dict) else {}
 
     def _staging_names(self) -> list[str]:
-        doc = read_marker(self.path)
-        names = doc.get("staging") if doc.get("folder") == _real(self.path) else None
+        names = read_marker(self.path).get("staging")
         return [
             n
             for n in names or []
@@ -95,7 +103,7 @@ class OutputFolder:
         with what it is. Nested output folders (their own trusted marker) are left out:
         nothing here ever touches them."""
         listing = self.listing()
-        ours = {n for n, k in listing.items() if k == self.kind}
+        ours = {n for n, k in listing.items() if k == self.kind} | temporaries(self.path)
         skip, found = set(self._staging_names()), []
         for dirpath, dirnames, filenames in os.walk(self.path):
             rel = os.path.relpath(dirpath, self.path)
@@ -116,8 +124,8 @@ class OutputFolder:
 
     def _what(self, name: str, full: str, listing: dict, ours: set) -> str | None:
         """None for this kind's own entry; else how a refusal names it."""
-        if (not name.count("/") and name in OWN) or _leftover(name, ours | set(OWN)):
-            return None
+        if (not name.count("/") and name in OWN) or (name in ours and name not in listing):
+            return None  # the tool's own, or a temporary its marker lists
         info = os.lstat(full)
         if stat.S_ISLNK(info.st_mode):
             return f"{name} (a symbolic link)"
@@ -175,6 +183,7 @@ class OutputFolder:
             self.check()  # again, now that no other run can change it
             self._clear_leftovers()
             self.claimed |= set(names)
+            self.growing |= set(names)
             if names:
                 self._write_marker(self.owned() | set(names))
         except OSError as err:
@@ -245,22 +254,21 @@ class OutputFolder:
         self.close(failed=kind is not None)
 
     def _clear_leftovers(self) -> None:
-        """Temporaries and staging folders that a killed run of ours left behind."""
-        ours = self.owned() | set(OWN)
-        for folder in sorted({os.path.dirname(n) for n in ours}):
+        """The temporaries and staging folders that a killed run of ours left behind:
+        only those its marker lists, whatever else is named like them."""
+        listed = temporaries(self.path)
+        for name in sorted(listed):
             try:
-                dir_fd, _ = _walk_to(self._root(), f"{folder}/x" if folder else "x", False)
+                dir_fd, base = _walk_to(self._root(), name, False)
             except (OSError, LinkRefused):
                 continue
             try:
-                for base in os.listdir(dir_fd):
-                    if _leftover(f"{folder}/{base}" if folder else base, ours):
-                        _unlink_at(dir_fd, base)
+                _unlink_at(dir_fd, base)
             finally:
                 os.close(dir_fd)
         for name in self._staging_names():
             self._remove_tree(name)
-        if self._staging_names():
+        if self._staging_names() or listed - {marker_temp(read_marker(self.path))}:
             self._write_marker(self.owned(), staging=[])
 
     def _remove_tree(self, name: str) -> None:
@@ -271,22 +279,41 @@ class OutputFolder:
 
     # ---- writing ----
 
-    def _write_marker(self, names, info: dict | None = None, staging=None) -> None:
+    def _write_marker(
+        self, names, info: dict | None = None, staging=None, temps=(), written=None
+    ) -> None:
+        """The marker listing ``names`` as this kind's, each with what it holds now;
+        ``temps``: the temporaries about to be made; ``written``: name -> sha256 of what
+        was just written there."""
+        current = read_marker(self.path)
+        content = records(self._root(), names, self.growing, entries(current), written)
         doc = {
             "created_by": "mera-multi-hf",
             "format": MARKER_FORMAT,
             "folder": _real(self.path),
+            "identity": identity(self.path),
             "files": {n: self.kind for n in sorted(names)},
+            "content": content,
             "staging": self._staging_names() if staging is None else staging,
+            "temporaries": sorted(temps),
+            "next_temp": _temp_name(MARKER),
             "info": info if info is not None else self.info(),
         }
         text = json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
-        root = self._root()
         try:
-            tmp = _temp(root, MARKER, text.encode("utf-8"), PLAIN_MODE)
+            self._replace_marker(text.encode("utf-8"), marker_temp(current))
         except OSError as err:  # name the folder a full disk stopped
             raise write_error(err, self.path / MARKER) from None
-        _replace_at(root, tmp, MARKER)
+
+    def _replace_marker(self, data: bytes, tmp: str | None) -> None:
+        """Through the temporary the marker named (a kill leaves only a listed file); the
+        first marker of a folder is written in place (torn, it lists nothing: as before)."""
+        root = self._root()
+        if tmp is not None:
+            _unlink_at(root, tmp)  # a killed rewrite's
+            _replace_at(root, _temp(root, MARKER, data, PLAIN_MODE, tmp), MARKER)
+        else:
+            _write_in_place(root, MARKER, data)
 
     @contextlib.contextmanager
     def staging(self):
@@ -316,11 +343,15 @@ class OutputFolder:
         self.check()
         owned, names = self.owned(), set(files)
         keep = names | self.claimed
+        temps = {n: _temp_for(n) for n, data in files.items() if not isinstance(data, Path)}
         staged: dict[str, tuple[int, str, int | None]] = {}
-        try:
-            self._write_marker(owned | keep, info)  # a kill leaves only what it lists
+        written: dict[str, str] = {}
+        try:  # a kill leaves only what the marker lists, temporaries included
+            self._write_marker(owned | keep, info, temps=temps.values())
             for name, data in files.items():
-                staged[name] = self._stage(name, data, name in private)
+                staged[name], written[name] = self._stage(
+                    name, data, name in private, temps.get(name)
+                )
             if index:
                 self.remove(index)
             for name in sorted(names - {index}) + ([index] if index in names else []):
@@ -330,28 +361,31 @@ class OutputFolder:
                 _close(dir_fd, src_fd)
             for stale in sorted(owned - keep):
                 self.remove(stale)
-            self._write_marker(keep, info)
+            self._write_marker(keep, info, written=written)
         except OSError as err:
             raise write_error(err, self.path) from None
         finally:
             self._drop(staged)
         return {name: self.path / name for name in files}
 
-    def _stage(self, name: str, data, private: bool) -> tuple[int, str, int | None]:
-        """(the target folder's descriptor, the temporary's name, the descriptor of the
-        folder it is in when that is a staging folder)."""
+    def _stage(self, name: str, data, private: bool, tmp: str | None):
+        """((the target folder's descriptor, the temporary's name, the descriptor of the
+        folder it is in when that is a staging folder), the sha256 of what it holds).
+        The file keeps the mode of the one it replaces (0600 when ``private``)."""
         dir_fd, base = _walk_to(self._root(), name, create=True)
         try:
+            mode = _mode_for(dir_fd, base, private)
             if not isinstance(data, Path):
-                mode = PRIVATE_MODE if private else PLAIN_MODE
+                data = as_written(data)
                 try:
-                    return dir_fd, _temp(dir_fd, base, as_written(data), mode), None
+                    temp = _temp(dir_fd, base, data, mode, tmp and tmp.rpartition("/")[2])
                 except OSError as err:  # name the file a full disk stopped
                     raise OSError(err.errno, err.strerror, str(self.path / name)) from None
+                return (dir_fd, temp, None), sha256_bytes(data)
             src_fd, src = _walk_to(self._root(), self._staged_name(data), create=False)
-            if private:
-                _private_mode(src_fd, src)
-            return dir_fd, src, src_fd
+            if mode != PLAIN_MODE:
+                _set_mode(src_fd, src, mode)
+            return (dir_fd, src, src_fd), record(src_fd, src, grows=False, old=None)["sha256"]
         except BaseException:
             os.close(dir_fd)
             raise
@@ -377,15 +411,18 @@ class OutputFolder:
         """Write one file (listed, and kept by later sets of this command) and touch
         nothing else."""
         self.claimed.add(name)
-        self._write_marker(self.owned() | {name})
+        self.growing.discard(name)
+        tmp = _temp_for(name)
+        self._write_marker(self.owned() | {name}, temps=[tmp])
         try:
-            dir_fd, tmp, _ = self._stage(name, data, private)
+            (dir_fd, tmp, _), sha = self._stage(name, data, private, tmp)
         except OSError as err:
             raise write_error(err, self.path / name) from None
         try:
             _replace_at(dir_fd, tmp, name.rsplit("/", 1)[-1])
         finally:
             os.close(dir_fd)
+        self._write_marker(self.owned() | {name}, written={name: sha})
         return self.path / name
 
     def remove(self, name: str) -> None:

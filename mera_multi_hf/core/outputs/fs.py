@@ -85,12 +85,26 @@ def _plain_file(info: os.stat_result | None) -> bool:
     return info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink == 1
 
 
-def _temp(dir_fd: int, base: str, data: bytes, mode: int) -> str:
-    """``data`` in a new flushed temporary beside ``base``; returns its name."""
-    tmp = f".{base}.{secrets.token_hex(4)}.partial"
+def _temp_name(base: str) -> str:
+    """A new temporary's name beside ``base`` (listed in the marker before it is made)."""
+    return f".{base}.{secrets.token_hex(4)}.partial"
+
+
+def _temp_for(name: str) -> str:
+    """A new temporary's name beside the file ``name`` (a path inside the folder)."""
+    folder, _, base = name.rpartition("/")
+    return f"{folder}/{_temp_name(base)}" if folder else _temp_name(base)
+
+
+def _temp(dir_fd: int, base: str, data: bytes, mode: int, name: str | None = None) -> str:
+    """``data`` in a new flushed temporary beside ``base`` (``name``, or a new one) with
+    the permission bits ``mode`` (the plain mode: as the umask allows); returns its name."""
+    tmp = name or _temp_name(base)
     fd = os.open(tmp, _NEW, mode, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as fh:
+            if mode != PLAIN_MODE:  # kept as it was, or private: exactly, whatever the umask
+                os.fchmod(fh.fileno(), mode)
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -99,6 +113,22 @@ def _temp(dir_fd: int, base: str, data: bytes, mode: int) -> str:
             os.unlink(tmp, dir_fd=dir_fd)
         raise
     return tmp
+
+
+def _write_in_place(dir_fd: int, base: str, data: bytes) -> None:
+    """Write a plain file (made if missing) in place, never through a link or into a FIFO."""
+    current = _entry(dir_fd, base)
+    if current is not None and not _plain_file(current):
+        raise LinkRefused(f"{base} is a link or not a plain file; this tool never replaces one")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(base, flags, PLAIN_MODE, dir_fd=dir_fd)
+    with os.fdopen(fd, "wb") as fh:
+        if not _plain_file(os.fstat(fd)):  # made a moment ago by someone else
+            raise LinkRefused(f"{base} is a link or not a plain file; this tool never replaces one")
+        fh.truncate(0)
+        fh.write(data)
+        fh.flush()
+        os.fsync(fd)
 
 
 def _replace_at(dir_fd: int, tmp: str, base: str, src_fd: int | None = None) -> None:
@@ -151,27 +181,27 @@ def _safe_name(name) -> bool:
     )
 
 
-def _leftover(name: str, ours: set[str]) -> bool:
-    """``.<file>.<random>.partial``: a temporary of one of ``ours``."""
-    folder, base = os.path.split(name)
-    if not (base.startswith(".") and base.endswith(".partial")):
-        return False
-    stem = base[1 : -len(".partial")].rpartition(".")[0]
-    return os.path.join(folder, stem) in ours
-
-
 def _close(*fds) -> None:
     for fd in fds:
         if fd is not None:
             os.close(fd)
 
 
-def _private_mode(dir_fd: int, base: str) -> None:
+def _set_mode(dir_fd: int, base: str, mode: int) -> None:
     fd = os.open(base, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
-        os.fchmod(fd, PRIVATE_MODE)
+        os.fchmod(fd, mode)
     finally:
         os.close(fd)
+
+
+def _mode_for(dir_fd: int, base: str, private: bool) -> int:
+    """A rewritten file keeps its permission bits (a private run's page stays 0600); a
+    file holding gold answers is 0600; a new one is as the umask allows."""
+    if private:
+        return PRIVATE_MODE
+    current = _entry(dir_fd, base)
+    return stat.S_IMODE(current.st_mode) if _plain_file(current) else PLAIN_MODE
 
 
 def _unlink_at_path(folder, base: str) -> None:

@@ -4,6 +4,7 @@ marker that says which kind wrote which file."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -12,7 +13,10 @@ from mera_multi_hf.core.input_files import open_binary
 from mera_multi_hf.core.outputs.fs import MARKER, _safe_name
 
 STAGING_PREFIX = ".mera-multi-staging-"
-MARKER_FORMAT = 2
+# the cache entries this process writes now, each under its lock (files.cache_lock): the
+# only folders inside the tool's cache that may be written as an output folder
+CACHE_WRITERS: set[str] = set()
+MARKER_FORMAT = 3
 
 # kind -> the command that writes it (how a refusal names another kind's folder)
 KINDS = {
@@ -24,14 +28,6 @@ KINDS = {
     "judge_model": "judge train",
     "agreement": "judge agreement",
 }
-
-# what --overwrite means, for every command that takes it
-OVERWRITE_HELP = (
-    "also replace or clear this command's own earlier outputs here that a "
-    "plain rerun keeps (for evaluate: a sample log made under other "
-    "settings); never a file this tool did not write, another command's "
-    "file, or a folder"
-)
 
 
 def _real(path) -> str:
@@ -80,8 +76,9 @@ def refusal(path, inputs=()) -> str | None:
     for root in _hf_caches():
         if _inside(_real(root), out) or _inside(out, _real(root)):
             return f"the cache {root}, inside it or a folder that holds it"
-    if _inside(_real(cache_root()), out):
-        return f"this tool's cache {cache_root()} or a folder that holds it"
+    cache = _real(cache_root())
+    if _inside(cache, out) or (_inside(out, cache) and out not in CACHE_WRITERS):
+        return f"this tool's cache {cache_root()}, inside it or a folder that holds it"
     if out == os.path.abspath(os.sep):
         return "the filesystem root"
     return None
@@ -101,19 +98,78 @@ def read_marker(folder) -> dict:
     return doc if isinstance(doc, dict) else {}
 
 
-def trusted_listing(folder) -> dict[str, str]:
-    """name -> kind of every file the marker of ``folder`` lists, when the marker names
-    this very folder ({} otherwise: a copied marker grants nothing). A marker of an
-    older version has no kinds: they are inferred from the names it lists."""
+# the temporary of the marker's next rewrite, named in the marker before it is made
+_MARKER_TEMP = re.compile(re.escape(f".{MARKER}.") + "[0-9a-f]{8}" + re.escape(".partial"))
+
+
+def marker_temp(doc: dict) -> str | None:
+    """The temporary that the next rewrite of the marker ``doc`` goes through."""
+    name = doc.get("next_temp")
+    return name if isinstance(name, str) and _MARKER_TEMP.fullmatch(name) else None
+
+
+def temporaries(folder) -> set[str]:
+    """The temporaries the marker of ``folder`` lists (those of a set being written,
+    and its own next one): a kill leaves only these, and only these are ever removed
+    as leftovers, whatever else is named like them."""
     doc = read_marker(folder)
-    if doc.get("folder") != _real(folder):
-        return {}
-    files = doc.get("files")
+    names = {
+        n
+        for n in doc.get("temporaries") or []
+        if _safe_name(n) and n.rsplit("/", 1)[-1].startswith(".") and n.endswith(".partial")
+    }
+    return names | ({marker_temp(doc)} - {None})
+
+
+def identity(folder) -> str | None:
+    """The folder itself (device and inode): the same after a rename, another after a
+    copy or a move to another disk or machine."""
+    try:
+        info = os.stat(os.fsdecode(folder))
+    except OSError:
+        return None
+    return f"{info.st_dev}:{info.st_ino}"
+
+
+def in_place(doc: dict, folder) -> bool:
+    """The marker was written in this very folder (its path, or the folder renamed)."""
+    return doc.get("folder") == _real(folder) or (
+        doc.get("identity") is not None and doc.get("identity") == identity(folder)
+    )
+
+
+def entries(doc: dict) -> dict[str, dict]:
+    """name -> {"kind": ..., and what the marker records of its content} of every file
+    a marker lists (an older marker's bare names: kinds from the names, no content)."""
+    files, content = doc.get("files"), doc.get("content")
     if isinstance(files, list):
-        return legacy_kinds([n for n in files if _safe_name(n)])
+        files = legacy_kinds([n for n in files if _safe_name(n)])
     if not isinstance(files, dict):
         return {}
-    return {n: k for n, k in files.items() if _safe_name(n) and k in KINDS}
+    content = content if isinstance(content, dict) else {}
+    return {
+        name: {**(content.get(name) if isinstance(content.get(name), dict) else {}), "kind": kind}
+        for name, kind in files.items()
+        if _safe_name(name) and kind in KINDS
+    }
+
+
+def trusted_listing(folder) -> dict[str, str]:
+    """name -> kind of every file the marker of ``folder`` lists and this tool may treat
+    as its own: every listed name when the marker was written in this very folder;
+    else (a renamed, copied or moved folder, or a stray marker) only the files that
+    still hold what the marker records of them (an older marker, with no records, only
+    in its own folder)."""
+    doc = read_marker(folder)
+    listed = entries(doc)
+    if in_place(doc, folder):
+        return {n: e["kind"] for n, e in listed.items()}
+    if doc.get("format") != MARKER_FORMAT:
+        return {}
+    from mera_multi_hf.core.outputs.content import holds_as_written
+
+    base = Path(os.fsdecode(folder))
+    return {n: e["kind"] for n, e in listed.items() if holds_as_written(base / n, e)}
 
 
 REPORT_STEMS = ("compare.", "leaderboard.")
