@@ -11,6 +11,7 @@ from pathlib import Path
 
 from mera_multi_hf.core import json_read, masking
 from mera_multi_hf.core.arguments import (
+    OVERWRITE_HELP,
     Parser,
     add_command,
     no_abbreviations,
@@ -19,7 +20,6 @@ from mera_multi_hf.core.arguments import (
     text_table,
 )
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.data.media_checks import MediaLimitOptions
 
 
@@ -161,7 +161,12 @@ TASK_COLUMNS = """columns:
   hub id      the official dataset on the Hugging Face Hub (the default --data)"""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. ``command``: the first argument; where it names a
+    command of COMMAND_MODULES, only that module is imported to register it, and where it
+    names one of this module's (`tasks`, `build`), none (quick start-up); otherwise every
+    command is registered (`mera-multi --help` lists them; a misspelt one gets a "did
+    you mean")."""
     parser = Parser(
         prog="mera-multi",
         description="MERA Multi on the Hugging Face stack: build task datasets, evaluate "
@@ -201,23 +206,26 @@ def build_parser() -> argparse.ArgumentParser:
         "`mera-multi serve --help`)",
     )
 
-    for module in COMMAND_MODULES:
+    for name, module in COMMAND_MODULES.items():
+        if command in sub.choices or (command in COMMAND_MODULES and name != command):
+            continue
         __import__(f"mera_multi_hf.{module}", fromlist=["add_parser"]).add_parser(sub)
     no_abbreviations(parser)
     return parser
 
 
-# Further commands register themselves: each module has add_parser(subparsers).
-COMMAND_MODULES: list[str] = [
-    "cli.score",
-    "cli.judge",
-    "cli.evaluate",
-    "spaces.export",
-    "reporting.compare",
-    "reporting.leaderboard",
-    "cli.view",
-    "demo.tiny_models",
-]
+# Further commands register themselves: each module has add_parser(subparsers), which
+# adds the command named here (in this order in `mera-multi --help`).
+COMMAND_MODULES: dict[str, str] = {
+    "score": "cli.score",
+    "judge": "cli.judge",
+    "evaluate": "cli.evaluate",
+    "metrics": "spaces.export",
+    "compare": "reporting.compare",
+    "leaderboard": "reporting.leaderboard",
+    "view": "cli.view",
+    "models": "demo.tiny_models",
+}
 
 
 # OSErrors of a write that the user can act on (space, permissions, read-only folders).
@@ -285,7 +293,7 @@ def _main(argv: list[str]) -> int:
         # RunConfig); the other commands' parsers are not built (they import what their help needs)
         parser, args = None, argparse.Namespace(func=own[argv[0]], options=argv[1:])
     else:
-        parser = build_parser()
+        parser = build_parser(argv[0] if argv else None)
         args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -6,9 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mera_multi_hf.core.arguments import opt, output_dir_opt
+from mera_multi_hf.core.arguments import OVERWRITE_HELP, opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.scoring.options import ScoringOptions
 
 

@@ -195,6 +195,16 @@ def opt(
     return dataclasses.field(default=default, metadata=metadata, repr=not extra.get("secret"))
 
 
+# what --overwrite means, for every command that takes it (here, not in core.outputs,
+# so that building a command's options loads no file machinery)
+OVERWRITE_HELP = (
+    "also replace or clear this command's own earlier outputs here that a "
+    "plain rerun keeps (for evaluate: a sample log made under other "
+    "settings); never a file this tool did not write, another command's "
+    "file, or a folder"
+)
+
+
 def output_dir_opt(default, help: str, **extra):
     """The option of every command that writes a folder: ``--output-dir DIR``, also taken
     as ``--out`` (the older spelling) and lm-evaluation-harness's ``--output_path``."""

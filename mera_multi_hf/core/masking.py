@@ -11,13 +11,11 @@ HTML-escaped and percent-encoded; the patterns after it catch what the run was n
 from __future__ import annotations
 
 import contextlib
-import html
 import json
 import logging
 import os
 import re
 import sys
-import traceback
 import warnings
 from urllib.parse import quote, quote_plus, unquote, urlsplit
 
@@ -90,6 +88,8 @@ def _forms_of(value: str) -> set[str]:
 
 
 def _spellings(value: str) -> set[str]:
+    import html  # here: every command starts by loading this module
+
     return {
         value,
         json.dumps(value)[1:-1],
@@ -223,6 +223,8 @@ def _masked_record_factory(make):
         if masked != message:
             record.msg, record.args = masked, None
         if record.exc_info and record.exc_info[0] is not None:
+            import traceback  # here: every command starts by loading this module
+
             record.exc_text = mask_secrets(
                 "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
             )
@@ -234,6 +236,8 @@ def _masked_record_factory(make):
 
 def excepthook(kind, value, tb) -> None:
     """sys.excepthook that masks the traceback it prints."""
+    import traceback
+
     sys.stderr.write(mask_secrets("".join(traceback.format_exception(kind, value, tb))))
 
 

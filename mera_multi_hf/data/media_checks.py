@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import functools
 import io
-import multiprocessing
 import sys
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, fields
 
 from mera_multi_hf.core.arguments import Options, opt
@@ -206,13 +203,17 @@ def _run_batch(batch: list) -> list:
     return [[check() for check in checks] for checks in batch]
 
 
-def _pool(workers: int) -> ProcessPoolExecutor:
+def _pool(workers: int):
     """Worker processes: the decoders' Python parts (Pillow parses JPEG headers in Python)
     hold the GIL, so threads could not keep a second core busy. As many as there are
     CPUs, although the reading process needs one: the decoding must keep up with it, and
     the scheduler shares the cores (measured: faster than one worker fewer). Forked on
     Linux (nothing to import again), else started as the platform does by default (macOS:
-    fork is unsafe there)."""
+    fork is unsafe there). Imported here: `build --help` and `evaluate` load this module
+    for its options."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
     return ProcessPoolExecutor(max_workers=workers, mp_context=context)
 
@@ -273,6 +274,8 @@ def _in_workers(batch, held, items, checks, size, workers, ahead):
 
 def _done(sent: tuple):
     """Yield a batch's ``(item, results)``; return the bytes it held."""
+    from concurrent.futures.process import BrokenProcessPool
+
     batch, future = sent
     try:
         found = future.result()

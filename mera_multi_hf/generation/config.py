@@ -9,10 +9,15 @@ import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from mera_multi_hf.core.arguments import check_options, opt, output_dir_opt, same_as
+from mera_multi_hf.core.arguments import (
+    OVERWRITE_HELP,
+    check_options,
+    opt,
+    output_dir_opt,
+    same_as,
+)
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.masking import remember_options
-from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.data.media_checks import MediaLimitOptions
 from mera_multi_hf.generation.backends import BackendChoices, backend_spec, check_kind
 from mera_multi_hf.generation.backends.hf_options import HFOptions

@@ -14,9 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mera_multi_hf.core.arguments import SEED_MAX, Options, opt, output_dir_opt
+from mera_multi_hf.core.arguments import OVERWRITE_HELP, SEED_MAX, Options, opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.judge import agreement
 
 JUDGE_DATA_HELP = "JSONL with prompt, gold, prediction, label (0/1) per line"

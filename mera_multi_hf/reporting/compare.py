@@ -20,9 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mera_multi_hf.core.arguments import add_command, opt, output_dir_opt
+from mera_multi_hf.core.arguments import OVERWRITE_HELP, add_command, opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.reporting.compare_chart import chart_png
 from mera_multi_hf.reporting.compare_markdown import console, markdown
 from mera_multi_hf.reporting.compare_protocol import protocol_differences

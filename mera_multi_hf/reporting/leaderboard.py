@@ -13,9 +13,8 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from mera_multi_hf.core.arguments import add_command, opt, output_dir_opt
+from mera_multi_hf.core.arguments import OVERWRITE_HELP, add_command, opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.reporting.compare import read_run, write_report
 from mera_multi_hf.reporting.reports import fmt_interval
 from mera_multi_hf.scoring.records import Results

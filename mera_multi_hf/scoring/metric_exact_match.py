@@ -19,8 +19,7 @@ import numpy as np
 
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.scoring.metric_inputs import check_strings
-
-EM_MODES = ("mera", "strict", "squad")
+from mera_multi_hf.tasks.declarations import EM_MODES
 
 # str.translate tables: deleting punctuation in C is far faster than a regex or a loop.
 _DELETE_PUNCT = str.maketrans("", "", string.punctuation)

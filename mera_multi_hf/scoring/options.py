@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from mera_multi_hf.core.arguments import Options, opt
-from mera_multi_hf.scoring.metric_exact_match import EM_MODES
+from mera_multi_hf.tasks.declarations import EM_MODES
 
 
 @dataclass

@@ -13,9 +13,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mera_multi_hf.core.arguments import add_command, opt, output_dir_opt
+from mera_multi_hf.core.arguments import OVERWRITE_HELP, add_command, opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.core.outputs import OVERWRITE_HELP
 from mera_multi_hf.spaces.flat_modules import flat_folder
 from mera_multi_hf.spaces.loading import METRICS
 

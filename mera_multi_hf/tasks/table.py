@@ -322,15 +322,18 @@ TASK_MODULES_VARIABLE = "MERA_MULTI_TASKS"
 def import_task_modules() -> None:
     """Import the task declaration modules that ``$MERA_MULTI_TASKS`` names (each once
     per process)."""
+    import os
+
+    named = [e.strip() for e in os.environ.get(TASK_MODULES_VARIABLE, "").split(",")]
+    if not any(named):  # the usual case: nothing to import, nor the machinery for it
+        return
     import hashlib
     import importlib
-    import os
     from pathlib import Path
 
     from mera_multi_hf.core.paths import load_module_from_file
 
-    named = os.environ.get(TASK_MODULES_VARIABLE, "")
-    for entry in filter(None, (e.strip() for e in named.split(","))):
+    for entry in filter(None, named):
         if entry.endswith(".py"):
             path = Path(entry).resolve()
             if not path.is_file():

@@ -23,6 +23,11 @@ RUSLUN_CI_METRICS = ("intent_exact_match_ci", "slot_f1_ci")
 # The official filter chain of ruSLUn, for callers that score raw generations.
 RUSLUN_FILTERS = ("lowercase", "slot_clean")
 
+# The exact-match normalisations (scoring.metric_exact_match): the official "mera", "strict"
+# (as is) and "squad" (a later revision, for comparison). Here, with no numpy beside it, so
+# that the options that offer them (`--em-mode`) load quickly.
+EM_MODES = ("mera", "strict", "squad")
+
 # The official answer marker, "ОТВЕТ": a declaration of the protocol that both the judge
 # and the project's answer extraction follow.
 ANSWER_MARKER = "ОТВЕТ"

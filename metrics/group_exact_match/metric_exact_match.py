@@ -19,8 +19,7 @@ import numpy as np
 
 from .errors import MeraError
 from .metric_inputs import check_strings
-
-EM_MODES = ("mera", "strict", "squad")
+from .declarations import EM_MODES
 
 # str.translate tables: deleting punctuation in C is far faster than a regex or a loop.
 _DELETE_PUNCT = str.maketrans("", "", string.punctuation)

@@ -57,7 +57,6 @@ from mera_multi_hf.core.outputs.fs import (
 )
 from mera_multi_hf.core.outputs.rules import (
     KINDS,
-    OVERWRITE_HELP,
     folder_kind,
     legacy_kinds,
     read_marker,
@@ -69,7 +68,6 @@ __all__ = [
     "KINDS",
     "LOCK",
     "MARKER",
-    "OVERWRITE_HELP",
     "OWN",
     "PLAIN_MODE",
     "PRIVATE_MODE",

@@ -29,14 +29,6 @@ KINDS = {
     "agreement": "judge agreement",
 }
 
-# what --overwrite means, for every command that takes it
-OVERWRITE_HELP = (
-    "also replace or clear this command's own earlier outputs here that a "
-    "plain rerun keeps (for evaluate: a sample log made under other "
-    "settings); never a file this tool did not write, another command's "
-    "file, or a folder"
-)
-
 
 def _real(path) -> str:
     return os.path.realpath(os.path.expanduser(os.fsdecode(path)))
