@@ -23,9 +23,10 @@ INSTALL_TAG = "install"  # cells the tests skip: the package is installed there 
 
 INSTALL = f'''\
 # Colab or a fresh machine: install mera-multi-hf. It is not on PyPI and has no published
-# repository address yet, so SOURCE is what pip installs (README, "Install without a
-# checkout"): the path of a wheel built from the project (`pip wheel --no-deps .` in a
-# checkout) and uploaded here, or, once the repository is published, "git+" and its address.
+# repository address yet, so SOURCE is what pip installs (docs/getting-started.md,
+# "Install without a checkout"): the path of a wheel built from the project (`pip wheel
+# --no-deps .` in a checkout) and uploaded here, or, once the repository is published,
+# "git+" and its address.
 SOURCE = "mera_multi_hf-{VERSION}-py3-none-any.whl"
 !pip install -q "{{SOURCE}}"'''
 

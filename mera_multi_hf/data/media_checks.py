@@ -303,7 +303,7 @@ MEDIA_LIMIT_HELP = {
     "max_video_frames": "the most frames a video may give the model (--max-frames is "
     "checked against it)",
     "memory_budget": "bytes one media item, one batch's media or one server request's "
-    "media may take decoded (README: the memory budget)",
+    "media may take decoded (docs/guarantees.md: the memory budget)",
     "max_video_scan_frames": "frames decoded at most from a video whose container reports "
     "no duration or frame count",
 }

@@ -129,8 +129,8 @@ def check_data(old: dict | None, loaded, config, where, say: bool) -> dict | Non
         )
     if changed and say:
         print(
-            f"mera-multi: note: --overwrite: the data of {'; '.join(changed)} is not the "
-            "data of the answers logged here: they are generated afresh",
+            f"mera-multi: note: the data of {'; '.join(changed)} is not the data of the "
+            "answers logged here: they are generated afresh",
             file=sys.stderr,
         )
     return None if config.overwrite else old

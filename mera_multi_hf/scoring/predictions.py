@@ -159,7 +159,7 @@ def read_predictions(
 ) -> Predictions:
     """id -> answer (and the lone surrogates replaced, :class:`Predictions`). Lines of
     other tasks or splits ("task", "split" fields) are skipped; an id answered twice stops
-    it (README: duplicate ids stop `score`). ``positions``: (dialog id, question id) ->
+    it (docs/scoring.md: duplicate ids stop `score`). ``positions``: (dialog id, question id) ->
     example id, for official ruTiE harness logs whose meta.id is null, and (DOC_POSITION,
     doc_id) -> example id where the harness's order is known."""
     answers = Predictions()

@@ -315,7 +315,7 @@ def register_task(task: TaskSpec) -> TaskSpec:
 
 # Tasks declared outside this file: the modules that declare them (each calls
 # register_task), comma-separated, as .py files or importable module names. The command
-# line imports them before it runs (README, "Add a task").
+# line imports them before it runs (docs/extending.md, "Add a task").
 TASK_MODULES_VARIABLE = "MERA_MULTI_TASKS"
 
 
