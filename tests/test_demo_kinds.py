@@ -15,9 +15,8 @@ from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.data import sources
 from mera_multi_hf.demo.builtin_models import TINY_AUDIO_MODEL_ID, TINY_MODEL_ID
 from mera_multi_hf.demo.tiny_models import FAMILIES
-from mera_multi_hf.generation import RunConfig
 from mera_multi_hf.generation.backends import make_backend, model_kinds
-from mera_multi_hf.pipeline.preflight import check_model
+from mera_multi_hf.generation.checks import check_model
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mera_multi_hf"
 # What names the demo's models and samples: only demo/ may hold these.
@@ -98,7 +97,7 @@ def test_the_built_in_models_are_reachable_by_the_names_the_results_show():
     """Offline, `--model mera-multi-hf/tiny-random-llava` (and the audio one) pass the
     model check instead of being "out of reach"; the backend loads that very model."""
     for name in (TINY_MODEL_ID, TINY_AUDIO_MODEL_ID):
-        assert "built-in" in check_model(RunConfig(model=name))
+        assert "built-in" in check_model("hf", name)
         engine = make_backend("hf", name)
         assert engine.model_id == name and Path(engine.path, "config.json").is_file()
     pair = make_backend("hf", None)
@@ -109,7 +108,7 @@ def test_the_built_in_models_are_reachable_by_the_names_the_results_show():
 def test_a_family_name_as_model_points_at_the_command_that_builds_one(family, tmp_path, capsys):
     assert family in FAMILIES
     with pytest.raises(MeraError, match=rf"`mera-multi models --path {family}`") as refused:
-        check_model(RunConfig(model=family))
+        check_model("hf", family)
     assert "out of reach" not in str(refused.value)
     argv = ["evaluate", "--model", family, "--data", "sample", "--tasks", "ruhhh_image"]
     assert main([*argv, "--output-dir", str(tmp_path / "run"), "--no-progress"]) == 2
@@ -122,7 +121,7 @@ def test_a_folder_named_as_a_family_is_a_folder(tmp_path, monkeypatch):
     """Only a name that is no path here gets the pointer."""
     (tmp_path / "llava").mkdir()
     monkeypatch.chdir(tmp_path)
-    assert check_model(RunConfig(model="llava")).startswith("local folder")
+    assert check_model("hf", "llava").startswith("local folder")
 
 
 def test_a_run_of_a_built_in_model_by_its_id_says_its_answers_are_noise(tmp_path, capsys):
@@ -142,6 +141,6 @@ def test_a_users_model_kind_is_made_as_the_built_in_one_is():
     try:
         engine = make_backend("hf", "small")
         assert engine.model_id == "me/small" and engine.revision
-        assert check_model(RunConfig(model="small")) == mine.title
+        assert check_model("hf", "small") == mine.title
     finally:
         del model_kinds.KINDS["small"]

@@ -18,9 +18,9 @@ import pytest
 from mera_multi_hf.core import http_client  # noqa: F401  (imported before a deadline is timed)
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.generation.backends.openai import OpenAIBackend
+from mera_multi_hf.generation.checks import check_server
 from mera_multi_hf.generation.request import Request
 from mera_multi_hf.judge.http_judge import HttpJudge
-from mera_multi_hf.pipeline.preflight import check_server
 
 DEADLINE = 2.0  # seconds: every case must end within it (plus a margin for the slow box)
 MARGIN = 2.5

@@ -194,7 +194,7 @@ def test_score_writes_the_page_with_the_model_name(tmp_path):
 def test_the_page_stays_small_on_the_whole_sample(tmp_path):
     from PIL import Image
 
-    from mera_multi_hf.data.examples import make_examples
+    from mera_multi_hf.data.examples import make_examples, media_of
     from mera_multi_hf.data.loading import load_task
     from mera_multi_hf.reporting.results_page import THUMBNAIL, render, task_rows
     from mera_multi_hf.scoring.records import RunRecord, TaskResult
@@ -215,7 +215,7 @@ def test_the_page_stays_small_on_the_whole_sample(tmp_path):
             }
             for e in examples
         ]
-        rows += task_rows(key, "test", records, examples, ds)
+        rows += task_rows(key, "test", records, examples, media_of(task, examples, ds))
         results.append(
             TaskResult(
                 key,
@@ -371,14 +371,15 @@ def test_the_page_says_how_long_each_audio_clip_is(run_dir):
 
 
 def _video_rows(key="commonvideoqa", limit=None):
-    from mera_multi_hf.data.examples import make_examples
+    from mera_multi_hf.data.examples import make_examples, media_of
     from mera_multi_hf.data.loading import load_task
     from mera_multi_hf.reporting.results_page import task_rows
     from mera_multi_hf.tasks.table import TASKS as ALL
 
     ds = load_task(ALL[key], source="sample", split="test")
     examples = make_examples(ALL[key], ds)[:limit]
-    return task_rows(key, "test", [{"id": e.id, "generation": "A"} for e in examples], examples, ds)
+    records = [{"id": e.id, "generation": "A"} for e in examples]
+    return task_rows(key, "test", records, examples, media_of(ALL[key], examples, ds))
 
 
 def test_a_clip_that_cannot_be_re_encoded_shows_its_frames(monkeypatch):

@@ -221,7 +221,7 @@ COMMAND_MODULES: dict[str, str] = {
     "judge": "cli.judge",
     "evaluate": "cli.evaluate",
     "metrics": "spaces.export",
-    "compare": "reporting.compare",
+    "compare": "pipeline.compare",
     "leaderboard": "reporting.leaderboard",
     "view": "cli.view",
     "models": "demo.tiny_models",

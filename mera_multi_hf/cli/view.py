@@ -27,6 +27,17 @@ def _load_split(task, source, split, notes: list[str]):
     return dataset, make_examples(task, dataset)
 
 
+def _media(task, examples, dataset, records: list[dict]):
+    """The media of the examples the page shows, read by the data stage (none without
+    the split)."""
+    if dataset is None:
+        return ()
+    from mera_multi_hf.data.examples import media_of
+
+    shown = {record["id"] for record in records}
+    return media_of(task, [e for e in examples if e.id in shown], dataset)
+
+
 def _records(run_dir: Path, run: dict, task, split, examples, result) -> list[dict]:
     """The task's per-example records: the sample file of an evaluate run; a score run's
     predictions scored again against the split."""
@@ -71,8 +82,9 @@ def page_of(run_dir: Path) -> str:
         dataset, examples = _load_split(task, source, split, notes)
         records = _records(run_dir, run, task, split, examples, result)
         context = (run.get("generation") or {}).get("dialogue_context", {}).get(task.key)
+        media = _media(task, examples, dataset, records)
         rows += task_rows(
-            task.key, split, records, examples, dataset, context=context, private=result.private
+            task.key, split, records, examples, media, context=context, private=result.private
         )
     return render(results, doc.run, rows, notes, summary)
 

@@ -13,6 +13,8 @@ import os
 import sys
 from pathlib import Path
 
+from mera_multi_hf.core.errors import MeraError
+
 _STATE: dict = {}
 
 
@@ -94,3 +96,66 @@ def nearby_names(source: str) -> list[str]:
         return [prefix + p.name for p in parent.iterdir() if p.is_dir()]
     except OSError:
         return []
+
+
+# What a preflight asks of the Hub and of a server (pipeline/preflight.py runs the checks)
+
+PROBE_TIMEOUT = 10.0
+
+
+def check_hub_model(name: str, what: str, flag: str, alternative: str) -> str:
+    """A local folder, or a Hub id that is reachable or in the local cache."""
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return f"local folder {path}"
+    if path.exists():
+        raise MeraError(f"{flag} {name} is not a {what} folder: it is a file (give {alternative})")
+    # a path as typed, or one under a folder that is here (runs/model), is a local path
+    if (
+        name.startswith((".", "/", "~"))
+        or name.count("/") > 1
+        or "/" in name
+        and path.parent.is_dir()
+    ):
+        raise MeraError(
+            f"{flag} {name} is not a {what} folder: it is a local path that does not exist"
+        )
+    reason = offline_reason()
+    if reason is None:
+        return f"Hub id {name} (online)"
+    if in_hub_cache(name, "model"):
+        return f"Hub id {name} (offline: from the local cache)"
+    raise MeraError(
+        f"cannot load {what} {name!r}: no folder of that name is here, and as a Hub "
+        f"id it is out of reach ({reason}) and not in the local cache: pass "
+        f"{alternative}, or run where the Hub answers"
+    )
+
+
+def probe(url: str, api_key: str | None, timeout: float = PROBE_TIMEOUT):
+    """One GET (no retries) through the one HTTP client, ``timeout`` its whole deadline:
+    (status, JSON or None); MeraError when nothing answers."""
+    from mera_multi_hf.core import json_read
+    from mera_multi_hf.core.http_client import Client, RequestFailed
+    from mera_multi_hf.core.masking import mask_secrets
+
+    try:
+        resp = Client(timeout, api_key=api_key).get(url)
+    except RequestFailed as err:
+        raise MeraError(
+            f"{mask_secrets(url)} {err.problem}; is the server running and the URL right?"
+        ) from None
+    try:
+        body = json_read.loads(resp.content, url)
+    except json_read.JsonReadError:
+        body = None
+    return resp.status, body
+
+
+def refused(url: str, status: int, key_flag: str, env: str) -> str:
+    if status in (401, 403):  # the flag last: masking eats the word after a key flag
+        return (
+            f"{url} refused the request with HTTP {status} (authentication): set the "
+            f"right key in ${env} or give it with {key_flag}"
+        )
+    return f"{url} answered HTTP {status}"

@@ -26,7 +26,7 @@ MANIFEST_FORMAT = 1
 class ArrowSplit:
     """One split: its Arrow table, its features (as `datasets` serialises them) and the
     fingerprint `datasets` gave it. Read as a Dataset formatted as Arrow is read:
-    ``split[[rows]]`` is an Arrow table (request.arrow_view hands it on as it is)."""
+    ``split[[rows]]`` is an Arrow table (examples.arrow_view hands it on as it is)."""
 
     format = {"type": "arrow"}
 

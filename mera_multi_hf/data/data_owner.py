@@ -119,3 +119,16 @@ def split_privacy(task: TaskSpec, source, split: str) -> tuple[bool, str | None]
         return False, None
     data_private = note is not None or data_says_private(task, resolved, kind)
     return (not task.public or data_private), note
+
+
+def check_source(task, source) -> str:
+    """The source resolves (sample, a folder holding a dataset, or a Hub id that is
+    reachable or cached) and is the task's own data, not another task's."""
+    from mera_multi_hf.data.sources import check_hub_source, resolve_source, source_kind
+
+    resolved = resolve_source(task, source)
+    kind = source_kind(resolved)
+    note = check_data_task(task, resolved, kind)  # another task's Hub id: no need to reach it
+    if kind == "hub":
+        check_hub_source(task, str(resolved))
+    return f"{kind}: {resolved}" + (f" ({note})" if note else "")

@@ -116,3 +116,47 @@ def make_examples(task: TaskSpec, ds) -> list[Example]:
             )
         )
     return out
+
+
+def arrow_view(ds):
+    """``ds`` formatted as Arrow: rows come back with media undecoded (bytes/path dicts).
+    Made once per task: ``with_format`` copies the dataset object."""
+    return ds if ds.format["type"] == "arrow" else ds.with_format("arrow")
+
+
+def example_inputs(task: TaskSpec, examples: list[Example], ds, chunk: int = 64):
+    """(example, its row's undecoded inputs) in order, read from ``ds`` ``chunk`` rows at a
+    time ({} for a task without media: nothing is read)."""
+    ds = arrow_view(ds)
+    for start in range(0, len(examples), chunk):
+        part = examples[start : start + chunk]
+        inputs = (
+            ds[[e.index for e in part]].column("inputs").to_pylist()
+            if task.media_fields
+            else [{}] * len(part)
+        )
+        yield from zip(part, inputs)
+
+
+def media_of(task: TaskSpec, examples: list[Example], ds, chunk: int = 64):
+    """(example id, its media as :class:`~mera_multi_hf.data.media_decode.Media` with their
+    bytes) for each example, what results.html and compare.html show: read one chunk at a
+    time as the page takes them, so a big split's media are never all held. An item whose
+    bytes cannot be read comes without them (``data`` None)."""
+    import hashlib
+
+    from mera_multi_hf.core.errors import MediaError
+    from mera_multi_hf.data.media_decode import Media, media_bytes
+
+    if not task.media_fields:
+        return
+    for example, row in example_inputs(task, examples, ds, chunk):
+        items = []
+        for name in example.media_fields:
+            try:
+                raw = media_bytes(row[name])
+            except MediaError:  # the page says it is not shown
+                raw = None
+            digest = hashlib.sha256(raw).hexdigest() if raw is not None else ""
+            items.append(Media(kind=task.modality, sha256=digest, data=raw, field=name))
+        yield example.id, items

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from mera_multi_hf.core.limits import Limits
 from mera_multi_hf.data.data_owner import split_privacy
-from mera_multi_hf.data.examples import Example, make_examples
+from mera_multi_hf.data.examples import Example, arrow_view, make_examples, media_of
 from mera_multi_hf.tasks.spec import TaskSpec
 
 
@@ -32,6 +32,11 @@ class LoadedTask:
     @property
     def key(self) -> str:
         return self.task.key
+
+    def media_of(self, examples: list[Example] | None = None):
+        """(example id, its media with their bytes) of these examples (default: all),
+        read chunk by chunk: what the pages show (:func:`~.examples.media_of`)."""
+        return media_of(self.task, self.examples if examples is None else examples, self.dataset)
 
     @property
     def official(self) -> bool:
@@ -64,7 +69,7 @@ def load_task_split(
     content = data_content(ds)  # what a resume's data must be, wherever it is read from
     if limit is not None:
         ds = ds.select(range(min(limit, len(ds))))
-    ds = ds if ds.format["type"] == "arrow" else ds.with_format("arrow")
+    ds = arrow_view(ds)
     private, note = split_privacy(task, source, split)  # after loading: a raw folder's export
     return LoadedTask(
         task,

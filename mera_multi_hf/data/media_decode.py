@@ -101,6 +101,12 @@ class Media:
             mime = _av_mime(self.kind, raw)
         return f"data:{mime};base64,{base64.b64encode(raw).decode('ascii')}"
 
+    @property
+    def mime(self) -> str:
+        """The media type of its bytes, as a data URI names it."""
+        raw = self._bytes()
+        return _image_mime(raw) if self.kind == "image" else _av_mime(self.kind, raw)
+
     def _open_image(self):
         """The picture opened lazily (header only), its declared size checked."""
         from PIL import Image, UnidentifiedImageError

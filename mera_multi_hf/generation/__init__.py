@@ -12,10 +12,12 @@
 - :mod:`.generate`        this process's share through the backend into the sample log
 - :mod:`.manifest`        run_manifest.json: the run's fixed settings and its sessions
 - :mod:`.launch`          ``evaluate --processes N``: the data-parallel processes, without a launcher
+- :mod:`.checks`          what the run needs, checked before any work: media, device, model or server
 
 A run's configuration carries its scoring options (one flat set of keywords for
-``run_evaluation``), so generation sits above scoring; it never imports the checks
-before a run or the outputs after it (:mod:`mera_multi_hf.pipeline` joins them).
+``run_evaluation``), so generation sits above scoring; it holds its own checks (run
+before any work by :mod:`mera_multi_hf.pipeline.preflight`) and never imports the outputs
+after it (:mod:`mera_multi_hf.pipeline` joins them).
 
 May import: core, tasks, data, judge, scoring.
 """

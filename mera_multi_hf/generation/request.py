@@ -12,6 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from mera_multi_hf.core.limits import DEFAULT_LIMITS, Limits
+from mera_multi_hf.data.examples import arrow_view, example_inputs
 from mera_multi_hf.data.media_decode import Media, media_bytes
 from mera_multi_hf.tasks.spec import DEFAULT_STOP, TaskSpec
 
@@ -61,38 +62,22 @@ class Request:
         return [(t.index, t.media) for t in self.history] + [(self.index, self.media)]
 
 
-def arrow_view(ds):
-    """``ds`` formatted as Arrow: rows come back with media undecoded (bytes/path dicts).
-    Made once per task: ``with_format`` copies the dataset object."""
-    return ds if ds.format["type"] == "arrow" else ds.with_format("arrow")
-
-
 def hash_media(
     task: TaskSpec, examples: list, ds, chunk: int = 64, limits: Limits = DEFAULT_LIMITS
 ) -> list[list[Media]]:
     """The media of each example (hashes only, no bytes kept), read chunk by chunk."""
-    out = []
-    ds = arrow_view(ds)
-    for start in range(0, len(examples), chunk):
-        part = examples[start : start + chunk]
-        inputs = (
-            ds[[e.index for e in part]].column("inputs").to_pylist()
-            if task.media_fields
-            else [{}] * len(part)
-        )
-        out += [
-            [
-                Media(
-                    kind=task.modality,
-                    field=name,
-                    limits=limits,
-                    sha256=hashlib.sha256(media_bytes(row[name])).hexdigest(),
-                )
-                for name in example.media_fields
-            ]
-            for example, row in zip(part, inputs)
+    return [
+        [
+            Media(
+                kind=task.modality,
+                field=name,
+                limits=limits,
+                sha256=hashlib.sha256(media_bytes(row[name])).hexdigest(),
+            )
+            for name in example.media_fields
         ]
-    return out
+        for example, row in example_inputs(task, examples, ds, chunk)
+    ]
 
 
 def build_requests(

@@ -15,15 +15,11 @@ runs' answers side by side with each example's media).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from mera_multi_hf.core.arguments import OVERWRITE_HELP, add_command, opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.reporting.compare_chart import chart_png
-from mera_multi_hf.reporting.compare_markdown import console, markdown
 from mera_multi_hf.reporting.compare_protocol import protocol_differences
 from mera_multi_hf.reporting.compare_stats import compare_task, verdict
 from mera_multi_hf.scoring.records import Results
@@ -145,55 +141,3 @@ def write_report(
     written = add_files(out, files, kind="report", inputs=inputs)
     print(text if shown is None else shown)
     print(f"wrote {', '.join(written)} to {out}")
-
-
-@dataclass
-class CompareOptions:
-    """The options of `mera-multi compare`."""
-
-    run_a: str | None = opt(
-        None,
-        "a run folder (evaluate or score) or its results.json",
-        positional=True,
-        metavar="RUN_A",
-        path=True,
-    )
-    run_b: str | None = opt(None, "the other run", positional=True, metavar="RUN_B", path=True)
-    out: str = output_dir_opt(
-        "compare",
-        "folder for compare.md/.json/.png/.html (default: compare)",
-    )
-    force: bool = opt(
-        False, "compare even where the same id holds different examples in the two runs"
-    )
-    overwrite: bool = opt(False, OVERWRITE_HELP)
-
-
-def cmd_compare(options: CompareOptions) -> int:
-    from mera_multi_hf.reporting.compare_page import PAGE_NAME, compare_page
-
-    a, b = read_run(options.run_a), read_run(options.run_b)
-    result = compare_docs(a, b, force=options.force)
-    write_report(
-        options.out,
-        "compare",
-        markdown(result),
-        chart_png(result),
-        result,
-        inputs=[options.run_a, options.run_b],
-        extra={PAGE_NAME: compare_page(result, a, b)},
-        shown=console(result, options.out),
-    )
-    return 0
-
-
-def add_parser(sub) -> None:
-    add_command(
-        sub,
-        "compare",
-        CompareOptions,
-        cmd_compare,
-        help="is the difference between two runs real? (paired intervals, McNemar, "
-        "protocol differences)",
-        description=__doc__.split("\n\n")[1].replace("\n", " "),
-    )

@@ -66,34 +66,12 @@ def id_order(example_id) -> tuple:
     return (0, int(text), "") if text.lstrip("-").isdigit() else (1, 0, text)
 
 
-def _media(doc, task_key: str, ids, notes: list[str]) -> dict:
-    """id -> the example's media elements as results.html shows them, from the run's own
-    dataset (none, and a note, when it is not at hand: a Hub copy offline, a moved folder)."""
-    from mera_multi_hf.data.examples import make_examples
-    from mera_multi_hf.data.loading import load_task
-    from mera_multi_hf.reporting.results_page import _media_rows
-
-    task = get_task(task_key)
-    if not task.media_fields:
-        return {}
-    sources = doc.run.details.get("dataset_source")
-    source = sources.get(task_key) if isinstance(sources, dict) else sources
-    try:
-        dataset = load_task(task, source=source, split=doc.tasks[task_key].split or doc.run.split)
-    except MeraError as err:
-        notes.append(f"{task_key}: shown without media: {err}")
-        return {}
-    wanted = set(ids)
-    return _media_rows(task, [e for e in make_examples(task, dataset) if e.id in wanted], dataset)
-
-
-def _task_rows(task: str, doc_a, doc_b, notes: list[str]) -> list[dict]:
+def _task_rows(task: str, doc_a, doc_b) -> list[dict]:
     la = _sample_lines(Path(doc_a.folder), task)
     lb = _sample_lines(Path(doc_b.folder), task)
     ans_a, ans_b = _answers(doc_a, task, la), _answers(doc_b, task, lb)
     right_a, right_b = _right(task, doc_a.tasks[task]), _right(task, doc_b.tasks[task])
     ids = sorted(set(right_a) & set(right_b), key=id_order)
-    media = _media(doc_a, task, ids, notes)
     rows = []
     for example_id in ids:
         line = la.get(example_id) or lb.get(example_id) or {}
@@ -107,18 +85,17 @@ def _task_rows(task: str, doc_a, doc_b, notes: list[str]) -> list[dict]:
                 "b": ans_b.get(example_id, ""),
                 "gold": "(private split: not shown)" if private else line.get("target"),
                 "outcome": OUTCOMES[(right_a[example_id], right_b[example_id])],
-                "media": media.get(example_id, []),
+                "media": [],
             }
         )
     return rows
 
 
-def compare_rows(doc_a, doc_b, tasks, notes: list[str] | None = None) -> list[dict]:
+def compare_rows(doc_a, doc_b, tasks) -> list[dict]:
     """One row per example both runs scored, in task and id order (``doc_*``: the runs'
-    results.json as compare reads them; ``notes``: gets a line per task shown without
-    its media)."""
-    notes = [] if notes is None else notes
-    return [row for task in tasks for row in _task_rows(task, doc_a, doc_b, notes)]
+    results.json as compare reads them), without their media (:func:`compare_page` adds
+    them)."""
+    return [row for task in tasks for row in _task_rows(task, doc_a, doc_b)]
 
 
 def render(result: dict, rows: list[dict], notes: list[str] = ()) -> str:
@@ -150,8 +127,15 @@ def render(result: dict, rows: list[dict], notes: list[str] = ()) -> str:
     )
 
 
-def compare_page(result: dict, doc_a, doc_b) -> str:
-    """compare.html of a comparison (compare_runs' result) of these two runs."""
-    notes: list[str] = []
-    rows = compare_rows(doc_a, doc_b, list(result["tasks"]), notes)
+def compare_page(result: dict, rows: list[dict], media: dict, notes: list[str] = ()) -> str:
+    """compare.html of a comparison (compare_runs' result) and its rows (:func:`compare_rows`).
+    ``media``: task -> its examples' media as the data stage read them from run A's split
+    (results_page.media_rows takes them); ``notes``: a line per task shown without."""
+    from mera_multi_hf.reporting.results_page import media_rows
+
+    for task, items in media.items():
+        shown = [row for row in rows if row["task"] == task]
+        elements = media_rows(items, {row["id"] for row in shown})
+        for row in shown:
+            row["media"] = elements.get(row["id"], [])
     return render(result, rows, notes)

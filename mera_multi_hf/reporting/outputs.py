@@ -29,7 +29,9 @@ def run_files(
     """Every file of the run but results.json, by name. ``logs``: a run's sample-log
     records per task (example order); ``given_logs``: `score`'s predictions files' lines
     per task; ``answers``: `score`'s predictions per task; ``context``: the dialogue turns
-    shown with each question. ``notes`` gets the notes found while rendering."""
+    shown with each question. ``notes`` gets the notes found while rendering. The
+    media on results.html are each loaded task's own (``media_of``: the data stage reads
+    them, a chunk at a time)."""
     from mera_multi_hf.reporting.reports import report_files
     from mera_multi_hf.reporting.results_page import PAGE_NAME, render, task_rows
 
@@ -49,7 +51,7 @@ def run_files(
         row
         for d in loaded
         for row in task_rows(
-            d.key, d.split, per_task[d.key], d.examples, d.dataset, context, d.private
+            d.key, d.split, per_task[d.key], d.examples, d.media_of(), context, d.private
         )
     ]
     files[PAGE_NAME] = render(list(tasks.values()), results.run, rows, notes, results.summary)

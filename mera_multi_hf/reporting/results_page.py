@@ -17,7 +17,7 @@ import io
 from pathlib import Path
 from urllib.parse import quote
 
-from mera_multi_hf.data.media_decode import _av_mime, media_bytes
+from mera_multi_hf.core.errors import MediaError
 from mera_multi_hf.scoring.records import RunRecord, Summary, TaskResult
 from mera_multi_hf.scoring.registry import display_name
 from mera_multi_hf.scoring.run_results import LOCAL_ONLY, gold_derived
@@ -46,12 +46,10 @@ def _jpeg_uri(img) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _frames(raw: bytes, count: int = 3) -> list[str]:
+def _frames(item, count: int = 3) -> list[str]:
     """Thumbnails of ``count`` frames spread over a video: what the page shows of a clip
     it cannot play."""
-    from mera_multi_hf.data.media_decode import sample_frames
-
-    return [_jpeg_uri(frame) for frame in sample_frames(io.BytesIO(raw), count)]
+    return [_jpeg_uri(frame) for frame in item.frames(count)]
 
 
 PREVIEW_SIDE = 320  # the longer side of a video preview, in pixels
@@ -95,13 +93,13 @@ def _audio_seconds(raw: bytes) -> float | None:
     return info.frames / info.samplerate if info.samplerate else None
 
 
-def _video_item(field: str, raw: bytes) -> dict:
+def _video_item(item, raw: bytes) -> dict:
     """A playable VP9 preview of a clip, or its frames and the reason it has none."""
     if len(raw) > EMBED_LIMIT:
         return {
             "kind": "note",
-            "field": field,
-            "frames": _frames(raw),
+            "field": item.field,
+            "frames": _frames(item),
             "note": f"{len(raw) / 2**20:.1f} MB, not embedded: its frames are shown",
         }
     try:
@@ -109,54 +107,49 @@ def _video_item(field: str, raw: bytes) -> dict:
     except Exception as err:  # noqa: BLE001 - any encoder or decoder failure: frames instead
         return {
             "kind": "note",
-            "field": field,
-            "frames": _frames(raw),
+            "field": item.field,
+            "frames": _frames(item),
             "note": f"could not be re-encoded for the browser ({type(err).__name__}): "
             "its frames are shown",
         }
     return {
         "kind": "video",
-        "field": field,
+        "field": item.field,
         "src": "data:video/webm;base64," + base64.b64encode(preview).decode("ascii"),
     }
 
 
-def media_item(kind: str, field: str, value) -> dict:
-    """One media element of a row: a data URI, or a note saying why there is none."""
+def media_item(item) -> dict:
+    """One media element of a row, from one media record as the data stage read it (its
+    ``kind``, ``field``, ``data``, ``mime`` and ``frames(n)``): a data URI, or a note
+    saying why there is none."""
+    field = item.field
     try:
-        raw = media_bytes(value)
-        if kind == "image":
+        raw = item.data
+        if raw is None:  # the data stage could not read its bytes
+            raise MediaError(f"{field}: no bytes")
+        if item.kind == "image":
             return {"kind": "image", "field": field, "src": thumbnail(raw)}
-        if kind == "video":
-            return _video_item(field, raw)
+        if item.kind == "video":
+            return _video_item(item, raw)
         if len(raw) > EMBED_LIMIT:
             return {
                 "kind": "note",
                 "field": field,
                 "note": f"{len(raw) / 2**20:.1f} MB, not embedded",
             }
-        src = f"data:{_av_mime(kind, raw)};base64," + base64.b64encode(raw).decode("ascii")
-        return {"kind": kind, "field": field, "src": src, "seconds": _audio_seconds(raw)}
+        src = f"data:{item.mime};base64," + base64.b64encode(raw).decode("ascii")
+        return {"kind": item.kind, "field": field, "src": src, "seconds": _audio_seconds(raw)}
     except Exception as err:  # a broken item is shown as such; the page still renders
         return {"kind": "note", "field": field, "note": f"not shown ({type(err).__name__})"}
 
 
-def _media_rows(task, examples, dataset) -> dict[int, list[dict]]:
-    """Example id -> its media elements (empty when the dataset is not at hand)."""
-    if dataset is None or not task.media_fields:
-        return {}
-    from mera_multi_hf.generation.request import arrow_view
-
-    view = arrow_view(dataset)
-    out = {}
-    for start in range(0, len(examples), 64):
-        part = examples[start : start + 64]
-        inputs = view[[e.index for e in part]].column("inputs").to_pylist()
-        for example, row in zip(part, inputs):
-            out[example.id] = [
-                media_item(task.modality, name, row[name]) for name in example.media_fields
-            ]
-    return out
+def media_rows(media, ids) -> dict:
+    """Example id -> its media elements, for the examples in ``ids``. ``media``: example id
+    -> its media records, a mapping or (id, records) pairs; pairs are taken one at a time,
+    so only one chunk's bytes are held while the page is built."""
+    pairs = media.items() if isinstance(media, dict) else media
+    return {i: [media_item(m) for m in items] for i, items in pairs if i in ids}
 
 
 def _histories(task, examples, records: dict, context: int | None) -> dict[int, list[dict]]:
@@ -193,18 +186,19 @@ def task_rows(
     split: str,
     records: list[dict],
     examples=None,
-    dataset=None,
+    media=(),
     context: int | None = None,
     private: bool = False,
 ) -> list[dict]:
     """The page rows of one task. ``records``: the sample-file lines (prompt, generation,
-    filtered, target, metrics); ``examples``/``dataset``: the split, for the media, the
-    breakdown keys and a dialogue's history (None: shown without them); ``private``: the
-    split's answers are private (its record says so), its gold is not shown."""
+    filtered, target, metrics); ``examples``: the split's, for the breakdown keys and a
+    dialogue's history (None: shown without them); ``media``: the examples' media as
+    the data stage read them (:func:`media_rows`; none: shown without); ``private``:
+    the split's answers are private (its record says so), its gold is not shown."""
     task = TASKS[task_key]
     by_id = {e.id: e for e in examples or []}
     indexed = {r["id"]: r for r in records}
-    media = _media_rows(task, [by_id[i] for i in indexed if i in by_id], dataset)
+    media = media_rows(media, {i for i in indexed if i in by_id})
     history = _histories(task, [by_id[i] for i in indexed if i in by_id], indexed, context)
     rows = []
     for record in records:
