@@ -95,12 +95,11 @@ display(media[0][1])""",
         "code",
         """\
 from mera_multi_hf import run_evaluation
-from mera_multi_hf.cli.evaluate import format_results
 
 options = {"model": MODEL} if MODEL else {}
 summary = run_evaluation(tasks="ruhhh_image", data=DATA, limit=LIMIT, output_dir="runs/demo",
                          batch_size=4, no_progress=True, **options)
-print(format_results(summary))   # the table `mera-multi evaluate` prints""",
+print(summary["table"])   # the table `mera-multi evaluate` prints""",
     ),
     (
         "md",

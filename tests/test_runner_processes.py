@@ -328,7 +328,7 @@ def test_processes_launcher_stops_the_others_when_one_fails():
     )
     assert (
         bad.returncode == 2
-        and bad.stderr.strip() == "mera-multi: error: --processes must be 1 or more, got 0"
+        and bad.stderr.strip() == "mera-multi: error: --processes 0: give an integer from 1 to 1024"
     )
     mixed = subprocess.run(
         _evaluate("--processes", "3"),

@@ -156,7 +156,11 @@ def test_data_that_is_private_keeps_its_answers_out_of_the_zip(tmp_path, capsys,
     local = _lines((out / "samples_ruclevr_test.jsonl").read_bytes())
     assert all(r["gold_private"] and r["target"] for r in local)  # kept here, for scoring
     run = json.loads((out / "results.json").read_text())["run"]
-    assert run["gold_private"]["files"] == ["samples_ruclevr_test.jsonl", "results.json"]
+    assert run["gold_private"]["files"] == [
+        "samples_ruclevr_test.jsonl",
+        "results.json",
+        "results.html",  # its per-example verdicts come from the gold too
+    ]
 
 
 def test_the_task_declaration_alone_keeps_a_public_split_public(tmp_path, capsys):

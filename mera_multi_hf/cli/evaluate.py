@@ -87,29 +87,8 @@ def cmd_evaluate(options: list[str]) -> int:
     outcome = evaluate(RunConfig(**values), typed=options)
     if outcome is None:  # not the main process of a data-parallel run
         return 0
-    print(format_results(outcome))
+    print(outcome.table())
     return 0
-
-
-def format_results(outcome) -> str:
-    """The run (a pipeline Outcome) as a short text table (what the CLI prints; `score`
-    prints the same table)."""
-    from mera_multi_hf.reporting.outputs import results_table
-
-    run, tasks = outcome.results.run, list(outcome.results.tasks.values())
-    revision = run.details.get("revision")
-    lines = [f"model: {run.model}" + (f"  (revision {revision})" if revision else "")]
-    lines += [
-        f"model of {task.task}: {task.model}"
-        for task in tasks
-        if task.model not in (None, run.model)
-    ]
-    counts = outcome.counts
-    lines.append(
-        f"examples: {counts['requested']}  (from the sample log: {counts['resumed']}, "
-        f"generated now: {counts['generated']})"
-    )
-    return "\n".join(lines + [results_table(tasks, outcome.notes, outcome.files)])
 
 
 def add_parser(sub) -> None:

@@ -33,7 +33,28 @@ class Outcome:
             "files": self.files,
             "notes": self.notes,
             "counts": self.counts,
+            "table": self.table(),
         }
+
+    def table(self) -> str:
+        """The short text table `mera-multi evaluate` prints: the model(s), the examples
+        (evaluate: how many came from the sample log), the scores, the notes, the files."""
+        from mera_multi_hf.reporting.outputs import results_table
+
+        run, tasks = self.results.run, list(self.results.tasks.values())
+        revision = run.details.get("revision")
+        lines = [f"model: {run.model}" + (f"  (revision {revision})" if revision else "")]
+        lines += [
+            f"model of {task.task}: {task.model}"
+            for task in tasks
+            if task.model not in (None, run.model)
+        ]
+        if self.counts:
+            lines.append(
+                f"examples: {self.counts['requested']}  (from the sample log: "
+                f"{self.counts['resumed']}, generated now: {self.counts['generated']})"
+            )
+        return "\n".join(lines + [results_table(tasks, self.notes, self.files)])
 
 
 @dataclass

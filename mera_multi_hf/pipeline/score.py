@@ -34,7 +34,6 @@ def score_predictions(
     that made the predictions (default: what the files record). Returns the task result."""
     from mera_multi_hf.core.outputs import OutputFolder
     from mera_multi_hf.pipeline.preflight import preflight_score
-    from mera_multi_hf.reporting.outputs import results_table
     from mera_multi_hf.tasks.table import get_task
 
     started = time.time()
@@ -61,9 +60,7 @@ def score_predictions(
     result = scored.to_dict()  # the Python API's answer: results.json's form
     result["written"] = sorted(outcome.files)
     result["coverage_note"] = (outcome.results.run.details["coverage_change"] or {}).get("note")
-    # what `mera-multi score` prints: evaluate's short table
-    table = results_table([scored], outcome.notes, outcome.files)
-    result["table"] = f"model: {outcome.results.run.model}\n{table}"
+    result["table"] = outcome.table()  # what `mera-multi score` prints: evaluate's table
     return result
 
 
