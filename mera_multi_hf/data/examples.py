@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from mera_multi_hf.data.arrow_split import ArrowSplit, flat_columns, validity
 from mera_multi_hf.tasks.prompts import render_prompt
 from mera_multi_hf.tasks.spec import TaskSpec
+from mera_multi_hf.tasks.variants import numbered, variant_id
 
 Gold = str | list[str]
 
@@ -29,6 +30,11 @@ class Example:
     meta: dict = field(default_factory=dict)
     instruction: str = ""  # as stored (a dialogue's history shows it)
     options: tuple = ()  # the texts of the task's option_* inputs, in letter order
+    # its prompt variant (mera_multi_hf.tasks.variants): the template's short id, its number
+    # in order of first appearance in the split, and the stratum it is counted within
+    prompt_variant: str = ""
+    prompt_variant_number: int = 0
+    prompt_stratum: str | None = None
 
 
 def _nest(target: dict, keys: list[str], value) -> None:
@@ -72,9 +78,10 @@ def _flat_rows(columns: dict, keep: list[str], n: int) -> list[dict]:
     return [dict(zip(keep, row)) for row in zip(*values)] if keep else [{}] * n
 
 
-def make_examples(task: TaskSpec, ds) -> list[Example]:
+def make_examples(task: TaskSpec, ds, prompt_list: list[str] | None = None) -> list[Example]:
     """The examples of one split (an :class:`~mera_multi_hf.data.arrow_split.ArrowSplit` or a
-    `datasets.Dataset`), in dataset order."""
+    `datasets.Dataset`), in dataset order; ``prompt_list``: the raw folder's prompts, which
+    its records indexed (their prompt variants are named by index)."""
     split = ArrowSplit.of(ds)
     columns = flat_columns(split)
     present = _present_media(task, columns, len(split))
@@ -113,9 +120,19 @@ def make_examples(task: TaskSpec, ds) -> list[Example]:
                 meta=meta,
                 instruction=row["instruction"],
                 options=tuple(inputs.get(f) for f in option_fields),
+                prompt_variant=variant_id(row["instruction"], prompt_list),
             )
         )
+    _number_variants(task, out)
     return out
+
+
+def _number_variants(task: TaskSpec, examples: list[Example]) -> None:
+    """Each example's variant number (order of first appearance) and stratum."""
+    for example, number in zip(examples, numbered([e.prompt_variant for e in examples])):
+        example.prompt_variant_number = number
+        if task.prompt_block:
+            example.prompt_stratum = example.breakdown.get(task.prompt_block)
 
 
 def arrow_view(ds):
