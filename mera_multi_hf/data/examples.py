@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from mera_multi_hf.data.arrow_split import ArrowSplit, flat_columns, validity
 from mera_multi_hf.tasks.prompts import render_prompt
 from mera_multi_hf.tasks.spec import TaskSpec
-from mera_multi_hf.tasks.variants import numbered, variant_id
+from mera_multi_hf.tasks.variants import numbered, variant_id, without_blocks
 
 Gold = str | list[str]
 
@@ -120,19 +120,26 @@ def make_examples(task: TaskSpec, ds, prompt_list: list[str] | None = None) -> l
                 meta=meta,
                 instruction=row["instruction"],
                 options=tuple(inputs.get(f) for f in option_fields),
-                prompt_variant=variant_id(row["instruction"], prompt_list),
             )
         )
-    _number_variants(task, out)
+    _set_variants(task, out, prompt_list)
     return out
 
 
-def _number_variants(task: TaskSpec, examples: list[Example]) -> None:
-    """Each example's variant number (order of first appearance) and stratum."""
+def _set_variants(task: TaskSpec, examples: list[Example], prompt_list) -> None:
+    """Each example's prompt variant, its number (order of first appearance) and its
+    stratum (the declared block's value: the block stands as a placeholder)."""
+    templates = {}
+    if task.prompt_block:
+        for example in examples:
+            example.prompt_stratum = example.breakdown.get(task.prompt_block)
+            templates.setdefault(example.prompt_stratum, []).append(example.instruction)
+        templates = without_blocks(templates)
+    for example in examples:
+        template = templates.get((example.prompt_stratum, example.instruction))
+        example.prompt_variant = variant_id(template or example.instruction, prompt_list)
     for example, number in zip(examples, numbered([e.prompt_variant for e in examples])):
         example.prompt_variant_number = number
-        if task.prompt_block:
-            example.prompt_stratum = example.breakdown.get(task.prompt_block)
 
 
 def arrow_view(ds):
