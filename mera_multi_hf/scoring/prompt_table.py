@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from mera_multi_hf.scoring.prompt_effect import permutation_test
-from mera_multi_hf.scoring.registry import GROUP_OF
+from mera_multi_hf.scoring.registry import GROUP_OF, averaged_over_examples
 from mera_multi_hf.scoring.uncertainty import SEED, rows_uncertainty
 from mera_multi_hf.tasks.variants import asks_reasoning_before_marker
 
@@ -26,7 +26,8 @@ def prompt_table(task, examples, result) -> dict:
     """The prompt table of a scored TaskResult (``result``, with its examples table) over
     ``examples`` (the split's, in the table's order)."""
     table = result.examples
-    names = [*result.metrics, *result.judge, *result.unofficial]
+    # means over examples only: a group (ruHHH's pairs) is asked in several variants
+    names = averaged_over_examples([*result.metrics, *result.judge, *result.unofficial])
     keys = np.asarray(table["prompt_variant"], dtype=object)
     first: dict = {}
     for example in examples:
