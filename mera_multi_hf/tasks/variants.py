@@ -76,7 +76,9 @@ def without_blocks(texts_by_stratum: dict) -> dict[tuple, str]:
     pieces = {s: {t: _segments(t) for t in set(texts)} for s, texts in texts_by_stratum.items()}
     out = {}
     for stratum, own in pieces.items():
-        others = {seg for s, ts in pieces.items() if s != stratum for p in ts.values() for seg in p[::2]}
+        others = {
+            seg for s, ts in pieces.items() if s != stratum for p in ts.values() for seg in p[::2]
+        }
         shared = set.intersection(*(set(p[::2]) for p in own.values())) if own else set()
         block = {seg for seg in shared - others if seg.strip()}
         for text, parts in own.items():
