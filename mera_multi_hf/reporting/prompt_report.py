@@ -86,26 +86,37 @@ def _marker_line(marker: dict | None) -> list[str]:
     ]
 
 
-def page_table(result: TaskResult) -> tuple[tuple, list[tuple[str, tuple]], list[str]]:
-    """(head, rows, notes) of a task's prompt table on the page."""
-    head, rows = prompt_rows(result)
-    return head, rows, prompt_notes(result) if rows else []
+def page_entries(task_results: list[TaskResult]) -> list[dict]:
+    """The page's prompt tables (as its breakdown tables: title, head, rows linking to the
+    variant's examples, notes), then one entry of a line for each other scored task."""
+    entries, single = [], []
+    for result in (r for r in task_results if r.scorable):
+        head, rows = prompt_rows(result)
+        if not rows:
+            single.append(f"{result.task}: {prompt_notes(result)[0]}")
+            continue
+        link = f"task={result.task}&prompt={result.task}:"
+        entries.append(
+            {
+                "title": f"{result.task} by prompt variant",
+                "head": head,
+                "rows": [{"cells": cells, "link": link + variant} for variant, cells in rows],
+                "note": prompt_notes(result),
+            }
+        )
+    if single:
+        entries.append({"title": "Prompt variants", "head": (), "rows": [], "note": single})
+    return entries
 
 
 def markdown_section(task_results: list[TaskResult]) -> list[str]:
-    """results.md's prompt-variant section: a table per task with several variants, one
-    line for each other scored task."""
-    scored = [r for r in task_results if r.scorable]
-    if not scored:
-        return []
-    lines = ["", "## Prompt variants", "", INTRO]
-    single = []
-    for result in scored:
-        head, rows = prompt_rows(result)
-        if not rows:
-            single.append(f"- {result.task}: {prompt_notes(result)[0]}")
-            continue
-        lines += ["", f"### {result.task} by prompt variant", ""]
-        lines += md_table(head, [cells for _, cells in rows])
-        lines += ["", *prompt_notes(result)]
-    return lines + ([""] + single if single else [])
+    """results.md's prompt-variant section: the page's tables and lines, as Markdown."""
+    entries = page_entries(task_results)
+    lines = ["", "## Prompt variants", "", INTRO] if entries else []
+    for entry in entries:
+        if entry["rows"]:
+            table = md_table(entry["head"], [row["cells"] for row in entry["rows"]])
+            lines += ["", f"### {entry['title']}", "", *table, "", *entry["note"]]
+        else:
+            lines += ["", *(f"- {line}" for line in entry["note"])]
+    return lines

@@ -272,20 +272,7 @@ def _summary(task_results: list[TaskResult], summary: Summary | None, run: RunRe
         }
         for r in task_results
         for name, head, rows in reports.breakdown_tables(r)
-    ] + [
-        {
-            "title": f"{r.task} by prompt variant",
-            "head": head,
-            "rows": [
-                {"cells": row, "link": f"task={r.task}&prompt={r.task}:{variant}"}
-                for variant, row in rows
-            ],
-            "note": note,
-        }
-        for r in task_results
-        for head, rows, note in [prompt_report.page_table(r)]
-        if rows
-    ]
+    ] + prompt_report.page_entries(task_results)
     return {
         "head": reports.SUMMARY_HEAD,
         "rows": [

@@ -41,7 +41,6 @@ def prompt_table(task, examples, result) -> dict:
             {
                 "variant": variant,
                 "number": example.prompt_variant_number,
-                "stratum": example.prompt_stratum,
                 "n_examples": int(np.sum(keys == variant)),
                 "asks_reasoning_before_marker": asks_reasoning_before_marker(example.instruction),
                 "metrics": {m: units[m].value for m in names if m in units},
