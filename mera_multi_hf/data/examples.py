@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from mera_multi_hf.data.arrow_split import ArrowSplit, flat_columns, validity
 from mera_multi_hf.tasks.prompts import render_prompt
 from mera_multi_hf.tasks.spec import TaskSpec
+from mera_multi_hf.tasks.variants import numbered, variant_id, without_blocks
 
 Gold = str | list[str]
 
@@ -29,6 +30,11 @@ class Example:
     meta: dict = field(default_factory=dict)
     instruction: str = ""  # as stored (a dialogue's history shows it)
     options: tuple = ()  # the texts of the task's option_* inputs, in letter order
+    # its prompt variant (mera_multi_hf.tasks.variants): the template's short id, its number
+    # in order of first appearance in the split, and the stratum it is counted within
+    prompt_variant: str = ""
+    prompt_variant_number: int = 0
+    prompt_stratum: str | None = None
 
 
 def _nest(target: dict, keys: list[str], value) -> None:
@@ -72,9 +78,10 @@ def _flat_rows(columns: dict, keep: list[str], n: int) -> list[dict]:
     return [dict(zip(keep, row)) for row in zip(*values)] if keep else [{}] * n
 
 
-def make_examples(task: TaskSpec, ds) -> list[Example]:
+def make_examples(task: TaskSpec, ds, prompt_list: list[str] | None = None) -> list[Example]:
     """The examples of one split (an :class:`~mera_multi_hf.data.arrow_split.ArrowSplit` or a
-    `datasets.Dataset`), in dataset order."""
+    `datasets.Dataset`), in dataset order; ``prompt_list``: the raw folder's prompts, which
+    its records indexed (their prompt variants are named by index)."""
     split = ArrowSplit.of(ds)
     columns = flat_columns(split)
     present = _present_media(task, columns, len(split))
@@ -115,7 +122,24 @@ def make_examples(task: TaskSpec, ds) -> list[Example]:
                 options=tuple(inputs.get(f) for f in option_fields),
             )
         )
+    _set_variants(task, out, prompt_list)
     return out
+
+
+def _set_variants(task: TaskSpec, examples: list[Example], prompt_list) -> None:
+    """Each example's prompt variant, its number (order of first appearance) and its
+    stratum (the declared block's value: the block stands as a placeholder)."""
+    templates = {}
+    if task.prompt_block:
+        for example in examples:
+            example.prompt_stratum = example.breakdown.get(task.prompt_block)
+            templates.setdefault(example.prompt_stratum, []).append(example.instruction)
+        templates = without_blocks(templates)
+    for example in examples:
+        template = templates.get((example.prompt_stratum, example.instruction))
+        example.prompt_variant = variant_id(template or example.instruction, prompt_list)
+    for example, number in zip(examples, numbered([e.prompt_variant for e in examples])):
+        example.prompt_variant_number = number
 
 
 def arrow_view(ds):

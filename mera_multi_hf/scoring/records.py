@@ -19,8 +19,9 @@ from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MeraError
 
 # 2: results.json carries "schema_version"; files written before have none (version 1),
-# with the same sections and keys.
-SCHEMA_VERSION = 2
+# with the same sections and keys. 3: a scored task has its prompt-variant table
+# ("prompts") and its examples table each example's variant.
+SCHEMA_VERSION = 3
 
 
 @dataclass
@@ -35,6 +36,10 @@ class ExampleResult:
     submitted: str  # after its submission filters: what submission.zip holds
     extracted: str  # the letter or text after an "Answer:" marker (unofficial EM, the logs)
     scores: dict[str, float] = field(default_factory=dict)
+    # its prompt variant (mera_multi_hf.tasks.variants): the template's short id and its
+    # number in order of first appearance in the split
+    prompt_variant: str = ""
+    prompt_variant_number: int = 0
 
 
 def example_results(task, examples, predictions) -> list[ExampleResult]:
@@ -53,7 +58,17 @@ def example_results(task, examples, predictions) -> list[ExampleResult]:
             else apply_filters(task.submit_filters, output)
         )
         extracted = extract_answer(output, choices)
-        out.append(ExampleResult(example.id, output, scored, submitted, extracted))
+        out.append(
+            ExampleResult(
+                example.id,
+                output,
+                scored,
+                submitted,
+                extracted,
+                prompt_variant=example.prompt_variant,
+                prompt_variant_number=example.prompt_variant_number,
+            )
+        )
     return out
 
 
@@ -74,6 +89,7 @@ SCORED_KEYS = (
     "uncertainty",
     "task_score_uncertainty",
     "diagnostics",
+    "prompts",
 )
 
 
@@ -110,6 +126,9 @@ class TaskResult:
     uncertainty: dict = field(default_factory=dict)
     task_score_uncertainty: dict | None = None
     diagnostics: dict = field(default_factory=dict)
+    # the prompt-variant table (mera_multi_hf.scoring.prompt_table); empty in files of
+    # schema version 2 and before
+    prompts: dict = field(default_factory=dict)
     model: str | None = None
     # its answers are private: decided when the split was loaded (the task's default, then
     # what the data says); every writer of gold-derived output asks this

@@ -176,8 +176,8 @@ def reference_hash(example) -> str:
 
 
 def example_table(task, examples, scores: dict) -> dict:
-    """The per-example scores of one task with ids, groups, clusters and breakdown keys,
-    as columns (results.json keeps it; compare pairs two runs by its ids)."""
+    """The per-example scores of one task with ids, groups, clusters, breakdown keys and
+    prompt variants, as columns (results.json keeps it; compare pairs two runs by its ids)."""
     return {
         "cluster_by": task.cluster_by,
         "id": [e.id for e in examples],
@@ -187,6 +187,9 @@ def example_table(task, examples, scores: dict) -> dict:
             name: [e.breakdown.get(name) for e in examples] for name, _ in task.breakdowns
         },
         "ref": [reference_hash(e) for e in examples],
+        # the prompt variant of each example and the stratum it is counted within
+        "prompt_variant": [e.prompt_variant for e in examples],
+        "prompt_stratum": [e.prompt_stratum for e in examples],
         "scores": {m: np.asarray(s).tolist() for m, s in scores.items()},
     }
 
@@ -310,11 +313,19 @@ def add_task_uncertainty(result) -> None:
     for bname, rows in result.breakdown.items():
         keys = np.asarray(table["breakdown"][bname], dtype=object)
         for key, agg in rows.items():
-            u = table_units(table, names, np.flatnonzero(keys == key))
-            r = replicates(u, rng_for(result.task, bname, key))
-            agg["uncertainty"] = {
-                m: _record(u[m], r[m], cluster) for m in names if m in u and m in agg
-            }
+            records = rows_uncertainty(
+                table, names, np.flatnonzero(keys == key), result.task, bname, key
+            )[1]
+            agg["uncertainty"] = {m: r for m, r in records.items() if m in agg}
+
+
+def rows_uncertainty(table: dict, names, idx, *keys) -> tuple[dict, dict]:
+    """(units, uncertainty records) of each named score over the rows ``idx`` of a task's
+    examples table (a breakdown row, a prompt variant); ``keys`` (the task's name first)
+    name them for the seed."""
+    units = table_units(table, names, idx)
+    reps = replicates(units, rng_for(*keys))
+    return units, {m: _record(units[m], reps[m], table["cluster_by"]) for m in names if m in units}
 
 
 def mean_over_tasks(parts: list[tuple[np.ndarray, dict]]) -> dict | None:
