@@ -313,19 +313,27 @@ def add_task_uncertainty(result) -> None:
     for bname, rows in result.breakdown.items():
         keys = np.asarray(table["breakdown"][bname], dtype=object)
         for key, agg in rows.items():
-            records = rows_uncertainty(
-                table, names, np.flatnonzero(keys == key), result.task, bname, key
-            )[1]
-            agg["uncertainty"] = {m: r for m, r in records.items() if m in agg}
+            u = table_units(table, names, np.flatnonzero(keys == key))
+            r = replicates(u, rng_for(result.task, bname, key))
+            agg["uncertainty"] = {
+                m: _record(u[m], r[m], cluster) for m in names if m in u and m in agg
+            }
 
 
-def rows_uncertainty(table: dict, names, idx, *keys) -> tuple[dict, dict]:
-    """(units, uncertainty records) of each named score over the rows ``idx`` of a task's
-    examples table (a breakdown row, a prompt variant); ``keys`` (the task's name first)
-    name them for the seed."""
-    units = table_units(table, names, idx)
-    reps = replicates(units, rng_for(*keys))
-    return units, {m: _record(units[m], reps[m], table["cluster_by"]) for m in names if m in units}
+def normal_interval(units: Units, cluster: str) -> dict:
+    """A score's interval without resampling, for the many small tables (a task's prompt
+    variants): value ± z * the cluster-robust standard error, kept within [0, 1] (every
+    score is a share); the same record as the bootstrap's, ``method`` "normal"."""
+    from statistics import NormalDist
+
+    se, value = stderr(units), units.value
+    half = None if se is None else NormalDist().inv_cdf(0.5 + LEVEL / 2) * se
+    return {
+        **describe(np.empty(0), se, cluster=cluster, n_clusters=len(units.num), n=units.n),
+        "low": None if half is None else max(0.0, value - half),
+        "high": None if half is None else min(1.0, value + half),
+        "method": "normal",
+    }
 
 
 def mean_over_tasks(parts: list[tuple[np.ndarray, dict]]) -> dict | None:
