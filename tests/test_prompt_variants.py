@@ -90,15 +90,22 @@ def test_a_letter_task_shows_what_the_marker_variant_explains(tmp_path):
 
 def test_a_free_answer_task_names_indexed_prompts_by_index(tmp_path):
     """ruCLEVR's records index the metadata's prompt list: variants i0, i1, i2 in order of
-    first appearance; every answer right, so the test finds no effect (p = 1)."""
+    first appearance. One answer wrong (id 4, prompt i0): i0's interval is its mean ± 1.96
+    standard errors, sd/sqrt(n) with one example per cluster, kept within [0, 1]; a miss
+    in a variant of three is the least uneven labelling there is, so p = 1."""
+    import statistics
+
     positions = iter([0, 1, 2, 0, 1, 2, 0, 1])
     folder, records = _raw("ruclevr", tmp_path, lambda r: next(positions))
-    result = _score(
-        "ruclevr", folder, {r["meta"]["id"]: r["outputs"] for r in records}, tmp_path / "o"
-    )
+    answers = {r["meta"]["id"]: r["outputs"] for r in records} | {4: "не знаю"}
+    result = _score("ruclevr", folder, answers, tmp_path / "o")
     table = result["prompts"]
     rows = [(row["variant"], row["number"], row["n_examples"]) for row in table["variants"]]
     assert rows == [("i0", 1, 3), ("i1", 2, 3), ("i2", 3, 2)]
+    interval = table["variants"][0]["uncertainty"]["exact_match"]
+    se = statistics.stdev([1, 0, 1]) / 3**0.5
+    assert interval["stderr"] == pytest.approx(se) and interval["high"] == 1.0
+    assert interval["low"] == pytest.approx(2 / 3 - statistics.NormalDist().inv_cdf(0.975) * se)
     assert table["effect"]["p_value"] == 1.0 and table["marker"] is None
     assert result["examples"]["prompt_variant"] == ["i0", "i1", "i2", "i0", "i1", "i2", "i0", "i1"]
 
