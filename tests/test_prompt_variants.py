@@ -259,3 +259,12 @@ def test_a_limited_run_keeps_each_examples_variant():
         (e.prompt_variant, e.prompt_variant_number) for e in whole[:5]
     ]
     assert len({e.prompt_variant for e in whole}) == 10  # ten templates over six categories
+
+
+def test_the_variant_doctests_pass():
+    import doctest
+
+    from mera_multi_hf.tasks import variants
+
+    result = doctest.testmod(variants)
+    assert result.failed == 0 and result.attempted > 0
