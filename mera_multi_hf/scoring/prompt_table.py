@@ -15,7 +15,7 @@ import numpy as np
 
 from mera_multi_hf.scoring.prompt_effect import permutation_test
 from mera_multi_hf.scoring.registry import GROUP_OF, averaged_over_examples
-from mera_multi_hf.scoring.uncertainty import SEED, rows_uncertainty
+from mera_multi_hf.scoring.uncertainty import SEED, as_arrays, rows_normal
 from mera_multi_hf.tasks.variants import asks_reasoning_before_marker
 
 # The metrics shown beside each other for variants that ask for the answer after a marker.
@@ -25,23 +25,23 @@ MARKER_METRICS = ("exact_match", "exact_match_extracted")
 def prompt_table(task, examples, result) -> dict:
     """The prompt table of a scored TaskResult (``result``, with its examples table) over
     ``examples`` (the split's, in the table's order)."""
-    table = result.examples
+    table = as_arrays(result.examples)  # converted once for all the variants' rows
     # means over examples only: a group (ruHHH's pairs) is asked in several variants
     names = averaged_over_examples([*result.metrics, *result.judge, *result.unofficial])
-    keys = np.asarray(table["prompt_variant"], dtype=object)
+    keys = np.asarray(table["prompt_variant"], dtype=str)  # compared in C, not as objects
     first: dict = {}
     for example in examples:
         first.setdefault(example.prompt_variant, example)
     rows = []
     for variant, example in first.items():  # in order of first appearance
-        units, records = rows_uncertainty(
-            table, names, np.flatnonzero(keys == variant), task.key, "prompt", variant
-        )
+        # a normal interval: a bootstrap per variant would cost as much as the task's own
+        idx = np.flatnonzero(keys == variant)
+        units, records = rows_normal(table, names, idx)
         rows.append(
             {
                 "variant": variant,
                 "number": example.prompt_variant_number,
-                "n_examples": int(np.sum(keys == variant)),
+                "n_examples": len(idx),
                 "asks_reasoning_before_marker": asks_reasoning_before_marker(example.instruction),
                 "metrics": {m: units[m].value for m in names if m in units},
                 "uncertainty": records,
@@ -52,7 +52,7 @@ def prompt_table(task, examples, result) -> dict:
         "strata": task.prompt_block or None,
         "variants_per_stratum": _per_stratum(examples) if task.prompt_block else None,
         "variants": rows,
-        "marker": _marker_share(task.key, rows, table, names),
+        "marker": _marker_share(rows, table, names),
         "effect": _effect(task, result, table),
     }
 
@@ -65,16 +65,16 @@ def _per_stratum(examples) -> dict[str, int]:
     return {stratum: len(variants) for stratum, variants in sorted(seen.items())}
 
 
-def _marker_share(task_key: str, rows: list[dict], table: dict, names) -> dict | None:
+def _marker_share(rows: list[dict], table: dict, names) -> dict | None:
     """The variants that ask for the answer after the marker: their share of the task's
     examples, and over them EM beside the extracted EM (None: no such variant)."""
     marked = [r["variant"] for r in rows if r["asks_reasoning_before_marker"]]
     if not marked:
         return None
-    keys = np.asarray(table["prompt_variant"], dtype=object)
+    keys = np.asarray(table["prompt_variant"], dtype=str)
     idx = np.flatnonzero(np.isin(keys, marked))
     shown = [m for m in MARKER_METRICS if m in names]
-    units, records = rows_uncertainty(table, shown, idx, task_key, "marker")
+    units, records = rows_normal(table, shown, idx)
     return {
         "variants": marked,
         "n_examples": len(idx),

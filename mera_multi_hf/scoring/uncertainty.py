@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -326,6 +327,36 @@ def rows_uncertainty(table: dict, names, idx, *keys) -> tuple[dict, dict]:
     units = table_units(table, names, idx)
     reps = replicates(units, rng_for(*keys))
     return units, {m: _record(units[m], reps[m], table["cluster_by"]) for m in names if m in units}
+
+
+def rows_normal(table: dict, names, idx) -> tuple[dict, dict]:
+    """As :func:`rows_uncertainty`, without resampling: the interval is the value ± z
+    times the cluster-robust standard error (a normal approximation). For tables of many
+    rows (the prompt variants), where a bootstrap per row would cost as much as the task's
+    own intervals; pass the table's columns as arrays (:func:`as_arrays`) to keep it cheap."""
+    units = table_units(table, names, idx)
+    z = NormalDist().inv_cdf(0.5 + LEVEL / 2)
+    records = {}
+    for m, u in units.items():
+        se = stderr(u)
+        record = describe(
+            np.empty(0), se, cluster=table["cluster_by"], n_clusters=len(u.num), n=u.n
+        )
+        if se is not None:
+            record.update(low=u.value - z * se, high=u.value + z * se)
+        records[m] = {**record, "interval": "normal (cluster-robust standard error)"}
+    return units, records
+
+
+def as_arrays(table: dict) -> dict:
+    """A task's examples table with its cluster, group and score columns as arrays (made
+    once for many rows)."""
+    return {
+        **table,
+        "cluster": np.asarray(table["cluster"]),
+        "group": np.asarray(table["group"]),
+        "scores": {m: np.asarray(v, dtype=float) for m, v in table["scores"].items()},
+    }
 
 
 def mean_over_tasks(parts: list[tuple[np.ndarray, dict]]) -> dict | None:
