@@ -44,7 +44,8 @@ def _score(task: str, data, answers: dict, out: Path) -> dict:
     )
     argv = ["score", "--task", task, "--data", str(data), "--predictions", str(predictions)]
     assert main([*argv, "--out", str(out)]) == 0
-    return json.loads((out / "results.json").read_text(encoding="utf-8"))["tasks"][task]
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    return {**doc["tasks"][task], "prompts": doc["prompts"][task]}  # the table beside the task
 
 
 MARKED = (
@@ -194,12 +195,9 @@ def _before_variants(run: Path, old: Path) -> None:
     (old / MARKER).write_text(json.dumps({**marker, "folder": os.path.realpath(old)}))
     doc = json.loads((old / "results.json").read_text(encoding="utf-8"))
     doc["schema_version"] = 2
+    del doc["prompts"]
     for entry in doc["tasks"].values():
-        del (
-            entry["prompts"],
-            entry["examples"]["prompt_variant"],
-            entry["examples"]["prompt_stratum"],
-        )
+        del entry["examples"]["prompt_variant"], entry["examples"]["prompt_stratum"]
     (old / "results.json").write_text(
         json.dumps(doc, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
     )

@@ -19,8 +19,8 @@ from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MeraError
 
 # 2: results.json carries "schema_version"; files written before have none (version 1),
-# with the same sections and keys. 3: a scored task has its prompt-variant table
-# ("prompts") and its examples table each example's variant.
+# with the same sections and keys. 3: a "prompts" section holds each scored task's
+# prompt-variant table, and a task's examples table each example's variant.
 SCHEMA_VERSION = 3
 
 
@@ -89,7 +89,6 @@ SCORED_KEYS = (
     "uncertainty",
     "task_score_uncertainty",
     "diagnostics",
-    "prompts",
 )
 
 
@@ -126,7 +125,8 @@ class TaskResult:
     uncertainty: dict = field(default_factory=dict)
     task_score_uncertainty: dict | None = None
     diagnostics: dict = field(default_factory=dict)
-    # the prompt-variant table (mera_multi_hf.scoring.prompt_table); empty in files of
+    # the prompt-variant table (mera_multi_hf.scoring.prompt_table), results.json's
+    # prompts[<key>] (beside the tasks: their numbers stay as they were); empty in files of
     # schema version 2 and before
     prompts: dict = field(default_factory=dict)
     model: str | None = None
@@ -167,7 +167,7 @@ class TaskResult:
 
     @classmethod
     def from_dict(cls, doc: dict) -> TaskResult:
-        known = {f.name for f in fields(cls)} - {"extra", "answers"}
+        known = {f.name for f in fields(cls)} - {"extra", "answers", "prompts"}
         if "private" not in doc:  # written before the record said it: the task's default
             doc = {**doc, "private": doc.get("split") == "test" and not doc.get("public", True)}
         return cls(
@@ -283,6 +283,7 @@ class Results:
             "run": self.run.to_dict(),
             "summary": self.summary.to_dict(),
             "tasks": {key: r.to_dict() for key, r in self.tasks.items()},
+            "prompts": {key: r.prompts for key, r in self.tasks.items() if r.prompts},
         }
 
     @classmethod
@@ -298,11 +299,13 @@ class Results:
                 f"this version writes {SCHEMA_VERSION}): read as it is",
                 file=sys.stderr,
             )
-        tasks = {}
+        tasks, tables = {}, doc.get("prompts")
+        tables = tables if isinstance(tables, dict) else {}
         for key, entry in doc["tasks"].items():
             if not isinstance(entry, dict):
                 raise MeraError(f"{where}: tasks.{key} is not a task result")
             tasks[key] = TaskResult.from_dict({"task": key, **entry})
+            tasks[key].prompts = tables.get(key) or {}
         return cls(
             RunRecord.from_dict(doc.get("run") or {}),
             Summary.from_dict(doc.get("summary") or {}),
