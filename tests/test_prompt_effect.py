@@ -191,16 +191,16 @@ def test_a_cluster_that_mixes_variants_shuffles_examples():
 def test_a_prompt_tables_interval_is_the_normal_one_of_the_cluster_robust_error():
     from mera_multi_hf.scoring.uncertainty import as_arrays, rows_normal
 
-    right = [1, 0, 1, 1, 0, 1, 1, 1, 0, 1]
+    right = [1, 0, 0, 1] * 5
     table = {
         "cluster_by": "example",
-        "id": list(range(10)),
-        "group": list(range(10)),
-        "cluster": list(range(10)),
+        "id": list(range(20)),
+        "group": list(range(20)),
+        "cluster": list(range(20)),
         "scores": {"exact_match": right},
     }
-    units, records = rows_normal(as_arrays(table), ["exact_match"], np.arange(2, 10))
-    picked = np.array(right[2:], dtype=float)
+    units, records = rows_normal(as_arrays(table), ["exact_match"], np.arange(1, 17))
+    picked = np.array(right[1:17], dtype=float)
     se = picked.std(ddof=1) / math.sqrt(len(picked))  # one example per cluster: sd/sqrt(n)
     record = records["exact_match"]
     assert units["exact_match"].value == pytest.approx(picked.mean())
@@ -208,7 +208,9 @@ def test_a_prompt_tables_interval_is_the_normal_one_of_the_cluster_robust_error(
     assert (record["low"], record["high"]) == pytest.approx(
         (picked.mean() - 1.959964 * se, picked.mean() + 1.959964 * se), rel=1e-6
     )
-    assert record["n"] == 8 and record["n_clusters"] == 8 and "normal" in record["interval"]
+    assert record["n"] == 16 and record["n_clusters"] == 16 and "normal" in record["interval"]
+    nearly_all = rows_normal(as_arrays(table), ["exact_match"], [0, 1, 3, 4, 7])[1]
+    assert nearly_all["exact_match"]["high"] == 1.0  # 4 of 5 right: 0.8 + 1.96 * 0.2 > 1
 
 
 def test_seeded_and_one_variant_is_nothing_to_test():

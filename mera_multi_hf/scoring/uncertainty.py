@@ -331,9 +331,10 @@ def rows_uncertainty(table: dict, names, idx, *keys) -> tuple[dict, dict]:
 
 def rows_normal(table: dict, names, idx) -> tuple[dict, dict]:
     """As :func:`rows_uncertainty`, without resampling: the interval is the value ± z
-    times the cluster-robust standard error (a normal approximation). For tables of many
-    rows (the prompt variants), where a bootstrap per row would cost as much as the task's
-    own intervals; pass the table's columns as arrays (:func:`as_arrays`) to keep it cheap."""
+    times the cluster-robust standard error (a normal approximation), kept within [0, 1]
+    (every metric averaged over examples lies there). For tables of many rows (the prompt
+    variants), where a bootstrap per row would cost as much as the task's own intervals;
+    pass the table's columns as arrays (:func:`as_arrays`) to keep it cheap."""
     units = table_units(table, names, idx)
     z = NormalDist().inv_cdf(0.5 + LEVEL / 2)
     records = {}
@@ -343,7 +344,7 @@ def rows_normal(table: dict, names, idx) -> tuple[dict, dict]:
             np.empty(0), se, cluster=table["cluster_by"], n_clusters=len(u.num), n=u.n
         )
         if se is not None:
-            record.update(low=u.value - z * se, high=u.value + z * se)
+            record.update(low=max(0.0, u.value - z * se), high=min(1.0, u.value + z * se))
         records[m] = {**record, "interval": "normal (cluster-robust standard error)"}
     return units, records
 
