@@ -189,7 +189,7 @@ def test_a_cluster_that_mixes_variants_shuffles_examples():
 
 
 def test_a_prompt_tables_interval_is_the_normal_one_of_the_cluster_robust_error():
-    from mera_multi_hf.scoring.uncertainty import as_arrays, rows_normal
+    from mera_multi_hf.scoring.uncertainty import normal_interval, table_units
 
     right = [1, 0, 0, 1] * 5
     table = {
@@ -199,18 +199,18 @@ def test_a_prompt_tables_interval_is_the_normal_one_of_the_cluster_robust_error(
         "cluster": list(range(20)),
         "scores": {"exact_match": right},
     }
-    units, records = rows_normal(as_arrays(table), ["exact_match"], np.arange(1, 17))
+    units = table_units(table, ["exact_match"], np.arange(1, 17))
+    record = normal_interval(units["exact_match"], "example")
     picked = np.array(right[1:17], dtype=float)
     se = picked.std(ddof=1) / math.sqrt(len(picked))  # one example per cluster: sd/sqrt(n)
-    record = records["exact_match"]
     assert units["exact_match"].value == pytest.approx(picked.mean())
     assert record["stderr"] == pytest.approx(se)
     assert (record["low"], record["high"]) == pytest.approx(
         (picked.mean() - 1.959964 * se, picked.mean() + 1.959964 * se), rel=1e-6
     )
-    assert record["n"] == 16 and record["n_clusters"] == 16 and "normal" in record["interval"]
-    nearly_all = rows_normal(as_arrays(table), ["exact_match"], [0, 1, 3, 4, 7])[1]
-    assert nearly_all["exact_match"]["high"] == 1.0  # 4 of 5 right: 0.8 + 1.96 * 0.2 > 1
+    assert record["n"] == 16 and record["n_clusters"] == 16 and record["method"] == "normal"
+    nearly_all = table_units(table, ["exact_match"], [0, 1, 3, 4, 7])["exact_match"]
+    assert normal_interval(nearly_all, "example")["high"] == 1.0  # 0.8 + 1.96 * 0.2 > 1
 
 
 def test_seeded_and_one_variant_is_nothing_to_test():

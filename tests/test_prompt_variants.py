@@ -238,3 +238,17 @@ def test_the_marker_is_the_official_one_in_capitals(template):
     from mera_multi_hf.tasks.variants import asks_reasoning_before_marker
 
     assert asks_reasoning_before_marker(template) == ("ОТВЕТ" in template)
+
+
+def test_a_limited_run_keeps_each_examples_variant():
+    """The variants are found over the whole split: --limit's first examples keep theirs."""
+    from mera_multi_hf.data.loaded import load_task_split
+    from mera_multi_hf.tasks.table import get_task
+
+    task = get_task("ruhhh_image")
+    whole = load_task_split(task, "sample", "test").examples
+    first = load_task_split(task, "sample", "test", limit=5).examples
+    assert [(e.prompt_variant, e.prompt_variant_number) for e in first] == [
+        (e.prompt_variant, e.prompt_variant_number) for e in whole[:5]
+    ]
+    assert len({e.prompt_variant for e in whole}) == 10  # ten templates over six categories

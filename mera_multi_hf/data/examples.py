@@ -78,10 +78,13 @@ def _flat_rows(columns: dict, keep: list[str], n: int) -> list[dict]:
     return [dict(zip(keep, row)) for row in zip(*values)] if keep else [{}] * n
 
 
-def make_examples(task: TaskSpec, ds, prompt_list: list[str] | None = None) -> list[Example]:
+def make_examples(
+    task: TaskSpec, ds, prompt_list: list[str] | None = None, whole=None
+) -> list[Example]:
     """The examples of one split (an :class:`~mera_multi_hf.data.arrow_split.ArrowSplit` or a
     `datasets.Dataset`), in dataset order; ``prompt_list``: the raw folder's prompts, which
-    its records indexed (their prompt variants are named by index)."""
+    its records indexed (their prompt variants are named by index); ``whole``: the split
+    ``ds`` was cut from, over which the prompt variants are found."""
     split = ArrowSplit.of(ds)
     columns = flat_columns(split)
     present = _present_media(task, columns, len(split))
@@ -122,24 +125,41 @@ def make_examples(task: TaskSpec, ds, prompt_list: list[str] | None = None) -> l
                 options=tuple(inputs.get(f) for f in option_fields),
             )
         )
-    _set_variants(task, out, prompt_list)
+    _set_variants(task, out, split if whole is None else whole, prompt_list)
     return out
 
 
-def _set_variants(task: TaskSpec, examples: list[Example], prompt_list) -> None:
-    """Each example's prompt variant, its number (order of first appearance) and its
-    stratum (the declared block's value: the block stands as a placeholder)."""
-    templates = {}
-    if task.prompt_block:
-        for example in examples:
-            example.prompt_stratum = example.breakdown.get(task.prompt_block)
-            templates.setdefault(example.prompt_stratum, []).append(example.instruction)
-        templates = without_blocks(templates)
+def _set_variants(task: TaskSpec, examples: list[Example], ds, prompt_list) -> None:
+    """Each example's prompt variant, its number and its stratum, found over the whole
+    split ``ds`` (a run's --limit takes its first examples: their variants stay the same)."""
+    variants = split_variants(task, ds, prompt_list)
     for example in examples:
-        template = templates.get((example.prompt_stratum, example.instruction))
-        example.prompt_variant = variant_id(template or example.instruction, prompt_list)
-    for example, number in zip(examples, numbered([e.prompt_variant for e in examples])):
-        example.prompt_variant_number = number
+        if task.prompt_block:
+            example.prompt_stratum = example.breakdown.get(task.prompt_block)
+        variant = variants[(example.prompt_stratum, example.instruction)]
+        example.prompt_variant, example.prompt_variant_number = variant
+
+
+def split_variants(task: TaskSpec, ds, prompt_list=None) -> dict[tuple, tuple[str, int]]:
+    """(stratum, instruction) -> (variant id, its number in order of first appearance)
+    over a split; the stratum is the value of the task's declared block (None without
+    one), whose text stands as a placeholder in the variant's template."""
+    columns = flat_columns(ArrowSplit.of(ds))
+    instructions = columns["instruction"].to_pylist()
+    path = dict(task.breakdowns).get(task.prompt_block)
+    strata = (
+        [None if v is None else str(v) for v in columns[f"meta.{path}"].to_pylist()]
+        if path and f"meta.{path}" in columns
+        else [None] * len(instructions)
+    )
+    pairs = list(zip(strata, instructions))
+    templates: dict = {}
+    if path:
+        for stratum, instruction in pairs:
+            templates.setdefault(stratum, []).append(instruction)
+        templates = without_blocks(templates)
+    ids = [variant_id(templates.get(pair, pair[1]), prompt_list) for pair in pairs]
+    return {pair: (i, n) for pair, i, n in zip(pairs, ids, numbered(ids))}
 
 
 def arrow_view(ds):

@@ -67,6 +67,7 @@ def load_task_split(
     ds = load_split(task, source=source, split=split, limits=limits)
     full_size, loaded_as = len(ds), fingerprint(ds)  # the split as loaded (as `score` records)
     content = data_content(ds)  # what a resume's data must be, wherever it is read from
+    whole = ds  # the prompt variants are found over the whole split
     if limit is not None:
         ds = ds.select(range(min(limit, len(ds))))
     ds = arrow_view(ds)
@@ -76,7 +77,7 @@ def load_task_split(
         split,
         str(source or task.hub_id),
         ds,
-        make_examples(task, ds, raw_prompt_list(task, source)),
+        make_examples(task, ds, raw_prompt_list(task, source), whole),
         loaded_as,
         full_size,
         private,

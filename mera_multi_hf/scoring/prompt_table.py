@@ -15,7 +15,7 @@ import numpy as np
 
 from mera_multi_hf.scoring.prompt_effect import permutation_test
 from mera_multi_hf.scoring.registry import GROUP_OF, averaged_over_examples
-from mera_multi_hf.scoring.uncertainty import SEED, as_arrays, rows_normal
+from mera_multi_hf.scoring.uncertainty import SEED, normal_interval, table_units
 from mera_multi_hf.tasks.variants import asks_reasoning_before_marker
 
 # The metrics shown beside each other for variants that ask for the answer after a marker.
@@ -25,18 +25,14 @@ MARKER_METRICS = ("exact_match", "exact_match_extracted")
 def prompt_table(task, examples, result) -> dict:
     """The prompt table of a scored TaskResult (``result``, with its examples table) over
     ``examples`` (the split's, in the table's order)."""
-    table = as_arrays(result.examples)  # converted once for all the variants' rows
     # means over examples only: a group (ruHHH's pairs) is asked in several variants
     names = averaged_over_examples([*result.metrics, *result.judge, *result.unofficial])
-    keys = np.asarray(table["prompt_variant"], dtype=str)  # compared in C, not as objects
-    first: dict = {}
-    for example in examples:
-        first.setdefault(example.prompt_variant, example)
+    table = _as_arrays(result.examples, names)
+    first = {e.prompt_variant: e for e in reversed(examples)}  # each variant's first example
     rows = []
-    for variant, example in first.items():  # in order of first appearance
-        # a normal interval: a bootstrap per variant would cost as much as the task's own
-        idx = np.flatnonzero(keys == variant)
-        units, records = rows_normal(table, names, idx)
+    for variant, idx in _positions(table["prompt_variant"]).items():
+        example = first[variant]
+        units = table_units(table, names, idx, table["scores"])
         rows.append(
             {
                 "variant": variant,
@@ -44,25 +40,52 @@ def prompt_table(task, examples, result) -> dict:
                 "n_examples": len(idx),
                 "asks_reasoning_before_marker": asks_reasoning_before_marker(example.instruction),
                 "metrics": {m: units[m].value for m in names if m in units},
-                "uncertainty": records,
+                "uncertainty": _intervals(units, table),
             }
         )
     return {
         "n_variants": len(rows),
         "strata": task.prompt_block or None,
-        "variants_per_stratum": _per_stratum(examples) if task.prompt_block else None,
+        "variants_per_stratum": _per_stratum(table) if task.prompt_block else None,
         "variants": rows,
         "marker": _marker_share(rows, table, names),
         "effect": _effect(task, result, table),
     }
 
 
-def _per_stratum(examples) -> dict[str, int]:
+def _as_arrays(table: dict, names) -> dict:
+    """The examples table with the columns read here as arrays, converted once."""
+    return {
+        **table,
+        "cluster": np.asarray(table["cluster"]),
+        "group": np.asarray(table["group"]),
+        "scores": {m: np.asarray(v, dtype=float) for m, v in table["scores"].items()},
+    }
+
+
+def _positions(variants: list[str]) -> dict[str, np.ndarray]:
+    """Each variant's rows, the variants in order of first appearance."""
+    names, first, inverse = np.unique(variants, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    by_code = np.argsort(inverse, kind="stable")
+    bounds = np.cumsum(np.bincount(inverse, minlength=len(names)))
+    rows = np.split(by_code, bounds[:-1])
+    return {str(names[k]): rows[k] for k in order}
+
+
+def _per_stratum(table: dict) -> dict[str, int]:
     """Stratum -> its number of distinct variants."""
-    seen: dict[str, set] = {}
-    for example in examples:
-        seen.setdefault(str(example.prompt_stratum), set()).add(example.prompt_variant)
-    return {stratum: len(variants) for stratum, variants in sorted(seen.items())}
+    pairs = set(zip(table["prompt_stratum"], table["prompt_variant"]))
+    counts: dict[str, int] = {}
+    for stratum, _ in pairs:
+        counts[str(stratum)] = counts.get(str(stratum), 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _intervals(units: dict, table: dict) -> dict:
+    """Each score's interval: the normal one on the cluster-robust standard error (a
+    bootstrap per variant would cost a task's scoring about a third more)."""
+    return {m: normal_interval(u, table["cluster_by"]) for m, u in units.items()}
 
 
 def _marker_share(rows: list[dict], table: dict, names) -> dict | None:
@@ -71,16 +94,15 @@ def _marker_share(rows: list[dict], table: dict, names) -> dict | None:
     marked = [r["variant"] for r in rows if r["asks_reasoning_before_marker"]]
     if not marked:
         return None
-    keys = np.asarray(table["prompt_variant"], dtype=str)
-    idx = np.flatnonzero(np.isin(keys, marked))
+    idx = np.flatnonzero(np.isin(np.asarray(table["prompt_variant"]), marked))
     shown = [m for m in MARKER_METRICS if m in names]
-    units, records = rows_normal(table, shown, idx)
+    units = table_units(table, shown, idx, table["scores"])
     return {
         "variants": marked,
         "n_examples": len(idx),
-        "share": len(idx) / len(keys),
+        "share": len(idx) / len(table["prompt_variant"]),
         "metrics": {m: units[m].value for m in shown if m in units},
-        "uncertainty": records,
+        "uncertainty": _intervals(units, table),
     }
 
 
@@ -101,7 +123,7 @@ def _effect(task, result, table: dict) -> dict | None:
         return None
     strata = table["prompt_stratum"] if task.prompt_block else None
     effect = permutation_test(
-        np.asarray(table["scores"][metric], dtype=float),
+        table["scores"][metric],
         table["prompt_variant"],
         strata,
         table["cluster"],

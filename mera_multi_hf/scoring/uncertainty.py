@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 
@@ -314,49 +313,26 @@ def add_task_uncertainty(result) -> None:
     for bname, rows in result.breakdown.items():
         keys = np.asarray(table["breakdown"][bname], dtype=object)
         for key, agg in rows.items():
-            records = rows_uncertainty(
-                table, names, np.flatnonzero(keys == key), result.task, bname, key
-            )[1]
-            agg["uncertainty"] = {m: r for m, r in records.items() if m in agg}
+            u = table_units(table, names, np.flatnonzero(keys == key))
+            r = replicates(u, rng_for(result.task, bname, key))
+            agg["uncertainty"] = {
+                m: _record(u[m], r[m], cluster) for m in names if m in u and m in agg
+            }
 
 
-def rows_uncertainty(table: dict, names, idx, *keys) -> tuple[dict, dict]:
-    """(units, uncertainty records) of each named score over the rows ``idx`` of a task's
-    examples table (a breakdown row, a prompt variant); ``keys`` (the task's name first)
-    name them for the seed."""
-    units = table_units(table, names, idx)
-    reps = replicates(units, rng_for(*keys))
-    return units, {m: _record(units[m], reps[m], table["cluster_by"]) for m in names if m in units}
+def normal_interval(units: Units, cluster: str) -> dict:
+    """A score's interval without resampling, for the many small tables (a task's prompt
+    variants): value ± z * the cluster-robust standard error, kept within [0, 1] (every
+    score is a share); the same record as the bootstrap's, ``method`` "normal"."""
+    from statistics import NormalDist
 
-
-def rows_normal(table: dict, names, idx) -> tuple[dict, dict]:
-    """As :func:`rows_uncertainty`, without resampling: the interval is the value ± z
-    times the cluster-robust standard error (a normal approximation), kept within [0, 1]
-    (every metric averaged over examples lies there). For tables of many rows (the prompt
-    variants), where a bootstrap per row would cost as much as the task's own intervals;
-    pass the table's columns as arrays (:func:`as_arrays`) to keep it cheap."""
-    units = table_units(table, names, idx)
-    z = NormalDist().inv_cdf(0.5 + LEVEL / 2)
-    records = {}
-    for m, u in units.items():
-        se = stderr(u)
-        record = describe(
-            np.empty(0), se, cluster=table["cluster_by"], n_clusters=len(u.num), n=u.n
-        )
-        if se is not None:
-            record.update(low=max(0.0, u.value - z * se), high=min(1.0, u.value + z * se))
-        records[m] = {**record, "interval": "normal (cluster-robust standard error)"}
-    return units, records
-
-
-def as_arrays(table: dict) -> dict:
-    """A task's examples table with its cluster, group and score columns as arrays (made
-    once for many rows)."""
+    se, value = stderr(units), units.value
+    half = None if se is None else NormalDist().inv_cdf(0.5 + LEVEL / 2) * se
     return {
-        **table,
-        "cluster": np.asarray(table["cluster"]),
-        "group": np.asarray(table["group"]),
-        "scores": {m: np.asarray(v, dtype=float) for m, v in table["scores"].items()},
+        **describe(np.empty(0), se, cluster=cluster, n_clusters=len(units.num), n=units.n),
+        "low": None if half is None else max(0.0, value - half),
+        "high": None if half is None else min(1.0, value + half),
+        "method": "normal",
     }
 
 
