@@ -53,8 +53,11 @@ def exact_p(scores, variants, strata=None, clusters=None) -> float:
     for i, c in enumerate(clusters):
         members[c].append(i)
     units = sorted(members)
-    unit_stratum = {c: strata[members[c][0]] for c in units}
-    groups = [[c for c in units if unit_stratum[c] == s] for s in sorted(set(strata))]
+    # a cluster whose examples lie in several strata is exchangeable with those of the same
+    unit_stratum = {c: tuple(sorted({strata[i] for i in members[c]})) for c in units}
+    groups = [
+        [c for c in units if unit_stratum[c] == s] for s in sorted(set(unit_stratum.values()))
+    ]
     observed = between_sum_of_squares(scores, variants, strata)
     reach = total = 0
     for choice in product(
@@ -143,6 +146,17 @@ def test_clusters_of_unequal_sizes_with_strata():
     assert close(effect.p_value, exact_p(scores, variants, strata, clusters))
 
 
+def test_a_cluster_spanning_strata_moves_among_its_like():
+    scores = [1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 1, 0, 1, 0]
+    strata = list("xxxyxyxyyyxxyy")
+    clusters = [0, 0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 7, 8, 9]
+    label = dict(enumerate("abbaababab"))
+    variants = [label[c] for c in clusters]
+    effect = permutation_test(scores, variants, strata, clusters, rounds=ROUNDS, seed=8)
+    assert effect.unit == "cluster"
+    assert close(effect.p_value, exact_p(scores, variants, strata, clusters))
+
+
 def test_strata_are_respected():
     """Stratum x scores high and mostly gets variant a, y low and mostly b: pooled, the
     wording seems to matter; shuffled within the strata, it does not."""
@@ -172,6 +186,31 @@ def test_a_cluster_that_mixes_variants_shuffles_examples():
     assert effect.unit == "example" and effect.mixed_clusters == 4
     assert close(effect.p_value, exact_p(scores, variants))
     assert "4 clusters mix variants" in effect.sentence()
+
+
+def test_a_prompt_tables_interval_is_the_normal_one_of_the_cluster_robust_error():
+    from mera_multi_hf.scoring.uncertainty import normal_interval, table_units
+
+    right = [1, 0, 0, 1] * 5
+    table = {
+        "cluster_by": "example",
+        "id": list(range(20)),
+        "group": list(range(20)),
+        "cluster": list(range(20)),
+        "scores": {"exact_match": right},
+    }
+    units = table_units(table, ["exact_match"], np.arange(1, 17))
+    record = normal_interval(units["exact_match"], "example")
+    picked = np.array(right[1:17], dtype=float)
+    se = picked.std(ddof=1) / math.sqrt(len(picked))  # one example per cluster: sd/sqrt(n)
+    assert units["exact_match"].value == pytest.approx(picked.mean())
+    assert record["stderr"] == pytest.approx(se)
+    assert (record["low"], record["high"]) == pytest.approx(
+        (picked.mean() - 1.959964 * se, picked.mean() + 1.959964 * se), rel=1e-6
+    )
+    assert record["n"] == 16 and record["n_clusters"] == 16 and record["method"] == "normal"
+    nearly_all = table_units(table, ["exact_match"], [0, 1, 3, 4, 7])["exact_match"]
+    assert normal_interval(nearly_all, "example")["high"] == 1.0  # 0.8 + 1.96 * 0.2 > 1
 
 
 def test_seeded_and_one_variant_is_nothing_to_test():

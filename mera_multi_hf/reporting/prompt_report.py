@@ -82,7 +82,7 @@ def _marker_line(marker: dict | None) -> list[str]:
         f"{len(marker['variants'])} variant(s) ask for reasoning and then the answer after "
         f"{ANSWER_MARKER}, {marker['share']:.0%} of the examples ({marker['n_examples']}); "
         f"over them {shown}. The whole-answer EM scores a reply that follows them near 0; "
-        "the extracted EM reads the answer after the marker (docs/results.md)."
+        "the extracted EM reads the answer after the marker (docs/prompts.md)."
     ]
 
 
