@@ -228,9 +228,7 @@ def _pool(workers: int):
     from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
-    return ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_lower_priority
-    )
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_lower_priority)
 
 
 def check_all(
