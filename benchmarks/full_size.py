@@ -1,0 +1,244 @@
+"""A full-size benchmark, measured: all 18 tasks at their official test sizes (about
+27,000 examples) with media of realistic size, run end to end through a backend that
+answers at once, each stage in its own process.
+
+The data (benchmarks/full_size_data.py) are raw MERA folders under --work, made once per
+scale and kept. The backend is "instant", a registered backend of an installed package
+(a dist-info folder with its entry point under --work/site, as a user's package adds
+one): it answers every request at once with a letter picked from the prompt's hash and
+the model name, and never touches the media, so what is measured is everything but
+generation and media decoding. The stages:
+
+  evaluate, cold    `evaluate --tasks all` on an empty cache: the raw folders converted
+                    (every record and media file checked: the media decoding is here),
+                    the run, scoring, reports, the submission ZIP
+  evaluate          the same with another model name into a second folder, the cache
+                    prepared: loading, request hashes, generation (instant), the sample
+                    logs, scoring, intervals, reports, the submission
+  evaluate, resume  the first command again: everything already answered
+  score             `score` of the first run's sample log, task by task (summed)
+  compare           `compare` of the two runs
+  view              `view` of the first run (results.html again)
+
+For each: seconds, seconds per example (over every example of the run), CPU seconds,
+peak RSS (the process's own, from wait4), and the size of every file it wrote.
+
+    python benchmarks/full_size.py [--work DIR] [--scale 1.0] [--baseline DIR]
+
+--scale 0.1 makes every task a tenth of its size (linearity: the per-example figures at
+0.1 and 1.0 should match). --baseline DIR runs the same stages with an older checkout on
+the same data, side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from full_size_data import folder_bytes, make_all  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+GOAL_MS, GOAL_RSS = 5.0, 2 * 1024**3
+
+INSTANT_BACKEND = '''
+import zlib
+from dataclasses import dataclass
+
+from mera_multi_hf.generation.backends import cut_at_stop, register_backend
+
+
+@dataclass
+class InstantOptions:
+    batch_size: int = 8
+    stop: tuple | list | None = None
+    seed: int = 0
+
+
+@register_backend("instant", options=InstantOptions)
+class InstantBackend:
+    """Answers at once: a letter from the prompt's hash and the model name."""
+    name = "instant"
+
+    def __init__(self, model, **options):
+        o = InstantOptions(**options)
+        self.model_id, self.revision = model or "instant", "v1"
+        self.batch_size, self.stop, self.seed = o.batch_size, tuple(o.stop or ("\\n\\n",)), o.seed
+
+    def settings(self):
+        return {"backend": self.name, "stop": list(self.stop)}
+
+    def info(self):
+        return {"model": self.model_id, "revision": self.revision, "backend": self.name}
+
+    def load(self):
+        pass
+
+    def generate(self, requests):
+        return [cut_at_stop(self.answer(r.prompt), self.stop) for r in requests]
+
+    def answer(self, prompt):
+        return "ABCD"[zlib.crc32((self.model_id + prompt).encode()) % 4]
+
+    def close(self):
+        pass
+'''
+
+
+def install_backend(site: Path) -> Path:
+    """The "instant" backend as an installed distribution under ``site``."""
+    (site / "instant_backend").mkdir(parents=True, exist_ok=True)
+    (site / "instant_backend" / "__init__.py").write_text(INSTANT_BACKEND, encoding="utf-8")
+    info = site / "instant_backend-0.1.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: instant-backend\nVersion: 0.1\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        "[mera_multi_hf.backends]\ninstant = instant_backend:InstantBackend\n", encoding="utf-8"
+    )
+    return site
+
+
+def run_stage(checkout: Path, work: Path, args: list[str]) -> dict:
+    """One `mera-multi` command in its own process: seconds, CPU seconds, peak RSS."""
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(checkout), str(work / "site")]),
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        MERA_MULTI_CACHE=str(work / "cache" / "mera"),
+        HF_DATASETS_CACHE=str(work / "cache" / "datasets"),
+    )
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mera_multi_hf", *args],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    output = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.exit(f"mera-multi {' '.join(args[:3])} failed:\n{output.decode()[-3000:]}")
+    return {
+        "seconds": seconds,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "rss": usage.ru_maxrss * 1024,
+    }
+
+
+def files_of(folder: Path) -> dict[str, int]:
+    return {
+        str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def stages(checkout: Path, work: Path, data: dict[str, Path], label: str) -> list[tuple]:
+    """Every stage of one checkout: (name, figures, {file: bytes} of what it wrote)."""
+    runs = work / f"runs-{label}"
+    if runs.exists():
+        shutil.rmtree(runs)  # this script's own outputs of an earlier round
+    shutil.rmtree(work / "cache", ignore_errors=True)
+    sources = [f"--data={key}={folder}" for key, folder in data.items()]
+    tasks = ",".join(data)
+
+    def evaluate(model, out):
+        common = ["--backend", "instant", "--model", model, "--tasks", tasks, "--no-progress"]
+        return run_stage(checkout, work, ["evaluate", *common, *sources, "--output-dir", str(out)])
+
+    done = [("evaluate, cold", evaluate("model-a", runs / "a"), files_of(runs / "a"))]
+    done.append(("evaluate", evaluate("model-b", runs / "b"), files_of(runs / "b")))
+    done.append(("evaluate, resume", evaluate("model-a", runs / "a"), {}))
+    done.append(("score", score_all(checkout, work, data, runs), files_of(runs / "score")))
+    compare = ["compare", str(runs / "a"), str(runs / "b"), "--output-dir", str(runs / "cmp")]
+    done.append(("compare", run_stage(checkout, work, compare), files_of(runs / "cmp")))
+    view = run_stage(checkout, work, ["view", str(runs / "a")])
+    done.append(("view (results.html)", view, {"results.html": files_of(runs / "a")["results.html"]}))
+    return done
+
+
+def score_all(checkout: Path, work: Path, data: dict[str, Path], runs: Path) -> dict:
+    """`score` of every task of the first run, one process each: the figures summed
+    (RSS: the largest)."""
+    total = {"seconds": 0.0, "cpu": 0.0, "rss": 0}
+    for key, folder in data.items():
+        log = runs / "a" / f"samples_{key}_test.jsonl"
+        out = runs / "score" / key
+        figures = run_stage(
+            checkout,
+            work,
+            ["score", "--tasks", key, "--predictions", str(log), "--data", str(folder)]
+            + ["--output-dir", str(out)],
+        )
+        total = {
+            "seconds": total["seconds"] + figures["seconds"],
+            "cpu": total["cpu"] + figures["cpu"],
+            "rss": max(total["rss"], figures["rss"]),
+        }
+    return total
+
+
+def mib(n: int) -> str:
+    return f"{n / 1024**2:,.1f} MiB"
+
+
+def report(label: str, done: list[tuple], examples: int) -> None:
+    print(f"\n## {label}: {examples:,} examples\n")
+    print("| stage | seconds | ms / example | CPU s | peak RSS | written |")
+    print("|---|---|---|---|---|---|")
+    for name, f, files in done:
+        per = 1000 * f["seconds"] / examples
+        flag = "" if name == "evaluate, cold" or per <= GOAL_MS else " (over 5 ms)"
+        rss_flag = "" if f["rss"] < GOAL_RSS else " (over 2 GiB)"
+        print(
+            f"| {name} | {f['seconds']:.1f} | {per:.2f}{flag} | {f['cpu']:.1f} | "
+            f"{mib(f['rss'])}{rss_flag} | {mib(sum(files.values()))} in {len(files)} files |"
+        )
+    for name, _, files in done:
+        if files:
+            biggest = sorted(files.items(), key=lambda kv: -kv[1])[:12]
+            shown = ", ".join(f"{path} {mib(size)}" for path, size in biggest)
+            print(f"\n{name}: {shown}" + (" ..." if len(files) > 12 else ""))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/mera-full-size"))
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--baseline", type=Path, help="an older checkout, run side by side")
+    parser.add_argument("--tasks", help="comma-separated task keys (default: all 18)")
+    args = parser.parse_args()
+    work = args.work.resolve()
+    started = time.perf_counter()
+    data = make_all(work / f"data-{args.scale:g}", args.scale, args.tasks and args.tasks.split(","))
+    examples = sum(len_of(folder) for folder in data.values())
+    size = sum(folder_bytes(folder) for folder in data.values())
+    print(
+        f"data: {len(data)} tasks, {examples:,} examples, {mib(size)} in "
+        f"{work / f'data-{args.scale:g}'} ({time.perf_counter() - started:.0f} s)"
+    )
+    install_backend(work / "site")
+    sides = [("this checkout", REPO)] + ([("baseline", args.baseline)] if args.baseline else [])
+    for label, checkout in sides:
+        report(label, stages(checkout.resolve(), work, data, label.split()[0]), examples)
+
+
+def len_of(folder: Path) -> int:
+    import json
+
+    return len(json.loads((folder / "test.json").read_text(encoding="utf-8"))["data"])
+
+
+if __name__ == "__main__":
+    main()
