@@ -37,6 +37,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -125,6 +126,9 @@ def run_stage(checkout: Path, work: Path, args: list[str]) -> dict:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
+    anon = [0]
+    sampler = threading.Thread(target=_sample_anon, args=(proc.pid, anon), daemon=True)
+    sampler.start()
     output = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - started
@@ -135,7 +139,25 @@ def run_stage(checkout: Path, work: Path, args: list[str]) -> dict:
         "seconds": seconds,
         "cpu": usage.ru_utime + usage.ru_stime,
         "rss": usage.ru_maxrss * 1024,
+        "anon": anon[0],
     }
+
+
+def _sample_anon(pid: int, peak: list) -> None:
+    """The largest RssAnon of ``pid`` seen, every 20 ms: its own memory, without the pages
+    of the memory-mapped Arrow files (the kernel's to drop) that ru_maxrss counts."""
+    status = Path(f"/proc/{pid}/status")
+    while True:
+        try:
+            text = status.read_text()
+        except OSError:
+            return
+        for line in text.splitlines():
+            if line.startswith("RssAnon:"):
+                peak[0] = max(peak[0], int(line.split()[1]) * 1024)
+        if "State:\tZ" in text:
+            return
+        time.sleep(0.02)
 
 
 def files_of(folder: Path) -> dict[str, int]:
@@ -171,7 +193,7 @@ def stages(checkout: Path, work: Path, data: dict[str, Path], label: str) -> lis
 def score_all(checkout: Path, work: Path, data: dict[str, Path], runs: Path) -> dict:
     """`score` of every task of the first run, one process each: the figures summed
     (RSS: the largest)."""
-    total = {"seconds": 0.0, "cpu": 0.0, "rss": 0}
+    total = {"seconds": 0.0, "cpu": 0.0, "rss": 0, "anon": 0}
     for key, folder in data.items():
         log = runs / "a" / f"samples_{key}_test.jsonl"
         out = runs / "score" / key
@@ -185,6 +207,7 @@ def score_all(checkout: Path, work: Path, data: dict[str, Path], runs: Path) -> 
             "seconds": total["seconds"] + figures["seconds"],
             "cpu": total["cpu"] + figures["cpu"],
             "rss": max(total["rss"], figures["rss"]),
+            "anon": max(total["anon"], figures["anon"]),
         }
     return total
 
@@ -195,15 +218,16 @@ def mib(n: int) -> str:
 
 def report(label: str, done: list[tuple], examples: int) -> None:
     print(f"\n## {label}: {examples:,} examples\n")
-    print("| stage | seconds | ms / example | CPU s | peak RSS | written |")
-    print("|---|---|---|---|---|---|")
+    print("| stage | seconds | ms / example | CPU s | CPU ms / example | peak RSS | of it anonymous | written |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, f, files in done:
         per = 1000 * f["seconds"] / examples
         flag = "" if name == "evaluate, cold" or per <= GOAL_MS else " (over 5 ms)"
-        rss_flag = "" if f["rss"] < GOAL_RSS else " (over 2 GiB)"
+        rss_flag = "" if f["anon"] < GOAL_RSS else " (over 2 GiB)"
         print(
             f"| {name} | {f['seconds']:.1f} | {per:.2f}{flag} | {f['cpu']:.1f} | "
-            f"{mib(f['rss'])}{rss_flag} | {mib(sum(files.values()))} in {len(files)} files |"
+            f"{1000 * f['cpu'] / examples:.2f} | {mib(f['rss'])} | {mib(f['anon'])}{rss_flag} | "
+            f"{mib(sum(files.values()))} in {len(files)} files |"
         )
     for name, _, files in done:
         if files:
