@@ -160,34 +160,53 @@ def _sample_anon(pid: int, peak: list) -> None:
         time.sleep(0.02)
 
 
-def files_of(folder: Path) -> dict[str, int]:
-    return {
-        str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()
-    }
+STAGES = ("evaluate", "resume", "score", "compare", "view")
 
 
-def stages(checkout: Path, work: Path, data: dict[str, Path], label: str) -> list[tuple]:
-    """Every stage of one checkout: (name, figures, {file: bytes} of what it wrote)."""
+def stages(checkout: Path, work: Path, data: dict[str, Path], label: str, args) -> list[tuple]:
+    """The stages of one checkout: (name, figures, {file: bytes} of what it wrote)."""
     runs = work / f"runs-{label}"
     if runs.exists():
         shutil.rmtree(runs)  # this script's own outputs of an earlier round
-    shutil.rmtree(work / "cache", ignore_errors=True)
+    if not args.keep_cache:
+        shutil.rmtree(work / "cache", ignore_errors=True)
     sources = [f"--data={key}={folder}" for key, folder in data.items()]
-    tasks = ",".join(data)
+    common = ["--backend", "instant", "--tasks", ",".join(data), "--no-progress", *sources]
+    wanted = args.stages.split(",")
 
-    def evaluate(model, out):
-        common = ["--backend", "instant", "--model", model, "--tasks", tasks, "--no-progress"]
-        return run_stage(checkout, work, ["evaluate", *common, *sources, "--output-dir", str(out)])
+    def stage(name, command, folder):
+        since = time.time()
+        figures = run_stage(checkout, work, command) if command[0] != "score" else command[1]()
+        done.append((name, figures, files_since(folder, since)))
 
-    done = [("evaluate, cold", evaluate("model-a", runs / "a"), files_of(runs / "a"))]
-    done.append(("evaluate", evaluate("model-b", runs / "b"), files_of(runs / "b")))
-    done.append(("evaluate, resume", evaluate("model-a", runs / "a"), {}))
-    done.append(("score", score_all(checkout, work, data, runs), files_of(runs / "score")))
-    compare = ["compare", str(runs / "a"), str(runs / "b"), "--output-dir", str(runs / "cmp")]
-    done.append(("compare", run_stage(checkout, work, compare), files_of(runs / "cmp")))
-    view = run_stage(checkout, work, ["view", str(runs / "a")])
-    done.append(("view (results.html)", view, {"results.html": files_of(runs / "a")["results.html"]}))
+    done: list[tuple] = []
+    first = "evaluate" + ("" if args.keep_cache else ", cold")
+    stage(first, ["evaluate", *common, "--model", "model-a", "--output-dir", str(runs / "a")], runs)
+    if "evaluate" in wanted or "compare" in wanted:
+        out = ["--output-dir", str(runs / "b")]
+        stage("evaluate", ["evaluate", *common, "--model", "model-b", *out], runs / "b")
+    if "resume" in wanted:
+        out = ["--output-dir", str(runs / "a")]
+        stage("evaluate, resume", ["evaluate", *common, "--model", "model-a", *out], runs / "a")
+    if "score" in wanted:
+        stage("score", ["score", lambda: score_all(checkout, work, data, runs)], runs / "score")
+    if "compare" in wanted:
+        cmp = ["compare", str(runs / "a"), str(runs / "b"), "--output-dir", str(runs / "cmp")]
+        stage("compare", cmp, runs / "cmp")
+    if "view" in wanted:
+        stage("view (results.html)", ["view", str(runs / "a")], runs / "a")
     return done
+
+
+def files_since(folder: Path, since: float) -> dict[str, int]:
+    """The files under ``folder`` written since ``since``: path -> bytes."""
+    if not folder.exists():
+        return {}
+    return {
+        str(p.relative_to(folder)): p.stat().st_size
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.stat().st_mtime >= since - 1
+    }
 
 
 def score_all(checkout: Path, work: Path, data: dict[str, Path], runs: Path) -> dict:
@@ -218,11 +237,13 @@ def mib(n: int) -> str:
 
 def report(label: str, done: list[tuple], examples: int) -> None:
     print(f"\n## {label}: {examples:,} examples\n")
-    print("| stage | seconds | ms / example | CPU s | CPU ms / example | peak RSS | of it anonymous | written |")
+    print(
+        "| stage | seconds | ms / example | CPU s | CPU ms / example | peak RSS | of it anonymous | written |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for name, f, files in done:
         per = 1000 * f["seconds"] / examples
-        flag = "" if name == "evaluate, cold" or per <= GOAL_MS else " (over 5 ms)"
+        flag = "" if "cold" in name or per <= GOAL_MS else " (over 5 ms)"
         rss_flag = "" if f["anon"] < GOAL_RSS else " (over 2 GiB)"
         print(
             f"| {name} | {f['seconds']:.1f} | {per:.2f}{flag} | {f['cpu']:.1f} | "
@@ -242,6 +263,16 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--baseline", type=Path, help="an older checkout, run side by side")
     parser.add_argument("--tasks", help="comma-separated task keys (default: all 18)")
+    parser.add_argument(
+        "--stages",
+        default=",".join(STAGES),
+        help="which stages after the first evaluate, of " + ",".join(STAGES),
+    )
+    parser.add_argument(
+        "--keep-cache",
+        action="store_true",
+        help="keep the prepared cache of an earlier run (the first evaluate is then warm)",
+    )
     args = parser.parse_args()
     work = args.work.resolve()
     started = time.perf_counter()
@@ -255,7 +286,7 @@ def main() -> None:
     install_backend(work / "site")
     sides = [("this checkout", REPO)] + ([("baseline", args.baseline)] if args.baseline else [])
     for label, checkout in sides:
-        report(label, stages(checkout.resolve(), work, data, label.split()[0]), examples)
+        report(label, stages(checkout.resolve(), work, data, label.split()[0], args), examples)
 
 
 def len_of(folder: Path) -> int:

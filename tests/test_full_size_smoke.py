@@ -68,4 +68,4 @@ def test_a_stage_runs_evaluate_through_the_instant_backend(tmp_path):
     assert figures["seconds"] > 0 and figures["rss"] > 10 * 1024**2
     logged = (out / "samples_ruhhh_image_test.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(logged) == 6 and {json.loads(x)["generation"] for x in logged} <= set("ABCD")
-    assert "results.html" in full_size.files_of(out)
+    assert "results.html" in full_size.files_since(out, 0)
