@@ -224,7 +224,7 @@ def stages(checkout: Path, work: Path, data: dict[str, Path], label: str, args) 
         since = time.time()
         figures = run_stage(checkout, work, command) if command[0] != "score" else command[1]()
         done.append((name, figures, files_since(folder, since)))
-        print(f"  {name}: {figures['seconds']:.1f} s, CPU {figures['cpu']:.1f} s", flush=True)
+        print(f"  {name}: {figures}", flush=True)
 
     done: list[tuple] = []
     first = "evaluate" + ("" if args.keep_cache else ", cold")
