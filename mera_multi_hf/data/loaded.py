@@ -111,4 +111,3 @@ def raw_prompt_list(task: TaskSpec, source) -> list[str] | None:
             listed = isinstance(prompts, list) and all(isinstance(p, str) for p in prompts)
             return prompts if listed else None
     return None
-
