@@ -34,17 +34,17 @@ def run_media(doc, task_key: str, ids, notes: list[str]):
     return media_of(task, [e for e in make_examples(task, dataset) if e.id in wanted], dataset)
 
 
-def compare_files(result: dict, a, b) -> dict[str, str]:
-    """compare.html of two runs (read_run) and their comparison: the rows, then run A's
-    media for them, then the page."""
-    from mera_multi_hf.reporting.compare_page import PAGE_NAME, compare_page, compare_rows
+def compare_files(result: dict, a, b) -> dict[str, str | bytes]:
+    """compare.html of two runs (read_run) and their comparison, and its media folder:
+    the rows, then run A's media for them, then the page."""
+    from mera_multi_hf.reporting.compare_page import compare_page, compare_rows
 
     rows, notes = compare_rows(a, b, list(result["tasks"])), []
     media = {
         task: run_media(a, task, [r["id"] for r in rows if r["task"] == task], notes)
         for task in result["tasks"]
     }
-    return {PAGE_NAME: compare_page(result, rows, media, notes)}
+    return compare_page(result, rows, media, notes)
 
 
 @dataclass

@@ -91,6 +91,7 @@ def compare_docs(a: Results, b: Results, *, force: bool = False) -> dict:
 def gold_private(a: Results, b: Results, tasks) -> dict | None:
     """compare.json's and compare.html's mark: per-example outcomes of a private split
     (who got which example right) give its gold answers back, so the files are local only."""
+    from mera_multi_hf.reporting.compare_page import MEDIA_FOLDER
     from mera_multi_hf.scoring.run_results import LOCAL_ONLY, gold_derived
 
     private = sorted({k for doc in (a, b) for k in tasks if gold_derived(doc.tasks[k])})
@@ -99,7 +100,7 @@ def gold_private(a: Results, b: Results, tasks) -> dict | None:
     return {
         "local_only": LOCAL_ONLY,
         "tasks": private,
-        "files": ["compare.json", "compare.html"],
+        "files": ["compare.json", "compare.html", f"{MEDIA_FOLDER}/"],
         "note": "the per-example outcomes of these tasks derive from a private split's gold "
         "answers: never upload or publish these files",
     }
@@ -127,9 +128,11 @@ def write_report(
     extra: dict | None = None,
     shown: str | None = None,
 ) -> None:
-    """Write ``<stem>.md/.png/.json`` into ``out``, a folder of reports (outputs.add_files:
-    a folder holding anything else is refused; ``inputs``: the run folders read), and
-    print ``shown`` (default: the text)."""
+    """Write ``<stem>.md/.png/.json`` (and ``extra``) into ``out``, a folder of reports
+    (outputs.add_files: a folder holding anything else is refused; ``inputs``: the run
+    folders read), and print ``shown`` (default: the text). The files that ``doc``'s
+    ``gold_private`` lists are closed (0600; a listed folder 0700); the page's media
+    folder (``<stem>_media/``) is replaced whole."""
     from mera_multi_hf.core.outputs import add_files
 
     files = {
@@ -138,6 +141,13 @@ def write_report(
         f"{stem}.json": json.dumps(doc, ensure_ascii=False, indent=2) + "\n",
         **(extra or {}),
     }
-    written = add_files(out, files, kind="report", inputs=inputs)
+    written = add_files(
+        out,
+        files,
+        kind="report",
+        inputs=inputs,
+        private=(doc.get("gold_private") or {}).get("files", ()),
+        replaces=[f"{stem}_media/"],
+    )
     print(text if shown is None else shown)
     print(f"wrote {', '.join(written)} to {out}")

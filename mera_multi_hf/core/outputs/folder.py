@@ -20,9 +20,11 @@ from mera_multi_hf.core.outputs.fs import (
     MARKER,
     OWN,
     PLAIN_MODE,
+    PRIVATE_FOLDER_MODE,
     LinkRefused,
     _close,
     _entry,
+    _listed,
     _mode_for,
     _open_root,
     _plain_file,
@@ -333,13 +335,12 @@ class OutputFolder:
     def write_set(
         self, files: dict, *, index: str | None = None, info: dict | None = None, private=()
     ) -> dict[str, Path]:
-        """Write ``files`` (name -> bytes, text, or a finished file in one of this folder's
-        staging folders) as one set; ``private``: names that hold gold answers (0600).
-
-        The marker lists the old and new names first; every temporary is written (a
-        failure here changes no output); the old ``index`` goes, each file is renamed
-        into place, files of an earlier set that this one does not make (and no claim
-        keeps) are removed, ``index`` comes last. Returns name -> path."""
+        """Write ``files`` (name -> bytes, text, or a finished file in a staging folder of
+        this one) as one set; ``private``: names that hold gold answers (0600; "folder/":
+        its files, and it 0700). The marker lists the old and new names first; every
+        temporary is written (a failure here changes no output); the old ``index`` goes,
+        each file is renamed into place, files of an earlier set that this one does not
+        make (and no claim keeps) are removed, ``index`` comes last. Returns name -> path."""
         self.check()
         owned, names = self.owned(), set(files)
         keep = names | self.claimed
@@ -350,7 +351,7 @@ class OutputFolder:
             self._write_marker(owned | keep, info, temps=temps.values())
             for name, data in files.items():
                 staged[name], written[name] = self._stage(
-                    name, data, name in private, temps.get(name)
+                    name, data, _listed(name, private), temps.get(name)
                 )
             if index:
                 self.remove(index)
@@ -374,6 +375,8 @@ class OutputFolder:
         The file keeps the mode of the one it replaces (0600 when ``private``)."""
         dir_fd, base = _walk_to(self._root(), name, create=True)
         try:
+            if private and "/" in name:
+                os.fchmod(dir_fd, PRIVATE_FOLDER_MODE)  # its folder is closed too
             mode = _mode_for(dir_fd, base, private)
             if not isinstance(data, Path):
                 data = as_written(data)
@@ -487,12 +490,10 @@ class OutputFolder:
         return fd
 
 
-def add_files(
-    path, files: dict, *, kind: str, flag: str = "--out", inputs=(), private=()
-) -> dict[str, Path]:
+def add_files(path, files: dict, *, kind, flag="--out", inputs=(), private=(), replaces=()):
     """Write ``files`` into ``path`` beside this kind's earlier files, which all stay (a
-    report beside another report, the page of a folder ``view`` shows)."""
+    report beside another, the page ``view`` adds) but in ``replaces`` ("media/"): whole."""
     folder = OutputFolder(path, kind=kind, flag=flag, inputs=inputs)
     with folder.claim():
-        folder.claimed |= folder.owned()  # an addition: nothing listed before goes
+        folder.claimed |= {n for n in folder.owned() if not _listed(n, replaces)}
         return folder.write_set(files, private=private)

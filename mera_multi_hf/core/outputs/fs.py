@@ -19,6 +19,7 @@ OWN = (MARKER, LOCK)
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 PRIVATE_MODE, PLAIN_MODE = 0o600, 0o666  # the plain mode is narrowed by the umask
+PRIVATE_FOLDER_MODE = 0o700  # a folder of files that hold gold answers
 
 
 def write_error(err: OSError, path=None) -> MeraError:
@@ -179,6 +180,11 @@ def _safe_name(name) -> bool:
         and "." not in name.split("/")
         and name not in OWN
     )
+
+
+def _listed(name: str, names) -> bool:
+    """Whether ``names`` lists ``name``, itself or a folder holding it ("folder/")."""
+    return name in names or any(n.endswith("/") and name.startswith(n) for n in names)
 
 
 def _close(*fds) -> None:
