@@ -64,8 +64,8 @@ def page_of(run_dir: Path) -> tuple[dict, bool]:
     page holds what a private split's gold answers give (closed, as evaluate writes it)."""
     from mera_multi_hf.reporting.page_media import MediaFolder
     from mera_multi_hf.reporting.results_page import MEDIA_FOLDER, PAGE_NAME, render, task_rows
-    from mera_multi_hf.scoring.run_results import gold_derived
     from mera_multi_hf.scoring.records import Results
+    from mera_multi_hf.scoring.run_results import gold_derived
     from mera_multi_hf.tasks.table import get_task
 
     try:

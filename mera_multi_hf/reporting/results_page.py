@@ -67,7 +67,11 @@ def webm_preview(raw: bytes) -> bytes:
     import av
 
     out = io.BytesIO()
-    with av.open(io.BytesIO(raw)) as src, av.open(out, "w", format="webm") as dst:
+    # bitexact: no random segment id, so the same clip gives the same file (its name)
+    with (
+        av.open(io.BytesIO(raw)) as src,
+        av.open(out, "w", format="webm", container_options={"fflags": "+bitexact"}) as dst,
+    ):
         stream = src.streams.video[0]
         scale = min(1.0, PREVIEW_SIDE / max(stream.width, stream.height))
         width, height = (
