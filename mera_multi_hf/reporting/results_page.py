@@ -232,7 +232,7 @@ def task_rows(
                 "gold": ("" if gold is None else gold)
                 if not (private or record.get("gold_private"))
                 else "hidden (private split)",
-                "metrics": [(display_name(m), f"{v:g}") for m, v in metrics.items()],
+                "metrics": {m: f"{v:g}" for m, v in metrics.items()},  # named once: render
                 "verdict": _verdict(task, metrics) if gold is not None or metrics else "unknown",
                 "media": media.get(record["id"], []),
             }
@@ -310,5 +310,9 @@ def render(
         tasks=[{"key": t, "name": TASKS[t].class_name} for t in tasks],
         categories=sorted({r["category"] for r in rows if r["category"]}),
         domains=sorted({r["domain"] for r in rows if r["domain"]}),
-        data=page_data(rows, task_names={t: TASKS[t].class_name for t in tasks}),
+        data=page_data(
+            rows,
+            task_names={t: TASKS[t].class_name for t in tasks},
+            metric_names={m: display_name(m) for r in rows for m in r["metrics"]},
+        ),
     )
