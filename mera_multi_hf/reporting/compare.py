@@ -150,4 +150,6 @@ def write_report(
         replaces=[f"{stem}_media/"],
     )
     print(text if shown is None else shown)
-    print(f"wrote {', '.join(written)} to {out}")
+    folders = sorted({n.split("/")[0] for n in written if "/" in n})  # a media folder: once
+    shown_names = [n for n in written if "/" not in n] + [f"{f}/" for f in folders]
+    print(f"wrote {', '.join(shown_names)} to {out}")
