@@ -15,7 +15,7 @@ function lazyRows(drawRow) {
   var selects = Array.prototype.slice.call(document.querySelectorAll("#filters select"));
   var filters = selects.map(function (s) { return s.id.slice(2); });
   var search = document.getElementById("f-q");
-  var texts = null, shown = [], drawn = 0;
+  var texts = null, shown = [], drawn = 0, watch = null;
   function flat(v) {
     if (v === null || v === undefined) { return ""; }
     if (typeof v !== "object") { return String(v); }
@@ -32,6 +32,7 @@ function lazyRows(drawRow) {
     more.hidden = drawn >= shown.length;
     more.textContent = "show " + Math.min(PAGE, shown.length - drawn) + " more of " +
       (shown.length - drawn) + " not drawn yet";
+    if (watch) { watch.unobserve(more); watch.observe(more); }  // still in view: draws again
   }
   function apply() {
     var want = filters.map(function (f) { return document.getElementById("f-" + f).value; });
@@ -66,9 +67,10 @@ function lazyRows(drawRow) {
   });
   more.addEventListener("click", draw);
   if (window.IntersectionObserver) {
-    new IntersectionObserver(function (seen) {
-      if (seen[0].isIntersecting) { draw(); }
-    }, {rootMargin: "600px"}).observe(more);
+    watch = new IntersectionObserver(function (seen) {
+      if (seen[0].isIntersecting && drawn < shown.length) { draw(); }
+    }, {rootMargin: "600px"});
+    watch.observe(more);
   }
   window.addEventListener("hashchange", fromHash);
   fromHash();
