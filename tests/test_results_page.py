@@ -523,3 +523,35 @@ def test_a_whole_video_split_costs_seconds():
         assert kinds and set(kinds) == {"video"}, kinds
         print(f"{key}: {len(rows)} clips re-encoded in {took:.2f} s")
         assert took < 5 + 0.2 * len(rows), (key, took)
+
+
+def test_a_media_folder_is_replaced_whole_and_closed_with_its_page(tmp_path):
+    """What the pages' writers ask of the boundary: a set of many files (one sync, not an
+    fsync each), a media folder replaced whole beside files that stay, and a folder
+    listed as private ("name/") closed with every file in it."""
+    import stat
+
+    from mera_multi_hf.core.outputs import add_files
+    from mera_multi_hf.core.outputs.fs import SYNC_EACH_UP_TO
+
+    out, many = tmp_path / "reports", SYNC_EACH_UP_TO + 36
+    first = {f"compare_media/{i:016x}.jpg": bytes([i]) * 10 for i in range(many)}
+    add_files(out, {"compare.md": "a", **first}, kind="report", replaces=["compare_media/"])
+    assert len(list((out / "compare_media").iterdir())) == many
+    assert stat.S_IMODE((out / "compare_media").stat().st_mode) != 0o700
+    second = {"compare_media/ffffffffffffffff.jpg": b"new"}
+    add_files(
+        out,
+        {"compare.html": "b", **second},
+        kind="report",
+        private=["compare.html", "compare_media/"],
+        replaces=["compare_media/"],
+    )
+    assert [p.name for p in (out / "compare_media").iterdir()] == ["ffffffffffffffff.jpg"]
+    assert (out / "compare.md").read_text() == "a"  # outside the replaced folder: kept
+    assert stat.S_IMODE((out / "compare_media").stat().st_mode) == 0o700
+    for name in ("compare.html", "compare_media/ffffffffffffffff.jpg"):
+        assert stat.S_IMODE((out / name).stat().st_mode) == 0o600
+    assert stat.S_IMODE((out / "compare.md").stat().st_mode) != 0o600
+    marker = json.loads((out / MARKER).read_text(encoding="utf-8"))
+    assert sorted(marker["files"]) == ["compare.html", "compare.md", *second]
