@@ -1,7 +1,7 @@
 // The rows of results.html and compare.html: JSON in #page-data ({fields, rows: [values]}),
 // filtered and searched over all rows, drawn into #rows a page at a time as #more is
 // scrolled to. Filters: every <select id="f-FIELD"> in #filters keeps the rows whose FIELD
-// equals its value; #f-q searches every field but the media. The hash sets the filters
+// (or its data-field) equals its value; #f-q searches every field but the media. The hash sets the filters
 // (#task=x&q=y), or names a row (#task-id) to draw and scroll to.
 function lazyRows(drawRow) {
   var PAGE = 100;
@@ -14,6 +14,7 @@ function lazyRows(drawRow) {
   var body = document.getElementById("rows"), more = document.getElementById("more");
   var selects = Array.prototype.slice.call(document.querySelectorAll("#filters select"));
   var filters = selects.map(function (s) { return s.id.slice(2); });
+  var fields = selects.map(function (s) { return s.getAttribute("data-field") || s.id.slice(2); });
   var search = document.getElementById("f-q");
   var texts = null, shown = [], drawn = 0, watch = null;
   function flat(v) {
@@ -39,7 +40,7 @@ function lazyRows(drawRow) {
     var q = search.value.toLowerCase();
     if (q && texts === null) { texts = rows.map(text); }
     shown = rows.filter(function (row, i) {
-      return filters.every(function (f, k) { return !want[k] || String(row[f]) === want[k]; }) &&
+      return fields.every(function (f, k) { return !want[k] || String(row[f]) === want[k]; }) &&
         (!q || texts[i].indexOf(q) >= 0);
     });
     body.textContent = "";
