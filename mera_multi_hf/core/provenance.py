@@ -32,15 +32,16 @@ def package_versions() -> dict[str, str | None]:
 
 @functools.cache  # what is installed does not change while a run runs
 def _versions() -> dict[str, str | None]:
-    versions = {name: _installed_version(name) for name in PACKAGES}
+    versions = {name: installed_version(name) for name in PACKAGES}
     versions["python"] = platform.python_version()
     return versions
 
 
-def _installed_version(name: str) -> str | None:
-    """The version in a distribution's metadata header: read from the header alone, as
-    the full parse of a long METADATA file (torch's, transformers') costs a hundredth of
-    a second each."""
+@functools.cache
+def installed_version(name: str) -> str | None:
+    """The version of an installed distribution (None when it is not), read from its
+    metadata's header alone: the full parse of a long METADATA file (torch's,
+    transformers') costs a hundredth of a second each."""
     try:
         dist = metadata.distribution(name)
     except metadata.PackageNotFoundError:
