@@ -37,20 +37,13 @@ def _versions() -> dict[str, str | None]:
     return versions
 
 
-@functools.cache
+@functools.cache  # (each lookup parses a whole METADATA file: torch's is long)
 def installed_version(name: str) -> str | None:
-    """The version of an installed distribution (None when it is not), read from its
-    metadata's header alone: the full parse of a long METADATA file (torch's,
-    transformers') costs a hundredth of a second each."""
+    """The version of an installed distribution; None when it is not installed."""
     try:
-        dist = metadata.distribution(name)
+        return metadata.version(name)
     except metadata.PackageNotFoundError:
         return None
-    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
-    for line in text.split("\n\n", 1)[0].splitlines():
-        if line.startswith("Version:"):
-            return line.partition(":")[2].strip()
-    return dist.version
 
 
 def file_sha256(path: str | Path) -> str:

@@ -30,11 +30,7 @@ def _card_header(folder: Path) -> dict:
 
     parts = card_text(folder).split("---\n")
     try:
-        # libyaml's safe loader where built (the pure-Python one takes a tenth of a second)
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        header = (
-            yaml.load(parts[1], Loader=loader) if len(parts) > 2 and not parts[0].strip() else None
-        )
+        header = yaml.safe_load(parts[1]) if len(parts) > 2 and not parts[0].strip() else None
     except yaml.YAMLError:
         return {}
     return header if isinstance(header, dict) else {}
