@@ -17,8 +17,9 @@ served judge, the preflight's probes, the Hub probe) goes through :class:`Client
 
 Built on urllib3 alone (what ``requests`` is built on; ``requests`` with its character
 detectors took a run more CPU to import than all its requests): a pool manager per
-thread, the proxy of the environment (``HTTPS_PROXY``, ``NO_PROXY``, ...) as requests
-takes it, a user name and password in the URL sent as Basic auth, JSON bodies.
+thread, the proxy of the environment (``HTTPS_PROXY``, ``NO_PROXY``, ...) and the
+certificates as requests takes them, a user name and password in the URL sent as Basic
+auth, JSON bodies.
 """
 
 from __future__ import annotations
@@ -220,6 +221,20 @@ def _proxy_of(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
+def _trusted() -> dict:
+    """The certificates a TLS server is checked against, as requests picks them: the
+    bundle named by ``REQUESTS_CA_BUNDLE`` or ``CURL_CA_BUNDLE``, else certifi's (the
+    system's where certifi is missing)."""
+    bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+    if not bundle:
+        try:
+            import certifi
+        except ImportError:
+            return {}
+        bundle = certifi.where()
+    return {"cert_reqs": "CERT_REQUIRED", "ca_certs": bundle}
+
+
 def _json_body(body, where: str) -> bytes:
     try:
         return json.dumps(body, allow_nan=False).encode("utf-8")
@@ -390,7 +405,7 @@ class Client:
         directly)."""
         managers = self._local.managers
         if proxy not in managers:
-            sizes = {"num_pools": self.pool_size, "maxsize": self.pool_size}
+            sizes = {"num_pools": self.pool_size, "maxsize": self.pool_size, **_trusted()}
             if proxy is None:
                 manager = urllib3.PoolManager(**sizes)
             else:
