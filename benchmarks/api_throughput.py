@@ -2,8 +2,9 @@
 whole `mera-multi evaluate --backend openai` process, and its request phase, against an
 ideal streaming client (N worker threads, stdlib HTTP, nothing but the requests), side by
 side in one script, rounds interleaved. Goals at 240 requests and concurrency 8: whole
-process / ideal <= 1.25, request phase / ideal <= 1.05, identical answers, and a sample
-log that is complete after a SIGKILL at a random moment and a rerun.
+process / ideal <= 1.05, request phase / ideal <= 1.05, CPU seconds at most lm-eval's,
+identical answers, and a sample log that is complete after a SIGKILL at a random moment
+and a rerun.
 
     python benchmarks/api_throughput.py                       # 240 requests, concurrency 8
     python benchmarks/api_throughput.py --baseline /path/to/older/checkout
