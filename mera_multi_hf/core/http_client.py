@@ -318,9 +318,9 @@ class Client:
     def _follow(self, method: str, url: str, body, deadline: _Deadline) -> Reply:
         """One try, redirects followed (at most MAX_REDIRECTS, to the same server only
         while a key goes with the request)."""
-        where = server_of(url)
+        where = here = server_of(url)
         for _ in range(MAX_REDIRECTS + 1):
-            reply = self._once(method, url, body, deadline)
+            reply = self._once(method, url, body, deadline, here)
             location = reply.headers.get("location")
             if reply.status not in REDIRECT_STATUS or not location:
                 return reply
@@ -334,7 +334,7 @@ class Client:
                 )
             if reply.status == 303 or (reply.status in (301, 302) and method == "POST"):
                 method, body = "GET", None  # as browsers and requests do
-            url = target
+            url, here = target, server_of(target)
         raise RequestFailed(where, f"redirects more than {MAX_REDIRECTS} times", transient=False)
 
     def _carries_key(self, url: str) -> bool:
@@ -346,8 +346,8 @@ class Client:
             or any(SECRET_NAME.search(pair.split("=")[0]) for pair in parts.query.split("&"))
         )
 
-    def _once(self, method: str, url: str, body, deadline: _Deadline) -> Reply:
-        where = server_of(url)
+    def _once(self, method: str, url: str, body, deadline: _Deadline, where: str) -> Reply:
+        """One exchange with ``url`` (``where``: its server, as messages name it)."""
         late = RequestFailed(where, f"sent no complete answer within {self.timeout:g} s")
         left = deadline.left()
         if left <= 0:
