@@ -356,7 +356,8 @@ class Client:
             raise RequestFailed(
                 where, "cannot be asked: the URL is not valid (no http:// or https://)", False
             )
-        headers = {**HEADERS, **self._key_header(), **_basic_auth(url)}
+        key = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        headers = {**HEADERS, **key, **_basic_auth(url)}
         data = None if body is None else _json_body(body, where)
         if data is not None:
             headers["Content-Type"] = "application/json"
@@ -383,9 +384,6 @@ class Client:
         if deadline.expired:  # the socket was shut: what came may be cut short
             raise late
         return Reply(response.status, response.headers, content, url)
-
-    def _key_header(self) -> dict:
-        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def _manager(self, url: str) -> urllib3.PoolManager:
         """This thread's pool manager for ``url``: direct, or through the environment's
