@@ -13,6 +13,8 @@ number. No network: the CSS and JS are inline, the media are data URIs.
 from __future__ import annotations
 
 import base64
+import functools
+import hashlib
 import io
 from pathlib import Path
 from urllib.parse import quote
@@ -119,17 +121,18 @@ def _video_item(item, raw: bytes) -> dict:
     }
 
 
-def media_item(item) -> dict:
+def media_item(item, thumbnails: dict | None = None) -> dict:
     """One media element of a row, from one media record as the data stage read it (its
     ``kind``, ``field``, ``data``, ``mime`` and ``frames(n)``): a data URI, or a note
-    saying why there is none."""
+    saying why there is none. ``thumbnails``: the pictures' thumbnails made so far, by
+    content (a picture shared by several examples is shrunk once)."""
     field = item.field
     try:
         raw = item.data
         if raw is None:  # the data stage could not read its bytes
             raise MediaError(f"{field}: no bytes")
         if item.kind == "image":
-            return {"kind": "image", "field": field, "src": thumbnail(raw)}
+            return {"kind": "image", "field": field, "src": _thumbnail_once(raw, thumbnails)}
         if item.kind == "video":
             return _video_item(item, raw)
         if len(raw) > EMBED_LIMIT:
@@ -149,7 +152,17 @@ def media_rows(media, ids) -> dict:
     -> its media records, a mapping or (id, records) pairs; pairs are taken one at a time,
     so only one chunk's bytes are held while the page is built."""
     pairs = media.items() if isinstance(media, dict) else media
-    return {i: [media_item(m) for m in items] for i, items in pairs if i in ids}
+    thumbnails: dict[bytes, str] = {}
+    return {i: [media_item(m, thumbnails) for m in items] for i, items in pairs if i in ids}
+
+
+def _thumbnail_once(raw: bytes, made: dict | None) -> str:
+    if made is None:
+        return thumbnail(raw)
+    key = hashlib.sha256(raw).digest()
+    if key not in made:
+        made[key] = thumbnail(raw)
+    return made[key]
 
 
 def _histories(task, examples, records: dict, context: int | None) -> dict[int, list[dict]]:
@@ -305,6 +318,18 @@ def _within_budget(rows: list[dict], budget: int = PAGE_MEDIA_BUDGET) -> None:
                 }
 
 
+@functools.cache  # compiled once a process (a run compiles it while it waits for answers)
+def page_template():
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    ).get_template("results_page.html.j2")
+
+
 def render(
     task_results: list[TaskResult],
     run: RunRecord,
@@ -315,17 +340,10 @@ def render(
     """The page as HTML text; ``task_results``: TaskResult records (mera_multi_hf.scoring.records);
     ``summary``: the run's totals (scoring.summarize), shown as in results.md. The banner
     says the page holds private answers when a task's record says so (``private``)."""
-    import jinja2
-
     from mera_multi_hf.reporting.reports import answered_by
 
     _within_budget(rows)
-    template = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    ).get_template("results_page.html.j2")
+    template = page_template()
     tasks = list(dict.fromkeys(r.task for r in task_results))
     private = any(gold_derived(r) for r in task_results)
     return template.render(
