@@ -11,13 +11,11 @@ HTML-escaped and percent-encoded; the patterns after it catch what the run was n
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
 import sys
 import warnings
-from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 MIN_SECRET = 6  # shorter values are not treated as secrets (they would mask ordinary text)
 MASK = "***"
@@ -81,6 +79,8 @@ def _forms_of(value: str) -> set[str]:
     """The forms a secret takes: as given, stripped of surrounding spaces (a server
     echoes it stripped), percent-decoded, and each comma-separated part (the tool
     splits some values, --base-url's URLs, on commas)."""
+    from urllib.parse import unquote  # here (and below): a command without secrets never needs it
+
     forms = {value, unquote(value)}
     forms |= {v.strip() for v in forms}
     forms |= {part.strip() for v in forms if "," in v for part in v.split(",")}
@@ -89,6 +89,8 @@ def _forms_of(value: str) -> set[str]:
 
 def _spellings(value: str) -> set[str]:
     import html  # here: every command starts by loading this module
+    import json
+    from urllib.parse import quote, quote_plus
 
     return {
         value,
@@ -106,6 +108,8 @@ def remember_text(text) -> None:
     ``model_args``)."""
     if not isinstance(text, str):
         return
+    from urllib.parse import urlsplit
+
     for user_info in _URL_USER_INFO.findall(text):
         remember(user_info.partition(":")[2])
     for url in _URL.findall(text):
@@ -118,6 +122,8 @@ def remember_text(text) -> None:
 
 
 def _remember_pairs(text: str) -> None:
+    from urllib.parse import unquote
+
     for name, value in _PAIR.findall(text):
         if SECRET_NAME.search(unquote(name)):
             remember(value)
@@ -150,6 +156,8 @@ def holds_secret(data: str | bytes) -> bool:
 
 
 def _query_value(match: re.Match) -> str:
+    from urllib.parse import unquote
+
     lead, name, value = match.groups()
     return f"{lead}{name}={MASK}" if SECRET_NAME.search(unquote(name)) else match.group(0)
 
