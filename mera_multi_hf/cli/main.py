@@ -280,7 +280,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.excepthook = masking.excepthook  # an unexpected traceback is masked too
     masking.remember_environment()
     try:
-        with masking.masked_console():  # whatever the command prints, warns or logs
+        # whatever the command prints or warns; what it logs from where its work starts
+        # (add_command's runner, evaluate's): --help loads no logging
+        with masking.masked_console(logs=False):
             return _main(sys.argv[1:] if argv is None else list(argv))
     except BrokenPipeError:  # the reader stopped early (`mera-multi tasks | head -3`)
         from mera_multi_hf.core.outputs import discard_stdout

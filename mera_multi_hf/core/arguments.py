@@ -325,12 +325,13 @@ def add_command(subparsers, name: str, cls, run, **kwargs) -> argparse.ArgumentP
 
 
 def _run_with(cls, run, args: argparse.Namespace):
-    from mera_multi_hf.core.masking import remember_options
+    from mera_multi_hf.core.masking import masked_logs, remember_options
 
     options = cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
     check_options(options)  # (an Options dataclass has checked itself as it was made)
     remember_options(options)  # its secrets are masked in whatever the command writes
-    return run(options)
+    with masked_logs():
+        return run(options)
 
 
 # ---- every option's domain, checked in one place ----

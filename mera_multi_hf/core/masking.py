@@ -11,7 +11,6 @@ HTML-escaped and percent-encoded; the patterns after it catch what the run was n
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
 import sys
@@ -250,16 +249,12 @@ def excepthook(kind, value, tb) -> None:
 
 
 @contextlib.contextmanager
-def masked_console():
-    """stdout and stderr masked, with logging, warnings and the excepthook, until the
-    block ends (a command's whole run; nested blocks wrap once)."""
-    saved = (
-        sys.stdout,
-        sys.stderr,
-        sys.excepthook,
-        warnings.showwarning,
-        logging.getLogRecordFactory(),
-    )
+def masked_console(logs: bool = True):
+    """stdout and stderr masked, with warnings, the excepthook and (``logs``) logging,
+    until the block ends (a command's whole run; nested blocks wrap once). The command
+    line masks logging apart, from where a command's work starts (:func:`masked_logs`):
+    its --help then never loads the logging module."""
+    saved = (sys.stdout, sys.stderr, sys.excepthook, warnings.showwarning)
     show = warnings.showwarning
     if not isinstance(sys.stdout, MaskedStream):
         sys.stdout = MaskedStream(sys.stdout)
@@ -269,10 +264,22 @@ def masked_console():
     warnings.showwarning = lambda message, *rest, **kw: show(
         mask_secrets(str(message)), *rest, **kw
     )
-    if not getattr(saved[4], "masked", False):
-        logging.setLogRecordFactory(_masked_record_factory(saved[4]))
+    try:
+        with masked_logs() if logs else contextlib.nullcontext():
+            yield
+    finally:
+        sys.stdout, sys.stderr, sys.excepthook, warnings.showwarning = saved
+
+
+@contextlib.contextmanager
+def masked_logs():
+    """Every log record made until the block ends masked (message and traceback)."""
+    import logging
+
+    saved = logging.getLogRecordFactory()
+    if not getattr(saved, "masked", False):
+        logging.setLogRecordFactory(_masked_record_factory(saved))
     try:
         yield
     finally:
-        sys.stdout, sys.stderr, sys.excepthook, warnings.showwarning = saved[:4]
-        logging.setLogRecordFactory(saved[4])
+        logging.setLogRecordFactory(saved)
