@@ -1,13 +1,19 @@
-"""What the intervals and diagnostics cost a scoring, side by side with scoring alone.
+"""What the intervals, the diagnostics and the prompt table cost a scoring, side by side
+with scoring alone.
 
 Builds constructed tasks of the official test sizes (UniScienceVQA 7432 examples by
 example with 6 domains, SchoolScienceVQA 4227 with 7 domains, ruHHH-Video 911 in groups
-of 3 with a category breakdown), answers a third of them wrongly, and times, best of R
-rounds:
+of 3 with a category breakdown), each example given one of ten prompt variants in turn
+(so ruHHH-Video's groups mix variants, counted within its categories), answers a third
+of them wrongly, and times, best of R rounds:
 
   (a) score_task as the project runs it (metrics, breakdowns, the per-example table,
-      every interval and the diagnostics) + summarize (the totals' intervals);
-  (b) the same with the intervals and diagnostics switched off (the baseline).
+      every interval, the diagnostics, the prompt table with its permutation test) +
+      summarize (the totals' intervals);
+  (b) the same with the intervals and diagnostics switched off (the baseline);
+  (c) the prompt table alone (each variant's scores and intervals, the marker share, the
+      permutation test) and the permutation test alone, on (a)'s result: their share of
+      (a) less themselves is what they add to scoring.
 
     python benchmarks/uncertainty_cost.py [--rounds 3]
 """
@@ -44,6 +50,9 @@ def examples(key: str, n: int, group_size: int, keys: int):
             breakdown={b: f"k{i % keys}" for b in names},
             meta={"id": i},
             options=("x", "y"),
+            prompt_variant=f"i{i % 10}",
+            prompt_variant_number=i % 10 + 1,
+            prompt_stratum=f"k{i % keys}" if task.prompt_block else None,
         )
         for i in range(n)
     ]
@@ -56,6 +65,26 @@ def best(fn, rounds: int) -> float:
         fn()
         times.append(time.perf_counter() - started)
     return min(times)
+
+
+def prompt_costs(task, exs, preds, rounds: int) -> tuple[float, float]:
+    """Seconds of the prompt table, and of its permutation test, on a scored result."""
+    import numpy as np
+
+    from mera_multi_hf.scoring.prompt_effect import permutation_test
+    from mera_multi_hf.scoring.prompt_table import prompt_table
+
+    result = scoring.score_task(task, exs, preds)
+    table = result.examples
+    scores = np.asarray(table["scores"]["exact_match"], dtype=float)
+    strata = table["prompt_stratum"] if task.prompt_block else None
+    return (
+        best(lambda: prompt_table(task, exs, result), rounds),
+        best(
+            lambda: permutation_test(scores, table["prompt_variant"], strata, table["cluster"]),
+            rounds,
+        ),
+    )
 
 
 def main() -> None:
@@ -77,9 +106,12 @@ def main() -> None:
             alone = best(run, rounds)
         finally:
             scoring._add_uncertainty = full
+        table, test = prompt_costs(task, exs, preds, rounds)
         print(
-            f"{key:18s} n={n:5d}  scoring alone {alone:6.3f} s   with intervals and "
-            f"diagnostics {with_all:6.3f} s   (+{with_all - alone:.3f} s)"
+            f"{key:18s} n={n:5d}  scoring alone {alone:6.3f} s   with intervals, "
+            f"diagnostics and prompt table {with_all:6.3f} s   (+{with_all - alone:.3f} s);  "
+            f"prompt table {table * 1000:5.1f} ms (+{table / (with_all - table):.2%} of "
+            f"scoring), of which the permutation test {test * 1000:4.1f} ms"
         )
 
 

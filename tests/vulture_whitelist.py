@@ -74,3 +74,4 @@ _.max_completion_tokens
 # getattr in to_dict
 official_metrics, judge_not_computed, unofficial, leaderboard_metrics, task_score_metrics
 task_score_definition, official_total, not_scorable, partial_task_scores, schema_version
+_.statistic  # PromptEffect's field: results.json's prompts.effect carries it (dataclasses.asdict)

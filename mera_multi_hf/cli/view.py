@@ -17,6 +17,7 @@ def _load_split(task, source, split, notes: list[str]):
     """The split the run used, for media and breakdowns; None (and a note) when it is
     not at hand (a Hub copy offline, a moved folder)."""
     from mera_multi_hf.data.examples import make_examples
+    from mera_multi_hf.data.loaded import raw_prompt_list
     from mera_multi_hf.data.loading import load_task
 
     try:
@@ -24,7 +25,7 @@ def _load_split(task, source, split, notes: list[str]):
     except MeraError as err:
         notes.append(f"{task.key}: shown without media or breakdown keys: {err}")
         return None, None
-    return dataset, make_examples(task, dataset)
+    return dataset, make_examples(task, dataset, raw_prompt_list(task, source))
 
 
 def _media(task, examples, dataset, records: list[dict]):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from mera_multi_hf.data.arrow_split import ArrowSplit, flat_columns, validity
 from mera_multi_hf.tasks.prompts import render_prompt
 from mera_multi_hf.tasks.spec import TaskSpec
+from mera_multi_hf.tasks.variants import numbered, variant_id, without_blocks
 
 Gold = str | list[str]
 
@@ -29,6 +30,11 @@ class Example:
     meta: dict = field(default_factory=dict)
     instruction: str = ""  # as stored (a dialogue's history shows it)
     options: tuple = ()  # the texts of the task's option_* inputs, in letter order
+    # its prompt variant (mera_multi_hf.tasks.variants): the template's short id, its number
+    # in order of first appearance in the split, and the stratum it is counted within
+    prompt_variant: str = ""
+    prompt_variant_number: int = 0
+    prompt_stratum: str | None = None
 
 
 def _nest(target: dict, keys: list[str], value) -> None:
@@ -72,9 +78,13 @@ def _flat_rows(columns: dict, keep: list[str], n: int) -> list[dict]:
     return [dict(zip(keep, row)) for row in zip(*values)] if keep else [{}] * n
 
 
-def make_examples(task: TaskSpec, ds) -> list[Example]:
+def make_examples(
+    task: TaskSpec, ds, prompt_list: list[str] | None = None, whole=None
+) -> list[Example]:
     """The examples of one split (an :class:`~mera_multi_hf.data.arrow_split.ArrowSplit` or a
-    `datasets.Dataset`), in dataset order."""
+    `datasets.Dataset`), in dataset order; ``prompt_list``: the raw folder's prompts, which
+    its records indexed (their prompt variants are named by index); ``whole``: the split
+    ``ds`` was cut from, over which the prompt variants are found."""
     split = ArrowSplit.of(ds)
     columns = flat_columns(split)
     present = _present_media(task, columns, len(split))
@@ -115,7 +125,41 @@ def make_examples(task: TaskSpec, ds) -> list[Example]:
                 options=tuple(inputs.get(f) for f in option_fields),
             )
         )
+    _set_variants(task, out, split if whole is None else whole, prompt_list)
     return out
+
+
+def _set_variants(task: TaskSpec, examples: list[Example], ds, prompt_list) -> None:
+    """Each example's prompt variant, its number and its stratum, found over the whole
+    split ``ds`` (a run's --limit takes its first examples: their variants stay the same)."""
+    variants = split_variants(task, ds, prompt_list)
+    for example in examples:
+        if task.prompt_block:
+            example.prompt_stratum = example.breakdown.get(task.prompt_block)
+        variant = variants[(example.prompt_stratum, example.instruction)]
+        example.prompt_variant, example.prompt_variant_number = variant
+
+
+def split_variants(task: TaskSpec, ds, prompt_list=None) -> dict[tuple, tuple[str, int]]:
+    """(stratum, instruction) -> (variant id, its number in order of first appearance)
+    over a split; the stratum is the value of the task's declared block (None without
+    one), whose text stands as a placeholder in the variant's template."""
+    columns = flat_columns(ArrowSplit.of(ds))
+    instructions = columns["instruction"].to_pylist()
+    path = dict(task.breakdowns).get(task.prompt_block)
+    strata = (
+        [None if v is None else str(v) for v in columns[f"meta.{path}"].to_pylist()]
+        if path and f"meta.{path}" in columns
+        else [None] * len(instructions)
+    )
+    pairs = list(zip(strata, instructions))
+    templates: dict = {}
+    if path:
+        for stratum, instruction in pairs:
+            templates.setdefault(stratum, []).append(instruction)
+        templates = without_blocks(templates)
+    ids = [variant_id(templates.get(pair, pair[1]), prompt_list) for pair in pairs]
+    return {pair: (i, n) for pair, i, n in zip(pairs, ids, numbered(ids))}
 
 
 def arrow_view(ds):

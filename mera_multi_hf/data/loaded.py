@@ -67,6 +67,7 @@ def load_task_split(
     ds = load_split(task, source=source, split=split, limits=limits)
     full_size, loaded_as = len(ds), fingerprint(ds)  # the split as loaded (as `score` records)
     content = data_content(ds)  # what a resume's data must be, wherever it is read from
+    whole = ds  # the prompt variants are found over the whole split
     if limit is not None:
         ds = ds.select(range(min(limit, len(ds))))
     ds = arrow_view(ds)
@@ -76,13 +77,40 @@ def load_task_split(
         split,
         str(source or task.hub_id),
         ds,
-        make_examples(task, ds),
+        make_examples(task, ds, raw_prompt_list(task, source), whole),
         loaded_as,
         full_size,
         private,
         note,
         content,
     )
+
+
+def raw_prompt_list(task: TaskSpec, source) -> list[str] | None:
+    """The prompt list of a raw folder's metadata, where its records may index into one
+    (their prompt variants are then named by index); None for any other source."""
+    from pathlib import Path
+
+    from mera_multi_hf.core import json_read
+    from mera_multi_hf.core.errors import MeraError
+    from mera_multi_hf.data.raw.layout import META_FILES
+    from mera_multi_hf.data.sources import resolve_source, source_kind
+
+    try:
+        path = resolve_source(task, source)
+        if source is None or source_kind(path) != "raw":
+            return None
+    except MeraError:
+        return None
+    for name in META_FILES:
+        if (Path(path) / name).is_file():
+            try:
+                prompts = json_read.read_file(Path(path) / name).get("prompts")
+            except (json_read.JsonReadError, OSError, AttributeError):
+                return None
+            listed = isinstance(prompts, list) and all(isinstance(p, str) for p in prompts)
+            return prompts if listed else None
+    return None
 
 
 def data_content(ds, rows: int = 64) -> str:

@@ -54,6 +54,8 @@ def compare_files(result: dict, a, b) -> dict[str, str]:
     from mera_multi_hf.reporting.compare_page import PAGE_NAME, compare_page, compare_rows
 
     rows, notes = compare_rows(a, b, list(result["tasks"])), []
+    if result.get("prompt_variants_note"):
+        notes.append(result["prompt_variants_note"])
     media = {
         task: run_media(a, task, [r["id"] for r in rows if r["task"] == task], notes)
         for task in result["tasks"]

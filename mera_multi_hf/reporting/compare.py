@@ -12,7 +12,7 @@ import numpy as np
 
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.reporting.compare_protocol import protocol_differences
-from mera_multi_hf.reporting.compare_stats import compare_task, verdict
+from mera_multi_hf.reporting.compare_stats import compare_task, variants_note, verdict
 from mera_multi_hf.scoring.records import Results
 from mera_multi_hf.scoring.uncertainty import mean_over_tasks, settings
 
@@ -76,6 +76,7 @@ def compare_docs(a: Results, b: Results, *, force: bool = False) -> dict:
         },
         "tasks": tasks,
         "overall": overall,
+        "prompt_variants_note": variants_note(common, (("A", a.folder, ta), ("B", b.folder, tb))),
     }
 
 

@@ -31,19 +31,75 @@ def _cells(task: str, label: str, r: dict) -> tuple[str, ...]:
     return (task, label, a, b, f"{r['difference']:+.4f}", interval(r), r["verdict"])
 
 
-def score_rows(result: dict) -> list[tuple[str, ...]]:
+def score_rows(result: dict, variants: bool = False) -> list[tuple[str, ...]]:
     """The short table of a comparison (the console's and compare.html's, under
     SCORE_HEAD): per shared task its task score and each metric, both runs, A − B with
-    its interval and the verdict; last, the mean task score over the tasks."""
+    its interval and the verdict (``variants``: then the tested metric per prompt
+    variant); last, the mean task score over the tasks."""
     rows = []
     for key, t in result["tasks"].items():
         if t.get("metrics"):
             rows.append(_cells(key, "task score", t["task_score"]))
             rows += [_cells(key, display_name(m), r) for m, r in t["metrics"].items()]
+            rows += _variant_cells(key, t.get("prompt_variants")) if variants else []
     o = result["overall"]
     if o:
         rows.append(_cells("all shared tasks", f"mean task score of {o['n_tasks']}", o))
     return rows
+
+
+def _variant_cells(key: str, pv: dict | None) -> list[tuple[str, ...]]:
+    """The tested metric of each prompt variant, where a task has several."""
+    if not pv or len(pv["variants"]) < 2 or not pv["metric"]:
+        return []
+    name = display_name(pv["metric"])
+    return [
+        _cells(key, f"{name}, prompt {_variant_label(v, row)}", row["metrics"][pv["metric"]])
+        for v, row in pv["variants"].items()
+    ]
+
+
+def _variant_label(variant: str, row: dict) -> str:
+    return f"#{row['number']} {variant}"
+
+
+def variants_line(key: str, pv: dict | None) -> str | None:
+    """A task's per-variant differences in one line (None with fewer than two variants):
+    their range, and where A or B is better."""
+    if not pv or len(pv["variants"]) < 2 or not pv["metric"]:
+        return None
+    rows = pv["variants"]
+    diffs = {v: r["metrics"][pv["metric"]]["difference"] for v, r in rows.items()}
+    low, high = min(diffs, key=diffs.get), max(diffs, key=diffs.get)
+    said = [
+        f"{who} better on {', '.join(_variant_label(v, rows[v]) for v in pv[part])}"
+        for who, part in (("A", "helps"), ("B", "hurts"))
+        if pv[part]
+    ]
+    return (
+        f"{key}: A − B in {display_name(pv['metric'])} per prompt variant from "
+        f"{diffs[low]:+.4f} ({_variant_label(low, rows[low])}) to {diffs[high]:+.4f} "
+        f"({_variant_label(high, rows[high])})"
+        + (f"; {'; '.join(said)}" if said else "; no variant's interval excludes 0")
+        + ("; the change helps one wording and hurts another" if len(said) == 2 else "")
+    )
+
+
+def _variants_md(t: dict) -> list[str]:
+    """A task's section of compare.md per prompt variant."""
+    pv = t.get("prompt_variants")
+    if not pv:
+        return []
+    if len(pv["variants"]) < 2:
+        return ["", f"One prompt variant ({', '.join(pv['variants']) or 'none'}): as the task."]
+    lines = ["", "By prompt variant (run A's, numbered in order of first appearance):", ""]
+    lines += [HEADER[0].replace("| metric", "| prompt variant (n): metric"), HEADER[1]]
+    lines += [
+        _row(f"{_variant_label(v, row)} ({row['n']}): {display_name(m)}", r)
+        for v, row in pv["variants"].items()
+        for m, r in row["metrics"].items()
+    ]
+    return lines
 
 
 HEADER = [
@@ -79,6 +135,7 @@ def _task_md(key: str, t: dict) -> list[str]:
         f"| task score | {s['a']:.4f} | {s['b']:.4f} | {s['difference']:+.4f} | "
         f"{interval(s)} | | | {s['verdict']} |"
     )
+    lines += _variants_md(t)
     for bname, rows in t["breakdown"].items():
         lines += [
             "",
@@ -109,6 +166,13 @@ def console(result: dict, out) -> str:
     a, b = result["a"], result["b"]
     lines = [f"A: {a['model']}, {a['folder']}; B: {b['model']}, {b['folder']}"]
     lines.append(text_table([SCORE_HEAD, *score_rows(result)]))
+    lines += [
+        line
+        for key, t in result["tasks"].items()
+        if (line := variants_line(key, t.get("prompt_variants")))
+    ]
+    if result.get("prompt_variants_note"):
+        lines.append(result["prompt_variants_note"])
     fields = [d["field"] for d in result["protocol_differences"]]
     if fields:
         lines.append(f"protocol differences: {', '.join(fields)}")
@@ -146,6 +210,8 @@ def markdown(result: dict) -> str:
         f"B {json.dumps(d['b'], ensure_ascii=False)}"
         for d in diffs
     ] or ["- none found"]
+    if result.get("prompt_variants_note"):
+        lines += ["", result["prompt_variants_note"] + "."]
     nc = result["not_compared"]
     if nc["only_in_a"] or nc["only_in_b"] or nc["not_scored"]:
         lines += [

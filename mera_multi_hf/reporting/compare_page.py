@@ -121,7 +121,7 @@ def render(result: dict, rows: list[dict], notes: list[str] = ()) -> str:
         counts=counts,
         tasks=sorted({r["task"] for r in rows}),
         score_head=SCORE_HEAD,
-        score_rows=score_rows(result),
+        score_rows=score_rows(result, variants=True),
         overall=overall_line(result["overall"]) if result["overall"] else None,
         notes=list(notes),
     )

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from mera_multi_hf.scoring.registry import GROUP_OF, METRICS
+from mera_multi_hf.scoring.registry import GROUP_OF, METRICS, averaged_over_examples
 from mera_multi_hf.scoring.uncertainty import (
     Units,
     describe,
@@ -60,6 +60,8 @@ def _pair_tables(key: str, ta: dict, tb: dict) -> tuple[dict, list, list, list]:
         **{c: [ta[c][k] for k in rows_a] for c in ("id", "group", "cluster")},
         "breakdown": {n: [v[k] for k in rows_a] for n, v in ta["breakdown"].items()},
     }
+    if "prompt_variant" in ta and "prompt_variant" in tb:  # both runs record variants
+        table["prompt_variant"] = [ta["prompt_variant"][k] for k in rows_a]
     return table, rows_a, rows_b, differ
 
 
@@ -136,6 +138,7 @@ def compare_task(key: str, ra: dict, rb: dict) -> tuple[dict, tuple | None]:
         score[field] = float(np.mean([out["metrics"][m][field] for m in parts]))
     score["verdict"] = verdict(score)
     out["task_score"] = score
+    out["prompt_variants"] = by_variant(table, sa, sb, names, official, key)
     out["breakdown"] = {}
     for bname, keys in table["breakdown"].items():
         keys = np.asarray(keys, dtype=object)
@@ -146,3 +149,45 @@ def compare_task(key: str, ra: dict, rb: dict) -> tuple[dict, tuple | None]:
             for k in sorted({k for k in keys if k is not None})
         }
     return out, (mean_reps, score)
+
+
+def by_variant(table, sa, sb, names, official, key) -> dict | None:
+    """Per prompt variant (run A's, numbered in order of first appearance): each
+    per-example metric of its examples in both runs, the difference with its paired
+    interval; ``helps``/``hurts``: the variants where A is better / worse by the first
+    task-score metric's per-example one. None when a run records no variants (a folder
+    written before they were). Group metrics are left out: a group can span variants."""
+    if "prompt_variant" not in table:
+        return None
+    keys = np.asarray(table["prompt_variant"], dtype=object)
+    shown = averaged_over_examples(names)
+    metric = next((GROUP_OF.get(m, m) for m in official if GROUP_OF.get(m, m) in shown), None)
+    rows = {}
+    for number, variant in enumerate(dict.fromkeys(keys), start=1):
+        idx = np.flatnonzero(keys == variant)
+        records = _metric_records(table, sa, sb, shown, idx, (key, "prompt", variant))[0]
+        rows[str(variant)] = {"number": number, "n": len(idx), "metrics": records}
+    verdicts = {v: r["metrics"][metric]["verdict"] for v, r in rows.items() if metric}
+    return {
+        "metric": metric,
+        "variants": rows,
+        "helps": [v for v, said in verdicts.items() if said == "A better"],
+        "hurts": [v for v, said in verdicts.items() if said == "B better"],
+    }
+
+
+def variants_note(compared, runs) -> str | None:
+    """One line when the runs are compared without their prompt variants: which run
+    (``runs``: (name, folder, task -> results.json entry) each) records none in the
+    ``compared`` tasks (written before variants were recorded)."""
+    missing = [
+        f"{name} ({folder})"
+        for name, folder, scored in runs
+        if any("prompt_variant" not in scored[k]["examples"] for k in compared)
+    ]
+    if not missing:
+        return None
+    return (
+        f"not compared per prompt variant: run {' and '.join(missing)} records no prompt "
+        "variants (written before they were recorded; score it again to have them)"
+    )

@@ -13,29 +13,14 @@ from pathlib import Path
 
 from mera_multi_hf.core.hashing import sha256_bytes
 from mera_multi_hf.core.masking import mask_secrets
+from mera_multi_hf.reporting.table_text import fmt_interval
+from mera_multi_hf.reporting.table_text import fmt_score as _fmt
+from mera_multi_hf.reporting.table_text import md_table as _md_table
 from mera_multi_hf.scoring.records import Results, RunRecord, Summary, TaskResult
 from mera_multi_hf.scoring.registry import display_name
 from mera_multi_hf.tasks.table import TASKS
 
 RESULTS = "results.json"
-
-
-def _fmt(value) -> str:
-    return "—" if value is None else f"{value:.4f}"
-
-
-def fmt_interval(value, uncertainty: dict | None) -> str:
-    """A score with its uncertainty: ``0.6200 ± 0.0300``, the ± half the width of the 95%
-    bootstrap interval (resampled by cluster; the bounds are in results.json); a score
-    of fewer than two clusters says so, as it has no interval: ``0.5000 (1 group, no ±)``."""
-    if value is None or not uncertainty:
-        return _fmt(value)
-    if uncertainty.get("low") is None:
-        clusters = uncertainty.get("n_clusters")
-        if clusters is None or clusters >= 2:
-            return _fmt(value)
-        return f"{value:.4f} ({clusters} {uncertainty.get('cluster', 'cluster')}, no ±)"
-    return f"{value:.4f} ± {(uncertainty['high'] - uncertainty['low']) / 2:.4f}"
 
 
 INTERVAL_NOTE = (
@@ -190,12 +175,6 @@ def breakdown_tables(result: TaskResult) -> list[tuple[str, tuple, list[tuple]]]
     return tables
 
 
-def _md_table(head: tuple, rows: list[tuple]) -> list[str]:
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + [
-        "| " + " | ".join(row) + " |" for row in rows
-    ]
-
-
 def _totals(summary: Summary, leaderboard: bool = True) -> list[str]:
     return _md_table(TOTALS_HEAD, totals_rows(summary, leaderboard)) + [
         "",
@@ -279,6 +258,9 @@ def markdown(
     from mera_multi_hf.scoring.diagnostics import markdown_section
 
     lines += markdown_section(task_results)
+    from mera_multi_hf.reporting.prompt_report import markdown_section as prompt_section
+
+    lines += prompt_section(task_results)
     return "\n".join(lines) + "\n"
 
 

@@ -216,6 +216,7 @@ def task_rows(
                 "domain": breakdown.get(
                     "domain", (example.meta.get("domain") if example else "") or ""
                 ),
+                **_prompt_variant(task.key, example, record),
                 "prompt": record.get("prompt", ""),
                 "history": history.get(record["id"], []),
                 "generation": record.get("generation", ""),
@@ -231,10 +232,29 @@ def task_rows(
     return rows
 
 
+def _prompt_variant(task_key: str, example, record: dict) -> dict:
+    """A row's prompt variant: the split's example's, else its sample line's (none in a
+    run made before variants were recorded)."""
+    variant = example.prompt_variant if example else record.get("prompt_variant", "")
+    number = example.prompt_variant_number if example else record.get("prompt_variant_number")
+    return {
+        "prompt_variant": f"{task_key}:{variant}" if variant else "",
+        "prompt_label": f"{number} ({variant})" if variant else "",
+    }
+
+
+def _prompt_options(rows: list[dict]) -> list[dict]:
+    """The prompt filter's choices: each task's variants in order of first appearance."""
+    seen = dict.fromkeys((r["task"], r["prompt_variant"], r["prompt_label"]) for r in rows)
+    return [
+        {"value": variant, "label": f"{task} {label}"} for task, variant, label in seen if variant
+    ]
+
+
 def _summary(task_results: list[TaskResult], summary: Summary | None, run: RunRecord) -> dict:
     """The tables of results.md, from the same rows (reports.py), with links to the
     examples behind each task and breakdown row."""
-    from mera_multi_hf.reporting import reports
+    from mera_multi_hf.reporting import prompt_report, reports
 
     leaderboard = any((run.details.get("official_test_split") or {}).values())
     breakdowns = [
@@ -252,7 +272,7 @@ def _summary(task_results: list[TaskResult], summary: Summary | None, run: RunRe
         }
         for r in task_results
         for name, head, rows in reports.breakdown_tables(r)
-    ]
+    ] + prompt_report.page_entries(task_results)
     return {
         "head": reports.SUMMARY_HEAD,
         "rows": [
@@ -317,5 +337,6 @@ def render(
         tasks=[{"key": t, "name": TASKS[t].class_name} for t in tasks],
         categories=sorted({r["category"] for r in rows if r["category"]}),
         domains=sorted({r["domain"] for r in rows if r["domain"]}),
+        prompt_variants=_prompt_options(rows),
         rows=rows,
     )

@@ -35,6 +35,8 @@ def sample_records(loaded, result, logged: list[dict], upload: bool = False) -> 
             filtered=answer.filtered,
             extracted=answer.extracted,
             metrics=dict(answer.scores),
+            prompt_variant=answer.prompt_variant,
+            prompt_variant_number=answer.prompt_variant_number,
         )
         if loaded.private:
             if upload:
@@ -98,6 +100,8 @@ def prediction_records(
             "filtered": answers[e.id].filtered,
             "target": e.gold,
             "metrics": dict(answers[e.id].scores),
+            "prompt_variant": e.prompt_variant,
+            "prompt_variant_number": e.prompt_variant_number,
             **({"gold_private": True} if private else {}),
             **({"unencodable_replaced": replaced[e.id]} if e.id in replaced else {}),
         }

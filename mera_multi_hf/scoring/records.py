@@ -19,8 +19,9 @@ from mera_multi_hf.core import json_read
 from mera_multi_hf.core.errors import MeraError
 
 # 2: results.json carries "schema_version"; files written before have none (version 1),
-# with the same sections and keys.
-SCHEMA_VERSION = 2
+# with the same sections and keys. 3: a "prompts" section holds each scored task's
+# prompt-variant table, and a task's examples table each example's variant.
+SCHEMA_VERSION = 3
 
 
 @dataclass
@@ -35,6 +36,10 @@ class ExampleResult:
     submitted: str  # after its submission filters: what submission.zip holds
     extracted: str  # the letter or text after an "Answer:" marker (unofficial EM, the logs)
     scores: dict[str, float] = field(default_factory=dict)
+    # its prompt variant (mera_multi_hf.tasks.variants): the template's short id and its
+    # number in order of first appearance in the split
+    prompt_variant: str = ""
+    prompt_variant_number: int = 0
 
 
 def example_results(task, examples, predictions) -> list[ExampleResult]:
@@ -53,7 +58,17 @@ def example_results(task, examples, predictions) -> list[ExampleResult]:
             else apply_filters(task.submit_filters, output)
         )
         extracted = extract_answer(output, choices)
-        out.append(ExampleResult(example.id, output, scored, submitted, extracted))
+        out.append(
+            ExampleResult(
+                example.id,
+                output,
+                scored,
+                submitted,
+                extracted,
+                prompt_variant=example.prompt_variant,
+                prompt_variant_number=example.prompt_variant_number,
+            )
+        )
     return out
 
 
@@ -110,6 +125,10 @@ class TaskResult:
     uncertainty: dict = field(default_factory=dict)
     task_score_uncertainty: dict | None = None
     diagnostics: dict = field(default_factory=dict)
+    # the prompt-variant table (mera_multi_hf.scoring.prompt_table), results.json's
+    # prompts[<key>] (beside the tasks: their numbers stay as they were); empty in files of
+    # schema version 2 and before
+    prompts: dict = field(default_factory=dict)
     model: str | None = None
     # its answers are private: decided when the split was loaded (the task's default, then
     # what the data says); every writer of gold-derived output asks this
@@ -148,7 +167,7 @@ class TaskResult:
 
     @classmethod
     def from_dict(cls, doc: dict) -> TaskResult:
-        known = {f.name for f in fields(cls)} - {"extra", "answers"}
+        known = {f.name for f in fields(cls)} - {"extra", "answers", "prompts"}
         if "private" not in doc:  # written before the record said it: the task's default
             doc = {**doc, "private": doc.get("split") == "test" and not doc.get("public", True)}
         return cls(
@@ -264,6 +283,7 @@ class Results:
             "run": self.run.to_dict(),
             "summary": self.summary.to_dict(),
             "tasks": {key: r.to_dict() for key, r in self.tasks.items()},
+            "prompts": {key: r.prompts for key, r in self.tasks.items() if r.prompts},
         }
 
     @classmethod
@@ -279,11 +299,13 @@ class Results:
                 f"this version writes {SCHEMA_VERSION}): read as it is",
                 file=sys.stderr,
             )
-        tasks = {}
+        tasks, tables = {}, doc.get("prompts")
+        tables = tables if isinstance(tables, dict) else {}
         for key, entry in doc["tasks"].items():
             if not isinstance(entry, dict):
                 raise MeraError(f"{where}: tasks.{key} is not a task result")
             tasks[key] = TaskResult.from_dict({"task": key, **entry})
+            tasks[key].prompts = tables.get(key) or {}
         return cls(
             RunRecord.from_dict(doc.get("run") or {}),
             Summary.from_dict(doc.get("summary") or {}),

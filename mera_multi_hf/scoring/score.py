@@ -155,6 +155,9 @@ def _add_uncertainty(task, examples, scores, result: TaskResult, preds, em_mode)
     result.examples = example_table(task, examples, scores)
     add_task_uncertainty(result)  # each metric's, the task score's, each breakdown row's
     result.diagnostics = diagnostics(task, examples, preds, em_mode)
+    from mera_multi_hf.scoring.prompt_table import prompt_table
+
+    result.prompts = prompt_table(task, examples, result)
 
 
 def _breakdowns(task: TaskSpec, examples: list[Example], scores, groups) -> dict:

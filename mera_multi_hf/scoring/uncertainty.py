@@ -176,8 +176,8 @@ def reference_hash(example) -> str:
 
 
 def example_table(task, examples, scores: dict) -> dict:
-    """The per-example scores of one task with ids, groups, clusters and breakdown keys,
-    as columns (results.json keeps it; compare pairs two runs by its ids)."""
+    """The per-example scores of one task with ids, groups, clusters, breakdown keys and
+    prompt variants, as columns (results.json keeps it; compare pairs two runs by its ids)."""
     return {
         "cluster_by": task.cluster_by,
         "id": [e.id for e in examples],
@@ -187,6 +187,9 @@ def example_table(task, examples, scores: dict) -> dict:
             name: [e.breakdown.get(name) for e in examples] for name, _ in task.breakdowns
         },
         "ref": [reference_hash(e) for e in examples],
+        # the prompt variant of each example and the stratum it is counted within
+        "prompt_variant": [e.prompt_variant for e in examples],
+        "prompt_stratum": [e.prompt_stratum for e in examples],
         "scores": {m: np.asarray(s).tolist() for m, s in scores.items()},
     }
 
@@ -315,6 +318,22 @@ def add_task_uncertainty(result) -> None:
             agg["uncertainty"] = {
                 m: _record(u[m], r[m], cluster) for m in names if m in u and m in agg
             }
+
+
+def normal_interval(units: Units, cluster: str) -> dict:
+    """A score's interval without resampling, for the many small tables (a task's prompt
+    variants): value ± z * the cluster-robust standard error, kept within [0, 1] (every
+    score is a share); the same record as the bootstrap's, ``method`` "normal"."""
+    from statistics import NormalDist
+
+    se, value = stderr(units), units.value
+    half = None if se is None else NormalDist().inv_cdf(0.5 + LEVEL / 2) * se
+    return {
+        **describe(np.empty(0), se, cluster=cluster, n_clusters=len(units.num), n=units.n),
+        "low": None if half is None else max(0.0, value - half),
+        "high": None if half is None else min(1.0, value + half),
+        "method": "normal",
+    }
 
 
 def mean_over_tasks(parts: list[tuple[np.ndarray, dict]]) -> dict | None:

@@ -87,6 +87,10 @@ class TaskSpec:
     gold_list: bool = False  # outputs is a list of acceptable answers (ruCommonVQA)
     dialogue: DialogueSpec | None = None  # ruTiE: earlier turns go into the context
     judge_metrics: tuple[str, ...] = JUDGE_METRICS  # computed only when a judge is given
+    # the breakdown (its name in ``breakdowns``) that a block of the instruction filled per
+    # example follows (ruHHH's task context by category): prompt variants are counted within
+    # its values (mera_multi_hf.tasks.variants)
+    prompt_block: str = ""
     # report breakdowns: (name, dotted path into meta), e.g. ("category", "categories.category")
     breakdowns: tuple[tuple[str, str], ...] = ()
     # prompt rules applied to the instruction before formatting (mera_multi_hf.tasks.prompts.RULES)
@@ -123,6 +127,8 @@ class TaskSpec:
                 f"task {self.key}: group_by must name its inputs, and is given "
                 "exactly when its metrics include group_exact_match"
             )
+        if self.prompt_block and self.prompt_block not in dict(self.breakdowns):
+            raise MeraError(f"task {self.key}: prompt_block must name one of its breakdowns")
 
     @property
     def harness_names(self) -> tuple[str, ...]:

@@ -1,0 +1,252 @@
+"""Does a task's score depend on the prompt variant? A seeded permutation test.
+
+MERA Multi gives each question one of about ten wordings (prompt variants). If the wording
+changed no answer's score, the variant labels would be exchangeable within the task's
+declared strata (the per-example block a template is filled with, such as ruHHH-Image's
+category), so shuffling them there shows how large the statistic gets by chance. The
+statistic is the between-variant sum of squares of the scores, centred within strata:
+``T = sum over variants of (sum of residuals)^2 / examples``, the numerator of a one-way
+ANOVA, large when the variants' means differ. ``p = (1 + #{T_shuffled >= T}) / (1 + rounds)``
+(the +1 counts the observed labelling, so p is never 0).
+
+Examples of one cluster (the task's ``cluster_by``: a ruHHH group, a ruTiE dialogue) move
+together: a cluster carries one variant, and a shuffle deals whole clusters out to the
+variants. A cluster that mixes variants shows that the wording was drawn per example; then
+the examples are shuffled (within strata) instead, which stays exact under the null (the
+test leans on how the wordings were assigned, not on examples being independent), and the
+result says so (``unit``, ``mixed_clusters``).
+
+A shuffle is drawn as a table of counts: clusters alike in stratum, size and score sum are
+interchangeable, so a shuffle is fixed by how many clusters of each kind go to each variant,
+a multivariate hypergeometric draw made one univariate draw at a time, vectorised over the
+rounds: for 0/1 scores a few numpy calls per variant, whatever the task's size. With many
+kinds (scores of many distinct values) the clusters are shuffled one by one instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from mera_multi_hf.scoring.uncertainty import SEED
+
+ROUNDS = 1000  # shuffles per test: p-values down to 1/1001 (a Monte Carlo error of 0.007 at 0.05)
+LEVEL = 0.05  # the sentence says "depends" below it
+CELLS_PER_CHUNK = 4_000_000  # shuffled labels held at once on the one-by-one path
+
+
+@dataclass(frozen=True)
+class PromptEffect:
+    """The test's outcome. ``p_value``: None with fewer than two variants; ``spread``: the
+    best variant's mean score minus the worst's (raw means, examples weighted equally);
+    ``unit``: what was shuffled, "cluster" or "example" (when ``mixed_clusters`` > 0)."""
+
+    p_value: float | None
+    spread: float
+    best: str | None
+    worst: str | None
+    rounds: int
+    unit: str = "cluster"
+    mixed_clusters: int = 0
+    n_variants: int = 0
+    statistic: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def sentence(self) -> str:
+        """One line for the reports: the verdict, the p-value and the spread."""
+        if self.p_value is None:
+            return f"one prompt variant ({self.best}): nothing to compare"
+        verdict = (
+            "the score depends on the prompt"
+            if self.p_value < LEVEL
+            else "no evidence that the score depends on the prompt"
+        )
+        shuffled = f"{self.unit}s" + (
+            f"; {self.mixed_clusters} clusters mix variants" if self.mixed_clusters else ""
+        )
+        return (
+            f"{verdict}: permutation test p = {self.p_value:.3g} ({self.rounds} shuffles of "
+            f"{shuffled}); best variant {self.best} − worst {self.worst} = {self.spread:+.4f}"
+        )
+
+
+def _codes(values) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's index into the sorted distinct values, and those values."""
+    values = np.asarray(values)
+    if values.dtype == object:  # labels of mixed types: compare them as text
+        values = values.astype(str)
+    names, codes = np.unique(values, return_inverse=True)
+    return codes.ravel(), names
+
+
+def permutation_test(
+    scores, variants, strata=None, clusters=None, *, rounds: int = ROUNDS, seed=SEED
+) -> PromptEffect:
+    """Whether ``scores`` (one number per example) depend on ``variants`` (each example's
+    prompt variant), shuffling within ``strata`` (None: one stratum) and keeping
+    ``clusters`` together (None: every example its own). ``seed``: an int or a sequence
+    of ints (numpy's SeedSequence); the same inputs and seed give the same p-value."""
+    scores = np.asarray(scores, dtype=float)
+    n = len(scores)
+    strata = np.zeros(n, dtype=int) if strata is None else strata
+    clusters = np.arange(n) if clusters is None else clusters
+    if not (len(variants) == len(strata) == len(clusters) == n):
+        raise ValueError("scores, variants, strata and clusters must be of one length")
+    if not np.isfinite(scores).all():
+        raise ValueError("every score must be a finite number")
+    variant, names = _codes(variants)
+    if len(names) < 2:
+        return PromptEffect(None, 0.0, _name(names), _name(names), 0, n_variants=len(names))
+    counts = np.bincount(variant, minlength=len(names))
+    means = np.bincount(variant, weights=scores, minlength=len(names)) / counts
+    best, worst = int(np.argmax(means)), int(np.argmin(means))
+    stratum, _ = _codes(strata)
+    centre = np.bincount(stratum, weights=scores) / np.bincount(stratum)
+    units = _units(scores - centre[stratum], variant, stratum, _codes(clusters)[0])
+    observed = _statistic(
+        np.bincount(units["variant"], weights=units["sum"], minlength=len(names)),
+        np.bincount(units["variant"], weights=units["size"], minlength=len(names)),
+    )
+    sums, sizes = _shuffled_totals(units, len(names), rounds, np.random.default_rng(seed))
+    shuffled = _statistic(sums, sizes)
+    at_least = int(np.sum(shuffled >= observed - 1e-9 * abs(observed) - 1e-12))  # float ties
+    return PromptEffect(
+        p_value=(1 + at_least) / (1 + rounds),
+        spread=float(means[best] - means[worst]),
+        best=_name(names, best),
+        worst=_name(names, worst),
+        rounds=rounds,
+        unit=units["kind"],
+        mixed_clusters=units["mixed"],
+        n_variants=len(names),
+        statistic=float(observed),
+    )
+
+
+def _name(names, k: int = 0) -> str | None:
+    return str(names[k]) if len(names) else None
+
+
+def _statistic(sums: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Between-variant sum of squares of centred scores (along the last axis)."""
+    squares = np.divide(sums**2, sizes, out=np.zeros_like(sums), where=sizes > 0)
+    return squares.sum(axis=-1)
+
+
+def _units(residual, variant, stratum, cluster) -> dict:
+    """What a shuffle moves: the clusters (each with its variant, stratum, size and sum of
+    residuals), or the examples when some cluster mixes variants. A cluster whose
+    examples lie in several strata is exchangeable with clusters of the same strata."""
+    n_clusters = int(cluster.max()) + 1
+    low, high = _span(variant, cluster, n_clusters)
+    mixed = int(np.sum(low != high))
+    if mixed:
+        return {
+            "kind": "example",
+            "mixed": mixed,
+            "variant": variant,
+            "stratum": stratum,
+            "size": np.ones(len(variant)),
+            "sum": residual,
+        }
+    return {
+        "kind": "cluster",
+        "mixed": 0,
+        "variant": low,
+        "stratum": _cluster_strata(stratum, cluster, n_clusters),
+        "size": np.bincount(cluster, minlength=n_clusters).astype(float),
+        "sum": np.bincount(cluster, weights=residual, minlength=n_clusters),
+    }
+
+
+def _span(codes, cluster, n_clusters) -> tuple[np.ndarray, np.ndarray]:
+    """Each cluster's lowest and highest code."""
+    low, high = np.full(n_clusters, codes.max()), np.full(n_clusters, codes.min())
+    np.minimum.at(low, cluster, codes)
+    np.maximum.at(high, cluster, codes)
+    return low, high
+
+
+def _cluster_strata(stratum, cluster, n_clusters) -> np.ndarray:
+    """Each cluster's stratum; a cluster spanning several is given the set of them."""
+    low, high = _span(stratum, cluster, n_clusters)
+    if (low == high).all():
+        return low
+    pairs = np.unique(np.stack([cluster, stratum]), axis=1)
+    joined = [[] for _ in range(n_clusters)]
+    for c, s in pairs.T:
+        joined[c].append(str(s))
+    return _codes([",".join(strata) for strata in joined])[0]
+
+
+def _shuffled_totals(units: dict, n_variants: int, rounds: int, rng) -> tuple:
+    """(rounds, variants): each shuffle's per-variant sums of residuals and sizes."""
+    sums = np.zeros((n_variants, rounds))
+    sizes = np.zeros((n_variants, rounds))
+    for s in range(int(units["stratum"].max()) + 1):
+        inside = np.flatnonzero(units["stratum"] == s)
+        # a complex number sorts by its real part, then its imaginary: one key for the pair
+        kinds, many = np.unique(
+            units["size"][inside] + 1j * units["sum"][inside], return_counts=True
+        )
+        present = np.unique(units["variant"][inside])
+        if len(many) * len(present) <= len(inside):
+            _deal_kinds(
+                np.bincount(units["variant"][inside])[present],
+                kinds,
+                many,
+                present,
+                sums,
+                sizes,
+                rng,
+            )
+        else:
+            _deal_one_by_one(units, inside, n_variants, sums, sizes, rng)
+    return sums.T, sizes.T
+
+
+def _deal_kinds(capacity, kinds, many, present, sums, sizes, rng) -> None:
+    """One stratum's shuffles as counts: how many clusters of each kind (``kinds``: size
+    + 1j * sum; ``many``: how many clusters) each variant (``present``, with ``capacity``
+    clusters) gets: a random permutation's table, drawn kind by kind, variant by variant.
+    Arrays are (variants, rounds): a variant's row is contiguous."""
+    rounds = sums.shape[1]
+    slots = np.repeat(capacity[:, None], rounds, axis=1)
+    for k, count in enumerate(many):
+        left = np.full(rounds, int(count))
+        after = slots.sum(axis=0)  # the slots of this variant and those after it
+        for j, v in enumerate(present):
+            after -= slots[j]
+            if k == len(many) - 1:  # the last kind fills the slots left
+                got = slots[j].copy()
+            elif j == len(present) - 1:  # the last variant takes the clusters left
+                got = left.copy()
+            else:
+                got = rng.hypergeometric(slots[j], after, left)
+            sums[v] += got * kinds[k].imag
+            sizes[v] += got * kinds[k].real
+            slots[j] -= got
+            left -= got
+
+
+def _deal_one_by_one(units, inside, n_variants, sums, sizes, rng) -> None:
+    """One stratum's shuffles as permuted labels (scores of many distinct values)."""
+    rounds, labels = sums.shape[1], units["variant"][inside]
+    step = max(1, CELLS_PER_CHUNK // max(1, len(inside)))
+    for start in range(0, rounds, step):
+        stop = min(rounds, start + step)
+        shuffled = rng.permuted(np.tile(labels, (stop - start, 1)), axis=1)
+        flat = (shuffled + np.arange(stop - start)[:, None] * n_variants).ravel()
+        for totals, weights in ((sums, units["sum"]), (sizes, units["size"])):
+            totals[:, start:stop] += (
+                np.bincount(
+                    flat,
+                    weights=np.tile(weights[inside], stop - start),
+                    minlength=(stop - start) * n_variants,
+                )
+                .reshape(stop - start, n_variants)
+                .T
+            )
