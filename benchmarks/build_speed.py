@@ -9,9 +9,14 @@ baseline that writes the same rows unchecked, in one process, straight through
 its peak RSS is its own. Afterwards the outputs are read back and compared row by row
 (a hash of every row, media bytes included): a ratio over different rows means nothing.
 Finally the cost of the decoding alone (the build's image check over every file, one
-thread) is timed, so the report says what the check costs.
+thread) is timed, so the report says what the check costs. Each side's CPU seconds (its
+worker processes' included) are reported beside its wall-clock time.
 
-    python benchmarks/build_speed.py [--examples 5000] [--rounds 2]
+``--baseline DIR``: also time `mera-multi build` (default num-proc) of the checkout in
+DIR (e.g. `git worktree add /tmp/before <commit>`), in the same interleaved rounds, so a
+change is shown before and after side by side.
+
+    python benchmarks/build_speed.py [--examples 5000] [--rounds 2] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -53,14 +60,16 @@ def rows():
 ds = datasets.Dataset.from_generator(rows, features=features, cache_dir=cache)
 out.mkdir(parents=True)
 ds.to_parquet(str(out / "test.parquet"))
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(usage.ru_maxrss, usage.ru_utime + usage.ru_stime)
 """
 
 OURS = r"""
 import resource, sys
 from mera_multi_hf.cli.main import main
 assert main(["build", "ruhhh_image", "--raw", sys.argv[1], "--out", sys.argv[2]] + sys.argv[3:]) == 0
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(usage.ru_maxrss, usage.ru_utime + usage.ru_stime)
 """
 
 
@@ -117,13 +126,26 @@ def make_raw(folder: Path, n: int) -> None:
     )
 
 
-def timed(code: str, *args: str) -> tuple[float, float]:
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+def cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(code: str, *args: str, checkout: str | None = None) -> tuple[float, float, float, float]:
+    """(seconds, peak RSS in MiB, CPU seconds, CPU seconds of the main process) of one
+    side, run in its own process (``checkout``: with that checkout's package on the
+    path, not this one's). The main process's CPU is the build's critical path on a
+    quiet machine: its decoding workers run beside it."""
+    env = dict(os.environ, PYTHONPATH=checkout) if checkout else None
+    cpu, start = cpu_of_children(), time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, cwd=checkout
+    )
     elapsed = time.perf_counter() - start
     if proc.returncode:
         sys.exit(proc.stderr)
-    return elapsed, int(proc.stdout.strip().splitlines()[-1]) / 1024  # MiB
+    rss, main_cpu = proc.stdout.strip().splitlines()[-1].split()
+    return elapsed, int(rss) / 1024, cpu_of_children() - cpu, float(main_cpu)  # MiB
 
 
 def row_digests(files: list[Path]) -> list[str]:
@@ -167,13 +189,57 @@ SIDES = {
     "build, 1 process": (OURS, ["--num-proc", "1"]),
     "build (default num-proc)": (OURS, []),
 }
+BEFORE = "before: build (default)"  # --baseline DIR's build
+
+
+def run_rounds(tmp: Path, sides: dict, rounds: int, examples: int) -> dict:
+    """Every side once per round, in the same order each round; then each side's rows
+    are compared with the baseline's of the same round."""
+    results: dict[str, list] = {name: [] for name in sides}
+    for r in range(rounds):
+        for i, (name, (code, extra, checkout)) in enumerate(sides.items()):
+            out = [str(tmp / f"{i}-{r}")] + ([str(tmp / f"cache{r}")] if i == 0 else extra)
+            results[name].append(timed(code, str(tmp / "raw"), *out, checkout=checkout))
+    for r in range(rounds):
+        for i in range(1, len(sides)):
+            check_same_rows(tmp / f"{i}-{r}", tmp / f"0-{r}", examples)
+    return results
+
+
+def report(results: dict, examples: int, decode: float) -> None:
+    best = {name: min(run[0] for run in runs) for name, runs in results.items()}
+    median = {name: statistics.median(run[0] for run in runs) for name, runs in results.items()}
+    for name, runs in results.items():
+        rss = max(run[1] for run in runs)
+        cpu, main_cpu = (statistics.median(run[i] for run in runs) for i in (2, 3))
+        print(
+            f"{name:24s} best {best[name]:6.2f} s  {examples / best[name]:5.0f} examples/s  "
+            f"CPU {cpu:5.2f} s (main process {main_cpu:5.2f})  peak RSS {rss:5.0f} MiB  "
+            f"(runs: {', '.join(f'{run[0]:.2f}' for run in runs)})"
+        )
+    print(f"decoding every image once (the build's check, one thread): {decode:.2f} s")
+    for name in list(results)[1:]:
+        print(
+            f"throughput ratio ({name} / baseline): {best['baseline'] / best[name]:.2f} "
+            f"best, {median['baseline'] / median[name]:.2f} median  (goal >= 0.8)"
+        )
+    print(
+        f"  the same without the decode's one-thread cost: "
+        f"{best['baseline'] / (best['build, 1 process'] - decode):.2f}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--baseline", metavar="DIR", help="also time the build of the checkout in DIR"
+    )
     args = parser.parse_args()
+    sides = {name: (code, extra, None) for name, (code, extra) in SIDES.items()}
+    if args.baseline:
+        sides[BEFORE] = (OURS, [], str(Path(args.baseline).resolve()))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         start = time.perf_counter()
@@ -183,34 +249,8 @@ def main() -> None:
             f"generated {args.examples} examples ({size:.0f} MiB of JPEG) "
             f"in {time.perf_counter() - start:.1f} s"
         )
-        results: dict[str, list] = {name: [] for name in SIDES}
-        for r in range(args.rounds):
-            for i, (name, (code, extra)) in enumerate(SIDES.items()):
-                out = [str(tmp / f"{i}-{r}")] + ([str(tmp / f"cache{r}")] if i == 0 else extra)
-                results[name].append(timed(code, str(tmp / "raw"), *out))
-        for r in range(args.rounds):
-            for i in range(1, len(SIDES)):
-                check_same_rows(tmp / f"{i}-{r}", tmp / f"0-{r}", args.examples)
-        best = {name: min(t for t, _ in runs) for name, runs in results.items()}
-        for name, runs in results.items():
-            rss = max(m for _, m in runs)
-            print(
-                f"{name:24s} best {best[name]:6.2f} s  {args.examples / best[name]:7.0f} "
-                f"examples/s  peak RSS {rss:6.0f} MiB  "
-                f"(runs: {', '.join(f'{t:.2f}' for t, _ in runs)})"
-            )
-        decode = decode_seconds(tmp / "raw" / "samples")
-        print(f"decoding every image once (the build's check, one thread): {decode:.2f} s")
-        median = {name: statistics.median(t for t, _ in runs) for name, runs in results.items()}
-        for name in list(SIDES)[1:]:
-            print(
-                f"throughput ratio ({name} / baseline): {best['baseline'] / best[name]:.2f} "
-                f"best, {median['baseline'] / median[name]:.2f} median  (goal >= 0.8)"
-            )
-        print(
-            f"  the same without the decode's one-thread cost: "
-            f"{best['baseline'] / (best[list(SIDES)[1]] - decode):.2f}"
-        )
+        results = run_rounds(tmp, sides, args.rounds, args.examples)
+        report(results, args.examples, decode_seconds(tmp / "raw" / "samples"))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ __getattr__
 _._info
 _._split_generators
 dl_manager
-_._generate_examples
+_._generate_tables
 _._patched_for_streaming
 _.BUILDER_CONFIGS
 _.DEFAULT_CONFIG_NAME

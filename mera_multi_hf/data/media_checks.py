@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import sys
 import warnings
 from collections import deque
@@ -203,11 +204,23 @@ def _run_batch(batch: list) -> list:
     return [[check() for check in checks] for checks in batch]
 
 
+WORKER_NICENESS = 5  # the decoding workers yield a shared core to the reading process
+
+
+def _lower_priority() -> None:
+    """In each worker: run below the reading process. It checks, encodes and writes every
+    record and so sets the pace; the workers use what it leaves of the cores (measured
+    on two cores: three processes sharing them evenly left the reading one two thirds of
+    a core)."""
+    if hasattr(os, "nice"):  # not on Windows
+        os.nice(WORKER_NICENESS)
+
+
 def _pool(workers: int):
     """Worker processes: the decoders' Python parts (Pillow parses JPEG headers in Python)
     hold the GIL, so threads could not keep a second core busy. As many as there are
     CPUs, although the reading process needs one: the decoding must keep up with it, and
-    the scheduler shares the cores (measured: faster than one worker fewer). Forked on
+    the workers, at a lower priority, take only what the reading process leaves. Forked on
     Linux (nothing to import again), else started as the platform does by default (macOS:
     fork is unsafe there). Imported here: `build --help` and `evaluate` load this module
     for its options."""
@@ -215,7 +228,7 @@ def _pool(workers: int):
     from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_lower_priority)
 
 
 def check_all(

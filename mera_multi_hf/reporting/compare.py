@@ -1,16 +1,7 @@
 """`mera-multi compare RUN_A RUN_B`: is the difference between two runs real?
 
-Two run folders (written by `evaluate` or `score`) are paired by task and example id from
-the per-example tables in their results.json. Per task, metric and breakdown row it
-reports the difference A - B, a paired bootstrap interval resampled by the task's
-clusters (the same resamples for both runs), an exact McNemar p-value for 0/1 metrics and
-the counts of examples only A / only B got right. Runs whose examples differ (prompt,
-gold or meta of a paired id) are refused unless --force; every protocol difference found
-in the run records is listed. Prints a short table (per task and metric: both runs,
-A - B with its interval, the verdict); writes compare.md (everything, breakdowns
-included), compare.json, compare.png and compare.html (the score table, then the two
-runs' answers side by side with each example's media).
-"""
+What it reports and writes: ``DESCRIPTION`` in :mod:`mera_multi_hf.pipeline.compare`
+(the command's --help)."""
 
 from __future__ import annotations
 

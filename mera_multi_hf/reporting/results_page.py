@@ -14,6 +14,7 @@ one file in the media folder, named by its content (:mod:`.page_media`).
 
 from __future__ import annotations
 
+import functools
 import io
 from pathlib import Path
 from urllib.parse import quote
@@ -299,6 +300,18 @@ def _summary(task_results: list[TaskResult], summary: Summary | None, run: RunRe
     }
 
 
+@functools.cache  # compiled once a process (a run compiles it while it waits for answers)
+def page_template():
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    ).get_template("results_page.html.j2")
+
+
 def render(
     task_results: list[TaskResult],
     run: RunRecord,
@@ -309,16 +322,9 @@ def render(
     """The page as HTML text; ``task_results``: TaskResult records (mera_multi_hf.scoring.records);
     ``summary``: the run's totals (scoring.summarize), shown as in results.md. The banner
     says the page holds private answers when a task's record says so (``private``)."""
-    import jinja2
-
     from mera_multi_hf.reporting.reports import answered_by
 
-    template = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    ).get_template("results_page.html.j2")
+    template = page_template()
     tasks = list(dict.fromkeys(r.task for r in task_results))
     private = any(gold_derived(r) for r in task_results)
     return template.render(

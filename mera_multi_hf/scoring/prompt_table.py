@@ -28,10 +28,10 @@ def prompt_table(task, examples, result) -> dict:
     # means over examples only: a group (ruHHH's pairs) is asked in several variants
     names = averaged_over_examples([*result.metrics, *result.judge, *result.unofficial])
     table = _as_arrays(result.examples, names)
-    first = {e.prompt_variant: e for e in reversed(examples)}  # each variant's first example
+    positions, numbers = _positions(table["prompt_variant"])
     rows = []
-    for variant, idx in _positions(table["prompt_variant"]).items():
-        example = first[variant]
+    for variant, idx in positions.items():
+        example = examples[idx[0]]  # its first
         units = table_units(table, names, idx, table["scores"])
         rows.append(
             {
@@ -49,7 +49,7 @@ def prompt_table(task, examples, result) -> dict:
         "variants_per_stratum": _per_stratum(table) if task.prompt_block else None,
         "variants": rows,
         "marker": _marker_share(rows, table, names),
-        "effect": _effect(task, result, table),
+        "effect": _effect(task, result, table, numbers),
     }
 
 
@@ -63,14 +63,18 @@ def _as_arrays(table: dict, names) -> dict:
     }
 
 
-def _positions(variants: list[str]) -> dict[str, np.ndarray]:
-    """Each variant's rows, the variants in order of first appearance."""
+def _positions(variants: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Each variant's rows (ascending), the variants in order of first appearance; and
+    each row's variant number (1-based, in that order)."""
     names, first, inverse = np.unique(variants, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
     order = np.argsort(first)
     by_code = np.argsort(inverse, kind="stable")
     bounds = np.cumsum(np.bincount(inverse, minlength=len(names)))
     rows = np.split(by_code, bounds[:-1])
-    return {str(names[k]): rows[k] for k in order}
+    number = np.empty(len(names), dtype=int)
+    number[order] = np.arange(1, len(names) + 1)
+    return {str(names[k]): rows[k] for k in order}, number[inverse]
 
 
 def _per_stratum(table: dict) -> dict[str, int]:
@@ -116,15 +120,17 @@ def _tested_metric(result, scores: dict) -> str | None:
     return None
 
 
-def _effect(task, result, table: dict) -> dict | None:
-    """Whether the score depends on the variant (None: no per-example score to test)."""
+def _effect(task, result, table: dict, numbers: np.ndarray) -> dict | None:
+    """Whether the score depends on the variant (None: no per-example score to test);
+    the variants go in as their numbers (integers: cheap to compare), as the table shows
+    them."""
     metric = _tested_metric(result, table["scores"])
     if metric is None:
         return None
     strata = table["prompt_stratum"] if task.prompt_block else None
     effect = permutation_test(
         table["scores"][metric],
-        table["prompt_variant"],
+        numbers,
         strata,
         table["cluster"],
         seed=SEED,
