@@ -125,3 +125,16 @@ def test_a_damaged_manifest_is_ignored(tmp_path):
             f.write(bad)
         assert read_manifest(arrow_cache_dir(source)) is None
         assert len(load_split("ruclevr", "sample", "test")) == 8  # through datasets again
+
+
+def test_the_manifest_keeps_each_splits_content_hash():
+    """A split's content hash (what a resume's data must be) is computed once, when the
+    manifest is written, and read back with it: the hash of the rows `datasets` loads."""
+    from mera_multi_hf.data.arrow_split import data_content
+
+    first = load_split("ruclevr", "sample", "test")
+    again = load_split("ruclevr", "sample", "test")
+    assert first._content is not None and again._content is not None  # not hashed again
+    rows = load_task("ruclevr", "sample")["test"].with_format("arrow")[:]
+    assert first.content() == again.content() == data_content(rows)
+    assert data_content(rows.slice(1)) != data_content(rows)

@@ -35,6 +35,18 @@ def test_mcnemar_equals_binomtest_on_discordant_counts(only_a, only_b):
     assert mcnemar_exact(only_a, only_b) == pytest.approx(expected, rel=1e-12)
 
 
+def test_mcnemar_is_the_exact_binomial_tail_at_test_split_sizes():
+    """The tail summed term by term is the sum of C(n, k) exactly (the same float), at
+    the discordant counts of a full test split (UniScienceVQA: 7,432 examples)."""
+    import math
+
+    for only_a, only_b in [(1000, 1100), (1100, 1000), (0, 2000), (3, 1)]:
+        n, low = only_a + only_b, min(only_a, only_b)
+        exact = min(1.0, 2 * sum(math.comb(n, k) for k in range(low + 1)) / 2**n)
+        assert mcnemar_exact(only_a, only_b) == exact
+    assert 0 < mcnemar_exact(3600, 3832) < 0.01
+
+
 def _examples(task_key: str, n: int, group_size: int = 1, prompt=lambda i: f"q{i}"):
     task = get_task(task_key)
     names = [name for name, _ in task.breakdowns]

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-from importlib.metadata import version
 from pathlib import Path
 
 import pyarrow as pa
 
 from mera_multi_hf.core import json_read
+from mera_multi_hf.core.provenance import installed_version
 from mera_multi_hf.data.datasets_hook import fingerprint
 
 MANIFEST = "mera-splits.json"
-MANIFEST_FORMAT = 1
+MANIFEST_FORMAT = 2  # 2: each split's content hash (data_content) recorded
 
 
 class ArrowSplit:
@@ -30,8 +30,11 @@ class ArrowSplit:
 
     format = {"type": "arrow"}
 
-    def __init__(self, table: pa.Table, features: dict, fingerprint: str | None):
+    def __init__(
+        self, table: pa.Table, features: dict, fingerprint: str | None, content: str | None = None
+    ):
         self.table, self.features, self._fingerprint = table, features, fingerprint
+        self._content = content  # data_content of these rows, when the manifest recorded it
 
     @classmethod
     def of(cls, ds) -> ArrowSplit:
@@ -49,6 +52,30 @@ class ArrowSplit:
     def select(self, rows) -> ArrowSplit:
         """These rows, in this order."""
         return ArrowSplit(_rows(self.table, rows), self.features, self._fingerprint)
+
+    def content(self) -> str:
+        """sha256 of the rows (:func:`data_content`), hashed once per prepared split: the
+        manifest keeps it with the files it was computed from."""
+        if self._content is None:
+            self._content = data_content(self.table)
+        return self._content
+
+
+def data_content(table: pa.Table, rows: int = 64) -> str:
+    """sha256 of a split's rows, as Arrow writes them in slices of ``rows`` (however the
+    table is chunked or mapped): the same data read from anywhere (a raw folder moved, a
+    run resumed on another machine) hashes the same, unlike the fingerprint `datasets`
+    gives it, which holds the files' places."""
+    import hashlib
+
+    table = table.replace_schema_metadata(None)
+    digest = hashlib.sha256()
+    for start in range(0, table.num_rows, rows):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table.slice(start, rows).combine_chunks())
+        digest.update(sink.getvalue())
+    return digest.hexdigest()
 
 
 def _rows(table: pa.Table, rows) -> pa.Table:
@@ -122,8 +149,8 @@ def flat_columns(split: ArrowSplit) -> dict[str, pa.ChunkedArray]:
     return out
 
 
-def _datasets_version() -> str:
-    return version("datasets")  # without importing it
+def _datasets_version() -> str | None:
+    return installed_version("datasets")  # without importing it
 
 
 def read_manifest(cache_dir: str | Path) -> dict[str, ArrowSplit] | None:
@@ -154,6 +181,7 @@ def _open(cache_dir: Path, entry: dict) -> ArrowSplit | None:
         pa.concat_tables(tables) if len(tables) > 1 else tables[0],
         entry["features"],
         entry["fingerprint"],
+        entry["content"],
     )
 
 
@@ -191,6 +219,7 @@ def write_manifest(cache_dir: str | Path, dsd) -> None:
             "files": [[f, *_stamp(cache_dir / f)] for f in files],
             "features": ds.features.to_dict(),
             "fingerprint": fingerprint(ds),
+            "content": data_content(ds.with_format("arrow")[:]),
         }
     manifest = {"format": MANIFEST_FORMAT, "datasets": _datasets_version(), "splits": splits}
     from mera_multi_hf.core.outputs import cache_file

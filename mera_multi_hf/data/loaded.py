@@ -66,7 +66,7 @@ def load_task_split(
     # cache are built under file locks (one process builds, the rest wait and read).
     ds = load_split(task, source=source, split=split, limits=limits)
     full_size, loaded_as = len(ds), fingerprint(ds)  # the split as loaded (as `score` records)
-    content = data_content(ds)  # what a resume's data must be, wherever it is read from
+    content = ds.content()  # what a resume's data must be, wherever it is read from
     whole = ds  # the prompt variants are found over the whole split
     if limit is not None:
         ds = ds.select(range(min(limit, len(ds))))
@@ -111,23 +111,3 @@ def raw_prompt_list(task: TaskSpec, source) -> list[str] | None:
             listed = isinstance(prompts, list) and all(isinstance(p, str) for p in prompts)
             return prompts if listed else None
     return None
-
-
-def data_content(ds, rows: int = 64) -> str:
-    """sha256 of a split's rows, as Arrow writes them in slices of ``rows`` (however the
-    table is chunked or mapped): the same data read from anywhere (a raw folder moved, a
-    run resumed on another machine) hashes the same, unlike the fingerprint `datasets`
-    gives it, which holds the files' places."""
-    import hashlib
-
-    import pyarrow as pa
-
-    table = ds.table if hasattr(ds, "table") else ds.data.table  # ArrowSplit or Dataset
-    table = table.replace_schema_metadata(None)
-    digest = hashlib.sha256()
-    for start in range(0, table.num_rows, rows):
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table.slice(start, rows).combine_chunks())
-        digest.update(sink.getvalue())
-    return digest.hexdigest()

@@ -92,7 +92,8 @@ def load_split(
         dsd = _load(task, source, kind)
         if cache_dir:
             write_manifest(cache_dir, dsd)
-        splits = dsd
+        # read back as the next load reads it: its content hashes come with it
+        splits = (read_manifest(cache_dir) if cache_dir else None) or dsd
     return ArrowSplit.of(_pick(task, source, splits, split))
 
 
