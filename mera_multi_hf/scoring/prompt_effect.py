@@ -9,6 +9,12 @@ statistic is the between-variant sum of squares of the scores, centred within st
 ANOVA, large when the variants' means differ. ``p = (1 + #{T_shuffled >= T}) / (1 + rounds)``
 (the +1 counts the observed labelling, so p is never 0).
 
+Shuffles are drawn in batches and the test stops early, as Besag and Clifford's sequential
+test (1991): once ``stop_after`` shuffles have reached the observed statistic, after ``k``
+shuffles, ``p = stop_after / k``, a valid p-value; so where p is large (most tasks) a few
+dozen shuffles settle it, and only a small p (where the decision is close) takes all
+``rounds``.
+
 Examples of one cluster (the task's ``cluster_by``: a ruHHH group, a ruTiE dialogue) move
 together: a cluster carries one variant, and a shuffle deals whole clusters out to the
 variants. A cluster that mixes variants shows that the wording was drawn per example; then
@@ -32,6 +38,8 @@ import numpy as np
 from mera_multi_hf.scoring.uncertainty import SEED
 
 ROUNDS = 1000  # shuffles per test: p-values down to 1/1001 (a Monte Carlo error of 0.007 at 0.05)
+STOP_AFTER = 10  # shuffles reaching the observed statistic that end the test early
+FIRST_BATCH = 64  # shuffles drawn at first; each later batch doubles the shuffles drawn
 LEVEL = 0.05  # the sentence says "depends" below it
 CELLS_PER_CHUNK = 4_000_000  # shuffled labels held at once on the one-by-one path
 
@@ -40,7 +48,9 @@ CELLS_PER_CHUNK = 4_000_000  # shuffled labels held at once on the one-by-one pa
 class PromptEffect:
     """The test's outcome. ``p_value``: None with fewer than two variants; ``spread``: the
     best variant's mean score minus the worst's (raw means, examples weighted equally);
-    ``unit``: what was shuffled, "cluster" or "example" (when ``mixed_clusters`` > 0)."""
+    ``unit``: what was shuffled, "cluster" or "example" (when ``mixed_clusters`` > 0);
+    ``rounds``: the shuffles drawn (fewer than asked when ``stop_after`` of them reached the
+    observed statistic first: ``stopped_early``)."""
 
     p_value: float | None
     spread: float
@@ -51,6 +61,7 @@ class PromptEffect:
     mixed_clusters: int = 0
     n_variants: int = 0
     statistic: float = 0.0
+    stopped_early: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -67,6 +78,8 @@ class PromptEffect:
         shuffled = f"{self.unit}s" + (
             f"; {self.mixed_clusters} clusters mix variants" if self.mixed_clusters else ""
         )
+        if self.stopped_early:
+            shuffled += f", stopped once {STOP_AFTER} reached the observed statistic"
         return (
             f"{verdict}: permutation test p = {self.p_value:.3g} ({self.rounds} shuffles of "
             f"{shuffled}); best variant {self.best} − worst {self.worst} = {self.spread:+.4f}"
@@ -83,12 +96,21 @@ def _codes(values) -> tuple[np.ndarray, np.ndarray]:
 
 
 def permutation_test(
-    scores, variants, strata=None, clusters=None, *, rounds: int = ROUNDS, seed=SEED
+    scores,
+    variants,
+    strata=None,
+    clusters=None,
+    *,
+    rounds: int = ROUNDS,
+    stop_after: int | None = STOP_AFTER,
+    seed=SEED,
 ) -> PromptEffect:
     """Whether ``scores`` (one number per example) depend on ``variants`` (each example's
     prompt variant), shuffling within ``strata`` (None: one stratum) and keeping
-    ``clusters`` together (None: every example its own). ``seed``: an int or a sequence
-    of ints (numpy's SeedSequence); the same inputs and seed give the same p-value."""
+    ``clusters`` together (None: every example its own); at most ``rounds`` shuffles,
+    stopping once ``stop_after`` reach the observed statistic (None: all ``rounds``).
+    ``seed``: an int or a sequence of ints (numpy's SeedSequence); the same inputs and
+    seed give the same p-value."""
     scores = np.asarray(scores, dtype=float)
     n = len(scores)
     strata = np.zeros(n, dtype=int) if strata is None else strata
@@ -110,20 +132,37 @@ def permutation_test(
         np.bincount(units["variant"], weights=units["sum"], minlength=len(names)),
         np.bincount(units["variant"], weights=units["size"], minlength=len(names)),
     )
-    sums, sizes = _shuffled_totals(units, len(names), rounds, np.random.default_rng(seed))
-    shuffled = _statistic(sums, sizes)
-    at_least = int(np.sum(shuffled >= observed - 1e-9 * abs(observed) - 1e-12))  # float ties
+    p_value, drawn, stopped = _sequential_p(units, len(names), observed, rounds, stop_after, seed)
     return PromptEffect(
-        p_value=(1 + at_least) / (1 + rounds),
+        p_value=p_value,
         spread=float(means[best] - means[worst]),
         best=_name(names, best),
         worst=_name(names, worst),
-        rounds=rounds,
+        rounds=drawn,
         unit=units["kind"],
         mixed_clusters=units["mixed"],
         n_variants=len(names),
         statistic=float(observed),
+        stopped_early=stopped,
     )
+
+
+def _sequential_p(units, n_variants, observed, rounds, stop_after, seed) -> tuple:
+    """The p-value, the shuffles drawn and whether it stopped early: batches of shuffles until ``stop_after`` reach
+    ``observed`` (p = stop_after / shuffles up to that one) or ``rounds`` are drawn
+    (p = (1 + reached) / (1 + rounds)). The batches follow a fixed schedule, so a seed
+    gives one p-value."""
+    rng, reached, drawn = np.random.default_rng(seed), 0, 0
+    while drawn < rounds:
+        batch = min(rounds - drawn, max(FIRST_BATCH, drawn))
+        sums, sizes = _shuffled_totals(units, n_variants, batch, rng)
+        # float ties count as reaching it
+        hits = np.cumsum(_statistic(sums, sizes) >= observed - 1e-9 * abs(observed) - 1e-12)
+        if stop_after is not None and reached + hits[-1] >= stop_after:
+            last = drawn + 1 + int(np.searchsorted(hits, stop_after - reached))
+            return stop_after / last, last, True
+        reached, drawn = reached + int(hits[-1]), drawn + batch
+    return (1 + reached) / (1 + rounds), rounds, False
 
 
 def _name(names, k: int = 0) -> str | None:
@@ -214,8 +253,12 @@ def _deal_kinds(capacity, kinds, many, present, sums, sizes, rng) -> None:
     clusters) gets: a random permutation's table, drawn kind by kind, variant by variant.
     Arrays are (variants, rounds): a variant's row is contiguous."""
     rounds = sums.shape[1]
-    slots = np.repeat(capacity[:, None], rounds, axis=1)
-    for k, count in enumerate(many):
+    # the first kind's counts at once: its clusters take a random subset of the slots
+    got = rng.multivariate_hypergeometric(capacity, int(many[0]), size=rounds).T
+    sums[present] += got * kinds[0].imag
+    sizes[present] += got * kinds[0].real
+    slots = capacity[:, None] - got
+    for k, count in enumerate(many[1:], start=1):
         left = np.full(rounds, int(count))
         after = slots.sum(axis=0)  # the slots of this variant and those after it
         for j, v in enumerate(present):
