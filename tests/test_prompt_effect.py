@@ -243,7 +243,8 @@ def test_the_default_test_stops_early_where_p_is_large_and_draws_every_round_whe
     """Besag and Clifford's sequential p: with no effect, stop_after (10) shuffles reach the
     observed statistic within a few dozen, and p = 10 / shuffles drawn, near the exact p;
     with a strong effect hardly any shuffle reaches it, so all the rounds are drawn."""
-    from mera_multi_hf.scoring.prompt_effect import ROUNDS as DEFAULT, STOP_AFTER
+    from mera_multi_hf.scoring.prompt_effect import ROUNDS as DEFAULT
+    from mera_multi_hf.scoring.prompt_effect import STOP_AFTER
 
     scores = [1, 0, 1, 0, 1, 1, 0, 1, 0]
     variants = list("aaabbbccc")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from mera_multi_hf.scoring.registry import GROUP_OF
 SEED = 20250601  # the bootstrap's seed, recorded in results.json
 RESAMPLES = 2000  # resamples per interval
 LEVEL = 0.95
+NORMAL_Z = NormalDist().inv_cdf(0.5 + LEVEL / 2)  # 1.96 at 0.95
 CELLS_PER_CHUNK = 4_000_000  # resample-by-cluster counts held at once (memory bound)
 
 
@@ -324,14 +326,20 @@ def normal_interval(units: Units, cluster: str) -> dict:
     """A score's interval without resampling, for the many small tables (a task's prompt
     variants): value ± z * the cluster-robust standard error, kept within [0, 1] (every
     score is a share); the same record as the bootstrap's, ``method`` "normal"."""
-    from statistics import NormalDist
+    return normal_record(units.value, stderr(units), cluster, len(units.num), units.n)
 
-    se, value = stderr(units), units.value
-    half = None if se is None else NormalDist().inv_cdf(0.5 + LEVEL / 2) * se
+
+def normal_record(value: float, se: float | None, cluster: str, n_clusters: int, n: int) -> dict:
+    """:func:`normal_interval`'s record from a score's value and standard error."""
+    half = None if se is None else NORMAL_Z * se
     return {
-        **describe(np.empty(0), se, cluster=cluster, n_clusters=len(units.num), n=units.n),
+        "stderr": _num(se),
         "low": None if half is None else max(0.0, value - half),
         "high": None if half is None else min(1.0, value + half),
+        "level": LEVEL,
+        "cluster": cluster,
+        "n_clusters": int(n_clusters),
+        "n": int(n),
         "method": "normal",
     }
 
