@@ -39,7 +39,7 @@ from mera_multi_hf.scoring.uncertainty import SEED
 
 ROUNDS = 1000  # shuffles per test: p-values down to 1/1001 (a Monte Carlo error of 0.007 at 0.05)
 STOP_AFTER = 10  # shuffles reaching the observed statistic that end the test early
-FIRST_BATCH = 64  # shuffles drawn at first; each later batch doubles the shuffles drawn
+FIRST_BATCH = 32  # shuffles drawn at first; each later batch doubles the shuffles drawn
 LEVEL = 0.05  # the sentence says "depends" below it
 CELLS_PER_CHUNK = 4_000_000  # shuffled labels held at once on the one-by-one path
 
@@ -62,6 +62,7 @@ class PromptEffect:
     n_variants: int = 0
     statistic: float = 0.0
     stopped_early: bool = False
+    stop_after: int | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -79,7 +80,7 @@ class PromptEffect:
             f"; {self.mixed_clusters} clusters mix variants" if self.mixed_clusters else ""
         )
         if self.stopped_early:
-            shuffled += f", stopped once {STOP_AFTER} reached the observed statistic"
+            shuffled += f", stopped once {self.stop_after} reached the observed statistic"
         return (
             f"{verdict}: permutation test p = {self.p_value:.3g} ({self.rounds} shuffles of "
             f"{shuffled}); best variant {self.best} − worst {self.worst} = {self.spread:+.4f}"
@@ -144,14 +145,15 @@ def permutation_test(
         n_variants=len(names),
         statistic=float(observed),
         stopped_early=stopped,
+        stop_after=stop_after,
     )
 
 
 def _sequential_p(units, n_variants, observed, rounds, stop_after, seed) -> tuple:
-    """The p-value, the shuffles drawn and whether it stopped early: batches of shuffles until ``stop_after`` reach
-    ``observed`` (p = stop_after / shuffles up to that one) or ``rounds`` are drawn
-    (p = (1 + reached) / (1 + rounds)). The batches follow a fixed schedule, so a seed
-    gives one p-value."""
+    """The p-value, the shuffles drawn and whether it stopped early: batches of shuffles
+    until ``stop_after`` reach ``observed`` (p = stop_after / shuffles up to that one) or
+    ``rounds`` are drawn (p = (1 + reached) / (1 + rounds)). The batches follow a fixed
+    schedule, so a seed gives one p-value."""
     rng, reached, drawn = np.random.default_rng(seed), 0, 0
     while drawn < rounds:
         batch = min(rounds - drawn, max(FIRST_BATCH, drawn))
@@ -253,26 +255,27 @@ def _deal_kinds(capacity, kinds, many, present, sums, sizes, rng) -> None:
     clusters) gets: a random permutation's table, drawn kind by kind, variant by variant.
     Arrays are (variants, rounds): a variant's row is contiguous."""
     rounds = sums.shape[1]
-    # the first kind's counts at once: its clusters take a random subset of the slots
-    got = rng.multivariate_hypergeometric(capacity, int(many[0]), size=rounds).T
-    sums[present] += got * kinds[0].imag
-    sizes[present] += got * kinds[0].real
-    slots = capacity[:, None] - got
-    for k, count in enumerate(many[1:], start=1):
-        left = np.full(rounds, int(count))
+    slots = np.repeat(capacity[:, None], rounds, axis=1)
+    if len(many) > 1:  # the first kind's clusters take a random subset of the slots
+        got = rng.multivariate_hypergeometric(capacity, int(many[0]), size=rounds).T
+        sums[present] += got * kinds[0].imag
+        sizes[present] += got * kinds[0].real
+        slots -= got
+    for k in range(1, len(many) - 1):
+        left = np.full(rounds, int(many[k]))
         after = slots.sum(axis=0)  # the slots of this variant and those after it
         for j, v in enumerate(present):
             after -= slots[j]
-            if k == len(many) - 1:  # the last kind fills the slots left
-                got = slots[j].copy()
-            elif j == len(present) - 1:  # the last variant takes the clusters left
-                got = left.copy()
-            else:
-                got = rng.hypergeometric(slots[j], after, left)
+            # the last variant takes the clusters left
+            got = (
+                left.copy() if j == len(present) - 1 else rng.hypergeometric(slots[j], after, left)
+            )
             sums[v] += got * kinds[k].imag
             sizes[v] += got * kinds[k].real
             slots[j] -= got
             left -= got
+    sums[present] += slots * kinds[-1].imag  # the last kind fills the slots left
+    sizes[present] += slots * kinds[-1].real
 
 
 def _deal_one_by_one(units, inside, n_variants, sums, sizes, rng) -> None:

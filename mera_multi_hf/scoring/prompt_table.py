@@ -35,6 +35,8 @@ def prompt_table(task, examples, result) -> dict:
     table = _as_arrays(result.examples, names)
     codes, firsts = _first_appearance(table["prompt_variant"])
     scores = _by_variant(table, names, codes, len(firsts))
+    # the strata numbered once, for the count of variants in each and for the test
+    strata = _first_appearance(table["prompt_stratum"]) if task.prompt_block else None
     rows = []
     for k, first in enumerate(firsts):
         example = examples[first]
@@ -60,10 +62,10 @@ def prompt_table(task, examples, result) -> dict:
     return {
         "n_variants": len(rows),
         "strata": task.prompt_block or None,
-        "variants_per_stratum": _per_stratum(table) if task.prompt_block else None,
+        "variants_per_stratum": _per_stratum(table, strata, codes) if strata else None,
         "variants": rows,
         "marker": _marker_share(rows, table, names),
-        "effect": _effect(task, result, table, codes + 1),
+        "effect": _effect(result, table, codes + 1, strata[0] if strata else None),
     }
 
 
@@ -72,7 +74,6 @@ def _as_arrays(table: dict, names) -> dict:
     return {
         **table,
         "cluster": np.asarray(table["cluster"]),
-        "group": np.asarray(table["group"]),
         "scores": {m: np.asarray(v, dtype=float) for m, v in table["scores"].items()},
     }
 
@@ -123,13 +124,14 @@ def _ratio(num, den, cell_variant, n_variants) -> dict:
     }
 
 
-def _per_stratum(table: dict) -> dict[str, int]:
-    """Stratum -> its number of distinct variants."""
-    pairs = set(zip(table["prompt_stratum"], table["prompt_variant"]))
-    counts: dict[str, int] = {}
-    for stratum, _ in pairs:
-        counts[str(stratum)] = counts.get(str(stratum), 0) + 1
-    return dict(sorted(counts.items()))
+def _per_stratum(table: dict, strata: tuple, codes: np.ndarray) -> dict[str, int]:
+    """Stratum -> its number of distinct variants (``strata``: the strata's numbers and
+    first rows; ``codes``: the variants' numbers)."""
+    stratum, firsts = strata
+    pairs = np.unique(stratum * (int(codes.max()) + 1) + codes)
+    counts = np.bincount(pairs // (int(codes.max()) + 1), minlength=len(firsts))
+    names = [str(table["prompt_stratum"][first]) for first in firsts]
+    return dict(sorted(zip(names, counts.tolist())))
 
 
 def _intervals(units: dict, table: dict) -> dict:
@@ -166,14 +168,13 @@ def _tested_metric(result, scores: dict) -> str | None:
     return None
 
 
-def _effect(task, result, table: dict, numbers: np.ndarray) -> dict | None:
+def _effect(result, table: dict, numbers: np.ndarray, strata) -> dict | None:
     """Whether the score depends on the variant (None: no per-example score to test);
     the variants go in as their numbers (integers: cheap to compare), as the table shows
     them."""
     metric = _tested_metric(result, table["scores"])
     if metric is None:
         return None
-    strata = _first_appearance(table["prompt_stratum"])[0] if task.prompt_block else None
     effect = permutation_test(
         table["scores"][metric],
         numbers,
