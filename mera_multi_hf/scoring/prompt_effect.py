@@ -154,10 +154,10 @@ def _sequential_p(units, n_variants, observed, rounds, stop_after, seed) -> tupl
     until ``stop_after`` reach ``observed`` (p = stop_after / shuffles up to that one) or
     ``rounds`` are drawn (p = (1 + reached) / (1 + rounds)). The batches follow a fixed
     schedule, so a seed gives one p-value."""
-    rng, reached, drawn = np.random.default_rng(seed), 0, 0
+    rng, reached, drawn, plan = np.random.default_rng(seed), 0, 0, _plan(units)
     while drawn < rounds:
         batch = min(rounds - drawn, max(FIRST_BATCH, drawn))
-        sums, sizes = _shuffled_totals(units, n_variants, batch, rng)
+        sums, sizes = _shuffled_totals(plan, n_variants, batch, rng)
         # float ties count as reaching it
         hits = np.cumsum(_statistic(sums, sizes) >= observed - 1e-9 * abs(observed) - 1e-12)
         if stop_after is not None and reached + hits[-1] >= stop_after:
@@ -223,29 +223,37 @@ def _cluster_strata(stratum, cluster, n_clusters) -> np.ndarray:
     return _codes([",".join(strata) for strata in joined])[0]
 
 
-def _shuffled_totals(units: dict, n_variants: int, rounds: int, rng) -> tuple:
+def _plan(units: dict) -> list[tuple]:
+    """How each stratum's shuffles are drawn, prepared once for every batch: a function
+    and its arguments (before the totals and the generator)."""
+    plan = []
+    order = np.argsort(units["stratum"], kind="stable")
+    for inside in np.split(order, np.cumsum(np.bincount(units["stratum"]))[:-1]):
+        kinds, many = _kinds(units["size"][inside], units["sum"][inside])
+        counts = np.bincount(units["variant"][inside])
+        present = np.flatnonzero(counts)
+        if len(many) * len(present) <= len(inside):
+            plan.append((_deal_kinds, (counts[present], kinds, many, present)))
+        else:
+            plan.append((_deal_one_by_one, (units, inside)))
+    return plan
+
+
+def _kinds(size, total) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (size, sum) pairs, as size + 1j * sum, and how many units have each
+    (each column numbered first: sorting integers is cheaper than hashing the pairs)."""
+    sizes, size_of = np.unique(size, return_inverse=True)
+    totals, total_of = np.unique(total, return_inverse=True)
+    keys, many = np.unique(size_of * len(totals) + total_of, return_counts=True)
+    return sizes[keys // len(totals)] + 1j * totals[keys % len(totals)], many
+
+
+def _shuffled_totals(plan: list, n_variants: int, rounds: int, rng) -> tuple:
     """(rounds, variants): each shuffle's per-variant sums of residuals and sizes."""
     sums = np.zeros((n_variants, rounds))
     sizes = np.zeros((n_variants, rounds))
-    for s in range(int(units["stratum"].max()) + 1):
-        inside = np.flatnonzero(units["stratum"] == s)
-        # a complex number sorts by its real part, then its imaginary: one key for the pair
-        kinds, many = np.unique(
-            units["size"][inside] + 1j * units["sum"][inside], return_counts=True
-        )
-        present = np.unique(units["variant"][inside])
-        if len(many) * len(present) <= len(inside):
-            _deal_kinds(
-                np.bincount(units["variant"][inside])[present],
-                kinds,
-                many,
-                present,
-                sums,
-                sizes,
-                rng,
-            )
-        else:
-            _deal_one_by_one(units, inside, n_variants, sums, sizes, rng)
+    for deal, args in plan:
+        deal(*args, sums, sizes, rng)
     return sums.T, sizes.T
 
 
@@ -278,9 +286,9 @@ def _deal_kinds(capacity, kinds, many, present, sums, sizes, rng) -> None:
     sizes[present] += slots * kinds[-1].real
 
 
-def _deal_one_by_one(units, inside, n_variants, sums, sizes, rng) -> None:
+def _deal_one_by_one(units, inside, sums, sizes, rng) -> None:
     """One stratum's shuffles as permuted labels (scores of many distinct values)."""
-    rounds, labels = sums.shape[1], units["variant"][inside]
+    (n_variants, rounds), labels = sums.shape, units["variant"][inside]
     step = max(1, CELLS_PER_CHUNK // max(1, len(inside)))
     for start in range(0, rounds, step):
         stop = min(rounds, start + step)
