@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from statistics import NormalDist
+from functools import cache
 
 import numpy as np
 
@@ -28,7 +28,6 @@ from mera_multi_hf.scoring.registry import GROUP_OF
 SEED = 20250601  # the bootstrap's seed, recorded in results.json
 RESAMPLES = 2000  # resamples per interval
 LEVEL = 0.95
-NORMAL_Z = NormalDist().inv_cdf(0.5 + LEVEL / 2)  # 1.96 at 0.95
 CELLS_PER_CHUNK = 4_000_000  # resample-by-cluster counts held at once (memory bound)
 
 
@@ -329,9 +328,18 @@ def normal_interval(units: Units, cluster: str) -> dict:
     return normal_record(units.value, stderr(units), cluster, len(units.num), units.n)
 
 
+@cache
+def _normal_z() -> float:
+    """The normal quantile of the LEVEL interval (1.96 at 0.95); statistics loads on first
+    use, not at import."""
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(0.5 + LEVEL / 2)
+
+
 def normal_record(value: float, se: float | None, cluster: str, n_clusters: int, n: int) -> dict:
     """:func:`normal_interval`'s record from a score's value and standard error."""
-    half = None if se is None else NORMAL_Z * se
+    half = None if se is None else _normal_z() * se
     return {
         "stderr": _num(se),
         "low": None if half is None else max(0.0, value - half),
