@@ -2,8 +2,9 @@
 whole `mera-multi evaluate --backend openai` process, and its request phase, against an
 ideal streaming client (N worker threads, stdlib HTTP, nothing but the requests), side by
 side in one script, rounds interleaved. Goals at 240 requests and concurrency 8: whole
-process / ideal <= 1.25, request phase / ideal <= 1.05, identical answers, and a sample
-log that is complete after a SIGKILL at a random moment and a rerun.
+process / ideal <= 1.05, request phase / ideal <= 1.05, CPU seconds at most lm-eval's,
+identical answers, and a sample log that is complete after a SIGKILL at a random moment
+and a rerun.
 
     python benchmarks/api_throughput.py                       # 240 requests, concurrency 8
     python benchmarks/api_throughput.py --baseline /path/to/older/checkout
@@ -18,6 +19,12 @@ sent (captured by the server in a first, warm-up run). ``--baseline DIR`` also r
 installed, its `local-chat-completions` model (``num_concurrent`` = the concurrency)
 sends the same bodies through ``generate_until`` (library start-up included, its task
 loading not).
+
+Every side runs with its bytecode compiled, as an installed package has it: our
+checkouts with a private ``PYTHONPYCACHEPREFIX`` filled by an untimed first run (with
+PYTHONDONTWRITEBYTECODE set, a checkout would compile each of its modules from source at
+every start), the ideal client and lm-eval from the site-packages' own bytecode. CPU
+seconds (user + system, the process and its children) are printed for every side.
 """
 
 from __future__ import annotations
@@ -164,14 +171,20 @@ json.dump(model.generate_until(instances, disable_tqdm=True), open(sys.argv[4], 
 """
 
 
-def env_for(checkout: Path) -> dict:
-    return dict(
+def env_for(checkout: Path, bytecode: Path | None = None) -> dict:
+    """The environment of one client; ``bytecode``: where a checkout's compiled modules
+    are kept between its runs."""
+    env = dict(
         os.environ,
         PYTHONPATH=str(checkout),
         HF_HUB_OFFLINE="1",
         HF_DATASETS_OFFLINE="1",
         TOKENIZERS_PARALLELISM="false",
     )
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if bytecode is not None:
+        env["PYTHONPYCACHEPREFIX"] = str(bytecode)
+    return env
 
 
 def ours_command(server, raw: Path, out: Path, concurrency: int) -> list[str]:
@@ -288,6 +301,15 @@ def ratio_line(name: str, values: list[float], base: list[float]) -> str:
     )
 
 
+def cpu_line(name: str, cpus: dict, against: str) -> str:
+    """``name``'s CPU seconds against another side's, round by round."""
+    ratios = [a / b for a, b in zip(cpus[name], cpus[against])]
+    return (
+        f"{name} CPU: median {statistics.median(cpus[name]):.2f} s, / {against} "
+        f"{statistics.median(ratios):.2f}x  (rounds: {', '.join(f'{r:.2f}' for r in ratios)})"
+    )
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=240)
@@ -311,8 +333,8 @@ def run(args, work: Path, make_raw) -> int:
     os.environ["MERA_MULTI_CACHE"] = str(work / "cache")
     raw = make_raw(work / "raw", args.requests)
     server = start_server()
-    env = env_for(ROOT)
-    # warm-up: the raw folder's one-time export, and the bodies for the ideal client
+    env = env_for(ROOT, work / "bytecode-ours")
+    # warm-up: the raw folder's one-time export, our bytecode, the ideal client's bodies
     reset(server, capture=True)
     subprocess.run(
         ours_command(server, raw, work / "warm", args.concurrency),
@@ -328,15 +350,24 @@ def run(args, work: Path, make_raw) -> int:
     expected = our_answers(work / "warm")
     assert len(server.capture) == args.requests, "the warm-up did not send every request"
     clients = {"ideal": None, "ours": ROOT}
+    envs = {"ideal": env_for(ROOT), "ours": env}
     if args.baseline:
         clients["baseline"] = Path(args.baseline).resolve()
+        envs["baseline"] = env_for(clients["baseline"], work / "bytecode-baseline")
+        subprocess.run(  # untimed: compiles the baseline's bytecode
+            ours_command(server, raw, work / "warm-baseline", args.concurrency),
+            env=envs["baseline"],
+            check=True,
+            capture_output=True,
+            cwd=work,
+        )
     lm_eval = (
         not args.no_lm_eval
         and subprocess.run([sys.executable, "-c", "import lm_eval"], capture_output=True).returncode
         == 0
     )
     if lm_eval:
-        clients["lm-eval"] = None
+        clients["lm-eval"], envs["lm-eval"] = None, env_for(ROOT)
     times = {name: [] for name in clients}
     phases = {name: [] for name in clients}
     cpus = {name: [] for name in clients}
@@ -368,7 +399,7 @@ def run(args, work: Path, make_raw) -> int:
             else:
                 out = work / f"out-{name}-{k}"
                 command = ours_command(server, raw, out, args.concurrency)
-            wall, phase, cpu = timed(server, command, env_for(checkout or ROOT))
+            wall, phase, cpu = timed(server, command, envs[name])
             times[name].append(wall)
             phases[name].append(phase)
             cpus[name].append(cpu)
@@ -397,9 +428,12 @@ def run(args, work: Path, make_raw) -> int:
     )
     print(
         "CPU seconds per process (median; the whole-process ratios grow with the machine's "
-        "load, CPU time does not): "
+        "load, CPU time less so): "
         + ", ".join(f"{n} {statistics.median(c):.2f}" for n, c in cpus.items())
     )
+    for name in clients:
+        if name != "ideal":
+            print(cpu_line(name, cpus, "lm-eval" if lm_eval and name != "lm-eval" else "ideal"))
     print("identical answers: " + ", ".join(f"{n} {same[n]}" for n in clients))
     print(
         kill_and_resume(

@@ -2,8 +2,6 @@
 
 from mera_multi_hf._version import __version__
 from mera_multi_hf.core.errors import MeraError  # noqa: E402
-from mera_multi_hf.tasks.spec import TaskSpec  # noqa: E402
-from mera_multi_hf.tasks.table import TASKS, get_task  # noqa: E402
 
 
 def _plain_bars_in_notebooks() -> None:
@@ -23,7 +21,15 @@ _plain_bars_in_notebooks()
 
 
 def __getattr__(name):
-    # Heavy pieces load on first use so `import mera_multi_hf` and the CLI stay quick.
+    # Pieces load on first use so `import mera_multi_hf` and the CLI stay quick.
+    if name in ("TASKS", "get_task"):
+        from mera_multi_hf.tasks import table
+
+        return getattr(table, name)
+    if name == "TaskSpec":
+        from mera_multi_hf.tasks.spec import TaskSpec
+
+        return TaskSpec
     if name == "load_task":
         from mera_multi_hf.data.loading import load_task
 

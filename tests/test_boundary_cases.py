@@ -122,6 +122,7 @@ def test_reports_share_a_folder_and_leave_the_runs_alone(run, home, tmp_path, ca
         "compare.json",
         "compare.md",
         "compare.png",
+        "compare_media",
         "leaderboard.json",
         "leaderboard.md",
         "leaderboard.png",
@@ -256,9 +257,17 @@ def test_files_honour_the_umask_and_gold_answers_stay_private(home, tmp_path, ca
     mode = {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.iterdir() if p.is_file()}
     doc = json.loads((out / "results.json").read_text())
     private = set(doc["run"]["gold_private"]["files"])
-    assert private == {"results.json", "results.html", "samples_ruhhh_image_test.jsonl"}
+    assert private == {
+        "results.json",
+        "results.html",
+        "results_media/",
+        "samples_ruhhh_image_test.jsonl",
+    }
     for name, bits in mode.items():
         assert bits == (0o600 if name in private else 0o640), (name, oct(bits))
+    media = out / "results_media"  # the page's media folder: as closed as the page
+    assert stat.S_IMODE(media.stat().st_mode) == 0o700 and list(media.iterdir())
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in media.iterdir())
 
 
 def test_the_cache_follows_the_same_no_link_rule(tmp_path, monkeypatch):

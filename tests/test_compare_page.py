@@ -16,7 +16,13 @@ import pytest
 from mera_multi_hf.cli.main import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_results_page import _chromium, _visible, needs_chromium  # noqa: E402
+from test_results_page import (  # noqa: E402
+    _chromium,
+    _visible,
+    media_paths,
+    needs_chromium,
+    page_rows,
+)
 
 FLIPPED = 5  # the first ids whose answer run B turns to the other letter
 
@@ -85,17 +91,13 @@ def compared(tmp_path_factory):
 def test_the_page_pairs_every_answer_with_its_outcome(compared):
     page, expected = compared
     text = page.read_text(encoding="utf-8")
-    found = dict(
-        (int(i), o)
-        for o, i in re.findall(
-            r'<tr class="ex ([a-z-]+)"[^>]*>\s*<td>ruhhh_image<br>id (\d+)', text
-        )
-    )
-    assert found == expected
+    rows = page_rows(text)
+    found = {r["id"]: r["outcome"] for r in rows if r["task"] == "ruhhh_image"}
+    assert found == expected and len(rows) == len(expected)
     assert sum(o in ("only-a", "only-b") for o in found.values()) == FLIPPED
     assert "http://" not in text and "https://" not in text  # nothing from the network
     # ruHHH-Image's test split is private: no gold answer on the page
-    assert text.count("(private split: not shown)") == len(expected)
+    assert [r["gold"] for r in rows] == ["(private split: not shown)"] * len(expected)
 
 
 @needs_chromium
@@ -109,16 +111,26 @@ def test_the_outcome_filter_shows_only_those_rows_in_chromium(compared):
 
 def test_the_page_lists_ids_by_number_with_their_media(compared):
     page, expected = compared
-    text = page.read_text(encoding="utf-8")
-    rows = re.findall(
-        r'<tr class="ex [a-z-]+"[^>]*>\s*<td>ruhhh_image<br>id (\d+)</td>(.*?)</tr>', text, re.S
-    )
-    ids = [int(i) for i, _ in rows]
+    rows = page_rows(page.read_text(encoding="utf-8"))
+    ids = [r["id"] for r in rows]
     assert ids == sorted(expected) and max(ids) >= 10  # 1, 2, ..., 10, not 1, 10, 11, 2
-    # each row's media cell holds the example's picture, as results.html shows it
-    for _, cells in rows:
-        media = re.match(r'<td class="media">(.*?)</td>', cells, re.S).group(1)
-        assert re.search(r'<img src="data:image/jpeg;base64,[A-Za-z0-9+/=]{200,}"', media)
+    # each row holds the example's picture, as results.html shows it, in compare_media/
+    assert all([m["kind"] for m in r["media"]] == ["image"] for r in rows)
+    paths = media_paths(rows)
+    stored = sorted(f"compare_media/{p.name}" for p in (page.parent / "compare_media").iterdir())
+    assert stored == sorted(set(paths)) and len(stored) < len(paths)  # shared pictures once
+
+
+@needs_chromium
+def test_each_row_shows_its_picture_from_the_folder_in_chromium(compared):
+    page, _ = compared
+    rows = page_rows(page.read_text(encoding="utf-8"))
+    dom = _chromium("--dump-dom", url=page.as_uri()).stdout
+    cells = re.findall(r'<td class="media">(.*?)</td>', dom, re.S)
+    assert len(cells) == len(rows)
+    assert all(
+        re.fullmatch(r'<img src="compare_media/[0-9a-f]{16}\.jpg" alt="image">', c) for c in cells
+    )
 
 
 def _score_table(text: str) -> list[list[str]]:

@@ -196,7 +196,7 @@ def test_export_writes_space_folders(exported):
         for dist in requirements:
             assert __import__("importlib.metadata").metadata.version(dist)
     judge_reqs = _requirements(exported / "judge_score")
-    assert {"requests", "urllib3", "numpy"} <= set(judge_reqs)
+    assert {"certifi", "urllib3", "numpy"} <= set(judge_reqs)
 
 
 def _tree(folder: Path) -> dict[str, bytes]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import stat
 import zipfile
 
 import datasets
@@ -58,6 +60,7 @@ def test_submission_and_its_public_logs_carry_no_private_gold(tmp_path, capsys):
         "samples_ruhhh_image_test.jsonl",
         "results.json",
         "results.html",
+        "results_media/",
     ]
     assert run["gold_private"]["local_only"] == LOCAL_ONLY
     assert f'class="local-only" role="alert"><strong>{LOCAL_ONLY}' in (
@@ -146,6 +149,7 @@ def test_scores_of_a_private_split_are_marked_local(tmp_path):
     assert json.loads((out / "results.json").read_text())["run"]["gold_private"]["files"] == [
         "results.json",
         "results.html",
+        "results_media/",
     ]
     with zipfile.ZipFile(out / "submission.zip") as zf:  # the layout of evaluate's ZIP
         assert zf.namelist() == ["ruHHH_Image.json", "logs_public.zip"]
@@ -187,9 +191,14 @@ def test_a_comparison_of_private_runs_is_marked_local_only(tmp_path):
         doc = json.loads((out / "compare.json").read_text(encoding="utf-8"))
         page = (out / "compare.html").read_text(encoding="utf-8")
         assert (doc["gold_private"] is not None) is marked and (LOCAL_ONLY in page) is marked
+        media = out / "compare_media"  # the page's media follow its privacy
+        closed = {stat.S_IMODE(os.stat(p).st_mode) for p in [media, *media.iterdir()]}
+        assert list(media.iterdir()) and (closed <= {0o700, 0o600}) is marked
         if marked:
             assert doc["gold_private"]["tasks"] == ["ruhhh_image"]
             assert doc["gold_private"]["local_only"] == LOCAL_ONLY
+            assert "compare_media/" in doc["gold_private"]["files"]
+            assert stat.S_IMODE(os.stat(out / "compare.html").st_mode) == 0o600
         assert LOCAL_ONLY not in (out / "compare.md").read_text(encoding="utf-8")
 
 
@@ -220,9 +229,13 @@ def test_a_split_made_private_by_its_data_gets_the_banner_and_a_closed_page(tmp_
         encoding="utf-8"
     )
     assert stat.S_IMODE(os.stat(page).st_mode) == 0o600
+    # the page's media folder follows the page: closed, and listed with it
+    media = out / "results_media"
+    assert stat.S_IMODE(os.stat(media).st_mode) == 0o700 and list(media.iterdir())
+    assert all(stat.S_IMODE(os.stat(p).st_mode) == 0o600 for p in media.iterdir())
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert results["tasks"]["rucommonvqa"]["private"] is True
-    assert "results.html" in results["run"]["gold_private"]["files"]
+    assert {"results.html", "results_media/"} <= set(results["run"]["gold_private"]["files"])
     local = _lines((out / "samples_rucommonvqa_test.jsonl").read_bytes())
     assert len(local) == 3 and all(r["gold_private"] is True for r in local)
     with zipfile.ZipFile(out / "submission.zip") as zf:

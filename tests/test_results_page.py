@@ -1,11 +1,11 @@
-"""results.html: every answer of a run on one self-contained page, written by evaluate,
-score and `mera-multi view`; checked in a real headless Chromium (the page loads without
-console errors, the filters change the visible rows, the media load) and a screenshot
-is kept as a test artifact."""
+"""results.html: every answer of a run on one page, its media in results_media/ beside it,
+written by evaluate, score and `mera-multi view`; checked in a real headless Chromium
+(the page loads without console errors, the rows are drawn a page at a time, the filters
+change the drawn rows, the media load) and a screenshot is kept as a test artifact."""
 
 from __future__ import annotations
 
-import base64
+import hashlib
 import io
 import json
 import os
@@ -48,20 +48,42 @@ def run_dir(tmp_path_factory):
     return out
 
 
-def _rows(page: str) -> list[str]:
-    return re.findall(r'<tr class="ex [^"]*"[^>]*>', page)
+def page_rows(page: str) -> list[dict]:
+    """The rows a page holds (its JSON data), each a dict of fields."""
+    data = json.loads(
+        re.search(r'<script type="application/json" id="page-data">(.*?)</script>', page, re.S)[1]
+    )
+    return [dict(zip(data["fields"], values)) for values in data["rows"]]
 
 
-def test_evaluate_writes_a_self_contained_page(run_dir):
+def media_paths(rows: list[dict]) -> list[str]:
+    """Every media file the rows name (relative to the page), in row order."""
+    return [p for r in rows for m in r["media"] for p in [m.get("src"), *m.get("frames", [])] if p]
+
+
+def test_evaluate_writes_a_page_with_its_media_beside_it(run_dir):
     page = (run_dir / "results.html").read_text(encoding="utf-8")
-    assert len(_rows(page)) == 15  # 5 tasks x 3 examples
-    # no network: nothing is fetched from elsewhere
+    rows = page_rows(page)
+    assert len(rows) == 15 and '<tr class="ex' not in page  # 5 tasks x 3, drawn by the browser
+    # no network: nothing is fetched from elsewhere; no medium inside the page
     assert not re.search(r'(src|href)="(https?:)?//', page) and "@import" not in page
-    assert page.count("data:image/jpeg;base64,") >= 6  # ruHHH and ruTiE thumbnails
-    assert "<audio controls" in page and "<video controls" in page
+    assert "base64" not in page and "data:" not in page
+    kinds = [m["kind"] for r in rows for m in r["media"]]
+    assert kinds.count("image") >= 6 and "audio" in kinds and "video" in kinds
+    paths = media_paths(rows)
+    assert paths and all(
+        re.fullmatch(r"results_media/[0-9a-f]{16}\.(jpg|wav|webm)", p) for p in paths
+    )
+    stored = sorted(
+        p.relative_to(run_dir).as_posix() for p in (run_dir / "results_media").iterdir()
+    )
+    assert stored == sorted(set(paths))  # each medium once, and only those the rows name
+    for name in stored:  # named by the sha256 of its bytes
+        assert hashlib.sha256((run_dir / name).read_bytes()).hexdigest().startswith(name[14:30])
     doc = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
-    assert "results.html" in doc["run"]["files"]
-    assert "results.html" in (run_dir / ".mera-multi-outputs.json").read_text()
+    marker = json.loads((run_dir / MARKER).read_text(encoding="utf-8"))
+    for name in ["results.html", *stored]:  # listed with the run's other outputs
+        assert name in doc["run"]["files"] and marker["files"][name] == "run"
 
 
 class _Tables(HTMLParser):
@@ -122,33 +144,43 @@ def test_the_page_summary_says_what_results_md_says(run_dir):
 
 
 def test_gold_is_shown_only_where_the_split_may_show_it(run_dir):
-    page = (run_dir / "results.html").read_text(encoding="utf-8")
-    private = re.findall(r'data-task="rutie_image".*?</tr>', page, flags=re.S)
-    public = re.findall(r'data-task="ruenvaqa".*?</tr>', page, flags=re.S)
-    assert private and all("hidden (private split)" in row for row in private)
-    assert public and not any("hidden (private split)" in row for row in public)
+    rows = page_rows((run_dir / "results.html").read_text(encoding="utf-8"))
+    private = [r for r in rows if r["task"] == "rutie_image"]
+    public = [r for r in rows if r["task"] == "ruenvaqa"]
+    assert private and all(r["gold"] == "hidden (private split)" for r in private)
+    assert public and not any(r["gold"] == "hidden (private split)" for r in public)
     # the dialogue's earlier turns are shown with the model's reduced answer
-    assert any('class="history"' in row for row in private)
+    assert any(r["history"] and "answer" in r["history"][0] for r in private)
 
 
 def test_view_rebuilds_the_page_of_an_older_run(run_dir, tmp_path, capsys):
     old = tmp_path / "old"
     shutil.copytree(run_dir, old)
     marker = json.loads((old / MARKER).read_text(encoding="utf-8"))  # made here, by a version
+    before_page = {n for n in marker["files"] if n != "results.html" and "_media/" not in n}
     (old / MARKER).write_text(
-        json.dumps(
-            {
-                "folder": os.path.realpath(old),  # before the page
-                "files": sorted(set(marker["files"]) - {"results.html"}),
-            }
-        )
+        json.dumps({"folder": os.path.realpath(old), "files": sorted(before_page)})
     )
     (old / "results.html").unlink()
+    shutil.rmtree(old / "results_media")
     assert main(["view", str(old)]) == 0
-    rebuilt = (old / "results.html").read_text(encoding="utf-8")
-    original = (run_dir / "results.html").read_text(encoding="utf-8")
-    assert _rows(rebuilt) == _rows(original)
-    assert rebuilt.count("data:image/jpeg") == original.count("data:image/jpeg")
+    rebuilt = page_rows((old / "results.html").read_text(encoding="utf-8"))
+    original = page_rows((run_dir / "results.html").read_text(encoding="utf-8"))
+    assert [(r["task"], r["id"], r["prompt"]) for r in rebuilt] == [
+        (r["task"], r["id"], r["prompt"]) for r in original
+    ]
+    assert [m["kind"] for r in rebuilt for m in r["media"]] == [
+        m["kind"] for r in original for m in r["media"]
+    ]
+    assert all((old / p).is_file() for p in media_paths(rebuilt))
+    listed = json.loads((old / MARKER).read_text(encoding="utf-8"))
+    assert all(listed["files"].get(p) == "run" for p in media_paths(rebuilt))
+    assert main(["view", str(old)]) == 0  # again: the same files (bit-exact), none twice
+    again = page_rows((old / "results.html").read_text(encoding="utf-8"))
+    assert media_paths(again) == media_paths(rebuilt)
+    assert sorted(p.name for p in (old / "results_media").iterdir()) == sorted(
+        {p.split("/")[1] for p in media_paths(again)}
+    )
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "results.json").write_text("{}", encoding="utf-8")
     assert main(["view", str(tmp_path / "mine")]) == 2
@@ -187,35 +219,36 @@ def test_score_writes_the_page_with_the_model_name(tmp_path):
     md = (out / "results.md").read_text(encoding="utf-8")
     assert "MERA Multi results: org/my-vlm" in page and "# MERA Multi results: org/my-vlm" in md
     assert "my-predictions" not in md.splitlines()[0]
-    assert len(_rows(page)) == len(ids) and "<audio controls" in page
+    rows = page_rows(page)
+    assert len(rows) == len(ids) and {m["kind"] for r in rows for m in r["media"]} == {"audio"}
+    assert all((out / p).is_file() for p in media_paths(rows))
     assert "[results.html](results.html)" in md
 
 
-def test_the_page_stays_small_on_the_whole_sample(tmp_path):
-    from PIL import Image
-
+@pytest.fixture(scope="module")
+def whole_sample(tmp_path_factory):
+    """The page of every bundled sample example (152 rows, more than the browser draws at
+    first), written with its media folder: (folder, the page with media, the same page
+    with none, the media folder)."""
     from mera_multi_hf.data.examples import make_examples, media_of
     from mera_multi_hf.data.loading import load_task
-    from mera_multi_hf.reporting.results_page import THUMBNAIL, render, task_rows
+    from mera_multi_hf.reporting.page_media import MediaFolder
+    from mera_multi_hf.reporting.results_page import MEDIA_FOLDER, render, task_rows
     from mera_multi_hf.scoring.records import RunRecord, TaskResult
     from mera_multi_hf.tasks.table import TASKS as ALL
 
-    rows, results = [], []
+    media, rows, bare, results = MediaFolder(MEDIA_FOLDER), [], [], []
     for key, task in ALL.items():
         ds = load_task(task, source="sample", split="test")
         examples = make_examples(task, ds)
         records = [
-            {
-                "id": e.id,
-                "prompt": e.prompt,
-                "generation": "A",
-                "filtered": "A",
-                "target": e.gold,
-                "metrics": {},
-            }
+            {"id": e.id, "prompt": e.prompt, "generation": "A", "filtered": "A", "metrics": {}}
             for e in examples
         ]
-        rows += task_rows(key, "test", records, examples, media_of(task, examples, ds))
+        rows += task_rows(
+            key, "test", records, examples, media_of(task, examples, ds), folder=media
+        )
+        bare += task_rows(key, "test", records, examples)
         results.append(
             TaskResult(
                 key,
@@ -230,11 +263,61 @@ def test_the_page_stays_small_on_the_whole_sample(tmp_path):
                 {},
             )
         )
-    page = render(results, RunRecord.from_dict({"model": "m"}), rows)
-    assert len(rows) > 100 and len(page) < 2_000_000
-    for uri in re.findall(r'data:image/jpeg;base64,([^"]+)', page):
-        with Image.open(io.BytesIO(base64.b64decode(uri))) as img:
-            assert img.width <= THUMBNAIL[0] and img.height <= THUMBNAIL[1]
+    run = RunRecord.from_dict({"model": "m"})
+    out = tmp_path_factory.mktemp("whole")
+    (out / "results.html").write_text(render(results, run, rows), encoding="utf-8")
+    for name, data in media.files.items():
+        (out / name).parent.mkdir(exist_ok=True)
+        (out / name).write_bytes(data)
+    return (
+        out,
+        (out / "results.html").read_text(encoding="utf-8"),
+        render(results, run, bare),
+        media,
+    )
+
+
+def test_the_page_holds_rows_and_names_each_medium_once(whole_sample):
+    from PIL import Image
+
+    from mera_multi_hf.reporting.results_page import THUMBNAIL
+
+    out, page, bare, media = whole_sample
+    rows = page_rows(page)
+    assert len(rows) == 152 and "base64" not in page and "data:" not in page
+    paths = media_paths(rows)
+    assert len(paths) > 150 and set(paths) == set(media.files)  # every path resolves
+    assert all((out / p).is_file() for p in paths)
+    # each distinct medium once: ruHHH-Image's pairs share their picture, stored once
+    ruhhh = [m["src"] for r in rows if r["task"] == "ruhhh_image" for m in r["media"]]
+    assert len(ruhhh) == 26 and len(set(ruhhh)) < len(ruhhh) / 2
+    digests = [hashlib.sha256(data).hexdigest() for data in media.files.values()]
+    assert len(set(digests)) == len(digests) < len(paths) / 2
+    # the page grows by a path per medium, far less than the media themselves
+    stored = sum(map(len, media.files.values()))
+    assert stored > 200_000 and len(page) - len(bare) < stored / 10
+    for name, data in media.files.items():
+        if name.endswith(".jpg"):
+            with Image.open(io.BytesIO(data)) as img:
+                assert img.width <= THUMBNAIL[0] and img.height <= THUMBNAIL[1]
+
+
+@needs_chromium
+def test_the_browser_draws_the_rows_a_page_at_a_time(whole_sample):
+    out, page, _, _ = whole_sample
+    url = (out / "results.html").as_uri()
+    proc = _chromium("--dump-dom", url=url)
+    console = [ln for ln in proc.stderr.splitlines() if "CONSOLE" in ln]
+    assert proc.returncode == 0 and not console, console
+    assert len(_visible(proc.stdout)) == 100 and "152 of 152 examples" in proc.stdout
+    assert re.search(r'<img src="results_media/[0-9a-f]{16}\.jpg"', proc.stdout)
+    # a filter searches all rows, not only those drawn
+    dom = _chromium("--dump-dom", url=url + "#task=realvideoqa").stdout
+    assert len(_visible(dom)) == 6 and all('data-task="realvideoqa"' in r for r in _visible(dom))
+    # a row's own link draws the rows down to it
+    last = page_rows(page)[-1]
+    dom = _chromium("--dump-dom", url=f"{url}#{last['task']}-{last['id']}").stdout
+    assert len(_visible(dom)) == 152
 
 
 # In a real browser.
@@ -287,8 +370,11 @@ def test_the_page_in_chromium_loads_filters_and_plays(run_dir, tmp_path):
     assert verdicts["right"] + verdicts["wrong"] == 15
     # every media element loads: a copy of the page reports what the browser decoded
     probe = tmp_path / "probe.html"
-    probe.write_text(
-        page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8"
+    probe.write_text(  # its media are the run's, beside the page
+        page.read_text(encoding="utf-8")
+        .replace("<head>", f'<head><base href="{run_dir.as_uri()}/">')
+        .replace("</body>", PROBE + "</body>"),
+        encoding="utf-8",
     )
     dom = _chromium("--dump-dom", url=probe.as_uri()).stdout
     report = json.loads(re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S).group(1))
@@ -308,7 +394,7 @@ def test_the_page_in_chromium_loads_filters_and_plays(run_dir, tmp_path):
 
 
 # Waits for every image, audio and video element to load (or fail), then writes what
-# the browser decoded into the page.
+# the browser decoded into the page (a copy of it, whose <base> is the run's folder).
 PROBE = """<pre id="probe"></pre><script>
 (function () {
   var media = Array.prototype.slice.call(document.querySelectorAll("audio, video"));
@@ -318,7 +404,12 @@ PROBE = """<pre id="probe"></pre><script>
       m.addEventListener("loadedmetadata", done); m.addEventListener("error", done);
       m.load();
     });
-  });
+  }).concat(Array.prototype.slice.call(document.querySelectorAll("img")).map(function (i) {
+    return new Promise(function (done) {
+      if (i.complete) { return done(); }
+      i.addEventListener("load", done); i.addEventListener("error", done);
+    });
+  }));
   Promise.all(waits).then(function () {
     var q = function (s) { return Array.prototype.slice.call(document.querySelectorAll(s)); };
     document.getElementById("probe").textContent = JSON.stringify({
@@ -337,20 +428,17 @@ PROBE = """<pre id="probe"></pre><script>
 
 
 def _clip_seconds(run_dir) -> list[float]:
-    """The length of each clip the page embeds, in page order, decoded here (PyAV for the
-    videos, soundfile for the audio), as the browser should report it."""
+    """The length of each clip the page shows, in page order, decoded here from its file
+    in the media folder (PyAV for the videos, soundfile for the audio), as the browser
+    should report it."""
     import av
     import soundfile
 
-    page = (run_dir / "results.html").read_text(encoding="utf-8")
+    rows = page_rows((run_dir / "results.html").read_text(encoding="utf-8"))
     out = []
-    for kind, data in re.findall(
-        r'<(video|audio) controls preload="metadata" '
-        r'src="data:[^;]+;base64,([^"]+)"',
-        page,
-    ):
-        raw = io.BytesIO(base64.b64decode(data))
-        if kind == "audio":
+    for m in (m for r in rows for m in r["media"] if m["kind"] in ("audio", "video")):
+        raw = io.BytesIO((run_dir / m["src"]).read_bytes())
+        if m["kind"] == "audio":
             info = soundfile.info(raw)
             out.append(info.frames / info.samplerate)
             continue
@@ -359,40 +447,51 @@ def _clip_seconds(run_dir) -> list[float]:
     return out
 
 
+@needs_chromium
 def test_the_page_says_how_long_each_audio_clip_is(run_dir):
-    page = (run_dir / "results.html").read_text(encoding="utf-8")
-    shown = re.findall(r'<audio controls[^>]*></audio><span class="note">([\d.]+) s</span>', page)
-    audio = [
-        s
-        for k, s in zip(re.findall(r"<(video|audio) controls", page), _clip_seconds(run_dir))
-        if k == "audio"
-    ]
+    dom = _chromium("--dump-dom", url=(run_dir / "results.html").as_uri()).stdout
+    shown = re.findall(
+        r'<audio controls="" preload="metadata" src="[^"]+"></audio><span class="note">([\d.]+) s</span>',
+        dom,
+    )
+    rows = page_rows((run_dir / "results.html").read_text(encoding="utf-8"))
+    kinds = [m["kind"] for r in rows for m in r["media"] if m["kind"] in ("audio", "video")]
+    audio = [s for k, s in zip(kinds, _clip_seconds(run_dir)) if k == "audio"]
     assert shown and [float(s) for s in shown] == [round(s, 1) for s in audio]
 
 
-def _video_rows(key="commonvideoqa", limit=None):
+def _video_rows(key="commonvideoqa", limit=None, folder=None):
     from mera_multi_hf.data.examples import make_examples, media_of
     from mera_multi_hf.data.loading import load_task
-    from mera_multi_hf.reporting.results_page import task_rows
+    from mera_multi_hf.reporting.page_media import MediaFolder
+    from mera_multi_hf.reporting.results_page import MEDIA_FOLDER, task_rows
     from mera_multi_hf.tasks.table import TASKS as ALL
 
     ds = load_task(ALL[key], source="sample", split="test")
     examples = make_examples(ALL[key], ds)[:limit]
     records = [{"id": e.id, "generation": "A"} for e in examples]
-    return task_rows(key, "test", records, examples, media_of(ALL[key], examples, ds))
+    folder = MediaFolder(MEDIA_FOLDER) if folder is None else folder
+    return task_rows(
+        key, "test", records, examples, media_of(ALL[key], examples, ds), folder=folder
+    )
 
 
 def test_a_clip_that_cannot_be_re_encoded_shows_its_frames(monkeypatch):
     from mera_multi_hf.reporting import results_page as results_html
+    from mera_multi_hf.reporting.page_media import MediaFolder
 
-    (playable,) = _video_rows(limit=1)[0]["media"]
-    assert playable["kind"] == "video" and playable["src"].startswith("data:video/webm;base64,")
+    folder = MediaFolder("results_media")
+    (playable,) = _video_rows(limit=1, folder=folder)[0]["media"]
+    assert playable["kind"] == "video" and folder.files[playable["src"]][:4] == b"\x1aE\xdf\xa3"
     # an encoder that refuses its settings, as a PyAV built without libvpx would refuse
     monkeypatch.setattr(results_html, "VP9_OPTIONS", {"deadline": "no-such-deadline"})
-    rows = _video_rows(limit=1)
+    folder = MediaFolder("results_media")
+    rows = _video_rows(limit=1, folder=folder)
     (item,) = rows[0]["media"]
     assert item["kind"] == "note" and "could not be re-encoded" in item["note"]
-    assert len(item["frames"]) == 3 and all(f.startswith("data:image/jpeg") for f in item["frames"])
+    assert len(item["frames"]) == 3 and all(
+        folder.files[f][:2] == b"\xff\xd8" for f in item["frames"]
+    )
     from mera_multi_hf.scoring.records import RunRecord, TaskResult
     from mera_multi_hf.tasks.table import get_task
 
@@ -410,8 +509,7 @@ def test_a_clip_that_cannot_be_re_encoded_shows_its_frames(monkeypatch):
         {},
     )
     page = results_html.render([result], RunRecord.from_dict({"model": "m"}), rows)
-    assert page.count('class="frame"') == 3 and "its frames are shown" in page
-    assert "<video" not in page
+    assert "its frames are shown" in page and page_rows(page)[0]["media"][0]["frames"]
 
 
 def test_a_whole_video_split_costs_seconds():
@@ -427,11 +525,33 @@ def test_a_whole_video_split_costs_seconds():
         assert took < 5 + 0.2 * len(rows), (key, took)
 
 
-def test_a_big_run_keeps_the_page_within_its_media_budget():
-    from mera_multi_hf.reporting.results_page import _within_budget
+def test_a_media_folder_is_replaced_whole_and_closed_with_its_page(tmp_path):
+    """What the pages' writers ask of the boundary: a set of many files (one sync, not an
+    fsync each), a media folder replaced whole beside files that stay, and a folder
+    listed as private ("name/") closed with every file in it."""
+    import stat
 
-    item = {"kind": "image", "field": "image", "src": "data:image/jpeg;base64," + "A" * 1000}
-    rows = [{"media": [dict(item)]} for _ in range(10)]
-    _within_budget(rows, budget=5000)
-    kinds = [r["media"][0]["kind"] for r in rows]
-    assert kinds[:4] == ["image"] * 4 and set(kinds[5:]) == {"note"}
+    from mera_multi_hf.core.outputs import add_files
+    from mera_multi_hf.core.outputs.fs import SYNC_EACH_UP_TO
+
+    out, many = tmp_path / "reports", SYNC_EACH_UP_TO + 36
+    first = {f"compare_media/{i:016x}.jpg": bytes([i]) * 10 for i in range(many)}
+    add_files(out, {"compare.md": "a", **first}, kind="report", replaces=["compare_media/"])
+    assert len(list((out / "compare_media").iterdir())) == many
+    assert stat.S_IMODE((out / "compare_media").stat().st_mode) != 0o700
+    second = {"compare_media/ffffffffffffffff.jpg": b"new"}
+    add_files(
+        out,
+        {"compare.html": "b", **second},
+        kind="report",
+        private=["compare.html", "compare_media/"],
+        replaces=["compare_media/"],
+    )
+    assert [p.name for p in (out / "compare_media").iterdir()] == ["ffffffffffffffff.jpg"]
+    assert (out / "compare.md").read_text() == "a"  # outside the replaced folder: kept
+    assert stat.S_IMODE((out / "compare_media").stat().st_mode) == 0o700
+    for name in ("compare.html", "compare_media/ffffffffffffffff.jpg"):
+        assert stat.S_IMODE((out / name).stat().st_mode) == 0o600
+    assert stat.S_IMODE((out / "compare.md").stat().st_mode) != 0o600
+    marker = json.loads((out / MARKER).read_text(encoding="utf-8"))
+    assert sorted(marker["files"]) == ["compare.html", "compare.md", *second]

@@ -341,11 +341,16 @@ def test_scoring_a_runner_sample_log_reproduces_the_run(tmp_path):
     protocol = ("revision", "backend", "dtype", "backend_options", "generation", "seed")
     assert {k: rescored["run"][k] for k in protocol} == {k: ran["run"][k] for k in protocol}
     # the private split's gold: in the run's sample file and results.json, the score's results
-    assert rescored["run"]["gold_private"]["files"] == ["results.json", "results.html"]
+    assert rescored["run"]["gold_private"]["files"] == [
+        "results.json",
+        "results.html",
+        "results_media/",
+    ]
     assert ran["run"]["gold_private"]["files"] == [
         "samples_ruhhh_image_test.jsonl",
         "results.json",
         "results.html",
+        "results_media/",
     ]
 
 

@@ -160,6 +160,7 @@ def test_data_that_is_private_keeps_its_answers_out_of_the_zip(tmp_path, capsys,
         "samples_ruclevr_test.jsonl",
         "results.json",
         "results.html",  # its per-example verdicts come from the gold too
+        "results_media/",  # the page's media folder follows the page
     ]
 
 

@@ -133,3 +133,19 @@ def test_model_index_carries_each_standard_error():
     metrics = {m["type"]: m["value"] for m in block["model-index"][0]["results"][0]["metrics"]}
     assert metrics["exact_match"] == round(result.metrics["exact_match"], 4)
     assert metrics["exact_match_stderr"] == round(result.uncertainty["exact_match"]["stderr"], 4)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 19, 20, 21, 240, 2000])
+@pytest.mark.parametrize("columns", [None, 3])
+def test_the_percentile_interval_is_numpys_quantile_to_the_bit(n, columns):
+    rng = np.random.default_rng(n)
+    shape = (n,) if columns is None else (n, columns)
+    for values in (
+        rng.random(shape),
+        rng.integers(0, 4, shape) / 7,
+        np.round(rng.normal(size=shape), 2),
+    ):
+        alpha = (1 - U.LEVEL) / 2
+        want = np.quantile(values, [alpha, 1 - alpha], axis=0)
+        got = U.percentile_interval(values)
+        assert all(np.array_equal(np.asarray(g), w) for g, w in zip(got, want))

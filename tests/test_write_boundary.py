@@ -104,6 +104,7 @@ ALLOWED = {
     ("reporting/compare_chart.py", "savefig"): "into an in-memory buffer",
     ("reporting/leaderboard.py", "savefig"): "into an in-memory buffer",
     ("reporting/results_page.py", "save"): "a PIL thumbnail into an in-memory buffer",
+    ("reporting/chart_canvas.py", "save"): "the chart's PNG into an in-memory buffer",
     ("reporting/results_page.py", "open"): "PyAV writes the WebM preview into an in-memory buffer",
     ("demo/sample_data/*", "*"): "the developer command that rewrites the bundled raw samples "
     "inside the package (python -m mera_multi_hf.demo.sample_data)",

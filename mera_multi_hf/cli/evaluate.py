@@ -74,6 +74,13 @@ def options_parser():
 def cmd_evaluate(options: list[str]) -> int:
     """`mera-multi evaluate OPTIONS`: parse the options into a RunConfig and run it."""
     values = vars(options_parser().parse_args(options))  # --help stops here, nothing loaded
+    from mera_multi_hf.core.masking import masked_logs
+
+    with masked_logs():  # what the run logs, masked (cli.main masks the rest)
+        return _run(values, options)
+
+
+def _run(values: dict, options: list[str]) -> int:
     from mera_multi_hf.generation.launch import check_processes, launch, under_launcher
 
     launch_options = LaunchOptions(values.pop("processes"), values.pop("allow_oversubscribe"))

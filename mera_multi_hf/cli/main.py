@@ -7,9 +7,8 @@ import errno
 import os
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
-from mera_multi_hf.core import json_read, masking
+from mera_multi_hf.core import masking
 from mera_multi_hf.core.arguments import (
     OVERWRITE_HELP,
     Parser,
@@ -120,7 +119,7 @@ def cmd_build(options: BuildOptions) -> int:
     check_extras([task])  # its media decoders import, before anything is read
     shard_size(options.max_shard_size)
     raw = resolve_source(task, options.raw)
-    if Path(raw).is_dir():  # another task's folder is named as such, not as field errors
+    if os.path.isdir(raw):  # another task's folder is named as such, not as field errors
         check_data_task(task, raw, "raw")
     # no datasets bars (two or more per split): the one line is the "wrote" below, and an
     # error stays one line
@@ -249,7 +248,7 @@ def check_encodable(argv: list[str]) -> None:
     Python as lone surrogates) is refused before any work: every output (the folder's
     marker, results.json) records names as UTF-8 text."""
     for i, arg in enumerate(argv):
-        if json_read.SURROGATE.search(arg):
+        if not _is_utf8(arg):
             option = (
                 argv[i - 1]
                 if i and argv[i - 1].startswith("--") and "=" not in arg
@@ -260,6 +259,14 @@ def check_encodable(argv: list[str]) -> None:
                 f"{option} '{shown}' is not UTF-8 text: name files and folders in "
                 "UTF-8 (nothing was written)"
             )
+
+
+def _is_utf8(arg: str) -> bool:
+    try:
+        arg.encode("utf-8")  # a lone surrogate does not encode
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,7 +280,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.excepthook = masking.excepthook  # an unexpected traceback is masked too
     masking.remember_environment()
     try:
-        with masking.masked_console():  # whatever the command prints, warns or logs
+        # whatever the command prints or warns; what it logs from where its work starts
+        # (add_command's runner, evaluate's): --help loads no logging
+        with masking.masked_console(logs=False):
             return _main(sys.argv[1:] if argv is None else list(argv))
     except BrokenPipeError:  # the reader stopped early (`mera-multi tasks | head -3`)
         from mera_multi_hf.core.outputs import discard_stdout
@@ -299,7 +308,7 @@ def _main(argv: list[str]) -> int:
         parser.print_help()
         return 2
     try:
-        from mera_multi_hf.tasks.table import import_task_modules
+        from mera_multi_hf.tasks import import_task_modules
 
         import_task_modules()  # tasks declared outside the package ($MERA_MULTI_TASKS)
         return args.func(args) or 0

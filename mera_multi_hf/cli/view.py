@@ -60,9 +60,13 @@ def _records(run_dir: Path, run: dict, task, split, examples, result) -> list[di
     )
 
 
-def page_of(run_dir: Path) -> str:
-    from mera_multi_hf.reporting.results_page import render, task_rows
+def page_of(run_dir: Path) -> tuple[dict, bool]:
+    """results.html of the run and its media files (name -> content), and whether the
+    page holds what a private split's gold answers give (closed, as evaluate writes it)."""
+    from mera_multi_hf.reporting.page_media import MediaFolder
+    from mera_multi_hf.reporting.results_page import MEDIA_FOLDER, PAGE_NAME, render, task_rows
     from mera_multi_hf.scoring.records import Results
+    from mera_multi_hf.scoring.run_results import gold_derived
     from mera_multi_hf.tasks.table import get_task
 
     try:
@@ -77,6 +81,7 @@ def page_of(run_dir: Path) -> str:
     run, results = doc.run.to_dict(), list(doc.tasks.values())
     summary = doc.summary if doc.summary.overall else None  # a file without one
     sources, notes, rows = run.get("dataset_source"), [], []
+    folder = MediaFolder(MEDIA_FOLDER)
     for result in results:
         task, split = get_task(result.task), result.split or run.get("split", "test")
         source = sources.get(task.key) if isinstance(sources, dict) else sources
@@ -85,9 +90,10 @@ def page_of(run_dir: Path) -> str:
         context = (run.get("generation") or {}).get("dialogue_context", {}).get(task.key)
         media = _media(task, examples, dataset, records)
         rows += task_rows(
-            task.key, split, records, examples, media, context=context, private=result.private
+            task.key, split, records, examples, media, context, result.private, folder
         )
-    return render(results, doc.run, rows, notes, summary)
+    page = render(results, doc.run, rows, notes, summary)
+    return {PAGE_NAME: page, **folder.files}, any(map(gold_derived, results))
 
 
 def results_vouching_for(run_dir: Path, files: dict) -> str | None:
@@ -121,13 +127,13 @@ class ViewOptions:
     overwrite: bool = opt(
         False,
         "accepted for a uniform command line; view always replaces the results.html "
-        "that this tool wrote there, and never another file",
+        "and results_media/ that this tool wrote there, and never another file",
     )
 
 
 def cmd_view(options: ViewOptions) -> int:
     from mera_multi_hf.core.outputs import add_files, folder_kind
-    from mera_multi_hf.reporting.results_page import PAGE_NAME
+    from mera_multi_hf.reporting.results_page import MEDIA_FOLDER, PAGE_NAME
 
     run_dir = Path(options.run_dir)
     if run_dir.is_file() and run_dir.name == "results.json":  # the page goes beside it
@@ -137,18 +143,19 @@ def cmd_view(options: ViewOptions) -> int:
             f"{run_dir} is neither a run folder nor its results.json: give a "
             "folder written by `mera-multi evaluate` or `score`"
         )
-    page = page_of(run_dir)
+    files, private = page_of(run_dir)
     kind = folder_kind(run_dir)
     if kind not in ("run", "score"):
         raise MeraError(
             f"view {run_dir}: not a folder that `evaluate` or `score` wrote (its "
             "marker says so); view writes results.html only into one of those"
         )
-    files = {PAGE_NAME: page}
-    results = results_vouching_for(run_dir, {PAGE_NAME: page})
+    results = results_vouching_for(run_dir, files)
     if results is not None:
         files["results.json"] = results  # renamed after the page: it never vouches for an old one
-    add_files(run_dir, files, kind=kind, flag="view")
+    media = f"{MEDIA_FOLDER}/"
+    closed = [PAGE_NAME, media] if private else []  # as evaluate writes a private run's
+    add_files(run_dir, files, kind=kind, flag="view", private=closed, replaces=[media])
     print(f"wrote {run_dir / PAGE_NAME} (open it in a browser; it needs no network)")
     return 0
 
@@ -164,6 +171,6 @@ def add_parser(sub) -> None:
         description="Write results.html for a run made by `evaluate` or `score` (its "
         "folder, or its results.json): every example with its media, "
         "prompt, answer, gold and scores, from the run's results.json, "
-        "sample files and dataset. Writes only results.html, into the run's "
-        "folder.",
+        "sample files and dataset. Writes only results.html and its media "
+        "folder results_media/, into the run's folder.",
     )

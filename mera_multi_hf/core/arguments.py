@@ -12,8 +12,7 @@ import dataclasses
 import functools
 import math
 import os
-import typing
-from urllib.parse import urlsplit
+import sys
 
 from mera_multi_hf.core.errors import MeraError
 
@@ -22,6 +21,12 @@ class HelpFormatter(argparse.HelpFormatter):
     """Every option's help ends with its default, or says that it is required, unless
     the help text already tells it. A description or epilog laid out in lines (examples,
     a column legend) is shown as written; a one-line one is wrapped."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        # argparse makes one of these per option it adds; its own default width imports
+        # shutil (with bz2 and lzma), which a quick --help should not pay
+        width = terminal_columns() - 2 if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, width)
 
     def _fill_text(self, text, width, indent):
         if "\n" in text.strip():
@@ -83,6 +88,20 @@ class Parser(argparse.ArgumentParser):
                 listed = [s for s in action.option_strings if s not in action.unlisted]
                 message = message.replace("/".join(action.option_strings), "/".join(listed))
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def terminal_columns() -> int:
+    """shutil.get_terminal_size().columns: $COLUMNS, else stdout's terminal, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):  # no terminal (a pipe, a file)
+        return 80
 
 
 def text_table(rows: list[tuple[str, ...]]) -> str:
@@ -249,7 +268,7 @@ def add_dataclass_options(parser: argparse.ArgumentParser, cls) -> None:
     unlisted); flags are plain switches, list options repeat, and a field marked
     ``positional`` is an argument without a flag. Each action keeps its field
     (:data:`FIELD_TAG`)."""
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     inherited = {
         f.name: base
         for base in reversed(cls.__mro__[1:])
@@ -284,7 +303,7 @@ def _argument(f: dataclasses.Field, hint) -> dict:
     options = dict(f.metadata, dest=f.name, default=f.default)
     for key in NOT_ARGPARSE:  # the domain (core.domains), masking's mark...: not argparse's
         options.pop(key, None)
-    kinds = [t for t in (typing.get_args(hint) or (hint,)) if t is not type(None)]
+    kinds = [t for t in (_type_args(hint) or (hint,)) if t is not type(None)]
     kind = kinds[0]
     if kind is bool:  # every flag is off by default
         return dict(options, action="store_true")
@@ -306,12 +325,13 @@ def add_command(subparsers, name: str, cls, run, **kwargs) -> argparse.ArgumentP
 
 
 def _run_with(cls, run, args: argparse.Namespace):
-    from mera_multi_hf.core.masking import remember_options
+    from mera_multi_hf.core.masking import masked_logs, remember_options
 
     options = cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
     check_options(options)  # (an Options dataclass has checked itself as it was made)
     remember_options(options)  # its secrets are masked in whatever the command writes
-    return run(options)
+    with masked_logs():
+        return run(options)
 
 
 # ---- every option's domain, checked in one place ----
@@ -342,7 +362,7 @@ def check_options(options) -> None:
     """TypeError for a number option of the wrong type (RunConfig(limit="5")); MeraError
     for a value outside its field's domain (--seed -1, --timeout nan, --port 70000, an
     empty --data, a folder name over 255 bytes, a malformed --base-url)."""
-    hints = typing.get_type_hints(type(options))
+    hints = _type_hints(type(options))
     for f in dataclasses.fields(options):
         value = getattr(options, f.name)
         items = value if isinstance(value, (list, tuple)) else [value]
@@ -356,11 +376,22 @@ def check_options(options) -> None:
                 _check_text(f, os.fspath(item))
 
 
+def _type_hints(cls) -> dict:
+    import typing  # here: `tasks` and the lists of commands never need it (quick start-up)
+
+    return typing.get_type_hints(cls)
+
+
+def _type_args(hint) -> tuple:
+    """typing.get_args for the hints options use: X | None, Optional[X], list[X], tuple[X, ...]."""
+    return getattr(hint, "__args__", ())
+
+
 def _kind(hint):
     """int, float, str or bool: what one value of the field is (list[int] -> int)."""
-    for t in typing.get_args(hint) or (hint,):
+    for t in _type_args(hint) or (hint,):
         if t is not type(None):
-            args = typing.get_args(t)  # list[str], tuple[str, ...]: their items' kind
+            args = _type_args(t)  # list[str], tuple[str, ...]: their items' kind
             return _kind(args[0]) if args else t
     return hint
 
@@ -434,6 +465,8 @@ def check_path(flag: str, value: str) -> None:
 def check_url(flag: str, value: str) -> None:
     """An http(s) URL with a host (its text is not repeated: it may hold a password)."""
     try:
+        from urllib.parse import urlsplit  # here: only a URL option needs it
+
         parts = urlsplit(value)
         parts.port  # noqa: B018 -- a port that is not a number raises here
         reason = "" if parts.hostname else "it has no host"

@@ -11,13 +11,10 @@ HTML-escaped and percent-encoded; the patterns after it catch what the run was n
 from __future__ import annotations
 
 import contextlib
-import json
-import logging
 import os
 import re
 import sys
 import warnings
-from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 MIN_SECRET = 6  # shorter values are not treated as secrets (they would mask ordinary text)
 MASK = "***"
@@ -81,6 +78,8 @@ def _forms_of(value: str) -> set[str]:
     """The forms a secret takes: as given, stripped of surrounding spaces (a server
     echoes it stripped), percent-decoded, and each comma-separated part (the tool
     splits some values, --base-url's URLs, on commas)."""
+    from urllib.parse import unquote  # here (and below): a command without secrets never needs it
+
     forms = {value, unquote(value)}
     forms |= {v.strip() for v in forms}
     forms |= {part.strip() for v in forms if "," in v for part in v.split(",")}
@@ -89,6 +88,8 @@ def _forms_of(value: str) -> set[str]:
 
 def _spellings(value: str) -> set[str]:
     import html  # here: every command starts by loading this module
+    import json
+    from urllib.parse import quote, quote_plus
 
     return {
         value,
@@ -106,6 +107,8 @@ def remember_text(text) -> None:
     ``model_args``)."""
     if not isinstance(text, str):
         return
+    from urllib.parse import urlsplit
+
     for user_info in _URL_USER_INFO.findall(text):
         remember(user_info.partition(":")[2])
     for url in _URL.findall(text):
@@ -118,6 +121,8 @@ def remember_text(text) -> None:
 
 
 def _remember_pairs(text: str) -> None:
+    from urllib.parse import unquote
+
     for name, value in _PAIR.findall(text):
         if SECRET_NAME.search(unquote(name)):
             remember(value)
@@ -150,6 +155,8 @@ def holds_secret(data: str | bytes) -> bool:
 
 
 def _query_value(match: re.Match) -> str:
+    from urllib.parse import unquote
+
     lead, name, value = match.groups()
     return f"{lead}{name}={MASK}" if SECRET_NAME.search(unquote(name)) else match.group(0)
 
@@ -242,16 +249,12 @@ def excepthook(kind, value, tb) -> None:
 
 
 @contextlib.contextmanager
-def masked_console():
-    """stdout and stderr masked, with logging, warnings and the excepthook, until the
-    block ends (a command's whole run; nested blocks wrap once)."""
-    saved = (
-        sys.stdout,
-        sys.stderr,
-        sys.excepthook,
-        warnings.showwarning,
-        logging.getLogRecordFactory(),
-    )
+def masked_console(logs: bool = True):
+    """stdout and stderr masked, with warnings, the excepthook and (``logs``) logging,
+    until the block ends (a command's whole run; nested blocks wrap once). The command
+    line masks logging apart, from where a command's work starts (:func:`masked_logs`):
+    its --help then never loads the logging module."""
+    saved = (sys.stdout, sys.stderr, sys.excepthook, warnings.showwarning)
     show = warnings.showwarning
     if not isinstance(sys.stdout, MaskedStream):
         sys.stdout = MaskedStream(sys.stdout)
@@ -261,10 +264,22 @@ def masked_console():
     warnings.showwarning = lambda message, *rest, **kw: show(
         mask_secrets(str(message)), *rest, **kw
     )
-    if not getattr(saved[4], "masked", False):
-        logging.setLogRecordFactory(_masked_record_factory(saved[4]))
+    try:
+        with masked_logs() if logs else contextlib.nullcontext():
+            yield
+    finally:
+        sys.stdout, sys.stderr, sys.excepthook, warnings.showwarning = saved
+
+
+@contextlib.contextmanager
+def masked_logs():
+    """Every log record made until the block ends masked (message and traceback)."""
+    import logging
+
+    saved = logging.getLogRecordFactory()
+    if not getattr(saved, "masked", False):
+        logging.setLogRecordFactory(_masked_record_factory(saved))
     try:
         yield
     finally:
-        sys.stdout, sys.stderr, sys.excepthook, warnings.showwarning = saved[:4]
-        logging.setLogRecordFactory(saved[4])
+        logging.setLogRecordFactory(saved)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import platform
 import shlex
@@ -26,14 +27,23 @@ PACKAGES = (
 
 
 def package_versions() -> dict[str, str | None]:
-    versions = {}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
+    return dict(_versions())
+
+
+@functools.cache  # what is installed does not change while a run runs
+def _versions() -> dict[str, str | None]:
+    versions = {name: installed_version(name) for name in PACKAGES}
     versions["python"] = platform.python_version()
     return versions
+
+
+@functools.cache  # (each lookup parses a whole METADATA file: torch's is long)
+def installed_version(name: str) -> str | None:
+    """The version of an installed distribution; None when it is not installed."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def file_sha256(path: str | Path) -> str:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-from importlib.metadata import version
 from pathlib import Path
 
 import pyarrow as pa
 
 from mera_multi_hf.core import json_read
+from mera_multi_hf.core.provenance import installed_version
 from mera_multi_hf.data.datasets_hook import fingerprint
 
 MANIFEST = "mera-splits.json"
@@ -122,8 +122,8 @@ def flat_columns(split: ArrowSplit) -> dict[str, pa.ChunkedArray]:
     return out
 
 
-def _datasets_version() -> str:
-    return version("datasets")  # without importing it
+def _datasets_version() -> str | None:
+    return installed_version("datasets")  # without importing it
 
 
 def read_manifest(cache_dir: str | Path) -> dict[str, ArrowSplit] | None:

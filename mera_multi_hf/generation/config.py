@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields
-from pathlib import Path
 
 from mera_multi_hf.core.arguments import (
     OVERWRITE_HELP,
@@ -112,8 +111,8 @@ class RunConfig(ScoringOptions, MediaLimitOptions):
     no_progress: bool = opt(False, "no progress bar")
 
     def __post_init__(self):
-        if isinstance(self.data, (str, Path)):  # Python callers: one source
-            self.data = [str(self.data)]
+        if isinstance(self.data, (str, os.PathLike)):  # Python callers: one source
+            self.data = [os.fspath(self.data)]
         if isinstance(self.stop, str):
             self.stop = [self.stop]
         if isinstance(self.base_url, (list, tuple)):  # repeated --base-url: one string

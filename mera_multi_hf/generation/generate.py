@@ -55,6 +55,25 @@ def log_record(request: Request, generation: str, seconds: float, model_id: str)
     return record
 
 
+class _NoBar:
+    """The progress bar of a run that shows none."""
+
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress(total: int, show: bool, label: str):
+    """tqdm's bar, or none (tqdm.auto, imported, costs a run a fifth of a second)."""
+    if not show:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="ex", desc=label)
+
+
 def generate_into_log(
     engine,
     mine: list[Request],
@@ -66,11 +85,9 @@ def generate_into_log(
 ) -> dict[tuple, str]:
     """Generate ``mine`` (a list of requests) into the log; returns the generations by
     request key."""
-    from tqdm.auto import tqdm
-
     if mine:
         engine.load()  # load errors before the progress bar starts
-    bar = tqdm(total=len(mine), disable=not show, unit="ex", desc=label)
+    bar = _progress(len(mine), show, label)
     generated: dict[tuple, str] = {}
     try:
         steps = (

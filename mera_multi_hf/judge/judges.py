@@ -31,11 +31,13 @@ separator token and tokenizer come from).
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.tasks.declarations import official_answer_part
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DEFAULT_JUDGE = "MERA-evaluation/MERA_Answer_judge"
 WINDOW_TOKENS = 7995
@@ -123,6 +125,8 @@ def judge_scores(
     judge: Judge, predictions: Sequence[str], references: Sequence, prompts: Sequence[str]
 ) -> np.ndarray:
     """Per-example judge scores (0/1, int8): the max label over each example's inputs."""
+    import numpy as np  # here: `mera-multi judge --help` loads this module, never numpy
+
     predictions, references, prompts = list(predictions), list(references), list(prompts)
     if not (len(predictions) == len(references) == len(prompts)):
         raise MeraError(

@@ -9,7 +9,21 @@ from dataclasses import dataclass
 
 from mera_multi_hf.core.arguments import OVERWRITE_HELP, add_command, opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.reporting import compare as comparing
+
+# what `compare` does, for its --help (here, not in reporting.compare: --help loads no numpy)
+DESCRIPTION = " ".join(
+    """Two run folders (written by `evaluate` or `score`) are paired by task and example id from
+the per-example tables in their results.json. Per task, metric and breakdown row it
+reports the difference A - B, a paired bootstrap interval resampled by the task's
+clusters (the same resamples for both runs), an exact McNemar p-value for 0/1 metrics and
+the counts of examples only A / only B got right. Runs whose examples differ (prompt,
+gold or meta of a paired id) are refused unless --force; every protocol difference found
+in the run records is listed. Prints a short table (per task and metric: both runs,
+A - B with its interval, the verdict); writes compare.md (everything, breakdowns
+included), compare.json, compare.png and compare.html (the score table, then the two
+runs' answers side by side with each example's media).
+""".split()
+)
 
 
 def run_media(doc, task_key: str, ids, notes: list[str]):
@@ -34,10 +48,10 @@ def run_media(doc, task_key: str, ids, notes: list[str]):
     return media_of(task, [e for e in make_examples(task, dataset) if e.id in wanted], dataset)
 
 
-def compare_files(result: dict, a, b) -> dict[str, str]:
-    """compare.html of two runs (read_run) and their comparison: the rows, then run A's
-    media for them, then the page."""
-    from mera_multi_hf.reporting.compare_page import PAGE_NAME, compare_page, compare_rows
+def compare_files(result: dict, a, b) -> dict[str, str | bytes]:
+    """compare.html of two runs (read_run) and their comparison, and its media folder:
+    the rows, then run A's media for them, then the page."""
+    from mera_multi_hf.reporting.compare_page import compare_page, compare_rows
 
     rows, notes = compare_rows(a, b, list(result["tasks"])), []
     if result.get("prompt_variants_note"):
@@ -46,7 +60,7 @@ def compare_files(result: dict, a, b) -> dict[str, str]:
         task: run_media(a, task, [r["id"] for r in rows if r["task"] == task], notes)
         for task in result["tasks"]
     }
-    return {PAGE_NAME: compare_page(result, rows, media, notes)}
+    return compare_page(result, rows, media, notes)
 
 
 @dataclass
@@ -72,6 +86,7 @@ class CompareOptions:
 
 
 def cmd_compare(options: CompareOptions) -> int:
+    from mera_multi_hf.reporting import compare as comparing
     from mera_multi_hf.reporting.compare_chart import chart_png
     from mera_multi_hf.reporting.compare_markdown import console, markdown
 
@@ -98,5 +113,5 @@ def add_parser(sub) -> None:
         cmd_compare,
         help="is the difference between two runs real? (paired intervals, McNemar, "
         "protocol differences)",
-        description=comparing.__doc__.split("\n\n")[1].replace("\n", " "),
+        description=DESCRIPTION,
     )

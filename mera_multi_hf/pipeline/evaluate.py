@@ -70,8 +70,8 @@ def evaluate(config: RunConfig, *, engine=None, typed=None) -> Outcome | None:
 
 
 def warm_up_in_background() -> None:
-    """Import what scoring and the outputs need (the chart's matplotlib most of all), and
-    draw a first chart, in a thread while the run only waits, rather than after."""
+    """Import what scoring and the outputs need, load the chart's fonts and compile the
+    page's template, in a thread while the run only waits, rather than after."""
     threading.Thread(target=warm_up_outputs, daemon=True).start()
 
 
@@ -81,6 +81,7 @@ def warm_up_outputs() -> None:
         from mera_multi_hf.reporting.charts import warm_up
         from mera_multi_hf.scoring import run_results  # noqa: F401 - the score stage's
 
-        warm_up()  # fonts loaded, caches full
+        warm_up()  # the chart's fonts loaded
+        results_page.page_template()  # compiled
     except Exception:  # noqa: BLE001 - imported again where it is used, errors and all
         return

@@ -1,16 +1,7 @@
 """`mera-multi compare RUN_A RUN_B`: is the difference between two runs real?
 
-Two run folders (written by `evaluate` or `score`) are paired by task and example id from
-the per-example tables in their results.json. Per task, metric and breakdown row it
-reports the difference A - B, a paired bootstrap interval resampled by the task's
-clusters (the same resamples for both runs), an exact McNemar p-value for 0/1 metrics and
-the counts of examples only A / only B got right. Runs whose examples differ (prompt,
-gold or meta of a paired id) are refused unless --force; every protocol difference found
-in the run records is listed. Prints a short table (per task and metric: both runs,
-A - B with its interval, the verdict); writes compare.md (everything, breakdowns
-included), compare.json, compare.png and compare.html (the score table, then the two
-runs' answers side by side with each example's media).
-"""
+What it reports and writes: ``DESCRIPTION`` in :mod:`mera_multi_hf.pipeline.compare`
+(the command's --help)."""
 
 from __future__ import annotations
 
@@ -92,6 +83,7 @@ def compare_docs(a: Results, b: Results, *, force: bool = False) -> dict:
 def gold_private(a: Results, b: Results, tasks) -> dict | None:
     """compare.json's and compare.html's mark: per-example outcomes of a private split
     (who got which example right) give its gold answers back, so the files are local only."""
+    from mera_multi_hf.reporting.compare_page import MEDIA_FOLDER
     from mera_multi_hf.scoring.run_results import LOCAL_ONLY, gold_derived
 
     private = sorted({k for doc in (a, b) for k in tasks if gold_derived(doc.tasks[k])})
@@ -100,7 +92,7 @@ def gold_private(a: Results, b: Results, tasks) -> dict | None:
     return {
         "local_only": LOCAL_ONLY,
         "tasks": private,
-        "files": ["compare.json", "compare.html"],
+        "files": ["compare.json", "compare.html", f"{MEDIA_FOLDER}/"],
         "note": "the per-example outcomes of these tasks derive from a private split's gold "
         "answers: never upload or publish these files",
     }
@@ -128,9 +120,11 @@ def write_report(
     extra: dict | None = None,
     shown: str | None = None,
 ) -> None:
-    """Write ``<stem>.md/.png/.json`` into ``out``, a folder of reports (outputs.add_files:
-    a folder holding anything else is refused; ``inputs``: the run folders read), and
-    print ``shown`` (default: the text)."""
+    """Write ``<stem>.md/.png/.json`` (and ``extra``) into ``out``, a folder of reports
+    (outputs.add_files: a folder holding anything else is refused; ``inputs``: the run
+    folders read), and print ``shown`` (default: the text). The files that ``doc``'s
+    ``gold_private`` lists are closed (0600; a listed folder 0700); the page's media
+    folder (``<stem>_media/``) is replaced whole."""
     from mera_multi_hf.core.outputs import add_files
 
     files = {
@@ -139,6 +133,15 @@ def write_report(
         f"{stem}.json": json.dumps(doc, ensure_ascii=False, indent=2) + "\n",
         **(extra or {}),
     }
-    written = add_files(out, files, kind="report", inputs=inputs)
+    written = add_files(
+        out,
+        files,
+        kind="report",
+        inputs=inputs,
+        private=(doc.get("gold_private") or {}).get("files", ()),
+        replaces=[f"{stem}_media/"],
+    )
     print(text if shown is None else shown)
-    print(f"wrote {', '.join(written)} to {out}")
+    folders = sorted({n.split("/")[0] for n in written if "/" in n})  # a media folder: once
+    shown_names = [n for n in written if "/" not in n] + [f"{f}/" for f in folders]
+    print(f"wrote {', '.join(shown_names)} to {out}")

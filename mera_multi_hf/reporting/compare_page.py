@@ -3,9 +3,10 @@
 its interval, the verdict); then one row per example with its media (as results.html
 shows them, from run A's dataset when it is at hand), the prompt, both answers, the gold
 and the outcome, in task and id order. Filters: task, outcome (only A right, only B
-right, both right, both wrong) and a search box; everything inline, no network. A gold
-answer is shown only where the run's own sample line may show it (never a private
-split's)."""
+right, both right, both wrong) and a search box; no network: the rows are JSON in the
+page, drawn a page at a time, and the media are files in ``compare_media/`` beside it,
+each once (as results.html's, :mod:`.page_media`). A gold answer is shown only where the
+run's own sample line may show it (never a private split's)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from mera_multi_hf.scoring.run_results import LOCAL_ONLY
 from mera_multi_hf.tasks.table import get_task
 
 PAGE_NAME = "compare.html"
+MEDIA_FOLDER = "compare_media"  # the page's media, beside it
 
 
 def _sample_lines(folder: Path, task: str) -> dict[int, dict]:
@@ -100,11 +102,10 @@ def compare_rows(doc_a, doc_b, tasks) -> list[dict]:
 
 def render(result: dict, rows: list[dict], notes: list[str] = ()) -> str:
     """The page as HTML text."""
-    from mera_multi_hf.reporting.compare_markdown import SCORE_HEAD, overall_line, score_rows
-    from mera_multi_hf.reporting.results_page import _within_budget
-
-    _within_budget(rows)
     import jinja2
+
+    from mera_multi_hf.reporting.compare_markdown import SCORE_HEAD, overall_line, score_rows
+    from mera_multi_hf.reporting.page_media import page_data
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
@@ -117,7 +118,7 @@ def render(result: dict, rows: list[dict], notes: list[str] = ()) -> str:
         local_only=LOCAL_ONLY if result.get("gold_private") else None,
         a=result["a"]["label"],
         b=result["b"]["label"],
-        rows=rows,
+        data=page_data(rows),
         counts=counts,
         tasks=sorted({r["task"] for r in rows}),
         score_head=SCORE_HEAD,
@@ -127,15 +128,18 @@ def render(result: dict, rows: list[dict], notes: list[str] = ()) -> str:
     )
 
 
-def compare_page(result: dict, rows: list[dict], media: dict, notes: list[str] = ()) -> str:
-    """compare.html of a comparison (compare_runs' result) and its rows (:func:`compare_rows`).
-    ``media``: task -> its examples' media as the data stage read them from run A's split
-    (results_page.media_rows takes them); ``notes``: a line per task shown without."""
+def compare_page(result: dict, rows: list[dict], media: dict, notes: list[str] = ()) -> dict:
+    """compare.html of a comparison (compare_runs' result) and its rows (:func:`compare_rows`),
+    and its media files (``compare_media/...``): name -> content. ``media``: task -> its
+    examples' media as the data stage read them from run A's split (results_page.media_rows
+    takes them); ``notes``: a line per task shown without."""
+    from mera_multi_hf.reporting.page_media import MediaFolder
     from mera_multi_hf.reporting.results_page import media_rows
 
+    folder = MediaFolder(MEDIA_FOLDER)
     for task, items in media.items():
         shown = [row for row in rows if row["task"] == task]
-        elements = media_rows(items, {row["id"] for row in shown})
+        elements = media_rows(items, {row["id"] for row in shown}, folder)
         for row in shown:
             row["media"] = elements.get(row["id"], [])
-    return render(result, rows, notes)
+    return {PAGE_NAME: render(result, rows, notes), **folder.files}

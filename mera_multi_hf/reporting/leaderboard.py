@@ -15,7 +15,6 @@ from pathlib import Path
 
 from mera_multi_hf.core.arguments import OVERWRITE_HELP, add_command, opt, output_dir_opt
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.reporting.compare import read_run, write_report
 from mera_multi_hf.reporting.reports import fmt_interval
 from mera_multi_hf.scoring.records import Results
 from mera_multi_hf.tasks.table import MODALITIES, TASKS
@@ -77,6 +76,8 @@ def _rank(rows: list[dict]) -> None:
 def leaderboard(paths) -> dict:
     if not paths:
         raise MeraError("give at least one run folder")
+    from mera_multi_hf.reporting.compare import read_run  # here: --help needs no numpy
+
     rows = [_row(read_run(p)) for p in paths]
     _rank(rows)
     rows.sort(key=lambda r: (r["task_set"], r["rank"]))
@@ -186,6 +187,8 @@ class LeaderboardOptions:
 
 def cmd_leaderboard(options: LeaderboardOptions) -> int:
     board = leaderboard(options.runs)
+    from mera_multi_hf.reporting.compare import write_report
+
     write_report(
         options.out, "leaderboard", markdown(board), chart_png(board), board, inputs=options.runs
     )

@@ -30,10 +30,11 @@ def run_files(
     records per task (example order); ``given_logs``: `score`'s predictions files' lines
     per task; ``answers``: `score`'s predictions per task; ``context``: the dialogue turns
     shown with each question. ``notes`` gets the notes found while rendering. The
-    media on results.html are each loaded task's own (``media_of``: the data stage reads
-    them, a chunk at a time)."""
+    media of results.html are each loaded task's own (``media_of``: the data stage reads
+    them, a chunk at a time), each stored once in its media folder (``results_media/``)."""
+    from mera_multi_hf.reporting.page_media import MediaFolder
     from mera_multi_hf.reporting.reports import report_files
-    from mera_multi_hf.reporting.results_page import PAGE_NAME, render, task_rows
+    from mera_multi_hf.reporting.results_page import MEDIA_FOLDER, PAGE_NAME, render, task_rows
 
     tasks = results.tasks
     per_task = {
@@ -47,14 +48,16 @@ def run_files(
         files = {sample_name(d.key, d.split): jsonl(per_task[d.key]) for d in loaded}
     notes += secrets_in_data(files, answers or {})
     files.update(report_files(results))
+    media = MediaFolder(MEDIA_FOLDER)
     rows = [
         row
         for d in loaded
         for row in task_rows(
-            d.key, d.split, per_task[d.key], d.examples, d.media_of(), context, d.private
+            d.key, d.split, per_task[d.key], d.examples, d.media_of(), context, d.private, media
         )
     ]
     files[PAGE_NAME] = render(list(tasks.values()), results.run, rows, notes, results.summary)
+    files.update(media.files)
     if submission and results.run.split == "test":
         files["submission.zip"] = submission_file(
             loaded, tasks, public_logs(loaded, tasks, logs, given_logs)
@@ -132,5 +135,11 @@ def results_table(task_results: list[TaskResult], notes: list[str], files: dict)
 
     lines = [text_table([SUMMARY_HEAD, *summary_rows(task_results)])]
     lines += [f"note: {note}" for note in footnotes(task_results) + notes]
-    lines.append("wrote: " + ", ".join(str(p) for p in files.values()))
+    folders: dict = {}  # a page's media folder is named once, with its number of files
+    for name, path in files.items():
+        if "/" in name:
+            folders.setdefault(path.parent, []).append(name)
+    shown = [str(p) for n, p in files.items() if "/" not in n]
+    shown += [f"{folder}/ ({len(names)} files)" for folder, names in folders.items()]
+    lines.append("wrote: " + ", ".join(shown))
     return "\n".join(lines)

@@ -270,12 +270,17 @@ def model_index(
     """The `model-index` block of a Hub model card, for the tasks that ``model_name``
     answered and that were scored on the whole official test split only (``official``:
     task -> whether it was); None when none was."""
+    shown = [
+        r
+        for r in task_results
+        if r.scorable and official.get(r.task) and r.model in (None, model_name)
+    ]
+    if not shown:  # (huggingface_hub's card classes, imported, cost a tenth of a second)
+        return None
     from huggingface_hub import EvalResult, ModelCardData
 
     results = []
-    for r in task_results:
-        if not r.scorable or not official.get(r.task) or r.model not in (None, model_name):
-            continue
+    for r in shown:
         task = TASKS[r.task]
         scores = dict(r.metrics, task_score=r.task_score)  # leaderboard metrics' mean
         for name, value in scores.items():

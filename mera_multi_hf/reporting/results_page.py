@@ -1,55 +1,58 @@
-"""results.html: every answer of a run on one self-contained static page, beside
-results.md.
+"""results.html: every answer of a run on one static page, beside results.md, with its
+media in ``results_media/`` beside it.
 
 One row per example: the media (an image thumbnail; an audio player with the clip's
 length; a video re-encoded to VP9 in WebM, which Chromium plays, or its frames where it
-cannot be; embedded below a size limit), the prompt as the model saw it (a dialogue's earlier turns with the
-model's reduced answers), the raw generation, the filtered answer, the gold (never for a
-private test split) and the per-example scores. Filters by task, category, domain and
-right/wrong, a search box, and links from the summary table to the examples behind each
-number. No network: the CSS and JS are inline, the media are data URIs.
+cannot be; clips kept below a size limit), the prompt as the model saw it (a dialogue's
+earlier turns with the model's reduced answers), the raw generation, the filtered
+answer, the gold (never for a private test split) and the per-example scores. Filters by
+task, category, domain and right/wrong, a search box, and links from the summary table
+to the examples behind each number. No network: the CSS and JS are inline; the rows are
+JSON in the page, drawn a page of rows at a time as they are scrolled to; each medium is
+one file in the media folder, named by its content (:mod:`.page_media`).
 """
 
 from __future__ import annotations
 
-import base64
+import functools
 import io
 from pathlib import Path
 from urllib.parse import quote
 
 from mera_multi_hf.core.errors import MediaError
+from mera_multi_hf.reporting.page_media import MediaFolder, page_data
 from mera_multi_hf.scoring.records import RunRecord, Summary, TaskResult
 from mera_multi_hf.scoring.registry import display_name
-from mera_multi_hf.scoring.run_results import LOCAL_ONLY, gold_derived
+from mera_multi_hf.scoring.run_results import LOCAL_ONLY, PAGE_MEDIA, gold_derived
 from mera_multi_hf.tasks.table import TASKS
 
 PAGE_NAME = "results.html"
+MEDIA_FOLDER = PAGE_MEDIA.rstrip("/")  # the page's media, beside it
 THUMBNAIL = (160, 160)
-EMBED_LIMIT = 512 * 1024  # audio/video clips up to this size are embedded in the page
+EMBED_LIMIT = 512 * 1024  # audio/video clips up to this size are kept beside the page
 FILTERS = ("category", "domain")  # the breakdowns the page filters by
-PAGE_MEDIA_BUDGET = 64 * 2**20  # past this many bytes of media the page shows notes instead
 
 
-def thumbnail(raw: bytes) -> str:
-    """A small JPEG data URI of a picture (the page stays small whatever the images)."""
+def thumbnail(raw: bytes) -> bytes:
+    """A small JPEG of a picture (the media folder stays small whatever the images)."""
     from PIL import Image
 
     with Image.open(io.BytesIO(raw)) as img:
-        return _jpeg_uri(img)
+        return _jpeg(img)
 
 
-def _jpeg_uri(img) -> str:
+def _jpeg(img) -> bytes:
     img = img.convert("RGB")
     img.thumbnail(THUMBNAIL)
     buffer = io.BytesIO()
     img.save(buffer, format="JPEG", quality=70)
-    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return buffer.getvalue()
 
 
-def _frames(item, count: int = 3) -> list[str]:
-    """Thumbnails of ``count`` frames spread over a video: what the page shows of a clip
-    it cannot play."""
-    return [_jpeg_uri(frame) for frame in item.frames(count)]
+def _frames(item, folder: MediaFolder, count: int = 3) -> list[str]:
+    """Thumbnails of ``count`` frames spread over a video (their paths): what the page
+    shows of a clip it cannot play."""
+    return [folder.add(_jpeg(frame), "image/jpeg") for frame in item.frames(count)]
 
 
 PREVIEW_SIDE = 320  # the longer side of a video preview, in pixels
@@ -65,7 +68,11 @@ def webm_preview(raw: bytes) -> bytes:
     import av
 
     out = io.BytesIO()
-    with av.open(io.BytesIO(raw)) as src, av.open(out, "w", format="webm") as dst:
+    # bitexact: no random segment id, so the same clip gives the same file (its name)
+    with (
+        av.open(io.BytesIO(raw)) as src,
+        av.open(out, "w", format="webm", container_options={"fflags": "+bitexact"}) as dst,
+    ):
         stream = src.streams.video[0]
         scale = min(1.0, PREVIEW_SIDE / max(stream.width, stream.height))
         width, height = (
@@ -93,63 +100,64 @@ def _audio_seconds(raw: bytes) -> float | None:
     return info.frames / info.samplerate if info.samplerate else None
 
 
-def _video_item(item, raw: bytes) -> dict:
+def _video_item(item, raw: bytes, folder: MediaFolder) -> dict:
     """A playable VP9 preview of a clip, or its frames and the reason it has none."""
     if len(raw) > EMBED_LIMIT:
         return {
             "kind": "note",
-            "field": item.field,
-            "frames": _frames(item),
-            "note": f"{len(raw) / 2**20:.1f} MB, not embedded: its frames are shown",
+            "frames": _frames(item, folder),
+            "note": f"{len(raw) / 2**20:.1f} MB, not kept beside the page: its frames are shown",
         }
     try:
         preview = webm_preview(raw)
     except Exception as err:  # noqa: BLE001 - any encoder or decoder failure: frames instead
         return {
             "kind": "note",
-            "field": item.field,
-            "frames": _frames(item),
+            "frames": _frames(item, folder),
             "note": f"could not be re-encoded for the browser ({type(err).__name__}): "
             "its frames are shown",
         }
-    return {
-        "kind": "video",
-        "field": item.field,
-        "src": "data:video/webm;base64," + base64.b64encode(preview).decode("ascii"),
-    }
+    return {"kind": "video", "src": folder.add(preview, "video/webm")}
 
 
-def media_item(item) -> dict:
+def _element(item, folder: MediaFolder) -> dict:
+    """One medium as the page shows it, its file stored in ``folder``."""
+    raw = item.data
+    if raw is None:  # the data stage could not read its bytes
+        raise MediaError(f"{item.field}: no bytes")
+    if item.kind == "image":
+        return {"kind": "image", "src": folder.add(thumbnail(raw), "image/jpeg")}
+    if item.kind == "video":
+        return _video_item(item, raw, folder)
+    if len(raw) > EMBED_LIMIT:
+        return {"kind": "note", "note": f"{len(raw) / 2**20:.1f} MB, not kept beside the page"}
+    return {"kind": item.kind, "src": folder.add(raw, item.mime), "seconds": _audio_seconds(raw)}
+
+
+def media_item(item, folder: MediaFolder) -> dict:
     """One media element of a row, from one media record as the data stage read it (its
-    ``kind``, ``field``, ``data``, ``mime`` and ``frames(n)``): a data URI, or a note
-    saying why there is none."""
-    field = item.field
-    try:
-        raw = item.data
-        if raw is None:  # the data stage could not read its bytes
-            raise MediaError(f"{field}: no bytes")
-        if item.kind == "image":
-            return {"kind": "image", "field": field, "src": thumbnail(raw)}
-        if item.kind == "video":
-            return _video_item(item, raw)
-        if len(raw) > EMBED_LIMIT:
-            return {
-                "kind": "note",
-                "field": field,
-                "note": f"{len(raw) / 2**20:.1f} MB, not embedded",
-            }
-        src = f"data:{item.mime};base64," + base64.b64encode(raw).decode("ascii")
-        return {"kind": item.kind, "field": field, "src": src, "seconds": _audio_seconds(raw)}
-    except Exception as err:  # a broken item is shown as such; the page still renders
-        return {"kind": "note", "field": field, "note": f"not shown ({type(err).__name__})"}
+    ``kind``, ``sha256``, ``field``, ``data``, ``mime`` and ``frames(n)``): the relative
+    path of its thumbnail, preview or clip in ``folder``, or a note saying why there is
+    none. A medium that several rows share (the same sha256) is converted once."""
+    key = (item.kind, item.sha256)
+    if not item.sha256 or key not in folder.shown:
+        try:
+            shown = _element(item, folder)
+        except Exception as err:  # a broken item is shown as such; the page still renders
+            shown = {"kind": "note", "note": f"not shown ({type(err).__name__})"}
+        if not item.sha256:
+            return {"field": item.field, **shown}
+        folder.shown[key] = shown
+    return {"field": item.field, **folder.shown[key]}
 
 
-def media_rows(media, ids) -> dict:
-    """Example id -> its media elements, for the examples in ``ids``. ``media``: example id
-    -> its media records, a mapping or (id, records) pairs; pairs are taken one at a time,
-    so only one chunk's bytes are held while the page is built."""
+def media_rows(media, ids, folder: MediaFolder) -> dict:
+    """Example id -> its media elements, for the examples in ``ids``, their files stored
+    in ``folder``. ``media``: example id -> its media records, a mapping or (id, records)
+    pairs; pairs are taken one at a time, so only one chunk's bytes are held while the
+    page is built."""
     pairs = media.items() if isinstance(media, dict) else media
-    return {i: [media_item(m) for m in items] for i, items in pairs if i in ids}
+    return {i: [media_item(m, folder) for m in items] for i, items in pairs if i in ids}
 
 
 def _histories(task, examples, records: dict, context: int | None) -> dict[int, list[dict]]:
@@ -189,16 +197,20 @@ def task_rows(
     media=(),
     context: int | None = None,
     private: bool = False,
+    folder: MediaFolder | None = None,
 ) -> list[dict]:
-    """The page rows of one task. ``records``: the sample-file lines (prompt, generation,
-    filtered, target, metrics); ``examples``: the split's, for the breakdown keys and a
-    dialogue's history (None: shown without them); ``media``: the examples' media as
-    the data stage read them (:func:`media_rows`; none: shown without); ``private``:
-    the split's answers are private (its record says so), its gold is not shown."""
+    """The page rows of one task, each a dict of fields (a field added here is on the
+    page's data, searched and shown where the template shows it). ``records``: the
+    sample-file lines (prompt, generation, filtered, target, metrics); ``examples``: the
+    split's, for the breakdown keys and a dialogue's history (None: shown without them);
+    ``media``: the examples' media as the data stage read them, stored in ``folder``
+    (:func:`media_rows`; no folder: shown without); ``private``: the split's answers are
+    private (its record says so), its gold is not shown."""
     task = TASKS[task_key]
     by_id = {e.id: e for e in examples or []}
     indexed = {r["id"]: r for r in records}
-    media = media_rows(media, {i for i in indexed if i in by_id})
+    wanted = {i for i in indexed if i in by_id}
+    media = media_rows(media, wanted, folder) if folder is not None else {}
     history = _histories(task, [by_id[i] for i in indexed if i in by_id], indexed, context)
     rows = []
     for record in records:
@@ -209,9 +221,7 @@ def task_rows(
         rows.append(
             {
                 "task": task.key,
-                "task_name": task.class_name,
                 "id": record["id"],
-                "anchor": f"{task.key}-{record['id']}",
                 "category": breakdown.get("category", ""),
                 "domain": breakdown.get(
                     "domain", (example.meta.get("domain") if example else "") or ""
@@ -224,7 +234,7 @@ def task_rows(
                 "gold": ("" if gold is None else gold)
                 if not (private or record.get("gold_private"))
                 else "hidden (private split)",
-                "metrics": [(display_name(m), f"{v:g}") for m, v in metrics.items()],
+                "metrics": {m: f"{v:g}" for m, v in metrics.items()},  # named once: render
                 "verdict": _verdict(task, metrics) if gold is not None or metrics else "unknown",
                 "media": media.get(record["id"], []),
             }
@@ -290,19 +300,16 @@ def _summary(task_results: list[TaskResult], summary: Summary | None, run: RunRe
     }
 
 
-def _within_budget(rows: list[dict], budget: int = PAGE_MEDIA_BUDGET) -> None:
-    """Keep a big run's page openable: media past the budget become notes."""
-    used = 0
-    for row in rows:
-        for i, item in enumerate(row["media"]):
-            size = len(item.get("src") or "") + sum(map(len, item.get("frames", [])))
-            used += size
-            if size and used > budget:
-                row["media"][i] = {
-                    "kind": "note",
-                    "field": item["field"],
-                    "note": "not embedded (the page's media limit is reached)",
-                }
+@functools.cache  # compiled once a process (a run compiles it while it waits for answers)
+def page_template():
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    ).get_template("results_page.html.j2")
 
 
 def render(
@@ -315,17 +322,9 @@ def render(
     """The page as HTML text; ``task_results``: TaskResult records (mera_multi_hf.scoring.records);
     ``summary``: the run's totals (scoring.summarize), shown as in results.md. The banner
     says the page holds private answers when a task's record says so (``private``)."""
-    import jinja2
-
     from mera_multi_hf.reporting.reports import answered_by
 
-    _within_budget(rows)
-    template = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    ).get_template("results_page.html.j2")
+    template = page_template()
     tasks = list(dict.fromkeys(r.task for r in task_results))
     private = any(gold_derived(r) for r in task_results)
     return template.render(
@@ -338,5 +337,9 @@ def render(
         categories=sorted({r["category"] for r in rows if r["category"]}),
         domains=sorted({r["domain"] for r in rows if r["domain"]}),
         prompt_variants=_prompt_options(rows),
-        rows=rows,
+        data=page_data(
+            rows,
+            task_names={t: TASKS[t].class_name for t in tasks},
+            metric_names={m: display_name(m) for r in rows for m in r["metrics"]},
+        ),
     )

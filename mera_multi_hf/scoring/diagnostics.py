@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections import Counter, defaultdict
@@ -100,11 +101,18 @@ def chi2_sf(x: float, dof: int) -> float:
     return min(1.0, total)
 
 
+@functools.lru_cache(maxsize=64)
+def _pairs(n: int) -> tuple:
+    """The index pairs (i < j) of n items: made once per n (a ranking task asks for the
+    same few sizes once per example group)."""
+    return np.triu_indices(n, 1)
+
+
 def kendall_tau_b(x, y) -> float | None:
     """Kendall's tau-b of two equally long sequences (ties allowed); None when one is
     constant."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    i, j = np.triu_indices(len(x), 1)
+    i, j = _pairs(len(x))
     dx, dy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
     denominator = math.sqrt(np.count_nonzero(dx) * np.count_nonzero(dy))
     return float(np.sum(dx * dy) / denominator) if denominator else None

@@ -9,15 +9,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mera_multi_hf.scoring.metric_exact_match import exact_match_scores, warn_if_squad_on_letters
-from mera_multi_hf.scoring.metric_extraction import extract_answer
 from mera_multi_hf.scoring.metric_groups import group_mean
 from mera_multi_hf.scoring.metric_inputs import mean_score
-from mera_multi_hf.scoring.metric_ruslun import slot_f1_scores
+
+# The per-example formulas load when a metric is computed: the registry's names and flags
+# alone (`mera-multi metrics --help`, the reports' names) import no numpy.
 
 
 def _exact_match(golds, preds, em_mode, task):
     """EM, and beside it the project's extra: EM of the answer extracted from a wordy reply."""
+    from mera_multi_hf.scoring.metric_exact_match import (
+        exact_match_scores,
+        warn_if_squad_on_letters,
+    )
+    from mera_multi_hf.scoring.metric_extraction import extract_answer
+
     warn_if_squad_on_letters(em_mode, task.answer_kind)
     extracted = [extract_answer(p, task.choices or None) for p in preds]
     return {
@@ -27,6 +33,8 @@ def _exact_match(golds, preds, em_mode, task):
 
 
 def _slots(golds, preds, em_mode, task):
+    from mera_multi_hf.scoring.metric_ruslun import slot_f1_scores
+
     intent, slots = slot_f1_scores(preds, golds, filtered=True)  # filters applied
     return {"intent_exact_match": intent, "slot_f1": slots}
 

@@ -20,6 +20,9 @@ if TYPE_CHECKING:  # the load stage's record: scoring reads its task, examples, 
 # What every local file that carries a private split's per-example results says of itself
 # (a banner in HTML, the `gold_private` field in JSON); no upload file carries it.
 LOCAL_ONLY = "local only: holds private answers"
+# results.html's media folder (a listed folder name ends in "/": every file in it); it
+# follows the page: closed (0700, its files 0600) where the page is
+PAGE_MEDIA = "results_media/"
 
 
 def make_judge(options: ScoringOptions):
@@ -131,7 +134,7 @@ def gold_private(results: list[TaskResult], sample_files: bool) -> dict | None:
     if not names and not scored:
         return None
     return {
-        "files": names + ["results.json"] + (["results.html"] if scored else []),
+        "files": names + ["results.json"] + (["results.html", PAGE_MEDIA] if scored else []),
         "local_only": LOCAL_ONLY,
         "note": "these files keep a private split's gold answers or per-example scores "
         "derived from them (verdicts right/wrong), for local scoring only: never upload "

@@ -104,7 +104,27 @@ def replicates(
 def percentile_interval(reps: np.ndarray) -> tuple:
     """The LEVEL percentile interval of resamples (along the first axis)."""
     alpha = (1 - LEVEL) / 2
-    return tuple(np.quantile(reps, [alpha, 1 - alpha], axis=0))
+    ordered = np.sort(reps, axis=0)
+    return tuple(_linear_quantile(ordered, q) for q in (alpha, 1 - alpha))
+
+
+def _linear_quantile(ordered: np.ndarray, q: float):
+    """``np.quantile(values, q, axis=0)`` of sorted values, its default ("linear") method
+    step for step, so the same bits: np.quantile itself imports numpy.ma (a tenth of a
+    second) for the ``np.unique`` of its partition."""
+    n = ordered.shape[0]
+    virtual = (n - 1) * np.float64(q)
+    below = int(np.floor(virtual))
+    if virtual >= n - 1:  # (numpy's bounds: the last value, or the first)
+        below = above = n - 1
+    elif virtual < 0:
+        below = above = 0
+    else:
+        above = below + 1
+    gamma = virtual - np.float64(below)
+    low, high = ordered[below], ordered[above]
+    step = high - low
+    return high - step * (1 - gamma) if gamma >= 0.5 else low + step * gamma
 
 
 def describe(reps: np.ndarray, se: float | None, *, cluster: str, n_clusters: int, n: int) -> dict:

@@ -315,45 +315,6 @@ def register_task(task: TaskSpec) -> TaskSpec:
     return task
 
 
-# Tasks declared outside this file: the modules that declare them (each calls
-# register_task), comma-separated, as .py files or importable module names. The command
-# line imports them before it runs (docs/extending.md, "Add a task").
-TASK_MODULES_VARIABLE = "MERA_MULTI_TASKS"
-
-
-def import_task_modules() -> None:
-    """Import the task declaration modules that ``$MERA_MULTI_TASKS`` names (each once
-    per process)."""
-    import os
-
-    named = [e.strip() for e in os.environ.get(TASK_MODULES_VARIABLE, "").split(",")]
-    if not any(named):  # the usual case: nothing to import, nor the machinery for it
-        return
-    import hashlib
-    import importlib
-    from pathlib import Path
-
-    from mera_multi_hf.core.paths import load_module_from_file
-
-    for entry in filter(None, named):
-        if entry.endswith(".py"):
-            path = Path(entry).resolve()
-            if not path.is_file():
-                raise MeraError(f"{TASK_MODULES_VARIABLE}: the task module {entry} does not exist")
-            tag = hashlib.sha1(str(path).encode()).hexdigest()[:12]
-            load_module_from_file(path, f"mera_multi_hf._task_modules.{path.stem}_{tag}")
-            continue
-        try:
-            importlib.import_module(entry)
-        except ModuleNotFoundError as err:
-            if err.name is None or not f"{entry}.".startswith(f"{err.name}."):
-                raise  # the module itself imports something missing
-            raise MeraError(
-                f"{TASK_MODULES_VARIABLE}: cannot import the task module "
-                f"{entry} (no module {err.name})"
-            ) from None
-
-
 def get_task(key: str) -> TaskSpec:
     """The declaration of one task, by key (case-insensitive; class names work too)."""
     if not isinstance(key, str):

@@ -93,7 +93,7 @@ class HttpJudge(Judge):
     tokenizer: the judge tokenizer (path, Hub id or object) for SEP and the token
     windows; without it SEP comes from `sep` or the server's GET /tokenizer_info, and the
     windows from the server's POST /tokenize + /detokenize.
-    api_key: sent as ``Authorization: *** (default: $MERA_JUDGE_API_KEY). flags: the
+    api_key: sent as ``Authorization: Bearer`` (default: $MERA_JUDGE_API_KEY). flags: the
     options hints name (CLIENT_FLAGS). retries/backoff: the project's one retry policy
     (mera_multi_hf.core.http_client); then a MeraError names the URL and the cause.
     batch_size: texts per request (1 = the official single-string request; more sends a

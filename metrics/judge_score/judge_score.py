@@ -19,6 +19,7 @@ from .metric_inputs import check_batch, mean_score, require_examples
 # relative import on its line: `evaluate` would read it as the file's URL.)
 from .declarations import CITATION as _CITATION
 # The modules only the others import: evaluate copies the files named here.
+from ._version import __name__ as __version_module
 from .errors import __name__ as _errors_module
 from .foreign_text import __name__ as _foreign_text_module
 from .http_client import __name__ as _http_client_module

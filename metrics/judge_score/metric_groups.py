@@ -3,10 +3,13 @@ when every one of its examples scores 1; the metric is the mean over groups."""
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .errors import MeraError
 from .metric_inputs import check_batch
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def group_scores(scores, group_ids) -> np.ndarray:
@@ -17,6 +20,8 @@ def group_scores(scores, group_ids) -> np.ndarray:
     >>> group_scores([1, 1, 0, 1, 1], [7, 7, 3, 3, 9]).tolist()
     [0, 1, 1]
     """
+    import numpy as np  # here: the registry's names alone need no numpy
+
     scores = np.asarray(scores)
     check_batch({"group_ids": group_ids})
     ids = np.asarray(group_ids)

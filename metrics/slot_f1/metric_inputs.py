@@ -3,8 +3,6 @@ sentence naming the wrong column, never a bare numpy or Arrow error."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from .errors import MeraError
 
 
@@ -55,6 +53,8 @@ def check_batch(batch: dict, integers: tuple[str, ...] = ("group_ids",)) -> None
 
 def _check_integers(values, name: str) -> None:
     """No float, complex or bool among the ids (strings are ids too: they sort)."""
+    import numpy as np  # here (and below): the registry's names alone need no numpy
+
     array = values if isinstance(values, np.ndarray) else np.asarray(values, dtype=object)
     if array.dtype.kind in "iuUS":
         return
@@ -77,6 +77,8 @@ def mean_score(scores, groups=None) -> float:
     """The mean of per-example scores (``groups`` unused: the registry's aggregations
     take them); no examples is an error, never a silent 0 (the one rule for every mean
     a metric reports: the registry's, the metric modules' and the Spaces')."""
+    import numpy as np
+
     scores = np.asarray(scores, dtype=np.float64)
     if scores.size == 0:
         raise MeraError("no examples to score: the predictions are empty")

@@ -20,9 +20,13 @@ from mera_multi_hf.core.outputs.fs import (
     MARKER,
     OWN,
     PLAIN_MODE,
+    PRIVATE_FOLDER_MODE,
+    SYNC_EACH_UP_TO,
     LinkRefused,
     _close,
+    _drop,
     _entry,
+    _listed,
     _mode_for,
     _open_root,
     _plain_file,
@@ -333,62 +337,68 @@ class OutputFolder:
     def write_set(
         self, files: dict, *, index: str | None = None, info: dict | None = None, private=()
     ) -> dict[str, Path]:
-        """Write ``files`` (name -> bytes, text, or a finished file in one of this folder's
-        staging folders) as one set; ``private``: names that hold gold answers (0600).
-
-        The marker lists the old and new names first; every temporary is written (a
-        failure here changes no output); the old ``index`` goes, each file is renamed
-        into place, files of an earlier set that this one does not make (and no claim
-        keeps) are removed, ``index`` comes last. Returns name -> path."""
+        """Write ``files`` (name -> bytes, text, or a finished file in a staging folder of
+        this one) as one set; ``private``: names that hold gold answers (0600; "folder/":
+        its files, and it 0700). The marker lists the old and new names first; every
+        temporary is written (a failure here changes no output); the old ``index`` goes,
+        each file is renamed into place, files of an earlier set that this one does not
+        make (and no claim keeps) are removed, ``index`` comes last. Returns name -> path."""
         self.check()
         owned, names = self.owned(), set(files)
         keep = names | self.claimed
         temps = {n: _temp_for(n) for n, data in files.items() if not isinstance(data, Path)}
-        staged: dict[str, tuple[int, str, int | None]] = {}
-        written: dict[str, str] = {}
+        # each folder opened once (a page's thousands of media share one); a big set is
+        # flushed by one sync before the renames rather than one fsync per file
+        staged, written, dirs, sync = {}, {}, {}, len(temps) <= SYNC_EACH_UP_TO
         try:  # a kill leaves only what the marker lists, temporaries included
             self._write_marker(owned | keep, info, temps=temps.values())
             for name, data in files.items():
                 staged[name], written[name] = self._stage(
-                    name, data, name in private, temps.get(name)
+                    name, data, _listed(name, private), temps.get(name), dirs, sync
                 )
+            if not sync:
+                os.sync()
             if index:
                 self.remove(index)
             for name in sorted(names - {index}) + ([index] if index in names else []):
-                dir_fd, tmp, src_fd = staged[name]
+                dir_fd, tmp, src_fd = staged.pop(name)
                 _replace_at(dir_fd, tmp, name.rsplit("/", 1)[-1], src_fd)
-                del staged[name]
-                _close(dir_fd, src_fd)
             for stale in sorted(owned - keep):
                 self.remove(stale)
             self._write_marker(keep, info, written=written)
         except OSError as err:
             raise write_error(err, self.path) from None
         finally:
-            self._drop(staged)
+            _drop(staged)
+            _close(*dirs.values())
         return {name: self.path / name for name in files}
 
-    def _stage(self, name: str, data, private: bool, tmp: str | None):
+    def _folder(self, name: str, dirs: dict, create: bool) -> tuple[int, str]:
+        """(descriptor of the folder holding ``name``, kept open in ``dirs``, its base)."""
+        folder, _, base = name.rpartition("/")
+        if folder not in dirs:
+            dirs[folder] = _walk_to(self._root(), name, create)[0]
+        return dirs[folder], base
+
+    def _stage(self, name: str, data, private: bool, tmp: str | None, dirs: dict, sync=True):
         """((the target folder's descriptor, the temporary's name, the descriptor of the
         folder it is in when that is a staging folder), the sha256 of what it holds).
         The file keeps the mode of the one it replaces (0600 when ``private``)."""
-        dir_fd, base = _walk_to(self._root(), name, create=True)
-        try:
-            mode = _mode_for(dir_fd, base, private)
-            if not isinstance(data, Path):
-                data = as_written(data)
-                try:
-                    temp = _temp(dir_fd, base, data, mode, tmp and tmp.rpartition("/")[2])
-                except OSError as err:  # name the file a full disk stopped
-                    raise OSError(err.errno, err.strerror, str(self.path / name)) from None
-                return (dir_fd, temp, None), sha256_bytes(data)
-            src_fd, src = _walk_to(self._root(), self._staged_name(data), create=False)
-            if mode != PLAIN_MODE:
-                _set_mode(src_fd, src, mode)
-            return (dir_fd, src, src_fd), record(src_fd, src, grows=False, old=None)["sha256"]
-        except BaseException:
-            os.close(dir_fd)
-            raise
+        dir_fd, base = self._folder(name, dirs, create=True)
+        if private and "/" in name:
+            os.fchmod(dir_fd, PRIVATE_FOLDER_MODE)  # its folder is closed too
+        mode = _mode_for(dir_fd, base, private)
+        if not isinstance(data, Path):
+            data = as_written(data)
+            try:
+                temp = _temp(dir_fd, base, data, mode, tmp and tmp.rpartition("/")[2], sync)
+            except OSError as err:  # name the file a full disk stopped
+                raise OSError(err.errno, err.strerror, str(self.path / name)) from None
+            return (dir_fd, temp, None), sha256_bytes(data)
+        src_fd, src = self._folder(self._staged_name(data), dirs, create=False)
+        if mode != PLAIN_MODE:
+            _set_mode(src_fd, src, mode)
+        return (dir_fd, src, src_fd), record(src_fd, src, grows=False, old=None)["sha256"]
 
     def _staged_name(self, path: Path) -> str:
         rel = os.path.relpath(os.path.abspath(path), os.path.abspath(self.path))
@@ -397,31 +407,20 @@ class OutputFolder:
             raise ValueError(f"{path} is not in a staging folder of {self.path}")
         return rel
 
-    @staticmethod
-    def _drop(staged: dict) -> None:
-        """Close what was staged and not moved; remove the temporaries this set made."""
-        for dir_fd, tmp, src_fd in staged.values():
-            if src_fd is None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp, dir_fd=dir_fd)
-            _close(dir_fd, src_fd)
-        staged.clear()
-
     def put(self, name: str, data, private: bool = False) -> Path:
         """Write one file (listed, and kept by later sets of this command) and touch
         nothing else."""
         self.claimed.add(name)
         self.growing.discard(name)
-        tmp = _temp_for(name)
+        tmp, dirs = _temp_for(name), {}
         self._write_marker(self.owned() | {name}, temps=[tmp])
         try:
-            (dir_fd, tmp, _), sha = self._stage(name, data, private, tmp)
+            (dir_fd, tmp, _), sha = self._stage(name, data, private, tmp, dirs)
+            _replace_at(dir_fd, tmp, name.rsplit("/", 1)[-1])
         except OSError as err:
             raise write_error(err, self.path / name) from None
-        try:
-            _replace_at(dir_fd, tmp, name.rsplit("/", 1)[-1])
         finally:
-            os.close(dir_fd)
+            _close(*dirs.values())
         self._write_marker(self.owned() | {name}, written={name: sha})
         return self.path / name
 
@@ -487,12 +486,10 @@ class OutputFolder:
         return fd
 
 
-def add_files(
-    path, files: dict, *, kind: str, flag: str = "--out", inputs=(), private=()
-) -> dict[str, Path]:
+def add_files(path, files: dict, *, kind, flag="--out", inputs=(), private=(), replaces=()):
     """Write ``files`` into ``path`` beside this kind's earlier files, which all stay (a
-    report beside another report, the page of a folder ``view`` shows)."""
+    report beside another, the page ``view`` adds) but in ``replaces`` ("media/"): whole."""
     folder = OutputFolder(path, kind=kind, flag=flag, inputs=inputs)
     with folder.claim():
-        folder.claimed |= folder.owned()  # an addition: nothing listed before goes
+        folder.claimed |= {n for n in folder.owned() if not _listed(n, replaces)}
         return folder.write_set(files, private=private)

@@ -19,6 +19,8 @@ OWN = (MARKER, LOCK)
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 PRIVATE_MODE, PLAIN_MODE = 0o600, 0o666  # the plain mode is narrowed by the umask
+PRIVATE_FOLDER_MODE = 0o700  # a folder of files that hold gold answers
+SYNC_EACH_UP_TO = 64  # a set of more files is flushed by one sync(2), not an fsync each
 
 
 def write_error(err: OSError, path=None) -> MeraError:
@@ -96,9 +98,10 @@ def _temp_for(name: str) -> str:
     return f"{folder}/{_temp_name(base)}" if folder else _temp_name(base)
 
 
-def _temp(dir_fd: int, base: str, data: bytes, mode: int, name: str | None = None) -> str:
-    """``data`` in a new flushed temporary beside ``base`` (``name``, or a new one) with
-    the permission bits ``mode`` (the plain mode: as the umask allows); returns its name."""
+def _temp(dir_fd: int, base: str, data: bytes, mode: int, name=None, sync: bool = True) -> str:
+    """``data`` in a new temporary beside ``base`` (``name``, or a new one) with the
+    permission bits ``mode`` (the plain mode: as the umask allows), flushed (``sync``;
+    else the caller flushes the set); returns its name."""
     tmp = name or _temp_name(base)
     fd = os.open(tmp, _NEW, mode, dir_fd=dir_fd)
     try:
@@ -107,12 +110,23 @@ def _temp(dir_fd: int, base: str, data: bytes, mode: int, name: str | None = Non
                 os.fchmod(fh.fileno(), mode)
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
         raise
     return tmp
+
+
+def _drop(staged: dict) -> None:
+    """Remove the temporaries of a set that were made and not moved (``staged``: name ->
+    (folder descriptor, temporary, None), or a staging folder's file: left there)."""
+    for dir_fd, tmp, src_fd in staged.values():
+        if src_fd is None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+    staged.clear()
 
 
 def _write_in_place(dir_fd: int, base: str, data: bytes) -> None:
@@ -179,6 +193,11 @@ def _safe_name(name) -> bool:
         and "." not in name.split("/")
         and name not in OWN
     )
+
+
+def _listed(name: str, names) -> bool:
+    """Whether ``names`` lists ``name``, itself or a folder holding it ("folder/")."""
+    return name in names or any(n.endswith("/") and name.startswith(n) for n in names)
 
 
 def _close(*fds) -> None:
