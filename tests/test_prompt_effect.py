@@ -16,6 +16,9 @@ from scipy import stats
 from mera_multi_hf.scoring.prompt_effect import permutation_test
 
 ROUNDS = 20_000
+# the sequential test stops once this many shuffles reach the observed statistic: high
+# here, so its p (STOP / shuffles drawn) is within a few percent of the exact p
+STOP = 2_000
 
 
 def arrangements(labels):
@@ -73,17 +76,22 @@ def exact_p(scores, variants, strata=None, clusters=None) -> float:
     return reach / total
 
 
-def close(p_hat: float, p: float, rounds: int = ROUNDS) -> bool:
-    """Within Monte Carlo error of the exact p (p_hat = (1 + hits) / (1 + rounds))."""
-    return abs(p_hat - p) <= 4 * math.sqrt(p * (1 - p) / rounds) + 2 / rounds
+def close(effect, p: float) -> bool:
+    """Within Monte Carlo error of the exact p: p_hat = (1 + hits) / (1 + rounds) after all
+    the rounds (binomial error), or stop_after / shuffles when it stopped early (Besag and
+    Clifford: a relative error of about sqrt((1 - p) / stop_after))."""
+    p_hat = effect.p_value
+    if effect.stopped_early:
+        return abs(p_hat - p) <= 4 * p * math.sqrt((1 - p) / STOP) + 2 / ROUNDS
+    return abs(p_hat - p) <= 4 * math.sqrt(p * (1 - p) / ROUNDS) + 2 / ROUNDS
 
 
 def test_a_known_effect_gives_a_small_p_equal_to_the_exact_one():
     scores = [1, 1, 1, 1, 1, 0.5, 1, 0, 0, 0, 0.5, 0, 0, 0, 0, 0]
     variants = list("aaaaaaaabbbbbbbb")
-    effect = permutation_test(scores, variants, rounds=ROUNDS, seed=1)
+    effect = permutation_test(scores, variants, rounds=ROUNDS, stop_after=STOP, seed=1)
     p = exact_p(scores, variants)
-    assert p < 0.01 and close(effect.p_value, p)
+    assert p < 0.01 and close(effect, p)
     assert effect.unit == "cluster" and effect.n_variants == 2
     assert (effect.best, effect.worst) == ("a", "b")
     assert effect.spread == pytest.approx(6.5 / 8 - 0.5 / 8)
@@ -93,7 +101,7 @@ def test_a_known_effect_gives_a_small_p_equal_to_the_exact_one():
 def test_no_effect_gives_a_large_p_equal_to_the_exact_one_and_to_scipys():
     scores = [1, 0, 1, 0, 1, 1, 0, 1, 0]
     variants = list("aaabbbccc")
-    effect = permutation_test(scores, variants, rounds=ROUNDS, seed=2)
+    effect = permutation_test(scores, variants, rounds=ROUNDS, stop_after=STOP, seed=2)
     p = exact_p(scores, variants)
     samples = [np.array([s for s, v in zip(scores, variants) if v == k], float) for k in "abc"]
     scipy_p = stats.permutation_test(
@@ -107,7 +115,7 @@ def test_no_effect_gives_a_large_p_equal_to_the_exact_one_and_to_scipys():
         vectorized=False,
     ).pvalue
     assert p > 0.5 and scipy_p == pytest.approx(p)
-    assert close(effect.p_value, p)
+    assert close(effect, p)
     assert effect.sentence().startswith("no evidence")
 
 
@@ -117,11 +125,13 @@ def test_clusters_move_whole():
     scores = [1] * 6 + [0] * 6
     clusters = [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
     variants = ["a"] * 6 + ["b"] * 6
-    effect = permutation_test(scores, variants, clusters=clusters, rounds=ROUNDS, seed=3)
+    effect = permutation_test(
+        scores, variants, clusters=clusters, rounds=ROUNDS, stop_after=STOP, seed=3
+    )
     assert exact_p(scores, variants, clusters=clusters) == pytest.approx(2 / 6)
-    assert close(effect.p_value, 2 / 6)
-    by_example = permutation_test(scores, variants, rounds=ROUNDS, seed=3)
-    assert by_example.p_value < 0.01 and close(by_example.p_value, exact_p(scores, variants))
+    assert close(effect, 2 / 6)
+    by_example = permutation_test(scores, variants, rounds=ROUNDS, stop_after=STOP, seed=3)
+    assert by_example.p_value < 0.01 and close(by_example, exact_p(scores, variants))
 
 
 def test_clusters_of_unequal_sizes_with_strata():
@@ -142,8 +152,10 @@ def test_clusters_of_unequal_sizes_with_strata():
         10: "c",
     }
     variants = [label[c] for c in clusters]
-    effect = permutation_test(scores, variants, strata, clusters, rounds=ROUNDS, seed=4)
-    assert close(effect.p_value, exact_p(scores, variants, strata, clusters))
+    effect = permutation_test(
+        scores, variants, strata, clusters, rounds=ROUNDS, stop_after=STOP, seed=4
+    )
+    assert close(effect, exact_p(scores, variants, strata, clusters))
 
 
 def test_a_cluster_spanning_strata_moves_among_its_like():
@@ -152,9 +164,11 @@ def test_a_cluster_spanning_strata_moves_among_its_like():
     clusters = [0, 0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 7, 8, 9]
     label = dict(enumerate("abbaababab"))
     variants = [label[c] for c in clusters]
-    effect = permutation_test(scores, variants, strata, clusters, rounds=ROUNDS, seed=8)
+    effect = permutation_test(
+        scores, variants, strata, clusters, rounds=ROUNDS, stop_after=STOP, seed=8
+    )
     assert effect.unit == "cluster"
-    assert close(effect.p_value, exact_p(scores, variants, strata, clusters))
+    assert close(effect, exact_p(scores, variants, strata, clusters))
 
 
 def test_strata_are_respected():
@@ -163,28 +177,30 @@ def test_strata_are_respected():
     scores = [1, 1, 1, 1, 1, 1, 0, 1] + [0] * 8
     variants = list("aaaaaaab" + "abbbbbbb")
     strata = ["x"] * 8 + ["y"] * 8
-    pooled = permutation_test(scores, variants, rounds=ROUNDS, seed=5)
-    within = permutation_test(scores, variants, strata, rounds=ROUNDS, seed=5)
-    assert pooled.p_value < 0.05 and close(pooled.p_value, exact_p(scores, variants))
+    pooled = permutation_test(scores, variants, rounds=ROUNDS, stop_after=STOP, seed=5)
+    within = permutation_test(scores, variants, strata, rounds=ROUNDS, stop_after=STOP, seed=5)
+    assert pooled.p_value < 0.05 and close(pooled, exact_p(scores, variants))
     p = exact_p(scores, variants, strata)
-    assert p > 0.5 and close(within.p_value, p)
+    assert p > 0.5 and close(within, p)
 
 
 def test_scores_of_many_values_are_shuffled_one_by_one_to_the_same_p():
     rng = np.random.default_rng(6)
     variants = list("aaabbbbccc")
     scores = rng.random(10) + np.where(np.array(variants) == "a", 0.6, 0.0)
-    effect = permutation_test(scores, variants, rounds=ROUNDS, seed=6)
-    assert close(effect.p_value, exact_p(list(scores), variants))
+    effect = permutation_test(scores, variants, rounds=ROUNDS, stop_after=STOP, seed=6)
+    assert close(effect, exact_p(list(scores), variants))
 
 
 def test_a_cluster_that_mixes_variants_shuffles_examples():
     scores = [1, 1, 0, 1, 0, 0, 1, 0, 1, 1]
     variants = list("ababacccab")
     clusters = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
-    effect = permutation_test(scores, variants, clusters=clusters, rounds=ROUNDS, seed=7)
+    effect = permutation_test(
+        scores, variants, clusters=clusters, rounds=ROUNDS, stop_after=STOP, seed=7
+    )
     assert effect.unit == "example" and effect.mixed_clusters == 4
-    assert close(effect.p_value, exact_p(scores, variants))
+    assert close(effect, exact_p(scores, variants))
     assert "4 clusters mix variants" in effect.sentence()
 
 
@@ -221,3 +237,23 @@ def test_seeded_and_one_variant_is_nothing_to_test():
     assert one.sentence() == "one prompt variant (v1): nothing to compare"
     with pytest.raises(ValueError, match="one length"):
         permutation_test(scores, variants[:5])
+
+
+def test_the_default_test_stops_early_where_p_is_large_and_draws_every_round_where_small():
+    """Besag and Clifford's sequential p: with no effect, stop_after (10) shuffles reach the
+    observed statistic within a few dozen, and p = 10 / shuffles drawn, near the exact p;
+    with a strong effect hardly any shuffle reaches it, so all the rounds are drawn."""
+    from mera_multi_hf.scoring.prompt_effect import ROUNDS as DEFAULT
+    from mera_multi_hf.scoring.prompt_effect import STOP_AFTER
+
+    scores = [1, 0, 1, 0, 1, 1, 0, 1, 0]
+    variants = list("aaabbbccc")
+    none = permutation_test(scores, variants, seed=10)
+    assert none.rounds < 100 and none.p_value == pytest.approx(STOP_AFTER / none.rounds)
+    p = exact_p(scores, variants)
+    assert abs(none.p_value - p) <= 4 * p * math.sqrt((1 - p) / STOP_AFTER)
+    assert permutation_test(scores, variants, seed=10) == none  # seeded
+    strong = permutation_test([1] * 8 + [0] * 8, ["a"] * 8 + ["b"] * 8, seed=11)
+    assert strong.rounds == DEFAULT and strong.p_value == pytest.approx(1 / (1 + DEFAULT))
+    assert f"({DEFAULT} shuffles of clusters)" in strong.sentence() and not strong.stopped_early
+    assert none.stopped_early and "stopped once 10 reached" in none.sentence()

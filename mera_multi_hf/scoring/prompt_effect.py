@@ -9,6 +9,12 @@ statistic is the between-variant sum of squares of the scores, centred within st
 ANOVA, large when the variants' means differ. ``p = (1 + #{T_shuffled >= T}) / (1 + rounds)``
 (the +1 counts the observed labelling, so p is never 0).
 
+Shuffles are drawn in batches and the test stops early, as Besag and Clifford's sequential
+test (1991): once ``stop_after`` shuffles have reached the observed statistic, after ``k``
+shuffles, ``p = stop_after / k``, a valid p-value; so where p is large (most tasks) a few
+dozen shuffles settle it, and only a small p (where the decision is close) takes all
+``rounds``.
+
 Examples of one cluster (the task's ``cluster_by``: a ruHHH group, a ruTiE dialogue) move
 together: a cluster carries one variant, and a shuffle deals whole clusters out to the
 variants. A cluster that mixes variants shows that the wording was drawn per example; then
@@ -32,6 +38,8 @@ import numpy as np
 from mera_multi_hf.scoring.uncertainty import SEED
 
 ROUNDS = 1000  # shuffles per test: p-values down to 1/1001 (a Monte Carlo error of 0.007 at 0.05)
+STOP_AFTER = 10  # shuffles reaching the observed statistic that end the test early
+FIRST_BATCH = 32  # shuffles drawn at first; each later batch doubles the shuffles drawn
 LEVEL = 0.05  # the sentence says "depends" below it
 CELLS_PER_CHUNK = 4_000_000  # shuffled labels held at once on the one-by-one path
 
@@ -40,7 +48,9 @@ CELLS_PER_CHUNK = 4_000_000  # shuffled labels held at once on the one-by-one pa
 class PromptEffect:
     """The test's outcome. ``p_value``: None with fewer than two variants; ``spread``: the
     best variant's mean score minus the worst's (raw means, examples weighted equally);
-    ``unit``: what was shuffled, "cluster" or "example" (when ``mixed_clusters`` > 0)."""
+    ``unit``: what was shuffled, "cluster" or "example" (when ``mixed_clusters`` > 0);
+    ``rounds``: the shuffles drawn (fewer than asked when ``stop_after`` of them reached the
+    observed statistic first: ``stopped_early``)."""
 
     p_value: float | None
     spread: float
@@ -51,6 +61,8 @@ class PromptEffect:
     mixed_clusters: int = 0
     n_variants: int = 0
     statistic: float = 0.0
+    stopped_early: bool = False
+    stop_after: int | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -67,6 +79,8 @@ class PromptEffect:
         shuffled = f"{self.unit}s" + (
             f"; {self.mixed_clusters} clusters mix variants" if self.mixed_clusters else ""
         )
+        if self.stopped_early:
+            shuffled += f", stopped once {self.stop_after} reached the observed statistic"
         return (
             f"{verdict}: permutation test p = {self.p_value:.3g} ({self.rounds} shuffles of "
             f"{shuffled}); best variant {self.best} − worst {self.worst} = {self.spread:+.4f}"
@@ -83,12 +97,21 @@ def _codes(values) -> tuple[np.ndarray, np.ndarray]:
 
 
 def permutation_test(
-    scores, variants, strata=None, clusters=None, *, rounds: int = ROUNDS, seed=SEED
+    scores,
+    variants,
+    strata=None,
+    clusters=None,
+    *,
+    rounds: int = ROUNDS,
+    stop_after: int | None = STOP_AFTER,
+    seed=SEED,
 ) -> PromptEffect:
     """Whether ``scores`` (one number per example) depend on ``variants`` (each example's
     prompt variant), shuffling within ``strata`` (None: one stratum) and keeping
-    ``clusters`` together (None: every example its own). ``seed``: an int or a sequence
-    of ints (numpy's SeedSequence); the same inputs and seed give the same p-value."""
+    ``clusters`` together (None: every example its own); at most ``rounds`` shuffles,
+    stopping once ``stop_after`` reach the observed statistic (None: all ``rounds``).
+    ``seed``: an int or a sequence of ints (numpy's SeedSequence); the same inputs and
+    seed give the same p-value."""
     scores = np.asarray(scores, dtype=float)
     n = len(scores)
     strata = np.zeros(n, dtype=int) if strata is None else strata
@@ -110,20 +133,38 @@ def permutation_test(
         np.bincount(units["variant"], weights=units["sum"], minlength=len(names)),
         np.bincount(units["variant"], weights=units["size"], minlength=len(names)),
     )
-    sums, sizes = _shuffled_totals(units, len(names), rounds, np.random.default_rng(seed))
-    shuffled = _statistic(sums, sizes)
-    at_least = int(np.sum(shuffled >= observed - 1e-9 * abs(observed) - 1e-12))  # float ties
+    p_value, drawn, stopped = _sequential_p(units, len(names), observed, rounds, stop_after, seed)
     return PromptEffect(
-        p_value=(1 + at_least) / (1 + rounds),
+        p_value=p_value,
         spread=float(means[best] - means[worst]),
         best=_name(names, best),
         worst=_name(names, worst),
-        rounds=rounds,
+        rounds=drawn,
         unit=units["kind"],
         mixed_clusters=units["mixed"],
         n_variants=len(names),
         statistic=float(observed),
+        stopped_early=stopped,
+        stop_after=stop_after,
     )
+
+
+def _sequential_p(units, n_variants, observed, rounds, stop_after, seed) -> tuple:
+    """The p-value, the shuffles drawn and whether it stopped early: batches of shuffles
+    until ``stop_after`` reach ``observed`` (p = stop_after / shuffles up to that one) or
+    ``rounds`` are drawn (p = (1 + reached) / (1 + rounds)). The batches follow a fixed
+    schedule, so a seed gives one p-value."""
+    rng, reached, drawn, plan = np.random.default_rng(seed), 0, 0, _plan(units)
+    while drawn < rounds:
+        batch = min(rounds - drawn, max(FIRST_BATCH, drawn))
+        sums, sizes = _shuffled_totals(plan, n_variants, batch, rng)
+        # float ties count as reaching it
+        hits = np.cumsum(_statistic(sums, sizes) >= observed - 1e-9 * abs(observed) - 1e-12)
+        if stop_after is not None and reached + hits[-1] >= stop_after:
+            last = drawn + 1 + int(np.searchsorted(hits, stop_after - reached))
+            return stop_after / last, last, True
+        reached, drawn = reached + int(hits[-1]), drawn + batch
+    return (1 + reached) / (1 + rounds), rounds, False
 
 
 def _name(names, k: int = 0) -> str | None:
@@ -182,29 +223,37 @@ def _cluster_strata(stratum, cluster, n_clusters) -> np.ndarray:
     return _codes([",".join(strata) for strata in joined])[0]
 
 
-def _shuffled_totals(units: dict, n_variants: int, rounds: int, rng) -> tuple:
+def _plan(units: dict) -> list[tuple]:
+    """How each stratum's shuffles are drawn, prepared once for every batch: a function
+    and its arguments (before the totals and the generator)."""
+    plan = []
+    order = np.argsort(units["stratum"], kind="stable")
+    for inside in np.split(order, np.cumsum(np.bincount(units["stratum"]))[:-1]):
+        kinds, many = _kinds(units["size"][inside], units["sum"][inside])
+        counts = np.bincount(units["variant"][inside])
+        present = np.flatnonzero(counts)
+        if len(many) * len(present) <= len(inside):
+            plan.append((_deal_kinds, (counts[present], kinds, many, present)))
+        else:
+            plan.append((_deal_one_by_one, (units, inside)))
+    return plan
+
+
+def _kinds(size, total) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (size, sum) pairs, as size + 1j * sum, and how many units have each
+    (each column numbered first: sorting integers is cheaper than hashing the pairs)."""
+    sizes, size_of = np.unique(size, return_inverse=True)
+    totals, total_of = np.unique(total, return_inverse=True)
+    keys, many = np.unique(size_of * len(totals) + total_of, return_counts=True)
+    return sizes[keys // len(totals)] + 1j * totals[keys % len(totals)], many
+
+
+def _shuffled_totals(plan: list, n_variants: int, rounds: int, rng) -> tuple:
     """(rounds, variants): each shuffle's per-variant sums of residuals and sizes."""
     sums = np.zeros((n_variants, rounds))
     sizes = np.zeros((n_variants, rounds))
-    for s in range(int(units["stratum"].max()) + 1):
-        inside = np.flatnonzero(units["stratum"] == s)
-        # a complex number sorts by its real part, then its imaginary: one key for the pair
-        kinds, many = np.unique(
-            units["size"][inside] + 1j * units["sum"][inside], return_counts=True
-        )
-        present = np.unique(units["variant"][inside])
-        if len(many) * len(present) <= len(inside):
-            _deal_kinds(
-                np.bincount(units["variant"][inside])[present],
-                kinds,
-                many,
-                present,
-                sums,
-                sizes,
-                rng,
-            )
-        else:
-            _deal_one_by_one(units, inside, n_variants, sums, sizes, rng)
+    for deal, args in plan:
+        deal(*args, sums, sizes, rng)
     return sums.T, sizes.T
 
 
@@ -215,26 +264,31 @@ def _deal_kinds(capacity, kinds, many, present, sums, sizes, rng) -> None:
     Arrays are (variants, rounds): a variant's row is contiguous."""
     rounds = sums.shape[1]
     slots = np.repeat(capacity[:, None], rounds, axis=1)
-    for k, count in enumerate(many):
-        left = np.full(rounds, int(count))
+    if len(many) > 1:  # the first kind's clusters take a random subset of the slots
+        got = rng.multivariate_hypergeometric(capacity, int(many[0]), size=rounds).T
+        sums[present] += got * kinds[0].imag
+        sizes[present] += got * kinds[0].real
+        slots -= got
+    for k in range(1, len(many) - 1):
+        left = np.full(rounds, int(many[k]))
         after = slots.sum(axis=0)  # the slots of this variant and those after it
         for j, v in enumerate(present):
             after -= slots[j]
-            if k == len(many) - 1:  # the last kind fills the slots left
-                got = slots[j].copy()
-            elif j == len(present) - 1:  # the last variant takes the clusters left
-                got = left.copy()
-            else:
-                got = rng.hypergeometric(slots[j], after, left)
+            # the last variant takes the clusters left
+            got = (
+                left.copy() if j == len(present) - 1 else rng.hypergeometric(slots[j], after, left)
+            )
             sums[v] += got * kinds[k].imag
             sizes[v] += got * kinds[k].real
             slots[j] -= got
             left -= got
+    sums[present] += slots * kinds[-1].imag  # the last kind fills the slots left
+    sizes[present] += slots * kinds[-1].real
 
 
-def _deal_one_by_one(units, inside, n_variants, sums, sizes, rng) -> None:
+def _deal_one_by_one(units, inside, sums, sizes, rng) -> None:
     """One stratum's shuffles as permuted labels (scores of many distinct values)."""
-    rounds, labels = sums.shape[1], units["variant"][inside]
+    (n_variants, rounds), labels = sums.shape, units["variant"][inside]
     step = max(1, CELLS_PER_CHUNK // max(1, len(inside)))
     for start in range(0, rounds, step):
         stop = min(rounds, start + step)

@@ -15,7 +15,12 @@ import numpy as np
 
 from mera_multi_hf.scoring.prompt_effect import permutation_test
 from mera_multi_hf.scoring.registry import GROUP_OF, averaged_over_examples
-from mera_multi_hf.scoring.uncertainty import SEED, normal_interval, table_units
+from mera_multi_hf.scoring.uncertainty import (
+    SEED,
+    normal_interval,
+    normal_record,
+    table_units,
+)
 from mera_multi_hf.tasks.variants import asks_reasoning_before_marker
 
 # The metrics shown beside each other for variants that ask for the answer after a marker.
@@ -28,28 +33,39 @@ def prompt_table(task, examples, result) -> dict:
     # means over examples only: a group (ruHHH's pairs) is asked in several variants
     names = averaged_over_examples([*result.metrics, *result.judge, *result.unofficial])
     table = _as_arrays(result.examples, names)
-    positions, numbers = _positions(table["prompt_variant"])
+    codes, firsts = _first_appearance(table["prompt_variant"])
+    scores = _by_variant(table, names, codes, len(firsts))
+    # the strata numbered once, for the count of variants in each and for the test
+    strata = _first_appearance(table["prompt_stratum"]) if task.prompt_block else None
     rows = []
-    for variant, idx in positions.items():
-        example = examples[idx[0]]  # its first
-        units = table_units(table, names, idx, table["scores"])
+    for k, first in enumerate(firsts):
+        example = examples[first]
         rows.append(
             {
-                "variant": variant,
+                "variant": str(table["prompt_variant"][first]),
                 "number": example.prompt_variant_number,
-                "n_examples": len(idx),
+                "n_examples": int(scores["n_examples"][k]),
                 "asks_reasoning_before_marker": asks_reasoning_before_marker(example.instruction),
-                "metrics": {m: units[m].value for m in names if m in units},
-                "uncertainty": _intervals(units, table),
+                "metrics": {m: float(s["value"][k]) for m, s in scores["metrics"].items()},
+                "uncertainty": {
+                    m: normal_record(
+                        float(s["value"][k]),
+                        s["se"][k],
+                        table["cluster_by"],
+                        s["clusters"][k],
+                        int(scores["n_examples"][k]),
+                    )
+                    for m, s in scores["metrics"].items()
+                },
             }
         )
     return {
         "n_variants": len(rows),
         "strata": task.prompt_block or None,
-        "variants_per_stratum": _per_stratum(table) if task.prompt_block else None,
+        "variants_per_stratum": _per_stratum(table, strata, codes) if strata else None,
         "variants": rows,
         "marker": _marker_share(rows, table, names),
-        "effect": _effect(task, result, table, numbers),
+        "effect": _effect(result, table, codes + 1, strata[0] if strata else None),
     }
 
 
@@ -58,32 +74,64 @@ def _as_arrays(table: dict, names) -> dict:
     return {
         **table,
         "cluster": np.asarray(table["cluster"]),
-        "group": np.asarray(table["group"]),
         "scores": {m: np.asarray(v, dtype=float) for m, v in table["scores"].items()},
     }
 
 
-def _positions(variants: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Each variant's rows (ascending), the variants in order of first appearance; and
-    each row's variant number (1-based, in that order)."""
-    names, first, inverse = np.unique(variants, return_index=True, return_inverse=True)
-    inverse = inverse.ravel()
-    order = np.argsort(first)
-    by_code = np.argsort(inverse, kind="stable")
-    bounds = np.cumsum(np.bincount(inverse, minlength=len(names)))
-    rows = np.split(by_code, bounds[:-1])
-    number = np.empty(len(names), dtype=int)
-    number[order] = np.arange(1, len(names) + 1)
-    return {str(names[k]): rows[k] for k in order}, number[inverse]
+def _first_appearance(values: list) -> tuple[np.ndarray, list[int]]:
+    """Each value's number (0-based, in order of first appearance; a dict, not a sort of
+    the texts), and each number's first row."""
+    seen: dict = {}
+    codes = np.fromiter((seen.setdefault(v, len(seen)) for v in values), int, len(values))
+    firsts = np.full(len(seen), len(values))
+    np.minimum.at(firsts, codes, np.arange(len(values)))
+    return codes, firsts.tolist()
 
 
-def _per_stratum(table: dict) -> dict[str, int]:
-    """Stratum -> its number of distinct variants."""
-    pairs = set(zip(table["prompt_stratum"], table["prompt_variant"]))
-    counts: dict[str, int] = {}
-    for stratum, _ in pairs:
-        counts[str(stratum)] = counts.get(str(stratum), 0) + 1
-    return dict(sorted(counts.items()))
+def _by_variant(table: dict, names, codes: np.ndarray, n_variants: int) -> dict:
+    """Each variant's examples, and each metric's value, cluster-robust standard error and
+    clusters per variant,
+    all variants at once: the units are the (variant, cluster) cells, as
+    :func:`~mera_multi_hf.scoring.uncertainty.table_units` makes them for one variant's
+    rows (a cluster split between variants counts in each)."""
+    cluster, scores = table["cluster"], table["scores"]
+    span = int(cluster.max(initial=0)) + 1
+    cells, cell_of = np.unique(codes * span + cluster, return_inverse=True)
+    cell_variant = cells // span
+    out = {}
+    for name in names:  # means over examples: no group metric comes here
+        if name in scores:
+            num = np.bincount(cell_of, weights=scores[name], minlength=len(cells))
+            den = np.bincount(cell_of, minlength=len(cells)).astype(float)
+            out[name] = _ratio(num, den, cell_variant, n_variants)
+    return {"n_examples": np.bincount(codes, minlength=n_variants), "metrics": out}
+
+
+def _ratio(num, den, cell_variant, n_variants) -> dict:
+    """Per variant: the ratio of its cells' sums, and its cluster-robust standard error
+    (:func:`~mera_multi_hf.scoring.uncertainty.stderr`; None under two clusters)."""
+    total = np.bincount(cell_variant, weights=num, minlength=n_variants)
+    size = np.bincount(cell_variant, weights=den, minlength=n_variants)
+    value = total / size
+    resid = num - value[cell_variant] * den
+    c = np.bincount(cell_variant, minlength=n_variants)
+    squares = np.bincount(cell_variant, weights=resid**2, minlength=n_variants)
+    se = np.sqrt(c / np.maximum(c - 1, 1) * squares) / size
+    return {
+        "value": value,
+        "se": [float(x) if k > 1 else None for x, k in zip(se, c)],
+        "clusters": c.tolist(),
+    }
+
+
+def _per_stratum(table: dict, strata: tuple, codes: np.ndarray) -> dict[str, int]:
+    """Stratum -> its number of distinct variants (``strata``: the strata's numbers and
+    first rows; ``codes``: the variants' numbers)."""
+    stratum, firsts = strata
+    pairs = np.unique(stratum * (int(codes.max()) + 1) + codes)
+    counts = np.bincount(pairs // (int(codes.max()) + 1), minlength=len(firsts))
+    names = [str(table["prompt_stratum"][first]) for first in firsts]
+    return dict(sorted(zip(names, counts.tolist())))
 
 
 def _intervals(units: dict, table: dict) -> dict:
@@ -120,14 +168,13 @@ def _tested_metric(result, scores: dict) -> str | None:
     return None
 
 
-def _effect(task, result, table: dict, numbers: np.ndarray) -> dict | None:
+def _effect(result, table: dict, numbers: np.ndarray, strata) -> dict | None:
     """Whether the score depends on the variant (None: no per-example score to test);
     the variants go in as their numbers (integers: cheap to compare), as the table shows
     them."""
     metric = _tested_metric(result, table["scores"])
     if metric is None:
         return None
-    strata = table["prompt_stratum"] if task.prompt_block else None
     effect = permutation_test(
         table["scores"][metric],
         numbers,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -344,14 +345,29 @@ def normal_interval(units: Units, cluster: str) -> dict:
     """A score's interval without resampling, for the many small tables (a task's prompt
     variants): value ± z * the cluster-robust standard error, kept within [0, 1] (every
     score is a share); the same record as the bootstrap's, ``method`` "normal"."""
+    return normal_record(units.value, stderr(units), cluster, len(units.num), units.n)
+
+
+@cache
+def _normal_z() -> float:
+    """The normal quantile of the LEVEL interval (1.96 at 0.95); statistics loads on first
+    use, not at import."""
     from statistics import NormalDist
 
-    se, value = stderr(units), units.value
-    half = None if se is None else NormalDist().inv_cdf(0.5 + LEVEL / 2) * se
+    return NormalDist().inv_cdf(0.5 + LEVEL / 2)
+
+
+def normal_record(value: float, se: float | None, cluster: str, n_clusters: int, n: int) -> dict:
+    """:func:`normal_interval`'s record from a score's value and standard error."""
+    half = None if se is None else _normal_z() * se
     return {
-        **describe(np.empty(0), se, cluster=cluster, n_clusters=len(units.num), n=units.n),
+        "stderr": _num(se),
         "low": None if half is None else max(0.0, value - half),
         "high": None if half is None else min(1.0, value + half),
+        "level": LEVEL,
+        "cluster": cluster,
+        "n_clusters": int(n_clusters),
+        "n": int(n),
         "method": "normal",
     }
 
