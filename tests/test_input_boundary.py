@@ -46,6 +46,8 @@ ALLOWED = {
     ("core/outputs/*", "*"): "the write boundary reads back the tool's own files by "
     "descriptor, never following a link (the marker is read through the input reader)",
     ("spaces/export.py", "read_text"): "the package's own Space sources",
+    ("data/data_owner.py", "load"): "yaml.load of a string: the card's header, its text "
+    "already read through the reader (card_text)",
     ("spaces/flat_modules.py", "read_text"): "the package's own module sources",
     ("core/paths.py", "spec_from_file_location"): "imports a task's builder module, a "
     "Python file the user declared as code (it is run, not read as data)",
