@@ -88,26 +88,18 @@ def load_task_split(
 
 def raw_prompt_list(task: TaskSpec, source) -> list[str] | None:
     """The prompt list of a raw folder's metadata, where its records may index into one
-    (their prompt variants are then named by index); None for any other source."""
-    from pathlib import Path
-
-    from mera_multi_hf.core import json_read
+    (their prompt variants are then named by index); None for any other source, or where
+    the folder's parts (domain folders with their own metadata) list different prompts.
+    Read by the raw reader itself, with its rules for what a metadata file may be."""
     from mera_multi_hf.core.errors import MeraError
-    from mera_multi_hf.data.raw.layout import META_FILES
+    from mera_multi_hf.data.raw.dataset import RawDataset
     from mera_multi_hf.data.sources import resolve_source, source_kind
 
     try:
         path = resolve_source(task, source)
         if source is None or source_kind(path) != "raw":
             return None
+        lists = {tuple(part.prompts or ()) for part in RawDataset(task, path).parts}
     except MeraError:
         return None
-    for name in META_FILES:
-        if (Path(path) / name).is_file():
-            try:
-                prompts = json_read.read_file(Path(path) / name).get("prompts")
-            except (json_read.JsonReadError, OSError, AttributeError):
-                return None
-            listed = isinstance(prompts, list) and all(isinstance(p, str) for p in prompts)
-            return prompts if listed else None
-    return None
+    return list(lists.pop()) if len(lists) == 1 and () not in lists else None
