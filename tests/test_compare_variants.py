@@ -5,38 +5,24 @@ written before variants were recorded is still compared, with one note."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
+from test_compare import _examples as compare_examples
 from test_compare import _run
 
 from mera_multi_hf.cli.main import main
-from mera_multi_hf.data.examples import Example
-from mera_multi_hf.tasks.table import get_task
 
 VARIANTS = ("i0", "i1", "i2", "i3")
 
 
 def _examples(task_key: str, n: int, group_size: int = 1):
     """Examples whose variant turns every example (so a group spans variants)."""
-    task = get_task(task_key)
-    names = [name for name, _ in task.breakdowns]
+    task, examples = compare_examples(task_key, n, group_size, lambda i: f"{VARIANTS[i % 4]}: q{i}")
     return task, [
-        Example(
-            task=task.key,
-            id=i,
-            index=i,
-            prompt=f"{VARIANTS[i % 4]}: q{i}",
-            media_fields=(),
-            gold="AB"[(i // 2) % 2],
-            group=i // group_size,
-            breakdown={name: f"c{(i // group_size) % 3}" for name in names},
-            meta={"id": i},
-            options=("x", "y"),
-            prompt_variant=VARIANTS[i % 4],
-            prompt_variant_number=i % 4 + 1,
-        )
-        for i in range(n)
+        replace(e, prompt_variant=VARIANTS[i % 4], prompt_variant_number=i % 4 + 1)
+        for i, e in enumerate(examples)
     ]
 
 
