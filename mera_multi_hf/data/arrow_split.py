@@ -5,11 +5,17 @@ fingerprint. After `datasets` has prepared a local folder once, a manifest besid
 Arrow cache names, per split, the very Arrow files the loaded split is made of, its
 loaded features and the fingerprint `datasets` gave it; later loads memory-map those
 files with pyarrow alone: the same rows, the same fingerprint, a second faster.
+
+The maps are this module's own (``mmap``), so the pages of media already read can be
+handed back (:meth:`ArrowSplit.release`): a page of a mapped file stays in the process's
+resident set once read, and a run reads every medium of every split; handed back after
+each chunk, the resident set stays at a chunk's media whatever the splits' size.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 from pathlib import Path
 
@@ -31,10 +37,16 @@ class ArrowSplit:
     format = {"type": "arrow"}
 
     def __init__(
-        self, table: pa.Table, features: dict, fingerprint: str | None, content: str | None = None
+        self,
+        table: pa.Table,
+        features: dict,
+        fingerprint: str | None,
+        content: str | None = None,
+        maps: tuple = (),
     ):
         self.table, self.features, self._fingerprint = table, features, fingerprint
         self._content = content  # data_content of these rows, when the manifest recorded it
+        self.maps = maps  # the mmaps the table's buffers live in (none: `datasets`' own)
 
     @classmethod
     def of(cls, ds) -> ArrowSplit:
@@ -51,21 +63,28 @@ class ArrowSplit:
 
     def select(self, rows) -> ArrowSplit:
         """These rows, in this order."""
-        return ArrowSplit(_rows(self.table, rows), self.features, self._fingerprint)
+        return ArrowSplit(_rows(self.table, rows), self.features, self._fingerprint, maps=self.maps)
+
+    def release(self) -> None:
+        """Hand back the resident pages of the mapped files (the rows read so far): they
+        stay in the page cache, and a later read maps them in again."""
+        for mapped in self.maps:
+            mapped.madvise(mmap.MADV_DONTNEED)
 
     def content(self) -> str:
         """sha256 of the rows (:func:`data_content`), hashed once per prepared split: the
         manifest keeps it with the files it was computed from."""
         if self._content is None:
-            self._content = data_content(self.table)
+            self._content = data_content(self.table, release=self.release)
         return self._content
 
 
-def data_content(table: pa.Table, rows: int = 64) -> str:
+def data_content(table: pa.Table, rows: int = 64, release=None) -> str:
     """sha256 of a split's rows, as Arrow writes them in slices of ``rows`` (however the
     table is chunked or mapped): the same data read from anywhere (a raw folder moved, a
     run resumed on another machine) hashes the same, unlike the fingerprint `datasets`
-    gives it, which holds the files' places."""
+    gives it, which holds the files' places. ``release``: called after each slice (a
+    mapped split hands its pages back)."""
     import hashlib
 
     table = table.replace_schema_metadata(None)
@@ -75,6 +94,8 @@ def data_content(table: pa.Table, rows: int = 64) -> str:
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table.slice(start, rows).combine_chunks())
         digest.update(sink.getvalue())
+        if release is not None:
+            release()
     return digest.hexdigest()
 
 
@@ -176,34 +197,50 @@ def _open(cache_dir: Path, entry: dict) -> ArrowSplit | None:
     paths = [cache_dir / name for name, *_ in entry["files"]]
     if any(_stamp(p) != stamp for p, (_, *stamp) in zip(paths, entry["files"])):
         return None
-    tables = [_read_arrow(p) for p in paths]
-    return ArrowSplit(
-        pa.concat_tables(tables) if len(tables) > 1 else tables[0],
-        entry["features"],
-        entry["fingerprint"],
-        entry["content"],
-    )
+    return _mapped(paths, entry["features"], entry["fingerprint"], entry["content"])
 
 
-def _files_of(ds, cache_dir: Path) -> list[str] | None:
+def _mapped(paths: list[Path], features: dict, fingerprint, content=None) -> ArrowSplit:
+    """The Arrow stream files (as `datasets` writes its cache files) as one split,
+    memory-mapped by this module (their pages can be handed back)."""
+    tables, maps = [], []
+    for path in paths:
+        with open(path, "rb") as fh:
+            maps.append(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
+        tables.append(pa.ipc.open_stream(pa.py_buffer(maps[-1])).read_all())
+    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    return ArrowSplit(table.replace_schema_metadata(), features, fingerprint, content, tuple(maps))
+
+
+def _files_of(ds, cache_dir: Path) -> tuple[list[str], str] | None:
     """The Arrow files (relative to ``cache_dir``) whose rows, in order, are the split as
-    loaded; None when it is anything else (an indices mapping, a transformed table).
-    Told by reading the files as a later load will and comparing them with the split
-    `datasets` gives (public API only: ``cache_files`` and the Arrow format)."""
+    loaded, and the content hash of those rows; None when it is anything else (an
+    indices mapping, a transformed table). Told by reading the files as a later load
+    will and comparing them with the split `datasets` gives (public API only:
+    ``cache_files`` and the Arrow format), a slice at a time."""
     paths = [Path(os.path.realpath(f["filename"])) for f in ds.cache_files]
     if not paths or not all(p.is_relative_to(cache_dir) for p in paths):
         return None
     try:
-        tables = [_read_arrow(p) for p in paths]
-        same = pa.concat_tables(tables).equals(ds.with_format("arrow")[:])
-    except (OSError, pa.ArrowException):  # not one stream file, or other columns
+        mine = _mapped(paths, {}, None)
+        same = _same_rows(mine, ds.with_format("arrow")[:])
+    except (OSError, ValueError, pa.ArrowException):  # not one stream file, or other columns
         return None
-    return [str(p.relative_to(cache_dir)) for p in paths] if same else None
+    if not same:
+        return None
+    return [str(p.relative_to(cache_dir)) for p in paths], mine.content()
 
 
-def _read_arrow(path: Path) -> pa.Table:
-    """An Arrow stream file memory-mapped, as `datasets` writes its cache files."""
-    return pa.ipc.open_stream(pa.memory_map(str(path))).read_all().replace_schema_metadata()
+def _same_rows(split: ArrowSplit, table: pa.Table, rows: int = 256) -> bool:
+    """Whether ``split`` holds the rows of ``table``, compared ``rows`` at a time (the
+    split's pages handed back after each)."""
+    if split.table.num_rows != table.num_rows or not split.table.schema.equals(table.schema):
+        return False
+    for start in range(0, table.num_rows, rows):
+        if not split.table.slice(start, rows).equals(table.slice(start, rows)):
+            return False
+        split.release()
+    return True
 
 
 def write_manifest(cache_dir: str | Path, dsd) -> None:
@@ -212,14 +249,15 @@ def write_manifest(cache_dir: str | Path, dsd) -> None:
     cache_dir = Path(os.path.realpath(cache_dir))
     splits = {}
     for split, ds in dsd.items():
-        files = _files_of(ds, cache_dir)
-        if files is None:
+        found = _files_of(ds, cache_dir)
+        if found is None:
             return
+        files, content = found
         splits[split] = {
             "files": [[f, *_stamp(cache_dir / f)] for f in files],
             "features": ds.features.to_dict(),
             "fingerprint": fingerprint(ds),
-            "content": data_content(ds.with_format("arrow")[:]),
+            "content": content,
         }
     manifest = {"format": MANIFEST_FORMAT, "datasets": _datasets_version(), "splits": splits}
     from mera_multi_hf.core.outputs import cache_file

@@ -174,12 +174,18 @@ def example_inputs(task: TaskSpec, examples: list[Example], ds, chunk: int = 64)
     ds = arrow_view(ds)
     for start in range(0, len(examples), chunk):
         part = examples[start : start + chunk]
-        inputs = (
-            ds[[e.index for e in part]].column("inputs").to_pylist()
-            if task.media_fields
-            else [{}] * len(part)
-        )
+        inputs = [{}] * len(part)
+        if task.media_fields:
+            inputs = ds[[e.index for e in part]].column("inputs").to_pylist()
+            release_pages(ds)  # the bytes are copied out: the mapped pages go back
         yield from zip(part, inputs)
+
+
+def release_pages(ds) -> None:
+    """Hand back the resident pages of a split this module memory-mapped
+    (:meth:`ArrowSplit.release`); nothing for any other."""
+    if isinstance(ds, ArrowSplit):
+        ds.release()
 
 
 def media_of(task: TaskSpec, examples: list[Example], ds, chunk: int = 64):

@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from mera_multi_hf.core.limits import DEFAULT_LIMITS, Limits
-from mera_multi_hf.data.examples import arrow_view, example_inputs
+from mera_multi_hf.data.examples import arrow_view, example_inputs, release_pages
 from mera_multi_hf.data.media_decode import Media, media_bytes
 from mera_multi_hf.tasks.spec import DEFAULT_STOP, TaskSpec
 
@@ -121,6 +121,7 @@ def load_media(requests: list[Request], ds) -> None:
     if not wanted:
         return
     inputs = arrow_view(ds)[[row for row, _ in wanted]].column("inputs").to_pylist()
+    release_pages(ds)  # the bytes are copied out: the mapped pages go back
     for (_, media), row in zip(wanted, inputs):
         for item in media:
             item.data = media_bytes(row[item.field])

@@ -96,17 +96,19 @@ def score_and_write(
     notes += result_notes(results)
     if coverage:
         notes.insert(0, coverage["note"])
-    files = run_files(
-        results,
-        loaded,
-        notes=notes,
-        logs=answered.logs,
-        given_logs=answered.given_logs,
-        answers=answered.answers,
-        context=answered.context,
-        submission=not options.no_submission,
-    )
-    written = write_outputs(folder, files, results)
+    with folder.staging() as stage:  # the page's media are written there as made
+        files = run_files(
+            results,
+            loaded,
+            notes=notes,
+            logs=answered.logs,
+            given_logs=answered.given_logs,
+            answers=answered.answers,
+            context=answered.context,
+            submission=not options.no_submission,
+            stage=stage,
+        )
+        written = write_outputs(folder, files, results)
     return Outcome(results, written, notes, folder.path)
 
 

@@ -25,13 +25,15 @@ def run_files(
     answers: dict | None = None,
     context: int | None = None,
     submission: bool = True,
+    stage=None,
 ) -> dict[str, bytes | str]:
     """Every file of the run but results.json, by name. ``logs``: a run's sample-log
     records per task (example order); ``given_logs``: `score`'s predictions files' lines
     per task; ``answers``: `score`'s predictions per task; ``context``: the dialogue turns
     shown with each question. ``notes`` gets the notes found while rendering. The
     media of results.html are each loaded task's own (``media_of``: the data stage reads
-    them, a chunk at a time), each stored once in its media folder (``results_media/``)."""
+    them, a chunk at a time), each stored once in its media folder (``results_media/``),
+    written into ``stage`` (a staging folder of the output folder) as it is made."""
     from mera_multi_hf.reporting.page_media import MediaFolder
     from mera_multi_hf.reporting.reports import report_files
     from mera_multi_hf.reporting.results_page import MEDIA_FOLDER, PAGE_NAME, render, task_rows
@@ -48,7 +50,7 @@ def run_files(
         files = {sample_name(d.key, d.split): jsonl(per_task[d.key]) for d in loaded}
     notes += secrets_in_data(files, answers or {})
     files.update(report_files(results))
-    media = MediaFolder(MEDIA_FOLDER)
+    media = MediaFolder(MEDIA_FOLDER, stage)
     rows = [
         row
         for d in loaded

@@ -9,26 +9,36 @@ from __future__ import annotations
 import hashlib
 import json
 import mimetypes
+from pathlib import Path
 
 from markupsafe import Markup
+
+from mera_multi_hf.core.outputs import stage_file
 
 SHORT_SHA = 16  # hex digits of the sha256 in a medium's file name (64 bits)
 
 
 class MediaFolder:
-    """The files of a page's media folder (``name``/...): path -> bytes, each once.
+    """The files of a page's media folder (``name``/...), each once: path -> the file
+    written into ``stage`` as it is made (a staging folder of the output folder, which
+    the page's set of files then moves into place), or -> its bytes without one. Written
+    as made, a full-size page's media (every audio clip whole) are never all held.
     ``shown`` keeps the element made of each source medium, so one shared by many rows
     is converted (thumbnail, preview) once."""
 
-    def __init__(self, name: str):
-        self.name = name
-        self.files: dict[str, bytes] = {}
+    def __init__(self, name: str, stage: Path | None = None):
+        self.name, self.stage = name, stage
+        self.files: dict[str, bytes | Path] = {}
         self.shown: dict[tuple[str, str], dict] = {}  # (kind, source sha256) -> element
 
     def add(self, data: bytes, mime: str) -> str:
         """The relative path of ``data`` in the folder (stored on its first add)."""
-        path = f"{self.name}/{hashlib.sha256(data).hexdigest()[:SHORT_SHA]}{extension(mime)}"
-        self.files.setdefault(path, bytes(data))
+        base = f"{hashlib.sha256(data).hexdigest()[:SHORT_SHA]}{extension(mime)}"
+        path = f"{self.name}/{base}"
+        if path not in self.files:
+            self.files[path] = (
+                bytes(data) if self.stage is None else stage_file(self.stage, base, data)
+            )
         return path
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mera_multi_hf.core.hashing import sha256_bytes
+from mera_multi_hf.core.hashing import sha256_of
 from mera_multi_hf.core.masking import mask_secrets
 from mera_multi_hf.reporting.table_text import fmt_interval
 from mera_multi_hf.reporting.table_text import fmt_score as _fmt
@@ -330,9 +330,11 @@ def write_outputs(folder, files: dict[str, bytes | str], results: Results) -> di
     (bytes: the sample logs, the ZIP and the chart, are data)."""
     from mera_multi_hf.core.outputs import as_written
 
-    files = {name: as_written(data) for name, data in files.items()}  # masked once, here
+    files = {  # masked once, here; a file already written (a page's medium) is data
+        name: data if isinstance(data, Path) else as_written(data) for name, data in files.items()
+    }
     doc = results.to_dict()
-    doc["run"]["files"] = {name: sha256_bytes(data) for name, data in files.items()}
+    doc["run"]["files"] = {name: sha256_of(data) for name, data in files.items()}
     text = as_written(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     private = (doc["run"].get("gold_private") or {}).get("files", [])  # kept 0600
     return folder.write_set({**files, RESULTS: text}, index=RESULTS, private=private)
