@@ -18,10 +18,10 @@ def _load_split(task, source, split, notes: list[str]):
     not at hand (a Hub copy offline, a moved folder)."""
     from mera_multi_hf.data.examples import make_examples
     from mera_multi_hf.data.loaded import raw_prompt_list
-    from mera_multi_hf.data.loading import load_task
+    from mera_multi_hf.data.loading import load_split
 
-    try:
-        dataset = load_task(task, source=source, split=split)
+    try:  # plain Arrow, mapped: the pages of the media read are handed back
+        dataset = load_split(task, source=source, split=split)
     except MeraError as err:
         notes.append(f"{task.key}: shown without media or breakdown keys: {err}")
         return None, None
@@ -60,17 +60,12 @@ def _records(run_dir: Path, run: dict, task, split, examples, result) -> list[di
     )
 
 
-def page_of(run_dir: Path) -> tuple[dict, bool]:
-    """results.html of the run and its media files (name -> content), and whether the
-    page holds what a private split's gold answers give (closed, as evaluate writes it)."""
-    from mera_multi_hf.reporting.page_media import MediaFolder
-    from mera_multi_hf.reporting.results_page import MEDIA_FOLDER, PAGE_NAME, render, task_rows
+def read_results(run_dir: Path):
+    """The run's results.json, read (one line saying what to run when there is none)."""
     from mera_multi_hf.scoring.records import Results
-    from mera_multi_hf.scoring.run_results import gold_derived
-    from mera_multi_hf.tasks.table import get_task
 
     try:
-        doc = Results.read(run_dir / "results.json")
+        return Results.read(run_dir / "results.json")
     except MeraError as err:
         raise MeraError(f"{err}; run `mera-multi evaluate` or `score` first") from None
     except (ValueError, KeyError, TypeError) as err:
@@ -78,10 +73,19 @@ def page_of(run_dir: Path) -> tuple[dict, bool]:
             f"{run_dir} holds no readable results.json of a run "
             f"({type(err).__name__}); run `mera-multi evaluate` or `score` first"
         ) from None
+
+
+def page_of(run_dir: Path, doc, stage: Path | None = None) -> dict:
+    """results.html of the run (``doc``: its results.json) and its media files (name ->
+    content; written into ``stage``, a staging folder of the run's, as they are made)."""
+    from mera_multi_hf.reporting.page_media import MediaFolder
+    from mera_multi_hf.reporting.results_page import MEDIA_FOLDER, PAGE_NAME, render, task_rows
+    from mera_multi_hf.tasks.table import get_task
+
     run, results = doc.run.to_dict(), list(doc.tasks.values())
     summary = doc.summary if doc.summary.overall else None  # a file without one
     sources, notes, rows = run.get("dataset_source"), [], []
-    folder = MediaFolder(MEDIA_FOLDER)
+    folder = MediaFolder(MEDIA_FOLDER, stage)
     for result in results:
         task, split = get_task(result.task), result.split or run.get("split", "test")
         source = sources.get(task.key) if isinstance(sources, dict) else sources
@@ -93,7 +97,7 @@ def page_of(run_dir: Path) -> tuple[dict, bool]:
             task.key, split, records, examples, media, context, result.private, folder
         )
     page = render(results, doc.run, rows, notes, summary)
-    return {PAGE_NAME: page, **folder.files}, any(map(gold_derived, results))
+    return {PAGE_NAME: page, **folder.files}
 
 
 def results_vouching_for(run_dir: Path, files: dict) -> str | None:
@@ -101,15 +105,15 @@ def results_vouching_for(run_dir: Path, files: dict) -> str | None:
     that of the new text (None: a results file that records no sha256s, an older one)."""
     import json
 
-    from mera_multi_hf.core.hashing import sha256_bytes
+    from mera_multi_hf.core.hashing import sha256_of
     from mera_multi_hf.core.outputs import as_written
 
     doc = json_read.read_file(run_dir / "results.json")
     recorded = doc.get("run", {}).get("files") if isinstance(doc.get("run"), dict) else None
     if not isinstance(recorded, dict):
         return None
-    for name, data in files.items():
-        recorded[name] = sha256_bytes(as_written(data))
+    for name, data in files.items():  # a medium already written is hashed from its file
+        recorded[name] = sha256_of(data if isinstance(data, Path) else as_written(data))
     return json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
 
 
@@ -134,6 +138,7 @@ class ViewOptions:
 def cmd_view(options: ViewOptions) -> int:
     from mera_multi_hf.core.outputs import add_files, folder_kind
     from mera_multi_hf.reporting.results_page import MEDIA_FOLDER, PAGE_NAME
+    from mera_multi_hf.scoring.run_results import gold_derived
 
     run_dir = Path(options.run_dir)
     if run_dir.is_file() and run_dir.name == "results.json":  # the page goes beside it
@@ -143,19 +148,25 @@ def cmd_view(options: ViewOptions) -> int:
             f"{run_dir} is neither a run folder nor its results.json: give a "
             "folder written by `mera-multi evaluate` or `score`"
         )
-    files, private = page_of(run_dir)
+    doc = read_results(run_dir)
     kind = folder_kind(run_dir)
     if kind not in ("run", "score"):
         raise MeraError(
             f"view {run_dir}: not a folder that `evaluate` or `score` wrote (its "
             "marker says so); view writes results.html only into one of those"
         )
-    results = results_vouching_for(run_dir, files)
-    if results is not None:
-        files["results.json"] = results  # renamed after the page: it never vouches for an old one
+
+    def made(stage: Path) -> dict:
+        files = page_of(run_dir, doc, stage)
+        results = results_vouching_for(run_dir, files)
+        if results is not None:  # renamed after the page: it never vouches for an old one
+            files["results.json"] = results
+        return files
+
     media = f"{MEDIA_FOLDER}/"
+    private = any(map(gold_derived, doc.tasks.values()))
     closed = [PAGE_NAME, media] if private else []  # as evaluate writes a private run's
-    add_files(run_dir, files, kind=kind, flag="view", private=closed, replaces=[media])
+    add_files(run_dir, made, kind=kind, flag="view", private=closed, replaces=[media])
     print(f"wrote {run_dir / PAGE_NAME} (open it in a browser; it needs no network)")
     return 0
 

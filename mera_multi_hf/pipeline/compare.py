@@ -31,7 +31,7 @@ def run_media(doc, task_key: str, ids, notes: list[str]):
     pairs, read chunk by chunk (none, and a note, when the split is not at hand: a Hub
     copy offline, a moved folder)."""
     from mera_multi_hf.data.examples import make_examples, media_of
-    from mera_multi_hf.data.loading import load_task
+    from mera_multi_hf.data.loading import load_split
     from mera_multi_hf.tasks.table import get_task
 
     task = get_task(task_key)
@@ -40,7 +40,8 @@ def run_media(doc, task_key: str, ids, notes: list[str]):
     sources = doc.run.details.get("dataset_source")
     source = sources.get(task_key) if isinstance(sources, dict) else sources
     try:
-        dataset = load_task(task, source=source, split=doc.tasks[task_key].split or doc.run.split)
+        # plain Arrow, mapped: the pages of the media read are handed back
+        dataset = load_split(task, source=source, split=doc.tasks[task_key].split or doc.run.split)
     except MeraError as err:
         notes.append(f"{task_key}: shown without media: {err}")
         return ()
@@ -48,9 +49,10 @@ def run_media(doc, task_key: str, ids, notes: list[str]):
     return media_of(task, [e for e in make_examples(task, dataset) if e.id in wanted], dataset)
 
 
-def compare_files(result: dict, a, b) -> dict[str, str | bytes]:
-    """compare.html of two runs (read_run) and their comparison, and its media folder:
-    the rows, then run A's media for them, then the page."""
+def compare_files(result: dict, a, b, stage=None) -> dict:
+    """compare.html of two runs (read_run) and their comparison, and its media folder
+    (written into ``stage``, a staging folder of the output folder, as made): the rows,
+    then run A's media for them, then the page."""
     from mera_multi_hf.reporting.compare_page import compare_page, compare_rows
 
     rows, notes = compare_rows(a, b, list(result["tasks"])), []
@@ -60,7 +62,7 @@ def compare_files(result: dict, a, b) -> dict[str, str | bytes]:
         task: run_media(a, task, [r["id"] for r in rows if r["task"] == task], notes)
         for task in result["tasks"]
     }
-    return compare_page(result, rows, media, notes)
+    return compare_page(result, rows, media, notes, stage)
 
 
 @dataclass
@@ -99,7 +101,7 @@ def cmd_compare(options: CompareOptions) -> int:
         chart_png(result),
         result,
         inputs=[options.run_a, options.run_b],
-        extra=compare_files(result, a, b),
+        extra=lambda stage: compare_files(result, a, b, stage),
         shown=console(result, options.out),
     )
     return 0

@@ -122,7 +122,8 @@ def write_report(
 ) -> None:
     """Write ``<stem>.md/.png/.json`` (and ``extra``) into ``out``, a folder of reports
     (outputs.add_files: a folder holding anything else is refused; ``inputs``: the run
-    folders read), and print ``shown`` (default: the text). The files that ``doc``'s
+    folders read; ``extra``: more files, or a function of the staging folder they are
+    written into, see add_files), and print ``shown`` (default: the text). The files that ``doc``'s
     ``gold_private`` lists are closed (0600; a listed folder 0700); the page's media
     folder (``<stem>_media/``) is replaced whole."""
     from mera_multi_hf.core.outputs import add_files
@@ -131,11 +132,12 @@ def write_report(
         f"{stem}.md": text,
         f"{stem}.png": png,
         f"{stem}.json": json.dumps(doc, ensure_ascii=False, indent=2) + "\n",
-        **(extra or {}),
     }
     written = add_files(
         out,
-        files,
+        (lambda stage: {**files, **extra(stage)})
+        if callable(extra)
+        else {**files, **(extra or {})},
         kind="report",
         inputs=inputs,
         private=(doc.get("gold_private") or {}).get("files", ()),

@@ -128,7 +128,9 @@ def render(result: dict, rows: list[dict], notes: list[str] = ()) -> str:
     )
 
 
-def compare_page(result: dict, rows: list[dict], media: dict, notes: list[str] = ()) -> dict:
+def compare_page(
+    result: dict, rows: list[dict], media: dict, notes: list[str] = (), stage=None
+) -> dict:
     """compare.html of a comparison (compare_runs' result) and its rows (:func:`compare_rows`),
     and its media files (``compare_media/...``): name -> content. ``media``: task -> its
     examples' media as the data stage read them from run A's split (results_page.media_rows
@@ -136,7 +138,7 @@ def compare_page(result: dict, rows: list[dict], media: dict, notes: list[str] =
     from mera_multi_hf.reporting.page_media import MediaFolder
     from mera_multi_hf.reporting.results_page import media_rows
 
-    folder = MediaFolder(MEDIA_FOLDER)
+    folder = MediaFolder(MEDIA_FOLDER, stage)  # written into ``stage`` as made, if given
     for task, items in media.items():
         shown = [row for row in rows if row["task"] == task]
         elements = media_rows(items, {row["id"] for row in shown}, folder)

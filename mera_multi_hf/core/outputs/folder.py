@@ -486,10 +486,15 @@ class OutputFolder:
         return fd
 
 
-def add_files(path, files: dict, *, kind, flag="--out", inputs=(), private=(), replaces=()):
+def add_files(path, files, *, kind, flag="--out", inputs=(), private=(), replaces=()):
     """Write ``files`` into ``path`` beside this kind's earlier files, which all stay (a
-    report beside another, the page ``view`` adds) but in ``replaces`` ("media/"): whole."""
+    report beside another, the page ``view`` adds) but in ``replaces`` ("media/"): whole.
+    ``files``: name -> content, or a function of a staging folder of this one that makes
+    them (a page's media written there as they are made, never all held) and returns them."""
     folder = OutputFolder(path, kind=kind, flag=flag, inputs=inputs)
     with folder.claim():
         folder.claimed |= {n for n in folder.owned() if not _listed(n, replaces)}
-        return folder.write_set(files, private=private)
+        if not callable(files):
+            return folder.write_set(files, private=private)
+        with folder.staging() as stage:
+            return folder.write_set(files(stage), private=private)
