@@ -21,7 +21,9 @@ generation and media decoding. The stages:
   view              `view` of the first run (results.html again)
 
 For each: seconds, seconds per example (over every example of the run), CPU seconds,
-peak RSS (the process's own, from wait4), and the size of every file it wrote.
+peak RSS (the process's own, from wait4: the pages of the memory-mapped Arrow cache it
+holds count; the goal, under 2 GiB, is on this figure), its anonymous part, and the size
+of every file it wrote.
 
     python benchmarks/full_size.py [--work DIR] [--scale 1.0] [--baseline DIR]
 
@@ -291,11 +293,11 @@ def report(label: str, done: list[tuple], examples: int) -> None:
         per = 1000 * f["seconds"] / examples
         beyond = 1000 * (f["cpu"] - f["page"]) / examples
         flag = "" if "cold" in name or beyond <= GOAL_MS else " (over 5 ms)"
-        rss_flag = "" if f["anon"] < GOAL_RSS else " (over 2 GiB)"
+        rss_flag = "" if f["rss"] < GOAL_RSS else " (over 2 GiB)"  # mapped pages counted
         print(
             f"| {name} | {f['seconds']:.1f} | {per:.2f} | {f['cpu']:.1f} | "
             f"{f['page']:.1f}, {f['masking']:.1f} | {beyond:.2f}{flag} | "
-            f"{mib(f['rss'])} | {mib(f['anon'])}{rss_flag} | "
+            f"{mib(f['rss'])}{rss_flag} | {mib(f['anon'])} | "
             f"{mib(sum(files.values()))} in {len(files)} files |"
         )
     for name, _, files in done:
