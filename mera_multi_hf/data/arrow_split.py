@@ -217,13 +217,15 @@ def _files_of(ds, cache_dir: Path) -> tuple[list[str], str] | None:
     loaded, and the content hash of those rows; None when it is anything else (an
     indices mapping, a transformed table). Told by reading the files as a later load
     will and comparing them with the split `datasets` gives (public API only:
-    ``cache_files`` and the Arrow format), a slice at a time."""
+    ``cache_files`` and the Arrow format): every value but the media's bytes, which are
+    compared by their lengths (reading them would keep every page of `datasets`' own map
+    of the split resident; a reordering or a transform changes the other values too)."""
     paths = [Path(os.path.realpath(f["filename"])) for f in ds.cache_files]
     if not paths or not all(p.is_relative_to(cache_dir) for p in paths):
         return None
     try:
         mine = _mapped(paths, {}, None)
-        same = _same_rows(mine, ds.with_format("arrow")[:])
+        same = _skeleton(mine.table).equals(_skeleton(ds.with_format("arrow")[:]))
     except (OSError, ValueError, pa.ArrowException):  # not one stream file, or other columns
         return None
     if not same:
@@ -231,16 +233,19 @@ def _files_of(ds, cache_dir: Path) -> tuple[list[str], str] | None:
     return [str(p.relative_to(cache_dir)) for p in paths], mine.content()
 
 
-def _same_rows(split: ArrowSplit, table: pa.Table, rows: int = 256) -> bool:
-    """Whether ``split`` holds the rows of ``table``, compared ``rows`` at a time (the
-    split's pages handed back after each)."""
-    if split.table.num_rows != table.num_rows or not split.table.schema.equals(table.schema):
-        return False
-    for start in range(0, table.num_rows, rows):
-        if not split.table.slice(start, rows).equals(table.slice(start, rows)):
-            return False
-        split.release()
-    return True
+def _skeleton(table: pa.Table) -> pa.Table:
+    """``table`` flattened to its leaves, each binary ``bytes`` leaf (a medium's) as the
+    lengths of its values: read from the offsets, the bytes themselves untouched."""
+    import pyarrow.compute as pc
+
+    table = table.replace_schema_metadata(None)
+    while any(pa.types.is_struct(field.type) for field in table.schema):
+        table = table.flatten()
+    for i, field in enumerate(table.schema):
+        binary = pa.types.is_binary(field.type) or pa.types.is_large_binary(field.type)
+        if binary and field.name.endswith(".bytes"):
+            table = table.set_column(i, field.name, pc.binary_length(table.column(i)))
+    return table
 
 
 def write_manifest(cache_dir: str | Path, dsd) -> None:
