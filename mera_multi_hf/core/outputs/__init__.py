@@ -33,6 +33,7 @@ into a staging folder that this module makes inside the output folder.
   the entry whose lock (``<entry>.lock``) this process holds is written, as the cache.
 """
 
+from mera_multi_hf.core.outputs.content import still_written
 from mera_multi_hf.core.outputs.files import (
     cache_file,
     cache_folder,
@@ -87,6 +88,7 @@ __all__ = [
     "report_kind",
     "shown",
     "stage_file",
+    "still_written",
     "trusted_listing",
     "write_error",
     "write_report_file",
