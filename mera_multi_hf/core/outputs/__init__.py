@@ -33,7 +33,6 @@ into a staging folder that this module makes inside the output folder.
   the entry whose lock (``<entry>.lock``) this process holds is written, as the cache.
 """
 
-from mera_multi_hf.core.outputs.content import still_written
 from mera_multi_hf.core.outputs.files import (
     cache_file,
     cache_folder,
@@ -56,6 +55,7 @@ from mera_multi_hf.core.outputs.fs import (
     shown,
     write_error,
 )
+from mera_multi_hf.core.outputs.kept import still_written
 from mera_multi_hf.core.outputs.rules import (
     KINDS,
     folder_kind,

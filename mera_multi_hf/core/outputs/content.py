@@ -128,22 +128,3 @@ def records(root_fd: int, names, growing: set, old: dict, written: dict | None) 
         finally:
             os.close(dir_fd)
     return found
-
-
-def still_written(folder, expected: dict[str, str], private=()) -> bool:
-    """Whether the files ``expected`` names (name -> sha256) are there as ``folder`` (an
-    open :class:`~mera_multi_hf.core.outputs.OutputFolder`) wrote them: each a plain file
-    (never through a link) holding that content (the marker's record of it reused while
-    its size and time agree, as the marker itself does), and those ``private`` names
-    ("folder/": its files and it) still closed to everyone else."""
-    from mera_multi_hf.core.outputs.fs import _listed
-    from mera_multi_hf.core.outputs.rules import entries, read_marker
-
-    now = records(folder._root(), expected, set(), entries(read_marker(folder.path)), None)
-    if any((now.get(name) or {}).get("sha256") != sha for name, sha in expected.items()):
-        return False
-    closed = set()
-    for name in expected:
-        if _listed(name, private):
-            closed |= {name} | ({name.rsplit("/", 1)[0]} if "/" in name else set())
-    return all(not os.lstat(folder.path / name).st_mode & 0o077 for name in closed)
