@@ -1,7 +1,7 @@
 """What a command's outputs are made from, as one sha256: the answers and sample-log
 records, the run record's fields (but when it ran: the sessions, the preflight's
 timings), the scoring options, each task's declaration and data (its rows hashed), this
-package's code and the libraries' versions. The outputs are a function of these and of
+package's code files and the libraries' versions. The outputs are a function of these and of
 nothing else, so a rerun whose fingerprint is the one recorded with the outputs, and
 whose outputs still hold what was written, would write the same files again
 (:func:`mera_multi_hf.pipeline.outcome.score_and_write` then keeps them)."""
@@ -25,7 +25,7 @@ def outputs_fingerprint(loaded: list, answered, options) -> str:
     from mera_multi_hf.core.provenance import package_versions
 
     inputs = {
-        "code": code_sha256(),
+        "code": code_stamp(),
         "versions": package_versions(),
         "options": dataclasses.asdict(options),
         "tasks": [_task_inputs(d) for d in loaded],
@@ -76,13 +76,16 @@ def steady_fields(fields: dict) -> dict:
 
 
 @functools.cache  # the code does not change while a command runs
-def code_sha256() -> str:
-    """sha256 of this package's code files (names and contents): any change of the code,
-    released or not, makes the outputs of a rerun be written again."""
+def code_stamp() -> str:
+    """sha256 of this package's code files: each one's name, size and modification time
+    (read from the folder alone: a file read whole would cost a second on a busy disk).
+    Any edit, checkout or reinstall of the code, released or not, changes it, and the
+    outputs of a rerun are written again."""
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
-        if path.suffix in CODE_SUFFIXES and "__pycache__" not in path.parts and path.is_file():
-            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        if path.suffix in CODE_SUFFIXES and "__pycache__" not in path.parts:
+            info = path.stat()
+            name = path.relative_to(root).as_posix()
+            digest.update(f"{name}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
     return digest.hexdigest()
