@@ -103,6 +103,7 @@ def score_and_write(
     stamp = outputs_fingerprint(loaded, answered, options)
     if not rewrite and written_from(folder, stamp):
         results = Results.read(folder.path)
+        results.run.details.pop("files", None)  # the files' sha256s, added as written
         files = {name: folder.path / name for name in folder.info()["outputs"]["files"]}
         notes = outcome_notes(loaded, answered, results)
         return Outcome(results, files, notes, folder.path, unchanged=True)
