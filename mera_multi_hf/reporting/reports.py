@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mera_multi_hf.core.hashing import sha256_of
+from mera_multi_hf.core.hashing import sha256_bytes, sha256_of
 from mera_multi_hf.core.masking import mask_secrets
 from mera_multi_hf.reporting.table_text import fmt_interval
 from mera_multi_hf.reporting.table_text import fmt_score as _fmt
@@ -322,12 +322,16 @@ def _stderr_entries(entry, uncertainty: dict | None) -> list:
     ]
 
 
-def write_outputs(folder, files: dict[str, bytes | str], results: Results) -> dict[str, Path]:
+def write_outputs(
+    folder, files: dict[str, bytes | str], results: Results, stamp: str | None = None
+) -> dict[str, Path]:
     """Write a run's files as one set into ``folder`` (a claimed
     :class:`~mera_multi_hf.core.outputs.OutputFolder`): results.json, serialised here from
     the records with every other file's sha256, comes last, and no results.json is ever
     beside a half-replaced set. Every text file is masked here, as it is serialised
-    (bytes: the sample logs, the ZIP and the chart, are data)."""
+    (bytes: the sample logs, the ZIP and the chart, are data). ``stamp``: the fingerprint
+    of what they are made from, recorded in the folder's marker with every file's sha256
+    (what a rerun compares: :mod:`mera_multi_hf.pipeline.fingerprint`)."""
     from mera_multi_hf.core.outputs import as_written
 
     files = {  # masked once, here; a file already written (a page's medium) is data
@@ -337,7 +341,9 @@ def write_outputs(folder, files: dict[str, bytes | str], results: Results) -> di
     doc["run"]["files"] = {name: sha256_of(data) for name, data in files.items()}
     text = as_written(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     private = (doc["run"].get("gold_private") or {}).get("files", [])  # kept 0600
-    return folder.write_set({**files, RESULTS: text}, index=RESULTS, private=private)
+    made = {"fingerprint": stamp, "files": {**doc["run"]["files"], RESULTS: sha256_bytes(text)}}
+    info = {**folder.info(), "outputs": {**made, "private": private}}
+    return folder.write_set({**files, RESULTS: text}, index=RESULTS, private=private, info=info)
 
 
 def report_files(results: Results) -> dict[str, str | bytes]:
