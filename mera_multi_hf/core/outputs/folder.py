@@ -72,7 +72,7 @@ class OutputFolder:
             raise ValueError(f"unknown kind of output {kind!r}")
         self.path, self.kind, self.flag = Path(os.fsdecode(path)), kind, flag
         self.inputs = [i for i in inputs if i]
-        self.claimed: set[str] = set()
+        self.claimed, self.stages = set(), set()  # stages: staging folders open now
         self.growing: set[str] = set()  # claimed to be written bit by bit (sample logs)
         self.made: list[Path] = []  # folders that claim() created, deepest first
         self._lock_fd = self._root_fd = None
@@ -326,9 +326,11 @@ class OutputFolder:
         name = STAGING_PREFIX + secrets.token_hex(4)
         self._write_marker(self.owned() | self.claimed, staging=self._staging_names() + [name])
         os.mkdir(name, 0o700, dir_fd=self._root())
+        self.stages.add(name)
         try:
             yield self.path / name
         finally:
+            self.stages.discard(name)
             self._remove_tree(name)
             self._write_marker(
                 self.owned() | self.claimed, staging=[n for n in self._staging_names() if n != name]
@@ -403,7 +405,7 @@ class OutputFolder:
     def _staged_name(self, path: Path) -> str:
         rel = os.path.relpath(os.path.abspath(path), os.path.abspath(self.path))
         rel = rel.replace(os.sep, "/")
-        if rel.split("/")[0] not in self._staging_names():
+        if rel.split("/")[0] not in self.stages:  # not the marker read again per file
             raise ValueError(f"{path} is not in a staging folder of {self.path}")
         return rel
 
@@ -488,13 +490,10 @@ class OutputFolder:
 
 def add_files(path, files, *, kind, flag="--out", inputs=(), private=(), replaces=()):
     """Write ``files`` into ``path`` beside this kind's earlier files, which all stay (a
-    report beside another, the page ``view`` adds) but in ``replaces`` ("media/"): whole.
-    ``files``: name -> content, or a function of a staging folder of this one that makes
-    them (a page's media written there as they are made, never all held) and returns them."""
+    report beside another, the page ``view`` adds) but in ``replaces`` ("media/"): whole;
+    ``files`` may be a function of a staging folder that makes them there (a page's media)."""
     folder = OutputFolder(path, kind=kind, flag=flag, inputs=inputs)
     with folder.claim():
         folder.claimed |= {n for n in folder.owned() if not _listed(n, replaces)}
-        if not callable(files):
-            return folder.write_set(files, private=private)
-        with folder.staging() as stage:
-            return folder.write_set(files(stage), private=private)
+        with folder.staging() if callable(files) else contextlib.nullcontext() as stage:
+            return folder.write_set(files(stage) if stage else files, private=private)
