@@ -31,7 +31,7 @@ kinds (scores of many distinct values) the clusters are shuffled one by one inst
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -65,7 +65,7 @@ class PromptEffect:
     stop_after: int | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return dict(vars(self))  # plain values: no deep copy (asdict's) needed
 
     def sentence(self) -> str:
         """One line for the reports: the verdict, the p-value and the spread."""
@@ -92,8 +92,6 @@ def _codes(values) -> tuple[np.ndarray, np.ndarray]:
     values = np.asarray(values)
     if values.dtype == object:  # labels of mixed types: compare them as text
         values = values.astype(str)
-    if values.dtype.kind == "f" and len(values) and (values == values.astype(int)).all():
-        values = values.astype(int)  # whole numbers (sums of 0/1 scores)
     if values.dtype.kind in "iu" and len(values) and values.min() >= 0:
         if values.max() < 16 * len(values) + 1024:  # small integers (numbers, ids): counted
             present = np.bincount(values) > 0
@@ -258,43 +256,47 @@ def _cluster_strata(stratum, cluster, n_clusters) -> np.ndarray:
 def _plan(units: dict, n_variants: int) -> dict:
     """How the shuffles are drawn, prepared once for every batch. On the kinds path every
     unit is first counted as its stratum's last kind (``base``: per variant, what that gives
-    every shuffle), and a draw moves units to the other kinds; a stratum of too many kinds
-    is dealt one by one. ``deals``: a function and its arguments (before the totals and the
-    generator) per stratum that draws."""
+    every shuffle), and a draw moves units to the other kinds; a stratum of more kinds than
+    it has units for each variant is dealt one by one. ``deals``: a function and its
+    arguments (before the totals and the generator) per stratum that draws."""
     stratum, variant = units["stratum"], units["variant"]
     n_strata = int(stratum.max()) + 1
-    capacity = np.bincount(stratum * n_variants + variant, minlength=n_strata * n_variants).reshape(
-        n_strata, n_variants
-    )
-    base, deals = np.zeros((2, n_variants)), []
-    for s, (kinds, many) in enumerate(_kinds(units, n_strata)):
+    capacity = np.bincount(stratum * n_variants + variant, minlength=n_strata * n_variants)
+    capacity = capacity.reshape(n_strata, n_variants)
+    kinds, many, bounds = _kinds(units, n_strata)
+    n_kinds, last = np.diff(bounds), kinds[bounds[1:] - 1]
+    by_kinds = n_kinds * (capacity > 0).sum(axis=1) <= capacity.sum(axis=1)
+    deals = [
+        (_deal_one_by_one, (units, np.flatnonzero(stratum == s))) for s in np.flatnonzero(~by_kinds)
+    ]
+    for s in np.flatnonzero(by_kinds & (n_kinds > 1)).tolist():
         present = np.flatnonzero(capacity[s])
-        if len(many) * len(present) > many.sum():
-            deals.append((_deal_one_by_one, (units, np.flatnonzero(stratum == s))))
-            continue
-        base += kinds[-1][:, None] * capacity[s]
-        if len(many) > 1:
-            deals.append(
-                (_deal_kinds, (capacity[s, present], kinds[:-1] - kinds[-1], many, present))
-            )
-    return {"base": base, "deals": deals}
+        a, b = bounds[s], bounds[s + 1] - 1
+        deals.append(
+            (_deal_kinds, (capacity[s, present], kinds[a:b] - last[s], many[a:b], present))
+        )
+    return {"base": (last * by_kinds[:, None]).T @ capacity, "deals": deals}
 
 
-def _kinds(units: dict, n_strata: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per stratum: its units' distinct kinds, as the rows (size, sum of residuals) of a
-    (kinds, 2) array, and how many units are of each. Units of one stratum alike in size and
-    sum of scores are alike in residuals; all strata at once, each column numbered first
-    (counting integers is cheaper than hashing the triples)."""
-    size_of, sizes = _codes(units["size"])
-    score_of, scores = _codes(units["score"])
-    span = len(sizes) * len(scores)
-    kind_of, keys = _codes(units["stratum"] * span + size_of * len(scores) + score_of)
+def _kinds(units: dict, n_strata: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The units' distinct kinds, stratum by stratum: each one's (size, sum of residuals),
+    how many units are of it, and where each stratum's kinds begin (and the last ends).
+    Units of one stratum alike in size and sum of scores are alike in residuals (counting
+    integers is cheaper than hashing the triples)."""
+    size, score = units["size"], units["score"]
+    whole = score.astype(int)
+    if (whole == score).all() and whole.min() >= 0:  # sums of 0/1 scores: counted
+        score_of, n_scores = whole, int(whole.max()) + 1
+    else:
+        score_of, names = _codes(score)
+        n_scores = len(names)
+    span = (int(size.max()) + 1) * n_scores
+    kind_of, keys = _codes(units["stratum"] * span + size * n_scores + score_of)
     one = np.empty(len(keys), dtype=int)  # a unit of each kind: any one, they are alike
     one[kind_of] = np.arange(len(kind_of))
-    kinds = np.stack([units["size"][one], units["sum"][one]], axis=1)
-    many = np.bincount(kind_of, minlength=len(keys))
-    bounds = np.searchsorted(keys // span, np.arange(n_strata + 1)).tolist()
-    return [(kinds[a:b], many[a:b]) for a, b in zip(bounds, bounds[1:])]
+    kinds = np.stack([size[one], units["sum"][one]], axis=1)
+    bounds = np.searchsorted(keys // span, np.arange(n_strata + 1))
+    return kinds, np.bincount(kind_of, minlength=len(keys)), bounds
 
 
 def _shuffled_totals(plan: dict, rounds: int, rng) -> tuple:

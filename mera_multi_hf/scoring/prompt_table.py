@@ -91,38 +91,39 @@ def _first_appearance(values: list) -> tuple[np.ndarray, list[int]]:
 
 def _by_variant(table: dict, names, codes: np.ndarray, n_variants: int) -> dict:
     """Each variant's examples, and each metric's value, cluster-robust standard error and
-    clusters per variant,
-    all variants at once: the units are the (variant, cluster) cells, as
-    :func:`~mera_multi_hf.scoring.uncertainty.table_units` makes them for one variant's
-    rows (a cluster split between variants counts in each)."""
+    clusters per variant, all variants at once: the units are the (variant, cluster)
+    cells, as :func:`~mera_multi_hf.scoring.uncertainty.table_units` makes them for one
+    variant's rows (a cluster split between variants counts in each)."""
     cluster, scores = table["cluster"], table["scores"]
     span = int(cluster.max(initial=0)) + 1
     cell_of, cells = _codes(codes * span + cluster)
-    cell_variant = cells // span
+    cell = {"variant": cells // span, "size": np.bincount(cell_of, minlength=len(cells))}
+    cell["examples"] = np.bincount(cell["variant"], weights=cell["size"], minlength=n_variants)
+    cell["clusters"] = np.bincount(cell["variant"], minlength=n_variants)
+    clusters = cell["clusters"].tolist()
     out = {}
     for name in names:  # means over examples: no group metric comes here
         if name in scores:
-            num = np.bincount(cell_of, weights=scores[name], minlength=len(cells))
-            den = np.bincount(cell_of, minlength=len(cells)).astype(float)
-            out[name] = _ratio(num, den, cell_variant, n_variants)
-    return {"n_examples": np.bincount(codes, minlength=n_variants).tolist(), "metrics": out}
+            value, se = _ratio(
+                np.bincount(cell_of, weights=scores[name], minlength=len(cells)), cell
+            )
+            out[name] = {
+                "value": value.tolist(),
+                "se": [x if k > 1 else None for x, k in zip(se.tolist(), clusters)],
+                "clusters": clusters,
+            }
+    return {"n_examples": cell["examples"].astype(int).tolist(), "metrics": out}
 
 
-def _ratio(num, den, cell_variant, n_variants) -> dict:
-    """Per variant: the ratio of its cells' sums, and its cluster-robust standard error
-    (:func:`~mera_multi_hf.scoring.uncertainty.stderr`; None under two clusters)."""
-    total = np.bincount(cell_variant, weights=num, minlength=n_variants)
-    size = np.bincount(cell_variant, weights=den, minlength=n_variants)
-    value = total / size
-    resid = num - value[cell_variant] * den
-    c = np.bincount(cell_variant, minlength=n_variants)
-    squares = np.bincount(cell_variant, weights=resid**2, minlength=n_variants)
-    se = np.sqrt(c / np.maximum(c - 1, 1) * squares) / size
-    return {
-        "value": value.tolist(),
-        "se": [x if k > 1 else None for x, k in zip(se.tolist(), c.tolist())],
-        "clusters": c.tolist(),
-    }
+def _ratio(num, cell: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Per variant: the ratio of its cells' sums (``num``: each cell's sum of scores), and
+    its cluster-robust standard error (:func:`~mera_multi_hf.scoring.uncertainty.stderr`;
+    a variant's clusters are its cells)."""
+    variant, examples, c = cell["variant"], cell["examples"], cell["clusters"]
+    value = np.bincount(variant, weights=num, minlength=len(c)) / examples
+    resid = num - value[variant] * cell["size"]
+    squares = np.bincount(variant, weights=resid**2, minlength=len(c))
+    return value, np.sqrt(c / np.maximum(c - 1, 1) * squares) / examples
 
 
 def _per_stratum(table: dict, strata: tuple, codes: np.ndarray) -> dict[str, int]:
@@ -130,9 +131,8 @@ def _per_stratum(table: dict, strata: tuple, codes: np.ndarray) -> dict[str, int
     first rows; ``codes``: the variants' numbers)."""
     stratum, firsts = strata
     span = int(codes.max()) + 1
-    # a set, not np.unique: numpy's plain unique imports numpy.ma (70 ms of a run)
-    pairs = np.fromiter(set((stratum * span + codes).tolist()), int)
-    counts = np.bincount(pairs // span, minlength=len(firsts))
+    pairs = np.bincount(stratum * span + codes, minlength=len(firsts) * span) > 0
+    counts = pairs.reshape(len(firsts), span).sum(axis=1)
     names = [str(table["prompt_stratum"][first]) for first in firsts]
     return dict(sorted(zip(names, counts.tolist())))
 
