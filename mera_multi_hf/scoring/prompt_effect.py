@@ -25,8 +25,10 @@ result says so (``unit``, ``mixed_clusters``).
 A shuffle is drawn as a table of counts: clusters alike in stratum, size and score sum are
 interchangeable, so a shuffle is fixed by how many clusters of each kind go to each variant,
 a multivariate hypergeometric draw made one univariate draw at a time, vectorised over the
-rounds: for 0/1 scores a few numpy calls per variant, whatever the task's size. With many
-kinds (scores of many distinct values) the clusters are shuffled one by one instead.
+rounds: for 0/1 scores one numpy draw per stratum, whatever the task's size. With many
+kinds (scores of many distinct values) the clusters are shuffled one by one instead. What
+the table has already numbered (variants, strata, clusters) comes in through
+:func:`coded_test`; small integers are numbered by counting, not sorting.
 """
 
 from __future__ import annotations
