@@ -26,9 +26,8 @@ A shuffle is drawn as a table of counts: clusters alike in stratum, size and sco
 interchangeable, so a shuffle is fixed by how many clusters of each kind go to each variant,
 a multivariate hypergeometric draw made one univariate draw at a time, vectorised over the
 rounds: for 0/1 scores one numpy draw per stratum, whatever the task's size. With many
-kinds (scores of many distinct values) the clusters are shuffled one by one instead. What
-the table has already numbered (variants, strata, clusters) comes in through
-:func:`coded_test`; small integers are numbered by counting, not sorting.
+kinds (scores of many distinct values) the clusters are shuffled one by one instead. Labels
+that are small integers (the table's numbers, ids) are numbered by counting, not sorting.
 """
 
 from __future__ import annotations
@@ -127,32 +126,7 @@ def permutation_test(
     if not np.isfinite(scores).all():
         raise ValueError("every score must be a finite number")
     variant, names = _codes(variants)
-    return coded_test(
-        scores,
-        variant,
-        names,
-        _codes(strata)[0],
-        _codes(clusters)[0],
-        rounds=rounds,
-        stop_after=stop_after,
-        seed=seed,
-    )
-
-
-def coded_test(
-    scores: np.ndarray,
-    variant: np.ndarray,
-    names,
-    stratum: np.ndarray,
-    cluster: np.ndarray,
-    *,
-    rounds: int = ROUNDS,
-    stop_after: int | None = STOP_AFTER,
-    seed=SEED,
-) -> PromptEffect:
-    """:func:`permutation_test` on labels already numbered 0, 1, ... (integer arrays; no
-    number skipped), ``names``: the variants' names by number; what a caller that has
-    numbered them (the prompt table) does not do twice."""
+    stratum, cluster = _codes(strata)[0], _codes(clusters)[0]
     if len(names) < 2:
         return PromptEffect(None, 0.0, _name(names), _name(names), 0, n_variants=len(names))
     counts = np.bincount(variant, minlength=len(names))

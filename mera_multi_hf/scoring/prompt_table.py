@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mera_multi_hf.scoring.prompt_effect import _codes, coded_test
+from mera_multi_hf.scoring.prompt_effect import _codes, permutation_test
 from mera_multi_hf.scoring.registry import GROUP_OF, averaged_over_examples
 from mera_multi_hf.scoring.uncertainty import (
     SEED,
@@ -173,18 +173,12 @@ def _tested_metric(result, scores: dict) -> str | None:
 
 def _effect(result, table: dict, codes: np.ndarray, strata) -> dict | None:
     """Whether the score depends on the variant (None: no per-example score to test);
-    the variants, strata and clusters go in as the numbers made here, the variants named
-    by their numbers as the table shows them (``codes`` + 1)."""
+    the variants, strata and clusters go in as the numbers made here (integers: counted,
+    not sorted), the variants as the table shows them (``codes`` + 1)."""
     metric = _tested_metric(result, table["scores"])
     if metric is None:
         return None
-    scores, n_variants = table["scores"][metric], int(codes.max()) + 1
-    effect = coded_test(
-        scores,
-        codes,
-        np.arange(1, n_variants + 1),
-        np.zeros(len(scores), dtype=int) if strata is None else strata,
-        table["cluster"],
-        seed=SEED,
+    effect = permutation_test(
+        table["scores"][metric], codes + 1, strata, table["cluster"], seed=SEED
     )
     return {"metric": metric, **effect.to_dict(), "seed": SEED, "sentence": effect.sentence()}
