@@ -126,19 +126,15 @@ class Media:
         return img
 
     def _declared_size(self) -> tuple[int, int]:
-        """(width, height) as the picture's header declares them, checked as
-        :meth:`_open_image` checks them; a PNG, GIF or JPEG header is read here (opening
-        every picture with Pillow took a third of an API request's CPU), another format
-        with Pillow."""
+        """(width, height) as the picture's header declares them, refused over the pixel
+        limit and the memory budget as :meth:`_open_image` refuses them; a PNG, GIF or
+        JPEG header is read here (opening every picture with Pillow took a third of an
+        API request's CPU), another format with Pillow."""
         size = declared_size(self._bytes())
         if size is None:
             with self._open_image() as img:
                 return img.width, img.height
-        from PIL import Image
-
         why = pixel_problem(*size, self.limits)
-        if not why and Image.MAX_IMAGE_PIXELS and size[0] * size[1] > 2 * Image.MAX_IMAGE_PIXELS:
-            why = f"{size[0]}x{size[1]} pixels, above Pillow's limit"  # as Image.open refuses
         if why:
             raise MediaError(f"{self._where()}: refused, a decompression bomb ({why})")
         return size
