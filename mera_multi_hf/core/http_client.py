@@ -16,8 +16,8 @@ served judge, the preflight's probes, the Hub probe) goes through :class:`Client
   and the cause, never a urllib3 traceback.
 
 Built on urllib3 alone (what ``requests`` is built on; ``requests`` with its character
-detectors took a run more CPU to import than all its requests): a pool manager per
-thread, the proxy of the environment (``HTTPS_PROXY``, ``NO_PROXY``, ...) and the
+detectors took a run more CPU to import than all its requests): a connection pool per
+server and thread (a proxy's manager per proxy), the proxy of the environment (``HTTPS_PROXY``, ``NO_PROXY``, ...) and the
 certificates as requests takes them, a user name and password in the URL sent as Basic
 auth, JSON bodies.
 """
@@ -260,7 +260,7 @@ class Client:
     failed request (backoff * 2**n seconds between tries, the first retry at once);
     ``api_key``: sent as ``Authorization: Bearer``; ``max_bytes``: the most a reply
     may take; ``pool_size``: connections kept per server and thread. Thread-safe: each
-    thread has its own pool manager."""
+    thread has its own pools."""
 
     def __init__(
         self,
