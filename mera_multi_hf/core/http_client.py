@@ -24,7 +24,6 @@ auth, JSON bodies.
 
 from __future__ import annotations
 
-import functools
 import heapq
 import http.client
 import json
@@ -91,7 +90,6 @@ class Reply:
         return self.content.decode("utf-8", "replace")
 
 
-@functools.lru_cache(maxsize=256)  # asked for every request (a few servers in a run)
 def server_of(url: str) -> str:
     """``scheme://host:port`` of ``url``, masked: how messages name a server."""
     try:

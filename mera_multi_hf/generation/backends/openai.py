@@ -78,7 +78,6 @@ class OpenAIBackend(Backend):
         self.model_id = model
         self.revision = None
         self.base_url = ",".join(self.servers)
-        self._names = {s: f"the server at {mask_secrets(s)}" for s in self.servers}  # masked once
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.concurrency = concurrency
         self.timeout, self.max_retries, self.backoff = o.timeout, o.max_retries, o.backoff
@@ -212,7 +211,7 @@ class OpenAIBackend(Backend):
     def _complete(self, server: str, request: Request) -> tuple[str, float]:
         from mera_multi_hf.core.http_client import RETRY_STATUS, ReplyTooLarge, RequestFailed
 
-        where = self._names[server]
+        where = f"the server at {mask_secrets(server)}"
         failing = (
             f"{where} is unreachable or failing after {self.max_retries + 1} tries "
             "({}); check that it is running and that --base-url is right"
