@@ -160,8 +160,8 @@ class _Watchdog:
                     target=self._run, name="mera-http-deadline", daemon=True
                 )
                 self._thread.start()
-            if self._heap[0] is deadline:  # it sleeps till the earliest end: wake it only
-                self._wake.notify()  # for a new earliest (a thread switch per request)
+            if self._heap[0] is deadline:  # woken only for a new earliest end (not per request)
+                self._wake.notify()
 
     def _run(self) -> None:
         with self._wake:
@@ -210,7 +210,7 @@ class _TLSPool(HTTPSConnectionPool):
     ConnectionCls = type("WatchedHTTPSConnection", (_Watched, HTTPSConnection), {})
 
 
-WATCHED_POOLS = {"http": _Pool, "https": _TLSPool}
+WATCHED_POOLS = {"http": _Pool, "https": _TLSPool}  # none retries: Client does
 
 
 def _proxy_of(url: str) -> str | None:
@@ -388,41 +388,31 @@ class Client:
         return Reply(response.status, response.headers, content, url)
 
     def _route(self, url: str) -> tuple:
-        """(what this thread opens ``url`` with, what it asks it for): a server reached
-        directly, its own connection pool and the URL's path (a PoolManager parsed the
-        URL and looked its pool up again on every request); else the environment's
-        proxy's manager and the whole URL. Watched connections; none retries (Client
-        does). The proxy is looked up once per server: reading the environment took a
-        third of a request's CPU."""
-        if not hasattr(self._local, "routes"):
-            self._local.routes, self._local.managers = {}, {}
-        routes = self._local.routes
-        origin = _origin(url)
-        if origin not in routes:
-            proxy = _proxy_of(url)
-            routes[origin] = self._pool(*origin) if proxy is None else self._proxied(proxy)
-        opener = routes[origin]
-        if isinstance(opener, urllib3.PoolManager):
-            return opener, url
+        """(opener, target) of ``url`` in this thread: the server's own pool and the path
+        (no PoolManager parsing the URL per request), or the proxy's manager and the URL."""
+        routes = self._local.__dict__.setdefault("routes", {})
+        origin = scheme, host, port = _origin(url)
+        if origin not in routes:  # the environment's proxy read once per server
+            proxy, tls = _proxy_of(url), _trusted() if scheme == "https" else {}
+            if proxy is None:
+                port = port or (443 if scheme == "https" else 80)
+                routes[origin] = WATCHED_POOLS[scheme](host, port, maxsize=self.pool_size, **tls)
+            else:
+                routes[origin] = self._proxied(proxy)
+        if isinstance(routes[origin], urllib3.PoolManager):
+            return routes[origin], url
         parts = urlsplit(url)
-        return opener, (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-
-    def _pool(self, scheme: str, host: str | None, port: int | None):
-        """A pool of watched connections to one server, as a PoolManager makes it."""
-        tls = _trusted() if scheme == "https" else {}
-        port = port or (443 if scheme == "https" else 80)
-        return WATCHED_POOLS[scheme](host, port, maxsize=self.pool_size, **tls)
+        return routes[origin], (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
     def _proxied(self, proxy: str) -> urllib3.ProxyManager:
         """This thread's manager of every server reached through ``proxy``."""
-        managers = self._local.managers
+        managers = self._local.__dict__.setdefault("managers", {})
         if proxy not in managers:
             sizes = {"num_pools": self.pool_size, "maxsize": self.pool_size, **_trusted()}
             auth = _basic_auth(proxy).get("Authorization")
             headers = {"Proxy-Authorization": auth} if auth else None
-            manager = urllib3.ProxyManager(proxy, proxy_headers=headers, **sizes)
-            manager.pool_classes_by_scheme = WATCHED_POOLS
-            managers[proxy] = manager
+            managers[proxy] = urllib3.ProxyManager(proxy, proxy_headers=headers, **sizes)
+            managers[proxy].pool_classes_by_scheme = WATCHED_POOLS
         return managers[proxy]
 
 
