@@ -96,7 +96,7 @@ AFTER_THE_ANSWERS = (
 def warm_up_outputs() -> None:
     import importlib
 
-    try:
+    try:  # (errors and all, each is imported again where it is used)
         for name in AFTER_THE_ANSWERS:
             importlib.import_module(name)
         from PIL import Image
@@ -107,5 +107,5 @@ def warm_up_outputs() -> None:
         Image.preinit()  # the format plugins that saving the chart's PNG loads
         warm_up()  # the chart's fonts loaded
         results_page.page_template()  # compiled
-    except Exception:  # noqa: BLE001 - imported again where it is used, errors and all
+    except Exception:  # noqa: BLE001 - the stage that needs it meets the error
         return
