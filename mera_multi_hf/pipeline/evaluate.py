@@ -103,9 +103,11 @@ def warm_up_outputs() -> None:
             importlib.import_module(name)
         from PIL import Image
 
+        from mera_multi_hf.pipeline.fingerprint import code_stamp
         from mera_multi_hf.reporting import results_page
         from mera_multi_hf.reporting.charts import warm_up
 
+        code_stamp()  # (cached) what the outputs' fingerprint stats every code file for
         Image.preinit()  # the format plugins that saving the chart's PNG loads
         warm_up()  # the chart's fonts loaded
         results_page.page_template()  # compiled
