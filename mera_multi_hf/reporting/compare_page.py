@@ -105,7 +105,7 @@ def render(result: dict, rows: list[dict], notes: list[str] = ()) -> str:
     import jinja2
 
     from mera_multi_hf.reporting.compare_markdown import SCORE_HEAD, overall_line, score_rows
-    from mera_multi_hf.reporting.page_media import page_data
+    from mera_multi_hf.reporting.page_texts import coded_page_data
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
@@ -118,7 +118,7 @@ def render(result: dict, rows: list[dict], notes: list[str] = ()) -> str:
         local_only=LOCAL_ONLY if result.get("gold_private") else None,
         a=result["a"]["label"],
         b=result["b"]["label"],
-        data=page_data(rows),
+        data=coded_page_data(rows),
         counts=counts,
         tasks=sorted({r["task"] for r in rows}),
         score_head=SCORE_HEAD,

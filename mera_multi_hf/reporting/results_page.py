@@ -20,7 +20,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from mera_multi_hf.core.errors import MediaError
-from mera_multi_hf.reporting.page_media import MediaFolder, page_data
+from mera_multi_hf.reporting.page_media import MediaFolder
+from mera_multi_hf.reporting.page_texts import coded_page_data
 from mera_multi_hf.scoring.records import RunRecord, Summary, TaskResult
 from mera_multi_hf.scoring.registry import display_name
 from mera_multi_hf.scoring.run_results import LOCAL_ONLY, PAGE_MEDIA, gold_derived
@@ -337,7 +338,7 @@ def render(
         categories=sorted({r["category"] for r in rows if r["category"]}),
         domains=sorted({r["domain"] for r in rows if r["domain"]}),
         prompt_variants=_prompt_options(rows),
-        data=page_data(
+        data=coded_page_data(
             rows,
             task_names={t: TASKS[t].class_name for t in tasks},
             metric_names={m: display_name(m) for r in rows for m in r["metrics"]},

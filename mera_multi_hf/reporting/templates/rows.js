@@ -1,16 +1,13 @@
-// The rows of results.html and compare.html: JSON in #page-data ({fields, rows: [values]}),
-// filtered and searched over all rows, drawn into #rows a page at a time as #more is
-// scrolled to. Filters: every <select id="f-FIELD"> in #filters keeps the rows whose FIELD
+// The rows of results.html and compare.html: JSON in #page-data ({fields, rows: [cells],
+// texts}; each cell the JSON text of its value, coded: an index into texts, a string, or a
+// list of both to join, page_texts.py), filtered and searched over all rows, drawn into
+// #rows a page at a time as #more is scrolled to. Filters: every <select id="f-FIELD"> in #filters keeps the rows whose FIELD
 // (or its data-field) equals its value; #f-q searches every field but the media. The hash sets the filters
 // (#task=x&q=y), or names a row (#task-id) to draw and scroll to.
 function lazyRows(drawRow) {
   var PAGE = 100;
   var data = JSON.parse(document.getElementById("page-data").textContent);
-  var rows = data.rows.map(function (values) {
-    var row = {};
-    data.fields.forEach(function (field, i) { row[field] = values[i]; });
-    return row;
-  });
+  var rows = decodeRows(data);
   var body = document.getElementById("rows"), more = document.getElementById("more");
   var selects = Array.prototype.slice.call(document.querySelectorAll("#filters select"));
   var filters = selects.map(function (s) { return s.id.slice(2); });
@@ -109,4 +106,23 @@ function mediaCell(items) {
     }
   });
   return cell;
+}
+
+// The rows of the page's data as objects, each cell's text joined from its pieces and
+// parsed (a cell that is one shared text is parsed once for all the rows that name it).
+function decodeRows(data) {
+  var texts = data.texts, parsed = {};
+  function piece(p) { return typeof p === "number" ? texts[p] : p; }
+  function value(cell) {
+    if (typeof cell === "number") {
+      if (!parsed.hasOwnProperty(cell)) { parsed[cell] = JSON.parse(texts[cell]); }
+      return parsed[cell];
+    }
+    return JSON.parse(typeof cell === "string" ? cell : cell.map(piece).join(""));
+  }
+  return data.rows.map(function (cells) {
+    var row = {};
+    data.fields.forEach(function (field, i) { row[field] = value(cells[i]); });
+    return row;
+  });
 }
