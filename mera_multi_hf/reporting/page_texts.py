@@ -10,30 +10,38 @@ in the page's ``texts`` (the most used first, so their indices are short), and t
 names its index; the rest stays in the cell. A cell is an index (that text), a string
 (itself) or a list of both (their concatenation); that JSON text parsed is the value.
 Cutting only decides what can be shared: whatever the cuts, a cell joins back to its
-value's exact text. rows.js decodes the rows when the page opens.
+value's exact text. rows.js decodes the fields the filters look at when the page
+opens, and the rest of a row when it is drawn or searched.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from json.encoder import encode_basestring
-from re import compile as regex
 
 from markupsafe import Markup
 
 from mera_multi_hf.reporting.page_media import page_data
 
 # after a line end (written \n inside the JSON text), a sentence end or a path's "/"
-CUT = regex(r"(\\n|[.!?:;] |/)")
+CUT = re.compile(r"(\\n|[.!?:;] |/)")
 SHARED_MIN = 8  # a shorter piece inside a cell stays there: its index would cost as much
 WHOLE_MIN = 2  # a whole cell ("", "A", "right") is worth naming from this length on
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def _json(value) -> str:
+    """The value's JSON text, as json.dumps writes it (strings and ints without its
+    overhead: they are most cells)."""
     if isinstance(value, str):
-        return encode_basestring(value)  # what json.dumps writes, without its overhead
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return encode_basestring(value)
+    if type(value) is int:
+        return str(value)
+    return _ENCODE(value)
 
 
 def _pieces(value) -> list[str]:

@@ -8,8 +8,9 @@ earlier turns with the model's reduced answers), the raw generation, the filtere
 answer, the gold (never for a private test split) and the per-example scores. Filters by
 task, category, domain and right/wrong, a search box, and links from the summary table
 to the examples behind each number. No network: the CSS and JS are inline; the rows are
-JSON in the page, drawn a page of rows at a time as they are scrolled to; each medium is
-one file in the media folder, named by its content (:mod:`.page_media`).
+JSON in the page, each text that rows share (an instruction's sentences) once
+(:mod:`.page_texts`), drawn a page of rows at a time as they are scrolled to; each medium
+is one file in the media folder, named by its content (:mod:`.page_media`).
 """
 
 from __future__ import annotations

@@ -7,11 +7,11 @@
 function lazyRows(drawRow) {
   var PAGE = 100;
   var data = JSON.parse(document.getElementById("page-data").textContent);
-  var rows = decodeRows(data);
   var body = document.getElementById("rows"), more = document.getElementById("more");
   var selects = Array.prototype.slice.call(document.querySelectorAll("#filters select"));
   var filters = selects.map(function (s) { return s.id.slice(2); });
   var fields = selects.map(function (s) { return s.getAttribute("data-field") || s.id.slice(2); });
+  var decoded = pageRows(data, fields.concat(["task", "id"])), rows = decoded.rows;
   var search = document.getElementById("f-q");
   var texts = null, shown = [], drawn = 0, watch = null;
   function flat(v) {
@@ -25,7 +25,7 @@ function lazyRows(drawRow) {
   }
   function draw() {
     var end = Math.min(shown.length, drawn + PAGE), part = document.createDocumentFragment();
-    for (; drawn < end; drawn += 1) { part.appendChild(drawRow(shown[drawn], data)); }
+    for (; drawn < end; drawn += 1) { part.appendChild(drawRow(decoded.whole(shown[drawn]), data)); }
     body.appendChild(part);
     more.hidden = drawn >= shown.length;
     more.textContent = "show " + Math.min(PAGE, shown.length - drawn) + " more of " +
@@ -35,7 +35,7 @@ function lazyRows(drawRow) {
   function apply() {
     var want = filters.map(function (f) { return document.getElementById("f-" + f).value; });
     var q = search.value.toLowerCase();
-    if (q && texts === null) { texts = rows.map(text); }
+    if (q && texts === null) { texts = rows.map(function (row) { return text(decoded.whole(row)); }); }
     shown = rows.filter(function (row, i) {
       return fields.every(function (f, k) { return !want[k] || String(row[f]) === want[k]; }) &&
         (!q || texts[i].indexOf(q) >= 0);
@@ -108,10 +108,15 @@ function mediaCell(items) {
   return cell;
 }
 
-// The rows of the page's data as objects, each cell's text joined from its pieces and
-// parsed (a cell that is one shared text is parsed once for all the rows that name it).
-function decodeRows(data) {
-  var texts = data.texts, parsed = {};
+// The rows of the page's data, each cell's text joined from its pieces and parsed (a cell
+// that is one shared text is parsed once for all the rows that name it): the fields in
+// `first` at once (the filters look at every row), the others when a row is drawn or
+// searched (whole(row)), so a page of many rows opens without parsing them all.
+function pageRows(data, first) {
+  var texts = data.texts, parsed = {}, pending = new Map();
+  var all = data.fields.map(function (f, i) { return i; });
+  var now = all.filter(function (i) { return first.indexOf(data.fields[i]) >= 0; });
+  var later = all.filter(function (i) { return first.indexOf(data.fields[i]) < 0; });
   function piece(p) { return typeof p === "number" ? texts[p] : p; }
   function value(cell) {
     if (typeof cell === "number") {
@@ -120,9 +125,18 @@ function decodeRows(data) {
     }
     return JSON.parse(typeof cell === "string" ? cell : cell.map(piece).join(""));
   }
-  return data.rows.map(function (cells) {
-    var row = {};
-    data.fields.forEach(function (field, i) { row[field] = value(cells[i]); });
+  function fill(row, cells, columns) {
+    columns.forEach(function (i) { row[data.fields[i]] = value(cells[i]); });
+    return row;
+  }
+  var rows = data.rows.map(function (cells) {
+    var row = fill({}, cells, now);
+    pending.set(row, cells);
     return row;
   });
+  function whole(row) {
+    if (pending.has(row)) { fill(row, pending.get(row), later); pending.delete(row); }
+    return row;
+  }
+  return {rows: rows, whole: whole};
 }
