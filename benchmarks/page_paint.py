@@ -114,6 +114,7 @@ def _task_rows(key: str, scale: float) -> list[dict]:
     examples = make_examples(task, load_task(task, source="sample", split="test"))
     raw = json.loads((bundled_sample(key) / "test.json").read_text(encoding="utf-8"))["data"]
     own = _own_texts(raw, set(task.media_fields))
+    at = {record["meta"]["id"]: k for k, record in enumerate(raw)}  # not the split's order
     made, media, records = [], {}, []
     for i in range(math.ceil(task.test_size * scale)):
         repetition, k = divmod(i, len(examples))
@@ -121,11 +122,11 @@ def _task_rows(key: str, scale: float) -> list[dict]:
         prompt, gold = e.prompt, e.gold
         if repetition:
             table = _scrambler(f"{key}:{repetition}")
-            for text in sorted(own[e.index], key=len, reverse=True):
+            for text in sorted(own[at[e.id]], key=len, reverse=True):
                 prompt = prompt.replace(text, text.translate(table))
             gold = gold.translate(table) if isinstance(gold, str) and len(gold) > 2 else gold
         made.append(dataclasses.replace(e, id=i + 1, prompt=prompt, gold=gold))
-        media[i + 1] = _media(task, e, raw[e.index], repetition)
+        media[i + 1] = _media(task, e, raw[at[e.id]], repetition)
         answer = gold if isinstance(gold, str) else (gold or ["A"])[0]
         right = i % 3 != 0
         records.append(

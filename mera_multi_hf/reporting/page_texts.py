@@ -27,8 +27,7 @@ from mera_multi_hf.reporting.page_media import page_data
 
 # after a line end (written \n inside the JSON text), a sentence end or a path's "/"
 CUT = re.compile(r"(\\n|[.!?:;] |/)")
-SHARED_MIN = 8  # a shorter piece inside a cell stays there: its index would cost as much
-WHOLE_MIN = 2  # a whole cell ("", "A", "right") is worth naming from this length on
+SHARED_MIN = 2  # a one-character piece stays where it is (measured: the smallest pages)
 
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -55,11 +54,7 @@ def _shared(cells: list[list[list[str]]]) -> list[str]:
     """Each piece worth naming that more than one cell holds (or one cell twice), the
     most used first."""
     counts = Counter(
-        piece
-        for row in cells
-        for pieces in row
-        for piece in pieces
-        if len(piece) >= (WHOLE_MIN if len(pieces) == 1 else SHARED_MIN)
+        piece for row in cells for pieces in row for piece in pieces if len(piece) >= SHARED_MIN
     )
     return [piece for piece, n in counts.most_common() if n > 1]
 
