@@ -375,9 +375,9 @@ def main() -> None:
         placeholders(rows, work / name)
     opened = {(n, p): [] for n in sides for p in ("results.html", "compare.html")}
     empty = []
-    for _ in range(args.rounds):
+    for n in range(args.rounds):  # the checkouts take turns at going first
         empty.append(empty_page_wall(work))
-        for name, page in opened:
+        for name, page in list(opened)[:: 1 if n % 2 == 0 else -1]:
             opened[name, page].append(open_in_chromium(work / name / page))
     report(sides, renders, opened, statistics.median(empty), work)
 
@@ -387,11 +387,17 @@ def _median(runs: list[dict], key: str) -> str:
     return f"{statistics.median(values):.2f}" if values else "-"
 
 
+def _spread(runs: list[dict], key: str) -> str:
+    """The median, and the fastest and slowest opening (the machine may be busy)."""
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return f"{_median(runs, key)} ({min(values):.2f}-{max(values):.2f})" if values else "-"
+
+
 def report(sides, renders, opened, empty: float, work: Path) -> None:
     print(f"\nChromium, an empty page: {empty:.2f} s wall (median)")
     print(
         "| checkout | page | size | render s (CPU s) | first paint s | first rows drawn s "
-        "| first rows painted s | Chromium wall s | goals |"
+        "| first rows painted s (fastest-slowest) | Chromium wall s | goals |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for (name, page), runs in opened.items():
@@ -404,7 +410,7 @@ def report(sides, renders, opened, empty: float, work: Path) -> None:
         )
         print(
             f"| {name} | {page} | {size / 1e6:.1f} MB ({size / 2**20:.1f} MiB) | {took} "
-            f"| {_median(runs, 'first-paint')} | {_median(runs, 'drawn')} | {painted} "
+            f"| {_median(runs, 'first-paint')} | {_median(runs, 'drawn')} | {_spread(runs, 'painted')} "
             f"| {_median(runs, 'wall')} | {met} |"
         )
     print(
