@@ -34,6 +34,7 @@ COMMANDS = [
     ["evaluate", "--help"],
     ["tasks"],
     ["score", "--help"],
+    ["serve", "--help"],
     ["build", "--help"],
     ["judge", "train", "--help"],
     ["metrics", "--help"],

@@ -27,7 +27,7 @@ def _commands() -> list[tuple[str, argparse.ArgumentParser]]:
     """(command line, parser) of every command and sub-command, in the parser's order."""
     from mera_multi_hf.cli.evaluate import options_parser
     from mera_multi_hf.cli.main import build_parser
-    from mera_multi_hf.serving.chat_server import _parser as serve_parser
+    from mera_multi_hf.serving.chat_options import serve_parser
 
     # evaluate and serve hand their arguments to parsers of their own: those are shown
     own = {"mera-multi evaluate": options_parser, "mera-multi serve": serve_parser}

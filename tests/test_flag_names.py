@@ -14,7 +14,7 @@ import pytest
 
 from mera_multi_hf.cli.evaluate import options_parser
 from mera_multi_hf.cli.main import build_parser
-from mera_multi_hf.serving.chat_server import _parser as serve_parser
+from mera_multi_hf.serving.chat_options import serve_parser
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "mera_multi_hf"

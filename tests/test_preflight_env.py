@@ -72,6 +72,48 @@ def test_evaluate_without_the_extras_stops_before_any_model(module, task, extra,
     assert time.monotonic() - started < 60
 
 
+def test_the_audio_check_finds_scipy_signal_without_importing_it():
+    """The preflight of an audio task imports soundfile and scipy, and only finds
+    scipy.signal (its import alone takes seconds; a run that decodes no audio needs none)."""
+    probe = (
+        "import sys; from mera_multi_hf.pipeline.preflight import check_extras; "
+        "from mera_multi_hf.tasks.table import get_task; "
+        "print(check_extras([get_task('ruenvaqa')])); "
+        "print(sorted(m for m in ('soundfile', 'scipy', 'scipy.signal') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=dict(os.environ, PYTHONPATH=REPO),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["soundfile, scipy.signal", "['scipy', 'soundfile']"]
+
+
+def test_a_scipy_without_its_signal_module_is_one_line(tmp_path):
+    """A scipy that imports but lacks scipy.signal still stops the run before any model."""
+    package = tmp_path / "shadow" / "scipy"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    done = _without(
+        "nothing_shadowed",
+        tmp_path,
+        "evaluate",
+        "--tasks",
+        "ruenvaqa",
+        "--data",
+        "sample",
+        "--output-dir",
+        str(tmp_path / "run"),
+        "--no-progress",
+    )
+    line = _one_line(done)
+    assert "scipy, which does not import" in line and "No module named 'scipy.signal'" in line
+    assert 'pip install "mera-multi-hf[audio]"' in line and not (tmp_path / "run").exists()
+
+
 def test_build_without_the_audio_extra_is_one_line(tmp_path):
     done = _without(
         "soundfile",

@@ -270,3 +270,28 @@ def test_the_variant_doctests_pass():
 
     result = doctest.testmod(variants)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_the_sample_log_records_each_examples_variant_and_an_older_shard_still_resumes(
+    tmp_path,
+):
+    out = tmp_path / "run"
+    args = ["evaluate", "--tasks", "ruhhh_image", "--limit", "4", "--output-dir", str(out)]
+    args += ["--no-progress", "--max-new-tokens", "2"]
+    assert main(args) == 0
+    shard = out / "logs" / "samples-rank0.jsonl"
+    logged = [json.loads(line) for line in shard.read_text(encoding="utf-8").splitlines()]
+    samples = (out / "samples_ruhhh_image_test.jsonl").read_text(encoding="utf-8").splitlines()
+    variants = {r["id"]: r["prompt_variant"] for r in map(json.loads, samples)}
+    assert {r["id"]: r["prompt_variant"] for r in logged} == variants
+    assert len(set(variants.values())) > 1
+    # a shard written before variants were logged: read, resumed whole, nothing generated
+    older = "".join(
+        json.dumps({k: v for k, v in r.items() if k != "prompt_variant"}, ensure_ascii=False) + "\n"
+        for r in logged
+    )
+    shard.write_text(older, encoding="utf-8")
+    assert main(args) == 0
+    assert shard.read_text(encoding="utf-8") == older
+    again = (out / "samples_ruhhh_image_test.jsonl").read_text(encoding="utf-8").splitlines()
+    assert {r["id"]: r["prompt_variant"] for r in map(json.loads, again)} == variants

@@ -196,8 +196,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "dataset card) and the hidden marker .mera-multi-outputs.json; "
         "--push also publishes the folder.",
     )
-    # Listed for `mera-multi --help`; main hands its options to runner.serve, whose
-    # parser is built only then (it imports FastAPI).
+    # Listed for `mera-multi --help`; main hands its options to serve_options, whose
+    # parser is built only then.
     sub.add_parser(
         "serve",
         add_help=False,
@@ -238,9 +238,12 @@ def evaluate_options(args) -> int:
 
 
 def serve_options(args) -> int:
-    from mera_multi_hf.serving.chat_server import main as serve_main
+    from mera_multi_hf.serving.chat_options import parse_serve_options
 
-    return serve_main(args.options)
+    options = parse_serve_options(args.options)  # --help stops here: no FastAPI, no torch
+    from mera_multi_hf.serving.chat_server import run_options
+
+    return run_options(options)
 
 
 def check_encodable(argv: list[str]) -> None:

@@ -65,6 +65,7 @@ def cmd_score(config: ScoreConfig) -> int:
         judge_api_key=config.judge_api_key,
         submission=not config.no_submission,
         model=config.model_name,
+        overwrite=config.overwrite,
     )
     print(result["table"])
     return 0

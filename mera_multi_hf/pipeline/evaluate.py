@@ -64,7 +64,9 @@ def evaluate(config: RunConfig, *, engine=None, typed=None) -> Outcome | None:
         if generated is None:  # only the main process scores and writes
             return None
         answered = answered_by_run(config, loaded, generated, checked)
-        outcome = score_and_write(run.folder, loaded, answered, config.scoring(), started)
+        outcome = score_and_write(
+            run.folder, loaded, answered, config.scoring(), started, rewrite=config.overwrite
+        )
     outcome.counts = generated.counts
     return outcome
 

@@ -22,6 +22,7 @@ class Outcome:
     notes: list[str]
     output_dir: Path
     counts: dict = field(default_factory=dict)  # evaluate: requested, resumed, generated
+    unchanged: bool = False  # nothing new: the outputs there were kept, not written again
 
     def as_dict(self) -> dict:
         """The Python API's answer: results.json's sections, the files, the notes."""
@@ -54,7 +55,16 @@ class Outcome:
                 f"examples: {self.counts['requested']}  (from the sample log: "
                 f"{self.counts['resumed']}, generated now: {self.counts['generated']})"
             )
-        return "\n".join(lines + [results_table(tasks, self.notes, self.files)])
+        table = results_table(tasks, self.notes, self.files)
+        if self.unchanged:  # its last line would say "wrote: ..."
+            table = table.rsplit("\n", 1)[0] + "\n" + UNCHANGED.format(folder=self.output_dir)
+        return "\n".join(lines + [table])
+
+
+UNCHANGED = (
+    "unchanged: {folder} (nothing new since its outputs were written: the same answers, "
+    "data, options and code; none written again)"
+)
 
 
 @dataclass
@@ -73,14 +83,30 @@ class Answered:
 
 
 def score_and_write(
-    folder, loaded: list, answered: Answered, options: ScoringOptions, started: float
+    folder,
+    loaded: list,
+    answered: Answered,
+    options: ScoringOptions,
+    started: float,
+    *,
+    rewrite: bool = False,
 ) -> Outcome:
     """Score ``answered`` against the ``loaded`` tasks and write every output into
-    ``folder`` (claimed and locked by the caller)."""
-    from mera_multi_hf.reporting.outputs import result_notes, run_files
+    ``folder`` (claimed and locked by the caller). When the folder holds the outputs of
+    these very inputs (:mod:`.fingerprint`), each still as written, they are kept and
+    read back instead (``rewrite``: write them again all the same: --overwrite)."""
+    from mera_multi_hf.pipeline.fingerprint import outputs_fingerprint
+    from mera_multi_hf.reporting.outputs import run_files
     from mera_multi_hf.reporting.reports import write_outputs
     from mera_multi_hf.scoring.run_results import score_run
 
+    stamp = outputs_fingerprint(loaded, answered, options)
+    if not rewrite and written_from(folder, stamp):
+        results = Results.read(folder.path)
+        results.run.details.pop("files", None)  # the files' sha256s, added as written
+        files = {name: folder.path / name for name in folder.info()["outputs"]["files"]}
+        notes = outcome_notes(loaded, answered, results)
+        return Outcome(results, files, notes, folder.path, unchanged=True)
     coverage = coverage_change(folder, loaded, answered.logged)
     results = score_run(
         loaded,
@@ -92,10 +118,7 @@ def score_and_write(
         sample_files=answered.logs is not None,
         coverage=coverage,
     )
-    notes = [d.privacy_note for d in loaded if d.privacy_note] + answered.notes
-    notes += result_notes(results)
-    if coverage:
-        notes.insert(0, coverage["note"])
+    notes = outcome_notes(loaded, answered, results)
     files = run_files(
         results,
         loaded,
@@ -106,8 +129,34 @@ def score_and_write(
         context=answered.context,
         submission=not options.no_submission,
     )
-    written = write_outputs(folder, files, results)
+    written = write_outputs(folder, files, results, stamp)
     return Outcome(results, written, notes, folder.path)
+
+
+def written_from(folder, stamp: str) -> bool:
+    """Whether ``folder``'s outputs were written from inputs of fingerprint ``stamp`` and
+    are all there as written: no file of the set missing, changed or opened to others,
+    none added or left over from another set (the sample logs and the manifest, which
+    the command itself keeps writing, aside)."""
+    from mera_multi_hf.core.outputs import still_written
+
+    made = folder.info().get("outputs")
+    if not (isinstance(made, dict) and made.get("fingerprint") == stamp):
+        return False
+    files, private = made.get("files"), made.get("private")
+    if not (isinstance(files, dict) and isinstance(private, list)):
+        return False
+    return set(files) == folder.owned() - folder.claimed and still_written(folder, files, private)
+
+
+def outcome_notes(loaded: list, answered: Answered, results: Results) -> list[str]:
+    """The results' notes: the privacy of the data, the command's, the scores', and first
+    what changed in the reports' coverage (what results.json records of it)."""
+    from mera_multi_hf.reporting.outputs import result_notes
+
+    notes = [d.privacy_note for d in loaded if d.privacy_note] + answered.notes
+    coverage = results.run.details.get("coverage_change")
+    return ([coverage["note"]] if coverage else []) + notes + result_notes(results)
 
 
 def coverage_change(folder, loaded: list, logged: dict) -> dict | None:

@@ -89,8 +89,6 @@ def preflight_score(task, data, out, judge, judge_url, judge_tokenizer, judge_ap
 def check_extras(specs) -> str:
     """The modules each task's modality decodes its media with import (its declaration
     says the modality), else the pip line that installs them."""
-    import importlib
-
     from mera_multi_hf.tasks.table import MODALITY_EXTRAS
 
     found = []
@@ -98,7 +96,7 @@ def check_extras(specs) -> str:
         extra, modules = MODALITY_EXTRAS[modality]
         for module in modules:
             try:
-                importlib.import_module(module)
+                importable(module)
             except Exception as err:  # noqa: BLE001 - ImportError, or a broken native library
                 tasks = ", ".join(t.key for t in specs if t.modality == modality)
                 raise MeraError(
@@ -109,6 +107,18 @@ def check_extras(specs) -> str:
                 ) from None
         found += modules
     return ", ".join(found) or "none needed"
+
+
+def importable(module: str) -> None:
+    """Raise unless ``module`` can be imported: its package is imported (a missing or
+    broken install fails here) and a submodule only found, not run (scipy.signal alone
+    imports 700 modules in seconds, which a run that decodes no audio never needs)."""
+    import importlib
+    import importlib.util
+
+    importlib.import_module(module.split(".")[0])
+    if "." in module and importlib.util.find_spec(module) is None:
+        raise ImportError(f"No module named {module!r}")
 
 
 def check_output(folder, flag: str = "--output-dir") -> str:

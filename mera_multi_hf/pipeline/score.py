@@ -28,10 +28,13 @@ def score_predictions(
     judge_api_key: str | None = None,
     submission: bool = True,
     model: str | None = None,
+    overwrite: bool = False,
 ) -> dict:
     """Score one task's predictions file; write results.json/.md, model-index.yaml and
     (for the test split) submission.zip into ``out_dir``; ``model``: the name of the model
-    that made the predictions (default: what the files record). Returns the task result."""
+    that made the predictions (default: what the files record); ``overwrite``: write the
+    outputs again even when they are those of these very predictions and options.
+    Returns the task result."""
     from mera_multi_hf.core.outputs import OutputFolder
     from mera_multi_hf.pipeline.preflight import preflight_score
     from mera_multi_hf.tasks.table import get_task
@@ -55,7 +58,7 @@ def score_predictions(
             fields,
             given_logs={task.key: _given_logs(predictions_path, task.key, split)},
         )
-        outcome = score_and_write(folder, [loaded], answered, options, started)
+        outcome = score_and_write(folder, [loaded], answered, options, started, rewrite=overwrite)
     (scored,) = outcome.results.tasks.values()
     result = scored.to_dict()  # the Python API's answer: results.json's form
     result["written"] = sorted(outcome.files)

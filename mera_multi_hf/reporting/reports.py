@@ -322,12 +322,16 @@ def _stderr_entries(entry, uncertainty: dict | None) -> list:
     ]
 
 
-def write_outputs(folder, files: dict[str, bytes | str], results: Results) -> dict[str, Path]:
+def write_outputs(
+    folder, files: dict[str, bytes | str], results: Results, stamp: str | None = None
+) -> dict[str, Path]:
     """Write a run's files as one set into ``folder`` (a claimed
     :class:`~mera_multi_hf.core.outputs.OutputFolder`): results.json, serialised here from
     the records with every other file's sha256, comes last, and no results.json is ever
     beside a half-replaced set. Every text file is masked here, as it is serialised
-    (bytes: the sample logs, the ZIP and the chart, are data)."""
+    (bytes: the sample logs, the ZIP and the chart, are data). ``stamp``: the fingerprint
+    of what they are made from, recorded in the folder's marker with every file's sha256
+    (what a rerun compares: :mod:`mera_multi_hf.pipeline.fingerprint`)."""
     from mera_multi_hf.core.outputs import as_written
 
     files = {name: as_written(data) for name, data in files.items()}  # masked once, here
@@ -335,7 +339,9 @@ def write_outputs(folder, files: dict[str, bytes | str], results: Results) -> di
     doc["run"]["files"] = {name: sha256_bytes(data) for name, data in files.items()}
     text = as_written(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     private = (doc["run"].get("gold_private") or {}).get("files", [])  # kept 0600
-    return folder.write_set({**files, RESULTS: text}, index=RESULTS, private=private)
+    made = {"fingerprint": stamp, "files": {**doc["run"]["files"], RESULTS: sha256_bytes(text)}}
+    info = {**folder.info(), "outputs": {**made, "private": private}}
+    return folder.write_set({**files, RESULTS: text}, index=RESULTS, private=private, info=info)
 
 
 def report_files(results: Results) -> dict[str, str | bytes]:

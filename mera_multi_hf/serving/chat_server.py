@@ -37,15 +37,18 @@ from concurrent.futures import ThreadPoolExecutor
 from fastapi import Request as FastAPIRequest
 from fastapi.responses import StreamingResponse
 
-from mera_multi_hf.core.arguments import Parser, add_dataclass_options, opt, same_as
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.foreign_text import foreign
 from mera_multi_hf.core.limits import DEFAULT_LIMITS, Limits
 from mera_multi_hf.data.media_decode import Media
-from mera_multi_hf.generation.backends.hf_options import HFOptions
 from mera_multi_hf.generation.request import Request
 from mera_multi_hf.serving.app import BodyError, Guard, ModelQueue, Server, json_app, read_json
 from mera_multi_hf.serving.app import shown as _shown
+from mera_multi_hf.serving.chat_options import (
+    MAX_TOKENS_LIMIT,
+    ChatServeOptions,
+    parse_serve_options,
+)
 from mera_multi_hf.serving.chat_requests import (
     ChatCompletionRequest,
     TooLarge,
@@ -56,9 +59,6 @@ from mera_multi_hf.serving.chat_requests import (
     requested_stops,
     user_content,
 )
-from mera_multi_hf.serving.options import ServerOptions
-
-MAX_TOKENS_LIMIT = 8192
 
 
 def _cut_at_stop(text: str, stops: tuple[str, ...]) -> str:
@@ -306,72 +306,6 @@ def app_from_env():
     )
 
 
-SERVE_DESCRIPTION = (
-    "Serve a model (a Hub id or folder; default: the built-in tiny model) over the hf backend "
-    "as an OpenAI-compatible chat server: POST /v1/chat/completions (streamed with "
-    "`stream: true`), GET /v1/models, GET /health. Writes no file. For production, serve "
-    "with vLLM."
-)
-
-
-@dataclasses.dataclass
-class ChatServeOptions(ServerOptions):
-    """The options of the chat server; those of any server come from ServerOptions."""
-
-    model: str | None = opt(None, "Hub id or folder (default: the built-in tiny model)", path=True)
-    served_model_name: str | None = opt(
-        None,
-        "the model name clients send as `model` (default: --model)",
-        aliases=("--served-name",),
-    )
-    dtype: str = same_as(HFOptions, "dtype")
-    device: str | None = opt(None, "cpu, cuda, cuda:1 or auto (default: the GPU when there is one)")
-    max_pixels: int | None = opt(
-        None,
-        "downscale larger images (aspect kept) to at most this "
-        "many pixels (default: none, images as sent)",
-        low=1,
-    )
-    trust_remote_code: bool = opt(
-        False, "allow model code from the Hub repository, only for models you trust (default: off)"
-    )
-    api_key: str | None = opt(
-        None,
-        "require 'Authorization: Bearer KEY' on every route but "
-        "/health (default: $MERA_SERVE_API_KEY, which `ps` does not show; "
-        "none: no authentication)",
-        secret=True,
-    )
-    workers: int = opt(
-        8, "threads parsing requests and decoding their images (default: 8)", low=1, high=1024
-    )
-    max_image_pixels: int | None = opt(
-        None, f"pixels per image (default: {DEFAULT_LIMITS.max_image_pixels})", low=1
-    )
-    max_tokens_limit: int = opt(
-        MAX_TOKENS_LIMIT,
-        f"largest max_tokens a request may ask (default: {MAX_TOKENS_LIMIT})",
-        low=1,
-    )
-    memory_budget: int | None = opt(
-        None,
-        f"bytes a request's media may take decoded (default: {DEFAULT_LIMITS.memory_budget})",
-        low=1,
-    )
-    max_prompt_chars: int | None = opt(
-        None,
-        "characters of a request's prompt text, checked before tokenising "
-        f"(default: {DEFAULT_LIMITS.max_prompt_chars})",
-        low=1,
-    )
-
-
-def _parser() -> Parser:
-    parser = Parser(prog="mera-multi serve", description=SERVE_DESCRIPTION)
-    add_dataclass_options(parser, ChatServeOptions)
-    return parser
-
-
 def serve(options: ChatServeOptions) -> int:
     """Load the model and serve it until Ctrl+C (what ``main`` runs with its options)."""
     from mera_multi_hf.generation.backends import make_backend
@@ -417,10 +351,15 @@ def serve(options: ChatServeOptions) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`mera-multi serve` (cli.main hands it its options) and `python -m mera_multi_hf.serving.chat_server`."""
+    """`python -m mera_multi_hf.serving.chat_server` (`mera-multi serve` parses its options
+    without this module, then calls :func:`run_options`)."""
+    return run_options(parse_serve_options(argv))
+
+
+def run_options(options: ChatServeOptions) -> int:
+    """Serve with parsed options, the API key never printed or logged."""
     from mera_multi_hf.core.masking import masked_console, remember_options
 
-    options = ChatServeOptions(**vars(_parser().parse_args(argv)))
     remember_options(options)  # its key (and $MERA_SERVE_API_KEY) never printed or logged
     with masked_console():
         return serve(options)

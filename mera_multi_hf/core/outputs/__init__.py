@@ -55,6 +55,7 @@ from mera_multi_hf.core.outputs.fs import (
     shown,
     write_error,
 )
+from mera_multi_hf.core.outputs.kept import still_written
 from mera_multi_hf.core.outputs.rules import (
     KINDS,
     folder_kind,
@@ -87,6 +88,7 @@ __all__ = [
     "report_kind",
     "shown",
     "stage_file",
+    "still_written",
     "trusted_listing",
     "write_error",
     "write_report_file",
