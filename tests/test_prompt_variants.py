@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_results_page import page_rows
 
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.outputs import MARKER
@@ -84,9 +85,8 @@ def test_a_letter_task_shows_what_the_marker_variant_explains(tmp_path):
     assert "### weird by prompt variant" in md and "50% of the examples (4)" in md
     assert f"| 1 ({marked['variant']}) | 4 | 0.0000" in md
     page = (tmp_path / "out" / "results.html").read_text(encoding="utf-8")
-    data = json.loads(page.split('id="page-data">', 1)[1].split("</script>", 1)[0])
-    column = data["fields"].index("prompt_variant")  # the rows' JSON, drawn by the browser
-    assert [r[column] for r in data["rows"]].count(f"weird:{marked['variant']}") == 4
+    rows = page_rows(page)  # the rows' JSON, drawn by the browser
+    assert [r["prompt_variant"] for r in rows].count(f"weird:{marked['variant']}") == 4
     assert f'<option value="weird:{plain["variant"]}">weird 2 ({plain["variant"]})</option>' in page
 
 
