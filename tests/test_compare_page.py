@@ -21,6 +21,7 @@ from test_results_page import (  # noqa: E402
     _visible,
     media_paths,
     needs_chromium,
+    page_json,
     page_rows,
 )
 
@@ -98,6 +99,10 @@ def test_the_page_pairs_every_answer_with_its_outcome(compared):
     assert "http://" not in text and "https://" not in text  # nothing from the network
     # ruHHH-Image's test split is private: no gold answer on the page
     assert [r["gold"] for r in rows] == ["(private split: not shown)"] * len(expected)
+    # a text the rows share is in the page once (page_texts), every row resolves to it
+    assert text.count("(private split") == 1
+    texts = page_json(text)["texts"]
+    assert len(set(texts)) == len(texts) and any("Лучший ответ" in t for t in texts)
 
 
 @needs_chromium

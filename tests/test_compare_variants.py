@@ -111,3 +111,24 @@ def test_group_metrics_are_left_out_per_variant(tmp_path):
     assert pv["metric"] == "exact_match"
     for row in pv["variants"].values():
         assert "group_exact_match" not in row["metrics"] and "exact_match" in row["metrics"]
+
+
+def test_the_chart_shows_each_variants_difference_under_its_task(compared):
+    from mera_multi_hf.reporting.compare import compare_runs
+    from mera_multi_hf.reporting.compare_chart import chart_figure
+
+    _, a, b, right_a, right_b, variant = compared
+    result = compare_runs(a, b)
+    fig = chart_figure(result)
+    fig.canvas.draw()
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()][::-1]  # top to bottom
+    verdicts = [t.get_text() for t in fig.axes[1].get_yticklabels()][::-1]
+    rows = [f"weird: Exact match, prompt #{k + 1} {v}" for k, v in enumerate(VARIANTS)]
+    assert labels[-4:] == rows and not any("prompt #" in x for x in labels[:-4])
+    assert verdicts[-4:][:2] == ["A better", "B better"]
+    # each variant's point is its paired difference (plotted bottom up)
+    points = [bars.lines[0].get_xdata()[0] for bars in fig.axes[0].containers]
+    for k in range(4):
+        mine = variant == k
+        assert points[3 - k] == pytest.approx(right_a[mine].mean() - right_b[mine].mean())
+    assert "orange: per prompt variant" in fig.axes[0].get_xlabel()

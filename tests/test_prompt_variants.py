@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_results_page import page_rows
 
 from mera_multi_hf.cli.main import main
 from mera_multi_hf.core.outputs import MARKER
@@ -84,9 +85,8 @@ def test_a_letter_task_shows_what_the_marker_variant_explains(tmp_path):
     assert "### weird by prompt variant" in md and "50% of the examples (4)" in md
     assert f"| 1 ({marked['variant']}) | 4 | 0.0000" in md
     page = (tmp_path / "out" / "results.html").read_text(encoding="utf-8")
-    data = json.loads(page.split('id="page-data">', 1)[1].split("</script>", 1)[0])
-    column = data["fields"].index("prompt_variant")  # the rows' JSON, drawn by the browser
-    assert [r[column] for r in data["rows"]].count(f"weird:{marked['variant']}") == 4
+    rows = page_rows(page)  # the rows' JSON, drawn by the browser
+    assert [r["prompt_variant"] for r in rows].count(f"weird:{marked['variant']}") == 4
     assert f'<option value="weird:{plain["variant"]}">weird 2 ({plain["variant"]})</option>' in page
 
 
@@ -270,3 +270,28 @@ def test_the_variant_doctests_pass():
 
     result = doctest.testmod(variants)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_the_sample_log_records_each_examples_variant_and_an_older_shard_still_resumes(
+    tmp_path,
+):
+    out = tmp_path / "run"
+    args = ["evaluate", "--tasks", "ruhhh_image", "--limit", "4", "--output-dir", str(out)]
+    args += ["--no-progress", "--max-new-tokens", "2"]
+    assert main(args) == 0
+    shard = out / "logs" / "samples-rank0.jsonl"
+    logged = [json.loads(line) for line in shard.read_text(encoding="utf-8").splitlines()]
+    samples = (out / "samples_ruhhh_image_test.jsonl").read_text(encoding="utf-8").splitlines()
+    variants = {r["id"]: r["prompt_variant"] for r in map(json.loads, samples)}
+    assert {r["id"]: r["prompt_variant"] for r in logged} == variants
+    assert len(set(variants.values())) > 1
+    # a shard written before variants were logged: read, resumed whole, nothing generated
+    older = "".join(
+        json.dumps({k: v for k, v in r.items() if k != "prompt_variant"}, ensure_ascii=False) + "\n"
+        for r in logged
+    )
+    shard.write_text(older, encoding="utf-8")
+    assert main(args) == 0
+    assert shard.read_text(encoding="utf-8") == older
+    again = (out / "samples_ruhhh_image_test.jsonl").read_text(encoding="utf-8").splitlines()
+    assert {r["id"]: r["prompt_variant"] for r in map(json.loads, again)} == variants

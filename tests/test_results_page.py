@@ -6,12 +6,14 @@ change the drawn rows, the media load) and a screenshot is kept as a test artifa
 from __future__ import annotations
 
 import hashlib
+import html
 import io
 import json
 import os
 import re
 import shutil
 import subprocess
+from collections import Counter
 from html.parser import HTMLParser
 from urllib.parse import quote
 
@@ -48,12 +50,28 @@ def run_dir(tmp_path_factory):
     return out
 
 
-def page_rows(page: str) -> list[dict]:
-    """The rows a page holds (its JSON data), each a dict of fields."""
-    data = json.loads(
+def page_json(page: str) -> dict:
+    """A page's data as it holds it: fields, rows of coded cells, the shared texts."""
+    return json.loads(
         re.search(r'<script type="application/json" id="page-data">(.*?)</script>', page, re.S)[1]
     )
-    return [dict(zip(data["fields"], values)) for values in data["rows"]]
+
+
+def page_rows(page: str) -> list[dict]:
+    """The rows a page holds, each a dict of fields, decoded as rows.js decodes them: a
+    cell is an index into the texts, a string, or a list of both, joined; the JSON text
+    of its value."""
+    data = page_json(page)
+    texts = data["texts"]
+
+    def value(cell):
+        if isinstance(cell, int):
+            return json.loads(texts[cell])
+        if isinstance(cell, str):
+            return json.loads(cell)
+        return json.loads("".join(texts[p] if isinstance(p, int) else p for p in cell))
+
+    return [{f: value(c) for f, c in zip(data["fields"], cells)} for cells in data["rows"]]
 
 
 def media_paths(rows: list[dict]) -> list[str]:
@@ -274,6 +292,7 @@ def whole_sample(tmp_path_factory):
         (out / "results.html").read_text(encoding="utf-8"),
         render(results, run, bare),
         media,
+        rows,
     )
 
 
@@ -282,7 +301,7 @@ def test_the_page_holds_rows_and_names_each_medium_once(whole_sample):
 
     from mera_multi_hf.reporting.results_page import THUMBNAIL
 
-    out, page, bare, media = whole_sample
+    out, page, bare, media, _ = whole_sample
     rows = page_rows(page)
     assert len(rows) == 152 and "base64" not in page and "data:" not in page
     paths = media_paths(rows)
@@ -304,7 +323,7 @@ def test_the_page_holds_rows_and_names_each_medium_once(whole_sample):
 
 @needs_chromium
 def test_the_browser_draws_the_rows_a_page_at_a_time(whole_sample):
-    out, page, _, _ = whole_sample
+    out, page, _, _, _ = whole_sample
     url = (out / "results.html").as_uri()
     proc = _chromium("--dump-dom", url=url)
     console = [ln for ln in proc.stderr.splitlines() if "CONSOLE" in ln]
@@ -318,6 +337,57 @@ def test_the_browser_draws_the_rows_a_page_at_a_time(whole_sample):
     last = page_rows(page)[-1]
     dom = _chromium("--dump-dom", url=f"{url}#{last['task']}-{last['id']}").stdout
     assert len(_visible(dom)) == 152
+
+
+def test_the_page_keeps_each_shared_text_once(whole_sample):
+    """The instruction sentences a task's prompts share are one text in the page's data,
+    named by index; every row still resolves to its whole prompt and every field."""
+    from mera_multi_hf.reporting.page_texts import SHARED_MIN
+
+    _, page, _, _, rows = whole_sample
+    data = page_json(page)
+    texts = data["texts"]
+    assert len(set(texts)) == len(texts)  # each distinct text once
+    assert page_rows(page) == json.loads(json.dumps(rows))  # each row whole, every field
+    named = Counter(
+        p
+        for cells in data["rows"]
+        for cell in cells
+        for p in (cell if isinstance(cell, list) else [cell])
+        if isinstance(p, int)
+    )
+    assert set(named) == set(range(len(texts))) and min(named.values()) >= 2  # all shared
+    # a sentence of ruCommonVQA's instruction: in each of its prompts, once in the page
+    sentence = "одним словом или числом, без рассуждений.\\n"
+    common = [r["prompt"] for r in rows if r["task"] == "rucommonvqa"]
+    assert len(common) == 8 and all(sentence in p.replace("\n", "\\n") for p in common)
+    assert sentence in texts and page.count("одним словом или числом, без рассуждений") == 1
+    inline = [
+        p for cells in data["rows"] for c in cells for p in (c if isinstance(c, list) else [c])
+    ]
+    assert not [p for p in inline if isinstance(p, str) and len(p) >= SHARED_MIN and p in texts]
+    # much less than the same rows written out whole
+    whole = json.dumps([list(r.values()) for r in rows], ensure_ascii=False, separators=(",", ":"))
+    print(f"page data {len(_data_text(page))} bytes, rows written whole {len(whole)}")
+    assert len(_data_text(page)) < 0.7 * len(whole.encode())
+
+
+def _data_text(page: str) -> bytes:
+    return re.search(r'id="page-data">(.*?)</script>', page, re.S)[1].encode()
+
+
+@needs_chromium
+def test_the_browser_shows_a_rows_whole_prompt(whole_sample):
+    """A row drawn from the coded data shows its prompt as the model saw it, in full."""
+    out, _, _, _, rows = whole_sample
+    url = (out / "results.html").as_uri()
+    for row in (rows[0], rows[-1]):  # the first page, and a row drawn by its link
+        dom = _chromium("--dump-dom", url=f"{url}#{row['task']}-{row['id']}").stdout
+        drawn = re.search(
+            rf'<tr class="ex [^"]*" id="{row["task"]}-{row["id"]}".*?</tr>', dom, re.S
+        )
+        assert drawn and html.escape(row["prompt"], quote=False) in drawn[0], row["id"]
+        assert html.escape(str(row["generation"]), quote=False) in drawn[0]
 
 
 # In a real browser.

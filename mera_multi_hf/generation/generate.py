@@ -43,6 +43,8 @@ def log_record(request: Request, generation: str, seconds: float, model_id: str)
         "model": model_id,
         "request_hash": request.hash,
     }
+    if request.prompt_variant:  # as the samples file has it (older logs: none)
+        record["prompt_variant"] = request.prompt_variant
     if request.tokens_cut:  # the prompt was cut to fit the model's context
         record["prompt_tokens_cut"] = request.tokens_cut
     if request.failed:

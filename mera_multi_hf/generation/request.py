@@ -38,6 +38,7 @@ class Request:
     max_new_tokens: int
     index: int = -1  # row in the dataset the media come from
     hash: str = ""  # request hash (model + settings + prompt + media)
+    prompt_variant: str = ""  # the example's prompt variant: logged, not in the hash
     # generation stops at the first of these strings (or EOS) and the text is cut there
     stop: tuple[str, ...] = DEFAULT_STOP
     history: list[Turn] = field(default_factory=list)  # earlier turns (dialogue tasks)
@@ -105,6 +106,7 @@ def build_requests(
             max_new_tokens=n_tokens,
             index=example.index,
             stop=stops,
+            prompt_variant=example.prompt_variant,
         )
         for example, media in zip(examples, hash_media(task, examples, ds, chunk, limits))
     ]

@@ -4,7 +4,10 @@ Each process appends to its own shard, ``<out>/logs/samples-rank<r>.jsonl``, and
 flushes after every batch. A restarted run reads every shard, whatever the number of
 processes that wrote them, and skips an example whose (task, split, id) is logged with
 the same request hash. A line torn by a kill is ignored (and cut off before the shard
-is appended to again). Media are logged as sha256 hashes, never as bytes.
+is appended to again). Media are logged as sha256 hashes, never as bytes. A record
+carries its example's ``prompt_variant`` (the samples file's; shards written before
+variants were recorded have none, and are read all the same: it is not in the request
+hash and no reader requires it).
 """
 
 from __future__ import annotations

@@ -77,13 +77,39 @@ def warm_up_in_background() -> None:
     threading.Thread(target=warm_up_outputs, daemon=True).start()
 
 
-def warm_up_outputs() -> None:
-    try:
-        from mera_multi_hf.reporting import outputs, results_page  # noqa: F401 - the write stage
-        from mera_multi_hf.reporting.charts import warm_up
-        from mera_multi_hf.scoring import run_results  # noqa: F401 - the score stage's
+# what the score and write stages import where they are used (none of it is needed
+# before the last answer): every one a module the sample tasks' scoring reaches
+AFTER_THE_ANSWERS = (
+    "mera_multi_hf.scoring.run_results",
+    "mera_multi_hf.scoring.diagnostics",
+    "mera_multi_hf.scoring.uncertainty",
+    "mera_multi_hf.scoring.prompt_table",
+    "mera_multi_hf.scoring.metric_exact_match",
+    "mera_multi_hf.scoring.metric_extraction",
+    "mera_multi_hf.reporting.outputs",
+    "mera_multi_hf.reporting.reports",
+    "mera_multi_hf.reporting.prompt_report",
+    "mera_multi_hf.reporting.submission",
+    "mera_multi_hf.reporting.page_media",
+    "numpy.random",  # the intervals' resampling (not imported by numpy itself)
+)
 
+
+def warm_up_outputs() -> None:
+    import importlib
+
+    try:  # (errors and all, each is imported again where it is used)
+        for name in AFTER_THE_ANSWERS:
+            importlib.import_module(name)
+        from PIL import Image
+
+        from mera_multi_hf.pipeline.fingerprint import code_stamp
+        from mera_multi_hf.reporting import results_page
+        from mera_multi_hf.reporting.charts import warm_up
+
+        code_stamp()  # (cached) what the outputs' fingerprint stats every code file for
+        Image.preinit()  # the format plugins that saving the chart's PNG loads
         warm_up()  # the chart's fonts loaded
         results_page.page_template()  # compiled
-    except Exception:  # noqa: BLE001 - imported again where it is used, errors and all
+    except Exception:  # noqa: BLE001 - the stage that needs it meets the error
         return

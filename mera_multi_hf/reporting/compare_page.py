@@ -4,7 +4,7 @@ its interval, the verdict); then one row per example with its media (as results.
 shows them, from run A's dataset when it is at hand), the prompt, both answers, the gold
 and the outcome, in task and id order. Filters: task, outcome (only A right, only B
 right, both right, both wrong) and a search box; no network: the rows are JSON in the
-page, drawn a page at a time, and the media are files in ``compare_media/`` beside it,
+page, each shared text once (as results.html's, :mod:`.page_texts`), drawn a page at a time, and the media are files in ``compare_media/`` beside it,
 each once (as results.html's, :mod:`.page_media`). A gold answer is shown only where the
 run's own sample line may show it (never a private split's)."""
 
@@ -105,7 +105,7 @@ def render(result: dict, rows: list[dict], notes: list[str] = ()) -> str:
     import jinja2
 
     from mera_multi_hf.reporting.compare_markdown import SCORE_HEAD, overall_line, score_rows
-    from mera_multi_hf.reporting.page_media import page_data
+    from mera_multi_hf.reporting.page_texts import coded_page_data
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
@@ -118,7 +118,7 @@ def render(result: dict, rows: list[dict], notes: list[str] = ()) -> str:
         local_only=LOCAL_ONLY if result.get("gold_private") else None,
         a=result["a"]["label"],
         b=result["b"]["label"],
-        data=page_data(rows),
+        data=coded_page_data(rows),
         counts=counts,
         tasks=sorted({r["task"] for r in rows}),
         score_head=SCORE_HEAD,

@@ -8,8 +8,9 @@ earlier turns with the model's reduced answers), the raw generation, the filtere
 answer, the gold (never for a private test split) and the per-example scores. Filters by
 task, category, domain and right/wrong, a search box, and links from the summary table
 to the examples behind each number. No network: the CSS and JS are inline; the rows are
-JSON in the page, drawn a page of rows at a time as they are scrolled to; each medium is
-one file in the media folder, named by its content (:mod:`.page_media`).
+JSON in the page, each text that rows share (an instruction's sentences) once
+(:mod:`.page_texts`), drawn a page of rows at a time as they are scrolled to; each medium
+is one file in the media folder, named by its content (:mod:`.page_media`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from mera_multi_hf.core.errors import MediaError
-from mera_multi_hf.reporting.page_media import MediaFolder, page_data
+from mera_multi_hf.reporting.page_media import MediaFolder
+from mera_multi_hf.reporting.page_texts import coded_page_data
 from mera_multi_hf.scoring.records import RunRecord, Summary, TaskResult
 from mera_multi_hf.scoring.registry import display_name
 from mera_multi_hf.scoring.run_results import LOCAL_ONLY, PAGE_MEDIA, gold_derived
@@ -337,7 +339,7 @@ def render(
         categories=sorted({r["category"] for r in rows if r["category"]}),
         domains=sorted({r["domain"] for r in rows if r["domain"]}),
         prompt_variants=_prompt_options(rows),
-        data=page_data(
+        data=coded_page_data(
             rows,
             task_names={t: TASKS[t].class_name for t in tasks},
             metric_names={m: display_name(m) for r in rows for m in r["metrics"]},

@@ -25,13 +25,14 @@ result says so (``unit``, ``mixed_clusters``).
 A shuffle is drawn as a table of counts: clusters alike in stratum, size and score sum are
 interchangeable, so a shuffle is fixed by how many clusters of each kind go to each variant,
 a multivariate hypergeometric draw made one univariate draw at a time, vectorised over the
-rounds: for 0/1 scores a few numpy calls per variant, whatever the task's size. With many
-kinds (scores of many distinct values) the clusters are shuffled one by one instead.
+rounds: for 0/1 scores one numpy draw per stratum, whatever the task's size. With many
+kinds (scores of many distinct values) the clusters are shuffled one by one instead. Labels
+that are small integers (the table's numbers, ids) are numbered by counting, not sorting.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,7 +40,7 @@ from mera_multi_hf.scoring.uncertainty import SEED
 
 ROUNDS = 1000  # shuffles per test: p-values down to 1/1001 (a Monte Carlo error of 0.007 at 0.05)
 STOP_AFTER = 10  # shuffles reaching the observed statistic that end the test early
-FIRST_BATCH = 32  # shuffles drawn at first; each later batch doubles the shuffles drawn
+FIRST_BATCH = 16  # shuffles drawn at first; each later batch doubles the shuffles drawn
 LEVEL = 0.05  # the sentence says "depends" below it
 CELLS_PER_CHUNK = 4_000_000  # shuffled labels held at once on the one-by-one path
 
@@ -65,7 +66,7 @@ class PromptEffect:
     stop_after: int | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return dict(vars(self))  # plain values: no deep copy (asdict's) needed
 
     def sentence(self) -> str:
         """One line for the reports: the verdict, the p-value and the spread."""
@@ -92,6 +93,10 @@ def _codes(values) -> tuple[np.ndarray, np.ndarray]:
     values = np.asarray(values)
     if values.dtype == object:  # labels of mixed types: compare them as text
         values = values.astype(str)
+    if values.dtype.kind in "iu" and len(values) and values.min() >= 0:
+        if values.max() < 16 * len(values) + 1024:  # small integers (numbers, ids): counted
+            present = np.bincount(values) > 0
+            return (np.cumsum(present) - 1)[values], np.flatnonzero(present)
     names, codes = np.unique(values, return_inverse=True)
     return codes.ravel(), names
 
@@ -121,14 +126,14 @@ def permutation_test(
     if not np.isfinite(scores).all():
         raise ValueError("every score must be a finite number")
     variant, names = _codes(variants)
+    stratum, cluster = _codes(strata)[0], _codes(clusters)[0]
     if len(names) < 2:
         return PromptEffect(None, 0.0, _name(names), _name(names), 0, n_variants=len(names))
     counts = np.bincount(variant, minlength=len(names))
     means = np.bincount(variant, weights=scores, minlength=len(names)) / counts
     best, worst = int(np.argmax(means)), int(np.argmin(means))
-    stratum, _ = _codes(strata)
     centre = np.bincount(stratum, weights=scores) / np.bincount(stratum)
-    units = _units(scores - centre[stratum], variant, stratum, _codes(clusters)[0])
+    units = _units(scores, scores - centre[stratum], variant, stratum, cluster)
     observed = _statistic(
         np.bincount(units["variant"], weights=units["sum"], minlength=len(names)),
         np.bincount(units["variant"], weights=units["size"], minlength=len(names)),
@@ -154,10 +159,10 @@ def _sequential_p(units, n_variants, observed, rounds, stop_after, seed) -> tupl
     until ``stop_after`` reach ``observed`` (p = stop_after / shuffles up to that one) or
     ``rounds`` are drawn (p = (1 + reached) / (1 + rounds)). The batches follow a fixed
     schedule, so a seed gives one p-value."""
-    rng, reached, drawn, plan = np.random.default_rng(seed), 0, 0, _plan(units)
+    rng, reached, drawn, plan = np.random.default_rng(seed), 0, 0, _plan(units, n_variants)
     while drawn < rounds:
         batch = min(rounds - drawn, max(FIRST_BATCH, drawn))
-        sums, sizes = _shuffled_totals(plan, n_variants, batch, rng)
+        sums, sizes = _shuffled_totals(plan, batch, rng)
         # float ties count as reaching it
         hits = np.cumsum(_statistic(sums, sizes) >= observed - 1e-9 * abs(observed) - 1e-12)
         if stop_after is not None and reached + hits[-1] >= stop_after:
@@ -177,45 +182,46 @@ def _statistic(sums: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return squares.sum(axis=-1)
 
 
-def _units(residual, variant, stratum, cluster) -> dict:
-    """What a shuffle moves: the clusters (each with its variant, stratum, size and sum of
-    residuals), or the examples when some cluster mixes variants. A cluster whose
-    examples lie in several strata is exchangeable with clusters of the same strata."""
+def _units(scores, residual, variant, stratum, cluster) -> dict:
+    """What a shuffle moves: the clusters (each with its variant, stratum, size, and sums of
+    scores and of residuals), or the examples when some cluster mixes variants. A cluster
+    whose examples lie in several strata is exchangeable with clusters of the same strata."""
     n_clusters = int(cluster.max()) + 1
-    low, high = _span(variant, cluster, n_clusters)
-    mixed = int(np.sum(low != high))
+    own, mixes = _within(variant, cluster, n_clusters)
+    mixed = int(mixes.sum())
     if mixed:
         return {
             "kind": "example",
             "mixed": mixed,
             "variant": variant,
             "stratum": stratum,
-            "size": np.ones(len(variant)),
+            "size": np.ones(len(variant), dtype=int),
+            "score": scores,
             "sum": residual,
         }
     return {
         "kind": "cluster",
         "mixed": 0,
-        "variant": low,
+        "variant": own,
         "stratum": _cluster_strata(stratum, cluster, n_clusters),
-        "size": np.bincount(cluster, minlength=n_clusters).astype(float),
+        "size": np.bincount(cluster, minlength=n_clusters),
+        "score": np.bincount(cluster, weights=scores, minlength=n_clusters),
         "sum": np.bincount(cluster, weights=residual, minlength=n_clusters),
     }
 
 
-def _span(codes, cluster, n_clusters) -> tuple[np.ndarray, np.ndarray]:
-    """Each cluster's lowest and highest code."""
-    low, high = np.full(n_clusters, codes.max()), np.full(n_clusters, codes.min())
-    np.minimum.at(low, cluster, codes)
-    np.maximum.at(high, cluster, codes)
-    return low, high
+def _within(codes, cluster, n_clusters) -> tuple[np.ndarray, np.ndarray]:
+    """Each cluster's code (one of its examples'), and whether its examples' codes differ."""
+    own = np.zeros(n_clusters, dtype=codes.dtype)
+    own[cluster] = codes
+    return own, np.bincount(cluster, weights=own[cluster] != codes, minlength=n_clusters) > 0
 
 
 def _cluster_strata(stratum, cluster, n_clusters) -> np.ndarray:
     """Each cluster's stratum; a cluster spanning several is given the set of them."""
-    low, high = _span(stratum, cluster, n_clusters)
-    if (low == high).all():
-        return low
+    own, spans = _within(stratum, cluster, n_clusters)
+    if not spans.any():
+        return own
     pairs = np.unique(np.stack([cluster, stratum]), axis=1)
     joined = [[] for _ in range(n_clusters)]
     for c, s in pairs.T:
@@ -223,67 +229,91 @@ def _cluster_strata(stratum, cluster, n_clusters) -> np.ndarray:
     return _codes([",".join(strata) for strata in joined])[0]
 
 
-def _plan(units: dict) -> list[tuple]:
-    """How each stratum's shuffles are drawn, prepared once for every batch: a function
-    and its arguments (before the totals and the generator)."""
-    plan = []
-    order = np.argsort(units["stratum"], kind="stable")
-    for inside in np.split(order, np.cumsum(np.bincount(units["stratum"]))[:-1]):
-        kinds, many = _kinds(units["size"][inside], units["sum"][inside])
-        counts = np.bincount(units["variant"][inside])
-        present = np.flatnonzero(counts)
-        if len(many) * len(present) <= len(inside):
-            plan.append((_deal_kinds, (counts[present], kinds, many, present)))
-        else:
-            plan.append((_deal_one_by_one, (units, inside)))
-    return plan
+def _plan(units: dict, n_variants: int) -> dict:
+    """How the shuffles are drawn, prepared once for every batch. On the kinds path every
+    unit is first counted as its stratum's last kind (``base``: per variant, what that gives
+    every shuffle), and a draw moves units to the other kinds; a stratum of more kinds than
+    it has units for each variant is dealt one by one. ``deals``: a function and its
+    arguments (before the totals and the generator) per stratum that draws."""
+    stratum, variant = units["stratum"], units["variant"]
+    n_strata = int(stratum.max()) + 1
+    capacity = np.bincount(stratum * n_variants + variant, minlength=n_strata * n_variants)
+    capacity = capacity.reshape(n_strata, n_variants)
+    kinds, many, bounds = _kinds(units, n_strata)
+    n_kinds, last = np.diff(bounds), kinds[bounds[1:] - 1]
+    by_kinds = n_kinds * (capacity > 0).sum(axis=1) <= capacity.sum(axis=1)
+    deals = [
+        (_deal_one_by_one, (units, np.flatnonzero(stratum == s))) for s in np.flatnonzero(~by_kinds)
+    ]
+    for s in np.flatnonzero(by_kinds & (n_kinds > 1)).tolist():
+        present = np.flatnonzero(capacity[s])
+        a, b = bounds[s], bounds[s + 1] - 1
+        deals.append(
+            (_deal_kinds, (capacity[s, present], kinds[a:b] - last[s], many[a:b], present))
+        )
+    return {"base": (last * by_kinds[:, None]).T @ capacity, "deals": deals}
 
 
-def _kinds(size, total) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct (size, sum) pairs, as size + 1j * sum, and how many units have each
-    (each column numbered first: sorting integers is cheaper than hashing the pairs)."""
-    sizes, size_of = np.unique(size, return_inverse=True)
-    totals, total_of = np.unique(total, return_inverse=True)
-    keys, many = np.unique(size_of * len(totals) + total_of, return_counts=True)
-    return sizes[keys // len(totals)] + 1j * totals[keys % len(totals)], many
+def _kinds(units: dict, n_strata: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The units' distinct kinds, stratum by stratum: each one's (size, sum of residuals),
+    how many units are of it, and where each stratum's kinds begin (and the last ends).
+    Units of one stratum alike in size and sum of scores are alike in residuals (counting
+    integers is cheaper than hashing the triples)."""
+    size, score = units["size"], units["score"]
+    whole = score.astype(int)
+    if (whole == score).all() and whole.min() >= 0:  # sums of 0/1 scores: counted
+        score_of, n_scores = whole, int(whole.max()) + 1
+    else:
+        score_of, names = _codes(score)
+        n_scores = len(names)
+    span = (int(size.max()) + 1) * n_scores
+    kind_of, keys = _codes(units["stratum"] * span + size * n_scores + score_of)
+    one = np.empty(len(keys), dtype=int)  # a unit of each kind: any one, they are alike
+    one[kind_of] = np.arange(len(kind_of))
+    kinds = np.stack([size[one], units["sum"][one]], axis=1)
+    bounds = np.searchsorted(keys // span, np.arange(n_strata + 1))
+    return kinds, np.bincount(kind_of, minlength=len(keys)), bounds
 
 
-def _shuffled_totals(plan: list, n_variants: int, rounds: int, rng) -> tuple:
+def _shuffled_totals(plan: dict, rounds: int, rng) -> tuple:
     """(rounds, variants): each shuffle's per-variant sums of residuals and sizes."""
-    sums = np.zeros((n_variants, rounds))
-    sizes = np.zeros((n_variants, rounds))
-    for deal, args in plan:
+    sizes, sums = (np.repeat(column[:, None], rounds, axis=1) for column in plan["base"])
+    for deal, args in plan["deals"]:
         deal(*args, sums, sizes, rng)
     return sums.T, sizes.T
 
 
-def _deal_kinds(capacity, kinds, many, present, sums, sizes, rng) -> None:
-    """One stratum's shuffles as counts: how many clusters of each kind (``kinds``: size
-    + 1j * sum; ``many``: how many clusters) each variant (``present``, with ``capacity``
-    clusters) gets: a random permutation's table, drawn kind by kind, variant by variant.
-    Arrays are (variants, rounds): a variant's row is contiguous."""
+def _deal_kinds(capacity, moves, many, present, sums, sizes, rng) -> None:
+    """One stratum's shuffles as counts: how many units of each kind but the last (``many``:
+    how many units of each kind; ``moves``: each one's (size, sum) less the last kind's,
+    whose units are already counted everywhere) each variant (``present``, with
+    ``capacity`` units) gets: a random permutation's table, drawn kind by kind, variant by
+    variant. Arrays are (variants, rounds): a variant's row is contiguous."""
     rounds = sums.shape[1]
-    slots = np.repeat(capacity[:, None], rounds, axis=1)
-    if len(many) > 1:  # the first kind's clusters take a random subset of the slots
-        got = rng.multivariate_hypergeometric(capacity, int(many[0]), size=rounds).T
-        sums[present] += got * kinds[0].imag
-        sizes[present] += got * kinds[0].real
-        slots -= got
-    for k in range(1, len(many) - 1):
+    # the first kind's units take a random subset of the slots
+    got = rng.multivariate_hypergeometric(capacity, int(many[0]), size=rounds).T
+    _move(got, moves[0], present, sums, sizes)
+    slots = capacity[:, None] - got if len(moves) > 1 else None
+    for k in range(1, len(moves)):
         left = np.full(rounds, int(many[k]))
         after = slots.sum(axis=0)  # the slots of this variant and those after it
-        for j, v in enumerate(present):
+        for j in range(len(present)):
             after -= slots[j]
-            # the last variant takes the clusters left
+            # the last variant takes the units left
             got = (
                 left.copy() if j == len(present) - 1 else rng.hypergeometric(slots[j], after, left)
             )
-            sums[v] += got * kinds[k].imag
-            sizes[v] += got * kinds[k].real
+            _move(got, moves[k], present[j], sums, sizes)
             slots[j] -= got
             left -= got
-    sums[present] += slots * kinds[-1].imag  # the last kind fills the slots left
-    sizes[present] += slots * kinds[-1].real
+
+
+def _move(got, move, variants, sums, sizes) -> None:
+    """Count ``got`` units of a kind (``move``: its size and sum less the last kind's) for
+    ``variants``."""
+    sums[variants] += got * move[1]
+    if move[0]:  # kinds of one size (every example alone): the sizes never change
+        sizes[variants] += got * move[0]
 
 
 def _deal_one_by_one(units, inside, sums, sizes, rng) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mera_multi_hf.scoring.prompt_effect import permutation_test
+from mera_multi_hf.scoring.prompt_effect import _codes, permutation_test
 from mera_multi_hf.scoring.registry import GROUP_OF, averaged_over_examples
 from mera_multi_hf.scoring.uncertainty import (
     SEED,
@@ -32,11 +32,12 @@ def prompt_table(task, examples, result) -> dict:
     ``examples`` (the split's, in the table's order)."""
     # means over examples only: a group (ruHHH's pairs) is asked in several variants
     names = averaged_over_examples([*result.metrics, *result.judge, *result.unofficial])
-    table = _as_arrays(result.examples, names)
+    table = _as_arrays(result.examples)
     codes, firsts = _first_appearance(table["prompt_variant"])
     scores = _by_variant(table, names, codes, len(firsts))
     # the strata numbered once, for the count of variants in each and for the test
     strata = _first_appearance(table["prompt_stratum"]) if task.prompt_block else None
+    n_examples, metrics = scores["n_examples"], scores["metrics"]
     rows = []
     for k, first in enumerate(firsts):
         example = examples[first]
@@ -44,18 +45,18 @@ def prompt_table(task, examples, result) -> dict:
             {
                 "variant": str(table["prompt_variant"][first]),
                 "number": example.prompt_variant_number,
-                "n_examples": int(scores["n_examples"][k]),
+                "n_examples": n_examples[k],
                 "asks_reasoning_before_marker": asks_reasoning_before_marker(example.instruction),
-                "metrics": {m: float(s["value"][k]) for m, s in scores["metrics"].items()},
+                "metrics": {m: s["value"][k] for m, s in metrics.items()},
                 "uncertainty": {
                     m: normal_record(
-                        float(s["value"][k]),
+                        s["value"][k],
                         s["se"][k],
                         table["cluster_by"],
                         s["clusters"][k],
-                        int(scores["n_examples"][k]),
+                        n_examples[k],
                     )
-                    for m, s in scores["metrics"].items()
+                    for m, s in metrics.items()
                 },
             }
         )
@@ -65,63 +66,64 @@ def prompt_table(task, examples, result) -> dict:
         "variants_per_stratum": _per_stratum(table, strata, codes) if strata else None,
         "variants": rows,
         "marker": _marker_share(rows, table, names),
-        "effect": _effect(result, table, codes + 1, strata[0] if strata else None),
+        "effect": _effect(result, table, codes, strata[0] if strata else None),
     }
 
 
-def _as_arrays(table: dict, names) -> dict:
-    """The examples table with the columns read here as arrays, converted once."""
+def _as_arrays(table: dict) -> dict:
+    """The examples table with the columns read here as arrays, converted once; the
+    clusters numbered 0, 1, ... (only which rows share one counts)."""
+    n = len(table["cluster"])
     return {
         **table,
-        "cluster": np.asarray(table["cluster"]),
-        "scores": {m: np.asarray(v, dtype=float) for m, v in table["scores"].items()},
+        "cluster": _codes(np.fromiter(table["cluster"], int, n))[0],
+        "scores": {m: np.fromiter(v, float, n) for m, v in table["scores"].items()},
     }
 
 
 def _first_appearance(values: list) -> tuple[np.ndarray, list[int]]:
     """Each value's number (0-based, in order of first appearance; a dict, not a sort of
-    the texts), and each number's first row."""
-    seen: dict = {}
-    codes = np.fromiter((seen.setdefault(v, len(seen)) for v in values), int, len(values))
-    firsts = np.full(len(seen), len(values))
-    np.minimum.at(firsts, codes, np.arange(len(values)))
-    return codes, firsts.tolist()
+    the texts), and each number's first row (C loops: no Python code per row)."""
+    number = {value: k for k, value in enumerate(dict.fromkeys(values))}
+    codes = np.fromiter(map(number.__getitem__, values), int, len(values))
+    return codes, [values.index(value) for value in number]
 
 
 def _by_variant(table: dict, names, codes: np.ndarray, n_variants: int) -> dict:
     """Each variant's examples, and each metric's value, cluster-robust standard error and
-    clusters per variant,
-    all variants at once: the units are the (variant, cluster) cells, as
-    :func:`~mera_multi_hf.scoring.uncertainty.table_units` makes them for one variant's
-    rows (a cluster split between variants counts in each)."""
+    clusters per variant, all variants at once: the units are the (variant, cluster)
+    cells, as :func:`~mera_multi_hf.scoring.uncertainty.table_units` makes them for one
+    variant's rows (a cluster split between variants counts in each)."""
     cluster, scores = table["cluster"], table["scores"]
     span = int(cluster.max(initial=0)) + 1
-    cells, cell_of = np.unique(codes * span + cluster, return_inverse=True)
-    cell_variant = cells // span
+    cell_of, cells = _codes(codes * span + cluster)
+    cell = {"variant": cells // span, "size": np.bincount(cell_of, minlength=len(cells))}
+    cell["examples"] = np.bincount(cell["variant"], weights=cell["size"], minlength=n_variants)
+    cell["clusters"] = np.bincount(cell["variant"], minlength=n_variants)
+    clusters = cell["clusters"].tolist()
     out = {}
     for name in names:  # means over examples: no group metric comes here
         if name in scores:
-            num = np.bincount(cell_of, weights=scores[name], minlength=len(cells))
-            den = np.bincount(cell_of, minlength=len(cells)).astype(float)
-            out[name] = _ratio(num, den, cell_variant, n_variants)
-    return {"n_examples": np.bincount(codes, minlength=n_variants), "metrics": out}
+            value, se = _ratio(
+                np.bincount(cell_of, weights=scores[name], minlength=len(cells)), cell
+            )
+            out[name] = {
+                "value": value.tolist(),
+                "se": [x if k > 1 else None for x, k in zip(se.tolist(), clusters)],
+                "clusters": clusters,
+            }
+    return {"n_examples": cell["examples"].astype(int).tolist(), "metrics": out}
 
 
-def _ratio(num, den, cell_variant, n_variants) -> dict:
-    """Per variant: the ratio of its cells' sums, and its cluster-robust standard error
-    (:func:`~mera_multi_hf.scoring.uncertainty.stderr`; None under two clusters)."""
-    total = np.bincount(cell_variant, weights=num, minlength=n_variants)
-    size = np.bincount(cell_variant, weights=den, minlength=n_variants)
-    value = total / size
-    resid = num - value[cell_variant] * den
-    c = np.bincount(cell_variant, minlength=n_variants)
-    squares = np.bincount(cell_variant, weights=resid**2, minlength=n_variants)
-    se = np.sqrt(c / np.maximum(c - 1, 1) * squares) / size
-    return {
-        "value": value,
-        "se": [float(x) if k > 1 else None for x, k in zip(se, c)],
-        "clusters": c.tolist(),
-    }
+def _ratio(num, cell: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Per variant: the ratio of its cells' sums (``num``: each cell's sum of scores), and
+    its cluster-robust standard error (:func:`~mera_multi_hf.scoring.uncertainty.stderr`;
+    a variant's clusters are its cells)."""
+    variant, examples, c = cell["variant"], cell["examples"], cell["clusters"]
+    value = np.bincount(variant, weights=num, minlength=len(c)) / examples
+    resid = num - value[variant] * cell["size"]
+    squares = np.bincount(variant, weights=resid**2, minlength=len(c))
+    return value, np.sqrt(c / np.maximum(c - 1, 1) * squares) / examples
 
 
 def _per_stratum(table: dict, strata: tuple, codes: np.ndarray) -> dict[str, int]:
@@ -129,9 +131,8 @@ def _per_stratum(table: dict, strata: tuple, codes: np.ndarray) -> dict[str, int
     first rows; ``codes``: the variants' numbers)."""
     stratum, firsts = strata
     span = int(codes.max()) + 1
-    # a set, not np.unique: numpy's plain unique imports numpy.ma (70 ms of a run)
-    pairs = np.fromiter(set((stratum * span + codes).tolist()), int)
-    counts = np.bincount(pairs // span, minlength=len(firsts))
+    pairs = np.bincount(stratum * span + codes, minlength=len(firsts) * span) > 0
+    counts = pairs.reshape(len(firsts), span).sum(axis=1)
     names = [str(table["prompt_stratum"][first]) for first in firsts]
     return dict(sorted(zip(names, counts.tolist())))
 
@@ -170,18 +171,14 @@ def _tested_metric(result, scores: dict) -> str | None:
     return None
 
 
-def _effect(result, table: dict, numbers: np.ndarray, strata) -> dict | None:
+def _effect(result, table: dict, codes: np.ndarray, strata) -> dict | None:
     """Whether the score depends on the variant (None: no per-example score to test);
-    the variants go in as their numbers (integers: cheap to compare), as the table shows
-    them."""
+    the variants, strata and clusters go in as the numbers made here (integers: counted,
+    not sorted), the variants as the table shows them (``codes`` + 1)."""
     metric = _tested_metric(result, table["scores"])
     if metric is None:
         return None
     effect = permutation_test(
-        table["scores"][metric],
-        numbers,
-        strata,
-        table["cluster"],
-        seed=SEED,
+        table["scores"][metric], codes + 1, strata, table["cluster"], seed=SEED
     )
     return {"metric": metric, **effect.to_dict(), "seed": SEED, "sentence": effect.sentence()}

@@ -24,7 +24,8 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
+from queue import SimpleQueue
 from urllib.parse import urlsplit, urlunsplit
 
 from mera_multi_hf.core import json_read
@@ -127,6 +128,7 @@ class OpenAIBackend(Backend):
         media bytes) runs here, on the requests about to be sent, just before they go."""
         todo, live = deque(requests), list(self.servers)
         busy: dict = {}  # future -> (request, server)
+        finished: SimpleQueue = SimpleQueue()  # futures as they finish (wait() walked all)
         load, failure = dict.fromkeys(live, 0), None
         if self._pool is None:
             self._pool = ThreadPoolExecutor(
@@ -138,8 +140,12 @@ class OpenAIBackend(Backend):
                 if prepare and batch:
                     prepare([r for r, _ in batch])
                 for request, server in batch:
-                    busy[self._pool.submit(self._complete, server, request)] = (request, server)
-                done, _ = wait(busy, return_when=FIRST_COMPLETED)
+                    future = self._pool.submit(self._complete, server, request)
+                    busy[future] = (request, server)
+                    future.add_done_callback(finished.put)
+                done = [finished.get()]
+                while not finished.empty():
+                    done.append(finished.get())
                 for future in done:
                     request, server = busy.pop(future)
                     load[server] -= 1

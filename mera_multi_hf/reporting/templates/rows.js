@@ -1,20 +1,17 @@
-// The rows of results.html and compare.html: JSON in #page-data ({fields, rows: [values]}),
-// filtered and searched over all rows, drawn into #rows a page at a time as #more is
-// scrolled to. Filters: every <select id="f-FIELD"> in #filters keeps the rows whose FIELD
+// The rows of results.html and compare.html: JSON in #page-data ({fields, rows: [cells],
+// texts}; each cell the JSON text of its value, coded: an index into texts, a string, or a
+// list of both to join, page_texts.py), filtered and searched over all rows, drawn into
+// #rows a page at a time as #more is scrolled to. Filters: every <select id="f-FIELD"> in #filters keeps the rows whose FIELD
 // (or its data-field) equals its value; #f-q searches every field but the media. The hash sets the filters
 // (#task=x&q=y), or names a row (#task-id) to draw and scroll to.
 function lazyRows(drawRow) {
   var PAGE = 100;
   var data = JSON.parse(document.getElementById("page-data").textContent);
-  var rows = data.rows.map(function (values) {
-    var row = {};
-    data.fields.forEach(function (field, i) { row[field] = values[i]; });
-    return row;
-  });
   var body = document.getElementById("rows"), more = document.getElementById("more");
   var selects = Array.prototype.slice.call(document.querySelectorAll("#filters select"));
   var filters = selects.map(function (s) { return s.id.slice(2); });
   var fields = selects.map(function (s) { return s.getAttribute("data-field") || s.id.slice(2); });
+  var decoded = pageRows(data, fields.concat(["task", "id"])), rows = decoded.rows;
   var search = document.getElementById("f-q");
   var texts = null, shown = [], drawn = 0, watch = null;
   function flat(v) {
@@ -28,7 +25,7 @@ function lazyRows(drawRow) {
   }
   function draw() {
     var end = Math.min(shown.length, drawn + PAGE), part = document.createDocumentFragment();
-    for (; drawn < end; drawn += 1) { part.appendChild(drawRow(shown[drawn], data)); }
+    for (; drawn < end; drawn += 1) { part.appendChild(drawRow(decoded.whole(shown[drawn]), data)); }
     body.appendChild(part);
     more.hidden = drawn >= shown.length;
     more.textContent = "show " + Math.min(PAGE, shown.length - drawn) + " more of " +
@@ -38,7 +35,7 @@ function lazyRows(drawRow) {
   function apply() {
     var want = filters.map(function (f) { return document.getElementById("f-" + f).value; });
     var q = search.value.toLowerCase();
-    if (q && texts === null) { texts = rows.map(text); }
+    if (q && texts === null) { texts = rows.map(function (row) { return text(decoded.whole(row)); }); }
     shown = rows.filter(function (row, i) {
       return fields.every(function (f, k) { return !want[k] || String(row[f]) === want[k]; }) &&
         (!q || texts[i].indexOf(q) >= 0);
@@ -109,4 +106,37 @@ function mediaCell(items) {
     }
   });
   return cell;
+}
+
+// The rows of the page's data, each cell's text joined from its pieces and parsed (a cell
+// that is one shared text is parsed once for all the rows that name it): the fields in
+// `first` at once (the filters look at every row), the others when a row is drawn or
+// searched (whole(row)), so a page of many rows opens without parsing them all.
+function pageRows(data, first) {
+  var texts = data.texts, parsed = {}, pending = new Map();
+  var all = data.fields.map(function (f, i) { return i; });
+  var now = all.filter(function (i) { return first.indexOf(data.fields[i]) >= 0; });
+  var later = all.filter(function (i) { return first.indexOf(data.fields[i]) < 0; });
+  function piece(p) { return typeof p === "number" ? texts[p] : p; }
+  function value(cell) {
+    if (typeof cell === "number") {
+      if (!parsed.hasOwnProperty(cell)) { parsed[cell] = JSON.parse(texts[cell]); }
+      return parsed[cell];
+    }
+    return JSON.parse(typeof cell === "string" ? cell : cell.map(piece).join(""));
+  }
+  function fill(row, cells, columns) {
+    columns.forEach(function (i) { row[data.fields[i]] = value(cells[i]); });
+    return row;
+  }
+  var rows = data.rows.map(function (cells) {
+    var row = fill({}, cells, now);
+    pending.set(row, cells);
+    return row;
+  });
+  function whole(row) {
+    if (pending.has(row)) { fill(row, pending.get(row), later); pending.delete(row); }
+    return row;
+  }
+  return {rows: rows, whole: whole};
 }
