@@ -55,8 +55,6 @@ ALLOWED = {
     "already classified (its own readers); the raw folder goes through raw/files",
     ("data/publish.py", "read_table"): "reads back the Parquet shards this build has just "
     "staged through core/outputs",
-    ("data/arrow_split.py", "memory_map"): "maps this tool's own Arrow cache, each file "
-    "checked against the stamp its manifest recorded",
     ("data/media_decode.py", "open"): "PyAV opens a media item's bytes held in memory or "
     "a file that media_bytes already read through the input reader",
     ("data/media_decode.py", "SoundFile"): "soundfile writes a WAV into an in-memory buffer",

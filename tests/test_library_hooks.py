@@ -90,14 +90,16 @@ def test_a_split_is_named_by_its_files_only_when_it_is_their_rows(tmp_path):
     datasets.Dataset.from_dict({"a": list(range(10))}).save_to_disk(tmp_path / "saved")
     ds = datasets.load_from_disk(tmp_path / "saved")
     root = tmp_path.resolve()
-    assert _files_of(ds, root) == ["saved/data-00000-of-00001.arrow"]
+    files, content = _files_of(ds, root)  # the files, and the hash of their rows
+    assert files == ["saved/data-00000-of-00001.arrow"] and len(content) == 64
     assert _files_of(ds, root / "elsewhere") is None  # not under the cache folder
     assert _files_of(ds.shuffle(seed=0), root) is None  # an indices mapping (a file)
     assert _files_of(ds.shuffle(seed=0, keep_in_memory=True), root) is None  # (in memory)
     assert _files_of(ds.select([1, 0]), root) is None
     assert _files_of(ds.rename_column("a", "b"), root) is None  # changed in memory only
     mapped = ds.map(lambda row: {"a": row["a"] + 1})  # written to a file of its own
-    assert _files_of(mapped, root) == [f"saved/cache-{fingerprint(mapped)}.arrow"]
+    files, mapped_content = _files_of(mapped, root)
+    assert files == [f"saved/cache-{fingerprint(mapped)}.arrow"] and mapped_content != content
     assert _files_of(datasets.Dataset.from_dict({"a": [1]}), root) is None  # in memory
 
 

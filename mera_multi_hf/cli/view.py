@@ -60,6 +60,17 @@ def _records(run_dir: Path, run: dict, task, split, examples, result) -> list[di
     )
 
 
+def _check_sample_files(run_dir: Path, doc) -> None:
+    """Read every sample file through once before the folder is claimed, so a damaged
+    line is named by file and line (the claim would only say the file was edited)."""
+    split = doc.run.to_dict().get("split", "test")
+    for result in doc.tasks.values():
+        sample_file = run_dir / f"samples_{result.task}_{result.split or split}.jsonl"
+        if sample_file.is_file():
+            for _ in json_read.iter_jsonl(sample_file):
+                pass
+
+
 def read_results(run_dir: Path):
     """The run's results.json, read (one line saying what to run when there is none)."""
     from mera_multi_hf.scoring.records import Results
@@ -155,6 +166,8 @@ def cmd_view(options: ViewOptions) -> int:
             f"view {run_dir}: not a folder that `evaluate` or `score` wrote (its "
             "marker says so); view writes results.html only into one of those"
         )
+
+    _check_sample_files(run_dir, doc)
 
     def made(stage: Path) -> dict:
         files = page_of(run_dir, doc, stage)

@@ -16,5 +16,7 @@ def sha256_of(data: bytes | str | Path) -> str:
     written as it was made), read in blocks."""
     if not isinstance(data, Path):
         return sha256_bytes(data)
-    with open(data, "rb") as fh:
+    from mera_multi_hf.core.input_files import open_binary
+
+    with open_binary(data) as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()

@@ -22,6 +22,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from mera_multi_hf.core import json_read
+from mera_multi_hf.core.input_files import open_binary
 from mera_multi_hf.core.provenance import installed_version
 from mera_multi_hf.data.datasets_hook import fingerprint
 
@@ -205,7 +206,7 @@ def _mapped(paths: list[Path], features: dict, fingerprint, content=None) -> Arr
     memory-mapped by this module (their pages can be handed back)."""
     tables, maps = [], []
     for path in paths:
-        with open(path, "rb") as fh:
+        with open_binary(path) as fh:
             maps.append(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
         tables.append(pa.ipc.open_stream(pa.py_buffer(maps[-1])).read_all())
     table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]

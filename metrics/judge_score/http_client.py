@@ -16,8 +16,8 @@ served judge, the preflight's probes, the Hub probe) goes through :class:`Client
   and the cause, never a urllib3 traceback.
 
 Built on urllib3 alone (what ``requests`` is built on; ``requests`` with its character
-detectors took a run more CPU to import than all its requests): a pool manager per
-thread, the proxy of the environment (``HTTPS_PROXY``, ``NO_PROXY``, ...) and the
+detectors took a run more CPU to import than all its requests): a connection pool per
+server and thread (a proxy's manager per proxy), the proxy of the environment (``HTTPS_PROXY``, ``NO_PROXY``, ...) and the
 certificates as requests takes them, a user name and password in the URL sent as Basic
 auth, JSON bodies.
 """
@@ -160,7 +160,8 @@ class _Watchdog:
                     target=self._run, name="mera-http-deadline", daemon=True
                 )
                 self._thread.start()
-            self._wake.notify()
+            if self._heap[0] is deadline:  # woken only for a new earliest end (not per request)
+                self._wake.notify()
 
     def _run(self) -> None:
         with self._wake:
@@ -209,7 +210,7 @@ class _TLSPool(HTTPSConnectionPool):
     ConnectionCls = type("WatchedHTTPSConnection", (_Watched, HTTPSConnection), {})
 
 
-WATCHED_POOLS = {"http": _Pool, "https": _TLSPool}
+WATCHED_POOLS = {"http": _Pool, "https": _TLSPool}  # none retries: Client does
 
 
 def _proxy_of(url: str) -> str | None:
@@ -257,7 +258,7 @@ class Client:
     failed request (backoff * 2**n seconds between tries, the first retry at once);
     ``api_key``: sent as ``Authorization: Bearer``; ``max_bytes``: the most a reply
     may take; ``pool_size``: connections kept per server and thread. Thread-safe: each
-    thread has its own pool manager."""
+    thread has its own pools."""
 
     def __init__(
         self,
@@ -363,9 +364,10 @@ class Client:
             headers["Content-Type"] = "application/json"
         _ACTIVE.deadline, reading = deadline, False
         try:
-            response = self._manager(url).urlopen(
+            opener, target = self._route(url)
+            response = opener.urlopen(
                 method,
-                url,
+                target,
                 body=data,
                 headers=headers,
                 redirect=False,
@@ -385,33 +387,32 @@ class Client:
             raise late
         return Reply(response.status, response.headers, content, url)
 
-    def _manager(self, url: str) -> urllib3.PoolManager:
-        """This thread's pool manager for ``url``: direct, or through the environment's
-        proxy (each with watched connections; none retries: Client does). The proxy is
-        looked up once per server: reading the environment took a third of a request's
-        CPU."""
-        if not hasattr(self._local, "routes"):
-            self._local.routes, self._local.managers = {}, {}
-        routes = self._local.routes
-        origin = _origin(url)
-        if origin not in routes:
-            routes[origin] = self._proxied(_proxy_of(url))
-        return routes[origin]
+    def _route(self, url: str) -> tuple:
+        """(opener, target) of ``url`` in this thread: the server's own pool and the path
+        (no PoolManager parsing the URL per request), or the proxy's manager and the URL."""
+        routes = self._local.__dict__.setdefault("routes", {})
+        origin = scheme, host, port = _origin(url)
+        if origin not in routes:  # the environment's proxy read once per server
+            proxy, tls = _proxy_of(url), _trusted() if scheme == "https" else {}
+            if proxy is None:
+                port = port or (443 if scheme == "https" else 80)
+                routes[origin] = WATCHED_POOLS[scheme](host, port, maxsize=self.pool_size, **tls)
+            else:
+                routes[origin] = self._proxied(proxy)
+        if isinstance(routes[origin], urllib3.PoolManager):
+            return routes[origin], url
+        parts = urlsplit(url)
+        return routes[origin], (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
-    def _proxied(self, proxy: str | None) -> urllib3.PoolManager:
-        """This thread's manager of every server reached through ``proxy`` (None:
-        directly)."""
-        managers = self._local.managers
+    def _proxied(self, proxy: str) -> urllib3.ProxyManager:
+        """This thread's manager of every server reached through ``proxy``."""
+        managers = self._local.__dict__.setdefault("managers", {})
         if proxy not in managers:
             sizes = {"num_pools": self.pool_size, "maxsize": self.pool_size, **_trusted()}
-            if proxy is None:
-                manager = urllib3.PoolManager(**sizes)
-            else:
-                auth = _basic_auth(proxy).get("Authorization")
-                headers = {"Proxy-Authorization": auth} if auth else None
-                manager = urllib3.ProxyManager(proxy, proxy_headers=headers, **sizes)
-            manager.pool_classes_by_scheme = WATCHED_POOLS
-            managers[proxy] = manager
+            auth = _basic_auth(proxy).get("Authorization")
+            headers = {"Proxy-Authorization": auth} if auth else None
+            managers[proxy] = urllib3.ProxyManager(proxy, proxy_headers=headers, **sizes)
+            managers[proxy].pool_classes_by_scheme = WATCHED_POOLS
         return managers[proxy]
 
 
