@@ -62,7 +62,9 @@ def _records(run_dir: Path, run: dict, task, split, examples, result) -> list[di
 
 def _check_sample_files(run_dir: Path, doc) -> None:
     """Read every sample file through once before the folder is claimed, so a damaged
-    line is named by file and line (the claim would only say the file was edited)."""
+    line is named by file and line (the claim would only say the file was edited). The
+    records are not kept: the page reads them again task by task, so a full-size run's
+    are never all held (a second parse costs well under 1% of a view)."""
     split = doc.run.to_dict().get("split", "test")
     for result in doc.tasks.values():
         sample_file = run_dir / f"samples_{result.task}_{result.split or split}.jsonl"

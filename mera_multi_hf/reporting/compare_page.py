@@ -4,8 +4,9 @@ its interval, the verdict); then one row per example with its media (as results.
 shows them, from run A's dataset when it is at hand), the prompt, both answers, the gold
 and the outcome, in task and id order. Filters: task, outcome (only A right, only B
 right, both right, both wrong) and a search box; no network: the rows are JSON in the
-page, each shared text once (as results.html's, :mod:`.page_texts`), drawn a page at a time, and the media are files in ``compare_media/`` beside it,
-each once (as results.html's, :mod:`.page_media`). A gold answer is shown only where the
+page, each shared text once (as results.html's, :mod:`.page_texts`), drawn a page at a
+time, and the media are files in ``compare_media/`` beside it, each once (as
+results.html's, :mod:`.page_media`). A gold answer is shown only where the
 run's own sample line may show it (never a private split's)."""
 
 from __future__ import annotations
