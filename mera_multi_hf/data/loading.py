@@ -138,9 +138,9 @@ def _load(task: TaskSpec, source, kind: str) -> datasets.DatasetDict:
     """The source loaded and normalised; a local folder's bars give way to one line (a
     raw folder's was said when it was prepared), a Hub download keeps its own."""
     if kind == "hub":
-        return normalize(task, _read(task, source))
+        return normalize(task, _read(task, source, kind))
     with one_line(task, source, "reading {task} from {source}" if kind == "exported" else ""):
-        return normalize(task, _read(task, source))
+        return normalize(task, _read(task, source, kind))
 
 
 @contextlib.contextmanager
@@ -171,19 +171,32 @@ def _pick(task: TaskSpec, source, splits, split: str | None):
     return splits[split]
 
 
-def _read(task: TaskSpec, source) -> datasets.DatasetDict:
+def _read(task: TaskSpec, source, kind: str) -> datasets.DatasetDict:
     """``load_dataset`` on the source."""
     datasets = _datasets()
     try:
         cache_dir = arrow_cache_dir(source)
         domains = _domain_configs(task, str(source))
+        options = _parquet_options(source, kind)
         if domains:
-            return _load_domains(str(source), domains, cache_dir)
-        return datasets.load_dataset(str(source), cache_dir=cache_dir)
+            return _load_domains(str(source), domains, cache_dir, options)
+        return datasets.load_dataset(str(source), cache_dir=cache_dir, **options)
     except MeraError:
         raise
     except (FileNotFoundError, ValueError, ConnectionError) as err:
         raise MeraError(f"cannot load {task.key} from {source}: {err}") from None
+
+
+def _parquet_options(source, kind: str) -> dict:
+    """What `load_dataset` is given to read a raw folder's export (Parquet, always): its
+    row groups read one at a time. By default Arrow reads a Parquet file's every row group
+    ahead (``pre_buffer``) and holds them until the file is done: a shard's whole media,
+    up to 500 MB, on top of the rows being written."""
+    if kind != "raw":
+        return {}
+    import pyarrow.dataset
+
+    return {"fragment_scan_options": pyarrow.dataset.ParquetFragmentScanOptions(pre_buffer=False)}
 
 
 def _domain_configs(task: TaskSpec, source: str) -> list[str]:
@@ -195,7 +208,9 @@ def _domain_configs(task: TaskSpec, source: str) -> list[str]:
     return [d for d in task.domains if d in names]
 
 
-def _load_domains(source: str, domains: list[str], cache_dir: str | None) -> datasets.DatasetDict:
+def _load_domains(
+    source: str, domains: list[str], cache_dir: str | None, options: dict
+) -> datasets.DatasetDict:
     """The domain configs as one DatasetDict, domain after domain; each example's
     ``meta.domain`` says which (reports break scores down by it; the task score is the
     size-weighted mean). A config whose meta has no ``domain`` (a Hub copy) gets it."""
@@ -206,7 +221,7 @@ def _load_domains(source: str, domains: list[str], cache_dir: str | None) -> dat
 
     parts = {}
     for domain in domains:
-        dsd = datasets.load_dataset(source, domain, cache_dir=cache_dir)
+        dsd = datasets.load_dataset(source, domain, cache_dir=cache_dir, **options)
         parts[domain] = (
             dsd
             if all("domain" in ds.features["meta"] for ds in dsd.values())
