@@ -94,7 +94,24 @@ def load_split(
             write_manifest(cache_dir, dsd)
         # read back as the next load reads it: its content hashes come with it
         splits = (read_manifest(cache_dir) if cache_dir else None) or dsd
+        del dsd
+        hand_back_freed_memory()
     return ArrowSplit.of(_pick(task, source, splits, split))
+
+
+def hand_back_freed_memory() -> None:
+    """Return to the system what a conversion freed but the allocators keep: Arrow's pool
+    keeps its freed pages, and glibc's heap the media bytes Python held, for reuse by
+    this process. Kept, they add up over the tasks of one run (`--tasks all` converts
+    every task first), though each conversion's live memory is bounded."""
+    import ctypes
+
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):  # musl has no malloc_trim
+            ctypes.CDLL(None).malloc_trim(0)
 
 
 def _prepared(task, source, limits) -> tuple[TaskSpec, str | Path, str]:
