@@ -1,14 +1,14 @@
-"""A head start for the decode checks of a build.
+"""The decode checks of a build, started before the build itself.
 
 `mera-multi build` spends its first second or more importing datasets and pyarrow, on
-one core. :class:`MediaPrefetch` starts decoding before that: its processes walk the raw
-folder's split files for media paths (every record's, checked or not), read their share
-of the files through the same safe reader, decode them with the same check
-(media_checks) and send back ``(sha256 of the bytes, result)``. When the build reaches
-the records it stops them; for each media file it then takes the result found for the
-sha256 of the very bytes it writes, and a file not reached, or changed since, is checked
-as before (check_all's worker processes): the check always judges the written bytes.
-Only results travel between the processes, never media bytes.
+one core. :class:`MediaPrefetch` starts the decoding processes first: each walks the raw
+folder's split files for media paths (every record's, checked or not), reads its share
+of the files through the same safe reader and decodes them with the same check
+(media_checks), and sends back ``(sha256 of the bytes, result)``. The build reads and
+checks every record as before; for each media file it looks up the result for the
+sha256 of the very bytes it writes, so a file changed after the early decode, or one
+the walk did not reach, is decoded again here: the check always judges the written
+bytes. Only results travel between the processes, never media bytes.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.limits import Limits
-from mera_multi_hf.data.media_checks import MEDIA_CHECKS, lower_priority
+from mera_multi_hf.data.media_checks import CRASHED, MEDIA_CHECKS, lower_priority
 from mera_multi_hf.data.raw.files import (
     MAX_JSON_BYTES,
     MAX_MEDIA_BYTES,
@@ -73,10 +74,12 @@ def _decode_share(task: TaskSpec, root: str, limits: Limits, share: int, shares:
     file once), sending batches of ``(sha256, result)``, then None."""
     lower_priority()
     forget_resolved_paths()
-    check, batch = MEDIA_CHECKS[task.modality], []
-    try:  # the paths first: the parsed split files are let go before the decoding
-        paths = dict.fromkeys(media_paths(task, Path(root)))
-        for relative in [p for p in paths if zlib.crc32(p.encode()) % shares == share]:
+    check, seen, batch = MEDIA_CHECKS[task.modality], set(), []
+    try:
+        for relative in media_paths(task, Path(root)):
+            if relative in seen or zlib.crc32(relative.encode()) % shares != share:
+                continue
+            seen.add(relative)
             try:
                 data = read_inside(root, relative, MAX_MEDIA_BYTES)
             except Exception:  # the build reads it again and reports it
@@ -92,16 +95,11 @@ def _decode_share(task: TaskSpec, root: str, limits: Limits, share: int, shares:
     conn.close()
 
 
-def given(result: str | None) -> str | None:
-    """A check whose result is known (what a worker process is handed instead of bytes)."""
-    return result
-
-
 class MediaPrefetch:
     """Decoding processes started before the build (``processes`` of them, at a lower
-    priority), and a thread here that collects their results until :meth:`stop`; then
-    :meth:`checks` gives a record's checks, the known results among them. Use as a
-    context manager: the processes end with it at the latest."""
+    priority), and a thread here that collects their results; :meth:`result` gives the
+    check's result for bytes the build read. Use as a context manager: the processes
+    end with it."""
 
     def __init__(self, task: TaskSpec, root: str | Path, limits: Limits, processes: int):
         import multiprocessing
@@ -109,6 +107,8 @@ class MediaPrefetch:
         context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
         self.check, self.limits = MEDIA_CHECKS[task.modality], limits
         self._results: dict[bytes, str | None] = {}
+        self._changed = threading.Condition()
+        self._running, self._crashed = processes, False
         self._processes, pipes = [], []
         for share in range(processes):  # all forked before the thread starts
             receive, send = context.Pipe(duplex=False)
@@ -121,8 +121,7 @@ class MediaPrefetch:
             send.close()
             self._processes.append(process)
             pipes.append(receive)
-        self._collector = threading.Thread(target=self._collect, args=(pipes,), daemon=True)
-        self._collector.start()
+        threading.Thread(target=self._collect, args=(pipes,), daemon=True).start()
 
     def _collect(self, pipes: list) -> None:
         from multiprocessing.connection import wait
@@ -131,45 +130,50 @@ class MediaPrefetch:
             for conn in wait(pipes):
                 try:
                     batch = conn.recv()
-                except (EOFError, OSError):  # stopped, or died on a file: the build checks it
-                    batch = None
-                if batch is None:
-                    pipes.remove(conn)
-                    conn.close()
-                else:
-                    self._results.update(batch)
+                except (EOFError, OSError):  # ended without its last message: died
+                    batch, self._crashed = None, True
+                with self._changed:
+                    if batch is None:
+                        pipes.remove(conn)
+                        conn.close()
+                        self._running -= 1
+                    else:
+                        self._results.update(batch)
+                    self._changed.notify_all()
 
-    def stop(self) -> None:
-        """End the decoding processes (their results so far are kept); idempotent."""
-        for process in self._processes:
-            if process.is_alive():
-                process.terminate()
-            process.join()
-        self._collector.join()
+    def result(self, data: bytes) -> str | None:
+        """The decode check's result for ``data``: the early one for these very bytes,
+        else (a file changed since, or not reached) decoded here."""
+        key = digest(data)
+        with self._changed:
+            while key not in self._results and self._running:
+                self._changed.wait()
+            if key in self._results:
+                return self._results[key]
+            if self._crashed:
+                raise MeraError(CRASHED)
+        return self.check(data, self.limits)
 
     def checks(self, media: list) -> list:
-        """check_all's checks of one record's media (``(field, value, bytes)``): the
-        result found for these very bytes, else the decode check."""
-        found = [self._results.get(digest(data), self) for _, _, data in media]
-        return [
-            functools.partial(self.check, data, self.limits)
-            if result is self
-            else functools.partial(given, result)
-            for (_, _, data), result in zip(media, found)
-        ]
+        """check_all's checks of one record's media (``(field, value, bytes)``), run in
+        the building process: look-ups of the early results."""
+        return [functools.partial(self.result, data) for _, _, data in media]
 
     def __enter__(self) -> MediaPrefetch:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.stop()
+        for process in self._processes:
+            if process.is_alive():
+                process.terminate()
+            process.join()
 
 
 def prefetch(task: TaskSpec, root: str | Path, limits: Limits, num_proc: int | None):
-    """A MediaPrefetch over the raw folder ``root`` for a build of ``num_proc`` decoding
-    processes (default: one per CPU), one fewer while the building process starts up;
-    None where the build decodes in its own process (``num_proc`` 1) or ``root`` is not
-    a folder (the build says so)."""
+    """A MediaPrefetch over the raw folder ``root`` for a build of ``num_proc`` processes
+    (default: one per CPU): the building one, which checks every record and writes, and
+    the others, which decode from the start. None where the build decodes in its own
+    process (``num_proc`` 1) or ``root`` is not a folder (the build says so)."""
     processes = num_proc or default_workers()
     if processes <= 1 or not os.path.isdir(root):
         return None

@@ -57,7 +57,7 @@ class RawDataset(RecordChecks):
     internal export, or the local cache that scoring reads); by default they are hidden.
     ``limits``: what media may declare; ``workers``: processes that decode media
     (1: this one); ``prefetch``: a MediaPrefetch over this folder with these limits,
-    stopped when the records are read: the checks it has done are not done again.
+    whose processes decode instead.
     """
 
     def __init__(
@@ -293,8 +293,6 @@ class RawDataset(RecordChecks):
         name it, picked before any media is read; records naming no known domain go with
         the first domain, whose checks report them). Reading a split domain by domain
         checks it as one: ids and group ids are shared and each file is read once."""
-        if self.prefetch:
-            self.prefetch.stop()  # its processes give the cores to check_all's
         if split not in self._split_state:
             self._split_state[split] = ({}, GroupIds(self.task.group_by))
             self.counts[split], self.split_ids[split] = 0, {}
@@ -331,7 +329,7 @@ class RawDataset(RecordChecks):
         for (example, problem, media), found in check_all(
             filter(None, checked),
             self._media_checks,
-            self.workers,
+            1 if self.prefetch else self.workers,
             size=lambda item: sum(len(data) for _, _, data in item[2]),
         ):
             for (field, value, _), why in zip(media, found):
@@ -372,8 +370,8 @@ class RawDataset(RecordChecks):
         return tuple(c for c in self.task.choices if c in string.ascii_uppercase)
 
     def _media_checks(self, checked) -> list:
-        """The decode checks of one record's media (run in the worker processes), the
-        ones done early given as their results."""
+        """The decode checks of one record's media (run in the worker processes), or
+        the look-ups of their results where the decoding started early."""
         if self.prefetch:
             return self.prefetch.checks(checked[2])
         check = MEDIA_CHECKS[self.task.modality]
