@@ -86,8 +86,8 @@ class BuildOptions(MediaLimitOptions):
     max_shard_size: str = opt("500MB", "largest Parquet shard, e.g. 500MB or 2GB (default: 500MB)")
     num_proc: int | None = opt(
         None,
-        "processes of the build: this one checks and writes, the others decode media "
-        "from the start (default: one per CPU; 1: all in this one)",
+        "processes that decode media while checking (default: "
+        "one per CPU; 1: in the building process)",
         low=1,
     )
     push: str | None = opt(
