@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import os
 import sys
@@ -105,7 +104,7 @@ class BuildOptions(MediaLimitOptions):
 def cmd_build(options: BuildOptions) -> int:
     from mera_multi_hf.data.data_owner import check_data_task
     from mera_multi_hf.data.loading import one_line
-    from mera_multi_hf.data.media_prefetch import prefetch
+    from mera_multi_hf.data.publish import export_raw, push, shard_size
     from mera_multi_hf.data.sources import resolve_source
     from mera_multi_hf.pipeline.preflight import check_extras
     from mera_multi_hf.tasks.table import get_task
@@ -118,27 +117,22 @@ def cmd_build(options: BuildOptions) -> int:
     limits = options.limits()
     task = get_task(options.task)
     check_extras([task])  # its media decoders import, before anything is read
+    shard_size(options.max_shard_size)
     raw = resolve_source(task, options.raw)
     if os.path.isdir(raw):  # another task's folder is named as such, not as field errors
         check_data_task(task, raw, "raw")
-    # the media decoding starts before datasets and pyarrow are imported (a second or
-    # more on one core); no datasets bars (two or more per split): the one line is the
-    # "wrote" below, and an error stays one line
-    with prefetch(task, raw, limits, options.num_proc) or contextlib.nullcontext() as early:
-        from mera_multi_hf.data.publish import export_raw, push, shard_size
-
-        shard_size(options.max_shard_size)
-        with one_line(task, raw, ""):
-            out = export_raw(
-                task,
-                raw,
-                options.out,
-                max_shard_size=options.max_shard_size,
-                include_private_answers=options.internal_with_answers,
-                limits=limits,
-                num_proc=options.num_proc,
-                prefetch=early,
-            )
+    # no datasets bars (two or more per split): the one line is the "wrote" below, and an
+    # error stays one line
+    with one_line(task, raw, ""):
+        out = export_raw(
+            task,
+            raw,
+            options.out,
+            max_shard_size=options.max_shard_size,
+            include_private_answers=options.internal_with_answers,
+            limits=limits,
+            num_proc=options.num_proc,
+        )
     print(
         f"wrote {task.key} in the Hub layout to {out}"
         + (

@@ -47,9 +47,7 @@ def build_configs(task: TaskSpec, raw_dir: Path, work: Path, size: int, raw_opti
             )
         except MeraError:
             raise
-        except Exception as err:  # a record left out for its problems can fail a config's build
-            if isinstance(err.__cause__, MeraError):  # datasets wraps what the records raise
-                raise err.__cause__ from None
+        except Exception:  # a record left out for its problems can fail a config's build
             if builder.raw is None or not builder.raw.problems:
                 raise
         builders[name], raw = builder, builder.raw

@@ -204,14 +204,10 @@ def _run_batch(batch: list) -> list:
     return [[check() for check in checks] for checks in batch]
 
 
-CRASHED = (
-    "a media decoder crashed on one of the files (its worker process "
-    "died); build with --num-proc 1 to find which"
-)
 WORKER_NICENESS = 5  # the decoding workers yield a shared core to the reading process
 
 
-def lower_priority() -> None:
+def _lower_priority() -> None:
     """In each worker: run below the reading process. It checks, encodes and writes every
     record and so sets the pace; the workers use what it leaves of the cores (measured
     on two cores: three processes sharing them evenly left the reading one two thirds of
@@ -232,7 +228,7 @@ def _pool(workers: int):
     from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=lower_priority)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_lower_priority)
 
 
 def check_all(
@@ -299,7 +295,10 @@ def _done(sent: tuple):
     except BrokenProcessPool:  # a decoder crashed on a file: a problem, not a traceback
         from mera_multi_hf.core.errors import MeraError
 
-        raise MeraError(CRASHED) from None
+        raise MeraError(
+            "a media decoder crashed on one of the files (its worker process "
+            "died); build with --num-proc 1 to find which"
+        ) from None
     for (item, _, _), results in zip(batch, found):
         yield item, results
     return sum(held for _, _, held in batch)

@@ -23,7 +23,6 @@ from mera_multi_hf.core.limits import Limits
 from mera_multi_hf.core.outputs import OutputFolder, read_marker
 from mera_multi_hf.data.export_card import write_card
 from mera_multi_hf.data.hub_layout import build_configs, joined_info, stage_data
-from mera_multi_hf.data.media_prefetch import default_workers
 from mera_multi_hf.data.raw.card import INTERNAL_TAG
 from mera_multi_hf.tasks.spec import TaskSpec
 
@@ -41,6 +40,14 @@ def shard_size(value) -> int:
     return size
 
 
+def default_workers() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def export_raw(
     task: TaskSpec,
     raw_dir: str | Path,
@@ -51,7 +58,6 @@ def export_raw(
     limits: Limits | None = None,
     num_proc: int | None = None,
     say_notes: bool = True,
-    prefetch=None,
 ) -> Path:
     """Build the task from its raw folder and write the Hub layout into ``out_dir``.
 
@@ -63,9 +69,7 @@ def export_raw(
     an internal export, marked so in its card and marker, which :func:`push` refuses.
     ``limits``: what media may declare; ``num_proc``: processes decoding media (1: this one;
     default: the CPUs this process may use); ``say_notes``: print the raw folder's notes
-    (False for the bundled sample, whose quirks are the official data's, on purpose);
-    ``prefetch``: a media_prefetch.MediaPrefetch over ``raw_dir`` with ``limits``, already
-    decoding (its processes replace the ``num_proc`` ones).
+    (False for the bundled sample, whose quirks are the official data's, on purpose).
     """
     from mera_multi_hf.core.outputs import write_error
 
@@ -82,7 +86,6 @@ def export_raw(
                 "limits": limits,
                 "include_private_answers": include_private_answers,
                 "workers": num_proc or default_workers(),
-                "prefetch": prefetch,
             }
             notes = _build_and_move_in(task, raw_dir, folder, work, size, build_options)
         except OSError as err:  # a full disk or a read-only folder while building

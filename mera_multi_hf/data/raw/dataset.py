@@ -56,8 +56,7 @@ class RawDataset(RecordChecks):
     ``include_private_answers``: keep the gold answers of a private test split (an
     internal export, or the local cache that scoring reads); by default they are hidden.
     ``limits``: what media may declare; ``workers``: processes that decode media
-    (1: this one); ``prefetch``: a MediaPrefetch over this folder with these limits,
-    whose processes decode instead.
+    (1: this one).
     """
 
     def __init__(
@@ -69,7 +68,6 @@ class RawDataset(RecordChecks):
         limits: Limits | None = None,
         include_private_answers: bool = False,
         workers: int = 1,
-        prefetch=None,
     ):
         self.task = task
         self.root = Path(root)
@@ -77,7 +75,6 @@ class RawDataset(RecordChecks):
             raise MeraError(f"raw dataset folder not found: {self.root}")
         forget_resolved_paths()  # folders are resolved afresh for every read
         self.limits, self.workers = limits or DEFAULT_LIMITS, max(1, workers)
-        self.prefetch = prefetch  # a media_prefetch.MediaPrefetch: the decoding started early
         self.split_ids: dict[str, dict[int, str]] = {}  # split -> id -> file (test vs shots)
         self.include_private_answers = include_private_answers
         self.normalize_meta = normalize_meta or (lambda meta: dict(meta))
@@ -329,7 +326,7 @@ class RawDataset(RecordChecks):
         for (example, problem, media), found in check_all(
             filter(None, checked),
             self._media_checks,
-            1 if self.prefetch else self.workers,
+            self.workers,
             size=lambda item: sum(len(data) for _, _, data in item[2]),
         ):
             for (field, value, _), why in zip(media, found):
@@ -370,9 +367,6 @@ class RawDataset(RecordChecks):
         return tuple(c for c in self.task.choices if c in string.ascii_uppercase)
 
     def _media_checks(self, checked) -> list:
-        """The decode checks of one record's media (run in the worker processes), or
-        the look-ups of their results where the decoding started early."""
-        if self.prefetch:
-            return self.prefetch.checks(checked[2])
+        """The decode checks of one record's media (run in the worker processes)."""
         check = MEDIA_CHECKS[self.task.modality]
         return [functools.partial(check, data, self.limits) for _, _, data in checked[2]]

@@ -44,14 +44,6 @@ def forget_resolved_paths() -> None:
     _real_dir.cache_clear()
 
 
-def media_path(root: str | Path, prefix: str, value: str) -> str:
-    """A media path a record of the folder ``prefix`` ("" or "<domain>/") names, relative
-    to the dataset folder: in that folder where the file is there, else at the top."""
-    if prefix and os.path.lexists(os.path.join(root, prefix + value)):
-        return prefix + value
-    return value
-
-
 def read_inside(root: str | Path, relative: str, limit: int) -> bytes:
     """The bytes of ``relative`` under ``root``, read only if it is safe to.
 

@@ -10,7 +10,7 @@ import os
 
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.json_doubts import doubts
-from mera_multi_hf.data.raw.files import MAX_MEDIA_BYTES, FieldError, media_path, read_inside
+from mera_multi_hf.data.raw.files import MAX_MEDIA_BYTES, FieldError, read_inside
 from mera_multi_hf.data.raw.layout import META_FILES, domain_key
 from mera_multi_hf.data.raw.metadata import drop_fields
 from mera_multi_hf.tasks.prompts import placeholder_problems, render_prompt
@@ -197,8 +197,13 @@ class RecordChecks:
                 else f"must be a path string, got {type(value).__name__}",
             )
             return None
+        relative = (
+            prefix + value
+            if prefix and os.path.lexists(os.path.join(self.root, prefix + value))
+            else value
+        )
         try:
-            data = read_inside(self.root, media_path(self.root, prefix, value), MAX_MEDIA_BYTES)
+            data = read_inside(self.root, relative, MAX_MEDIA_BYTES)
         except FieldError as err:
             problem(field, err.message)
             return None
