@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mera_multi_hf.scoring.prompt_effect import _codes, permutation_test
+from mera_multi_hf.scoring.prompt_effect import _codes, numbered_test
 from mera_multi_hf.scoring.registry import GROUP_OF, averaged_over_examples
 from mera_multi_hf.scoring.uncertainty import (
     SEED,
@@ -81,10 +81,20 @@ def _as_arrays(table: dict) -> dict:
     }
 
 
+class _Numbering(dict):
+    """Value -> its number in order of first appearance: a missing value is numbered as it
+    is met, so one pass of dict look-ups (C loops, no Python code per row) numbers a
+    column."""
+
+    def __missing__(self, value) -> int:
+        self[value] = number = len(self)
+        return number
+
+
 def _first_appearance(values: list) -> tuple[np.ndarray, list[int]]:
     """Each value's number (0-based, in order of first appearance; a dict, not a sort of
-    the texts), and each number's first row (C loops: no Python code per row)."""
-    number = {value: k for k, value in enumerate(dict.fromkeys(values))}
+    the texts), and each number's first row."""
+    number = _Numbering()
     codes = np.fromiter(map(number.__getitem__, values), int, len(values))
     return codes, [values.index(value) for value in number]
 
@@ -173,12 +183,14 @@ def _tested_metric(result, scores: dict) -> str | None:
 
 def _effect(result, table: dict, codes: np.ndarray, strata) -> dict | None:
     """Whether the score depends on the variant (None: no per-example score to test);
-    the variants, strata and clusters go in as the numbers made here (integers: counted,
-    not sorted), the variants as the table shows them (``codes`` + 1)."""
+    the variants, strata and clusters go in as the numbers made here (0, 1, ..., none
+    unused: not numbered again), the variants named as the table shows them (``codes`` +
+    1)."""
     metric = _tested_metric(result, table["scores"])
     if metric is None:
         return None
-    effect = permutation_test(
-        table["scores"][metric], codes + 1, strata, table["cluster"], seed=SEED
+    names = range(1, int(codes.max(initial=-1)) + 2)
+    effect = numbered_test(
+        table["scores"][metric], codes, names, strata, table["cluster"], seed=SEED
     )
     return {"metric": metric, **effect.to_dict(), "seed": SEED, "sentence": effect.sentence()}
