@@ -33,6 +33,7 @@ that are small integers (the table's numbers, ids) are numbered by counting, not
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -96,6 +97,8 @@ def _codes(values) -> tuple[np.ndarray, np.ndarray]:
     if values.dtype.kind in "iu" and len(values) and values.min() >= 0:
         if values.max() < 16 * len(values) + 1024:  # small integers (numbers, ids): counted
             present = np.bincount(values) > 0
+            if present.all():  # already numbered 0, 1, ... (groups): their own codes
+                return values.astype(np.intp, copy=False), np.arange(len(present))
             return (np.cumsum(present) - 1)[values], np.flatnonzero(present)
     names, codes = np.unique(values, return_inverse=True)
     return codes.ravel(), names
@@ -188,6 +191,8 @@ def _sequential_p(plan: dict, observed: float, rounds, stop_after, seed) -> tupl
     until ``stop_after`` reach ``observed`` (p = stop_after / shuffles up to that one) or
     ``rounds`` are drawn (p = (1 + reached) / (1 + rounds)). The batches follow a fixed
     schedule, so a seed gives one p-value."""
+    # an int seed's SeedSequence made once (default_rng would make it again each test)
+    seed = _seed_sequence(seed) if isinstance(seed, int) else seed
     rng, reached, drawn = np.random.default_rng(seed), 0, 0
     reach = observed - 1e-9 * abs(observed) - 1e-12  # float ties count as reaching it
     while drawn < rounds:
@@ -199,6 +204,11 @@ def _sequential_p(plan: dict, observed: float, rounds, stop_after, seed) -> tupl
             return stop_after / last, last, True
         reached, drawn = reached + total, drawn + batch
     return (1 + reached) / (1 + rounds), rounds, False
+
+
+@cache
+def _seed_sequence(seed: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence(seed)
 
 
 def _name(names, k: int = 0) -> str | None:
@@ -273,15 +283,12 @@ def _plan(units: dict, n_variants: int) -> dict:
     n_strata = int(stratum.max()) + 1
     capacity = np.bincount(stratum * n_variants + variant, minlength=n_strata * n_variants)
     capacity = capacity.reshape(n_strata, n_variants)
-    held = capacity > 0
-    n_held, n_units = held.sum(axis=1).tolist(), capacity.sum(axis=1).tolist()
-    whole = held.all(axis=1).tolist()
     kinds, many, bounds = _kinds(units, n_strata)
     base, loose, deals = [], [], []
-    for s in range(n_strata):
+    for s, row in enumerate(capacity.tolist()):
         first, end = bounds[s], bounds[s + 1]
         last = kinds[end - 1]
-        if (end - first) * n_held[s] > n_units[s]:
+        if (end - first) * (n_variants - row.count(0)) > sum(row):
             base.append((0.0, 0.0))
             loose.append((_deal_one_by_one, (units, np.flatnonzero(stratum == s))))
             continue
@@ -290,7 +297,7 @@ def _plan(units: dict, n_variants: int) -> dict:
             # each kind less the last (whose units the base counts); a stratum that every
             # variant holds moves rows in place (no index array)
             moves = [(size - last[0], total - last[1]) for size, total in kinds[first : end - 1]]
-            present = slice(None) if whole[s] else np.flatnonzero(held[s])
+            present = np.flatnonzero(capacity[s]) if 0 in row else slice(None)
             deals.append(
                 (_deal_kinds, (capacity[s, present], moves, many[first : end - 1], present))
             )
@@ -341,7 +348,7 @@ def _binary_kinds(units: dict, n_strata: int) -> tuple[list, list, list]:
 
 def _shuffled_totals(plan: dict, rounds: int, rng) -> tuple:
     """(rounds, variants): each shuffle's per-variant sums of residuals and sizes."""
-    sizes, sums = (np.repeat(column[:, None], rounds, axis=1) for column in plan["base"])
+    sizes, sums = np.repeat(plan["base"][:, :, None], rounds, axis=2)
     for deal, args in plan["deals"]:
         deal(*args, sums, sizes, rng)
     return sums.T, sizes.T
@@ -375,10 +382,17 @@ def _deal_kinds(capacity, moves, many, present, sums, sizes, rng) -> None:
 
 def _move(got, move, variants, sums, sizes) -> None:
     """Count ``got`` units of a kind (``move``: its size and sum less the last kind's) for
-    ``variants``."""
-    sums[variants] += got * move[1]
+    ``variants`` (rows: an index array, a slice or one row)."""
+    _add(sums, variants, got * move[1])
     if move[0]:  # kinds of one size (every example alone): the sizes never change
-        sizes[variants] += got * move[0]
+        _add(sizes, variants, got * move[0])
+
+
+def _add(totals, rows, values) -> None:
+    if isinstance(rows, np.ndarray):
+        np.add.at(totals, rows, values)  # (half the cost of += on an index array)
+    else:
+        totals[rows] += values
 
 
 def _deal_one_by_one(units, inside, sums, sizes, rng) -> None:

@@ -109,8 +109,9 @@ def _by_variant(table: dict, names, codes: np.ndarray, n_variants: int) -> dict:
     cell_of, cells = _codes(codes * span + cluster)
     cell = {"variant": cells // span, "size": np.bincount(cell_of, minlength=len(cells))}
     cell["examples"] = np.bincount(cell["variant"], weights=cell["size"], minlength=n_variants)
-    cell["clusters"] = np.bincount(cell["variant"], minlength=n_variants)
-    clusters = cell["clusters"].tolist()
+    cell["clusters"] = c = np.bincount(cell["variant"], minlength=n_variants)
+    cell["correction"] = c / np.maximum(c - 1, 1)  # c / (c - 1), the same for every metric
+    clusters = c.tolist()
     out = {}
     for name in names:  # means over examples: no group metric comes here
         if name in scores:
@@ -129,11 +130,11 @@ def _ratio(num, cell: dict) -> tuple[np.ndarray, np.ndarray]:
     """Per variant: the ratio of its cells' sums (``num``: each cell's sum of scores), and
     its cluster-robust standard error (:func:`~mera_multi_hf.scoring.uncertainty.stderr`;
     a variant's clusters are its cells)."""
-    variant, examples, c = cell["variant"], cell["examples"], cell["clusters"]
-    value = np.bincount(variant, weights=num, minlength=len(c)) / examples
+    variant, examples, n_variants = cell["variant"], cell["examples"], len(cell["clusters"])
+    value = np.bincount(variant, weights=num, minlength=n_variants) / examples
     resid = num - value[variant] * cell["size"]
-    squares = np.bincount(variant, weights=resid**2, minlength=len(c))
-    return value, np.sqrt(c / np.maximum(c - 1, 1) * squares) / examples
+    squares = np.bincount(variant, weights=resid**2, minlength=n_variants)
+    return value, np.sqrt(cell["correction"] * squares) / examples
 
 
 def _per_stratum(table: dict, strata: tuple, codes: np.ndarray) -> dict[str, int]:
