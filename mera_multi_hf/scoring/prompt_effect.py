@@ -358,8 +358,9 @@ def _deal_kinds(capacity, moves, many, present, sums, sizes, rng) -> None:
     """One stratum's shuffles as counts: how many units of each kind but the last (``many``:
     how many units of each kind; ``moves``: each one's (size, sum) less the last kind's,
     whose units are already counted everywhere) each variant (``present``: their rows, a
-    slice where all are; with ``capacity`` units) gets: a random permutation's table, drawn kind by kind, variant by
-    variant. Arrays are (variants, rounds): a variant's row is contiguous."""
+    slice where all are; with ``capacity`` units) gets: a random permutation's table,
+    drawn kind by kind, variant by variant. Arrays are (variants, rounds): a variant's row
+    is contiguous."""
     rounds = sums.shape[1]
     # the first kind's units take a random subset of the slots
     got = rng.multivariate_hypergeometric(capacity, int(many[0]), size=rounds).T
@@ -383,16 +384,9 @@ def _deal_kinds(capacity, moves, many, present, sums, sizes, rng) -> None:
 def _move(got, move, variants, sums, sizes) -> None:
     """Count ``got`` units of a kind (``move``: its size and sum less the last kind's) for
     ``variants`` (rows: an index array, a slice or one row)."""
-    _add(sums, variants, got * move[1])
+    sums[variants] += got * move[1]
     if move[0]:  # kinds of one size (every example alone): the sizes never change
-        _add(sizes, variants, got * move[0])
-
-
-def _add(totals, rows, values) -> None:
-    if isinstance(rows, np.ndarray):
-        np.add.at(totals, rows, values)  # (half the cost of += on an index array)
-    else:
-        totals[rows] += values
+        sizes[variants] += got * move[0]
 
 
 def _deal_one_by_one(units, inside, sums, sizes, rng) -> None:
