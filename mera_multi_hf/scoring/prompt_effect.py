@@ -110,6 +110,7 @@ def permutation_test(
     strata=None,
     clusters=None,
     *,
+    names=None,
     rounds: int = ROUNDS,
     stop_after: int | None = STOP_AFTER,
     seed=SEED,
@@ -119,41 +120,25 @@ def permutation_test(
     ``clusters`` together (None: every example its own); at most ``rounds`` shuffles,
     stopping once ``stop_after`` reach the observed statistic (None: all ``rounds``).
     ``seed``: an int or a sequence of ints (numpy's SeedSequence); the same inputs and
-    seed give the same p-value."""
+    seed give the same p-value. ``names`` given: the labels are already numbered 0, 1, ...
+    with no number unused (``variants`` indexes ``names``), as the prompt table has
+    numbered its columns for its own rows, and are not numbered again."""
     scores = np.asarray(scores, dtype=float)
     n = len(scores)
     if any(labels is not None and len(labels) != n for labels in (variants, strata, clusters)):
         raise ValueError("scores, variants, strata and clusters must be of one length")
-    variant, names = _codes(variants)
-    return numbered_test(
-        scores,
-        variant,
-        names,
-        None if strata is None else _codes(strata)[0],
-        None if clusters is None else _codes(clusters)[0],
-        rounds=rounds,
-        stop_after=stop_after,
-        seed=seed,
-    )
-
-
-def numbered_test(
-    scores: np.ndarray,
-    variant: np.ndarray,
-    names,
-    stratum: np.ndarray | None = None,
-    cluster: np.ndarray | None = None,
-    *,
-    rounds: int = ROUNDS,
-    stop_after: int | None = STOP_AFTER,
-    seed=SEED,
-) -> PromptEffect:
-    """:func:`permutation_test` of finite ``scores`` on labels numbered 0, 1, ... with no
-    number unused (``variant`` indexes ``names``; ``stratum`` None: one stratum,
-    ``cluster`` None: every example alone), as the prompt table has numbered its columns
-    for its own rows: not numbered again."""
     if not np.isfinite(scores).all():
         raise ValueError("every score must be a finite number")
+    if names is None:
+        variants, names = _codes(variants)
+        strata = None if strata is None else _codes(strata)[0]
+        clusters = None if clusters is None else _codes(clusters)[0]
+    return _numbered_test(scores, variants, names, strata, clusters, rounds, stop_after, seed)
+
+
+def _numbered_test(scores, variant, names, stratum, cluster, rounds, stop_after, seed):
+    """:func:`permutation_test` on labels numbered 0, 1, ... (``stratum`` None: one
+    stratum, ``cluster`` None: every example alone)."""
     n_variants = len(names)
     if n_variants < 2:
         return PromptEffect(None, 0.0, _name(names), _name(names), 0, n_variants=n_variants)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mera_multi_hf.scoring.prompt_effect import _codes, numbered_test
+from mera_multi_hf.scoring.prompt_effect import _codes, permutation_test
 from mera_multi_hf.scoring.registry import GROUP_OF, averaged_over_examples
 from mera_multi_hf.scoring.uncertainty import (
     SEED,
@@ -190,8 +190,12 @@ def _effect(result, table: dict, codes: np.ndarray, strata) -> dict | None:
     metric = _tested_metric(result, table["scores"])
     if metric is None:
         return None
-    names = range(1, int(codes.max(initial=-1)) + 2)
-    effect = numbered_test(
-        table["scores"][metric], codes, names, strata, table["cluster"], seed=SEED
+    effect = permutation_test(
+        table["scores"][metric],
+        codes,
+        strata,
+        table["cluster"],
+        names=range(1, int(codes.max(initial=-1)) + 2),
+        seed=SEED,
     )
     return {"metric": metric, **effect.to_dict(), "seed": SEED, "sentence": effect.sentence()}
