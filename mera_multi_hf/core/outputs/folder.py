@@ -26,6 +26,7 @@ from mera_multi_hf.core.outputs.fs import (
     _close,
     _drop,
     _entry,
+    _flush,
     _listed,
     _mode_for,
     _open_root,
@@ -349,16 +350,18 @@ class OutputFolder:
         owned, names = self.owned(), set(files)
         keep = names | self.claimed
         temps = {n: _temp_for(n) for n, data in files.items() if not isinstance(data, Path)}
-        # each folder opened once (a page's thousands of media share one); a big set is
-        # flushed by one sync before the renames rather than one fsync per file
-        staged, written, dirs, sync = {}, {}, {}, len(temps) <= SYNC_EACH_UP_TO
+        # each folder opened once (a page's thousands of media share one); the files are
+        # flushed before the renames: together, a big set by one sync rather than an fsync each
+        staged, written, dirs = {}, {}, {}
         try:  # a kill leaves only what the marker lists, temporaries included
             self._write_marker(owned | keep, info, temps=temps.values())
             for name, data in files.items():
                 staged[name], written[name] = self._stage(
-                    name, data, _listed(name, private), temps.get(name), dirs, sync
+                    name, data, _listed(name, private), temps.get(name), dirs, sync=False
                 )
-            if not sync:
+            if len(temps) <= SYNC_EACH_UP_TO:
+                _flush(staged)
+            else:
                 os.sync()
             if index:
                 self.remove(index)
