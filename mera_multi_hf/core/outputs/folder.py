@@ -21,7 +21,6 @@ from mera_multi_hf.core.outputs.fs import (
     OWN,
     PLAIN_MODE,
     PRIVATE_FOLDER_MODE,
-    SYNC_EACH_UP_TO,
     LinkRefused,
     _close,
     _drop,
@@ -351,7 +350,7 @@ class OutputFolder:
         keep = names | self.claimed
         temps = {n: _temp_for(n) for n, data in files.items() if not isinstance(data, Path)}
         # each folder opened once (a page's thousands of media share one); the files are
-        # flushed before the renames: together, a big set by one sync rather than an fsync each
+        # flushed together before the renames (a big set by one sync(2))
         staged, written, dirs = {}, {}, {}
         try:  # a kill leaves only what the marker lists, temporaries included
             self._write_marker(owned | keep, info, temps=temps.values())
@@ -359,10 +358,7 @@ class OutputFolder:
                 staged[name], written[name] = self._stage(
                     name, data, _listed(name, private), temps.get(name), dirs, sync=False
                 )
-            if len(temps) <= SYNC_EACH_UP_TO:
-                _flush(staged)
-            else:
-                os.sync()
+            _flush(staged)
             if index:
                 self.remove(index)
             for name in sorted(names - {index}) + ([index] if index in names else []):
