@@ -221,6 +221,34 @@ def test_build_check_and_runner_agree_on_damaged_images(kind, cut, flips, progre
             Media(kind="image", sha256="x", data=bytes(data)).image()
 
 
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    mode=st.sampled_from(["RGB", "L", "CMYK"]),
+    subsampling=st.sampled_from([0, 1, 2]),
+    progressive=st.booleans(),
+    cut=st.integers(0, 40),
+    flips=st.lists(st.tuples(st.floats(0.0, 1.0), st.integers(0, 255)), min_size=1, max_size=3),
+)
+def test_the_jpeg_check_agrees_with_a_full_decode_in_every_colour_layout(
+    mode, subsampling, progressive, cut, flips
+):
+    """A colour JPEG is checked as grey at 1/8 scale: damage in any component's data
+    (chroma subsampled or not, progressive scans, CMYK and grey files as they are) is
+    refused exactly when the runner's full decode fails."""
+    buf = io.BytesIO()
+    Image.effect_noise((112, 72), 60).convert(mode).save(
+        buf, format="JPEG", subsampling=subsampling, progressive=progressive
+    )
+    data = bytearray(buf.getvalue()[: len(buf.getvalue()) - cut])
+    for where, value in flips:
+        data[int(where * (len(data) - 1))] = value
+    if image_problem(bytes(data)) is None:
+        Media(kind="image", sha256="x", data=bytes(data)).image()
+    else:
+        with pytest.raises(MeraError):
+            Media(kind="image", sha256="x", data=bytes(data)).image()
+
+
 def test_image_pixels_are_a_build_and_evaluate_option(raw_sample, tmp_path, capsys):
     example_id = _point(raw_sample, "image", "wide.png", _png((200, 100)), 0)
     code = main(

@@ -1,14 +1,18 @@
 """The load stage of a run: one :class:`LoadedTask` per task, the split as loaded with
-its examples, and whether its answers are private, decided here once (the task's
-default, then what the data says: :func:`mera_multi_hf.data.data_owner.split_privacy`).
-Every later stage and every writer reads these records."""
+its examples, and whether its answers are private, decided once (the task's default,
+then what the data says: :func:`mera_multi_hf.data.data_owner.split_privacy`). Data
+of another task stops the load; what an export's card says is read when first asked
+(no request needs it: a run reads it while the first answers are awaited). Every later
+stage and every writer reads these records."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from mera_multi_hf.core.limits import Limits
-from mera_multi_hf.data.data_owner import split_privacy
+from mera_multi_hf.data.data_owner import check_data_task, split_privacy
 from mera_multi_hf.data.examples import Example, arrow_view, make_examples, media_of
 from mera_multi_hf.tasks.spec import TaskSpec
 
@@ -24,14 +28,31 @@ class LoadedTask:
     examples: list[Example]
     fingerprint: str | None
     full_size: int  # examples in the split before a --limit
-    private: bool = False  # its gold answers stay out of every upload file
-    # why data that names no task is treated as private (a note of the run)
-    privacy_note: str | None = None
+    # (private, note): whether its gold answers stay out of every upload file, and why
+    # data that names no task is treated as private (a note of the run); or what
+    # decides them when first asked
+    privacy: tuple[bool, str | None] | Callable[[], tuple[bool, str | None]] = (False, None)
     content: str | None = None  # the whole split's rows, hashed (data_content)
+    _decided: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     @property
     def key(self) -> str:
         return self.task.key
+
+    @property
+    def private(self) -> bool:
+        """Its gold answers stay out of every upload file."""
+        return self._privacy()[0]
+
+    @property
+    def privacy_note(self) -> str | None:
+        return self._privacy()[1]
+
+    def _privacy(self) -> tuple[bool, str | None]:
+        with self._decided:  # once, whichever thread asks first
+            if callable(self.privacy):
+                self.privacy = self.privacy()
+            return self.privacy
 
     def media_of(self, examples: list[Example] | None = None):
         """(example id, its media with their bytes) of these examples (default: all),
@@ -71,7 +92,7 @@ def load_task_split(
     if limit is not None:
         ds = ds.select(range(min(limit, len(ds))))
     ds = arrow_view(ds)
-    private, note = split_privacy(task, source, split)  # after loading: a raw folder's export
+    _another_tasks_data(task, source)  # stops here, as before any work
     return LoadedTask(
         task,
         split,
@@ -80,10 +101,18 @@ def load_task_split(
         make_examples(task, ds, raw_prompt_list(task, source), whole),
         loaded_as,
         full_size,
-        private,
-        note,
+        # after loading: a raw folder's export (its card) is there
+        lambda: split_privacy(task, source, split),
         content,
     )
+
+
+def _another_tasks_data(task: TaskSpec, source) -> None:
+    """MeraError when ``source`` is another task's data (the name it declares)."""
+    from mera_multi_hf.data.sources import resolve_source, source_kind
+
+    resolved = resolve_source(task, source)
+    check_data_task(task, resolved, source_kind(resolved))
 
 
 def raw_prompt_list(task: TaskSpec, source) -> list[str] | None:

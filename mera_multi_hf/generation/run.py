@@ -16,7 +16,7 @@ the sample log already holds, :mod:`.resume`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,6 +82,7 @@ class Pending:
     log: SampleLog
     before: dict
     manifest: dict
+    written: Callable[[], None]  # waits till the manifest is written (raises its error)
 
 
 @dataclass
@@ -148,7 +149,7 @@ def _log_names(folder, world: int) -> list[str]:
 
 def new_session(config: RunConfig, engine, loaded, world: int, typed, started: float) -> dict:
     """This start or resume of the run, as the manifest lists it."""
-    from mera_multi_hf.core.provenance import command_line, package_versions
+    from mera_multi_hf.core.provenance import command_line
 
     return {
         "started_at": manifest.iso(started),
@@ -160,7 +161,7 @@ def new_session(config: RunConfig, engine, loaded, world: int, typed, started: f
         "tasks": [d.task.key for d in loaded],
         "split": config.split,
         "limit": config.limit,
-        "versions": package_versions(),
+        "versions": None,  # (looked up as the manifest is written: no request needs them)
     }
 
 
@@ -179,6 +180,35 @@ def write_manifest(folder, doc: dict) -> None:
     folder.put(MANIFEST, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
 
 
+def _write_begun(folder, doc: dict) -> None:
+    """The manifest with this session begun, its package versions looked up first."""
+    from mera_multi_hf.core.provenance import package_versions
+
+    doc["sessions"][-1]["versions"] = package_versions()
+    write_manifest(folder, doc)
+
+
+def manifest_written(state, folder, doc: dict) -> Callable[[], None]:
+    """Write the manifest with this session begun; returns what waits till it is written
+    (and raises its error). One process writes it in a thread while its first requests
+    go out (the versions and the syncs take longer than building them), and its sample
+    log waits for it before its first line: no answer is logged before the manifest is
+    on disk. Under a multi-process launch the main process writes it at once, and all
+    wait for it (nobody writes before every process has read the log)."""
+    if state.num_processes == 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(1, thread_name_prefix="mera-manifest")
+        future = pool.submit(_write_begun, folder, doc)
+        pool.shutdown(wait=False)
+        return future.result
+    state.wait_for_everyone()  # nobody writes before every process has read the log
+    if state.is_main_process:
+        _write_begun(folder, doc)  # before any generation
+    state.wait_for_everyone()
+    return lambda: None
+
+
 def extended(run: RunPlace, config: RunConfig, specs: list, sources: dict):
     """(tasks, sources): those named, and the earlier tasks of the run in the folder (a
     manifest that cannot be read stops the run here, before anything is loaded)."""
@@ -188,8 +218,9 @@ def extended(run: RunPlace, config: RunConfig, specs: list, sources: dict):
 
 def start(run: RunPlace, config: RunConfig, loaded: list, typed, started: float) -> Pending:
     """The requests of every task (a dialogue's come turn by turn, as it is walked),
-    what the sample log holds, and the manifest with this session begun, written before
-    any generation. ``loaded``: the load stage's LoadedTask records."""
+    what the sample log holds, and the manifest with this session begun (checked here;
+    on disk before any answer is logged: :func:`manifest_written`). ``loaded``: the
+    load stage's LoadedTask records."""
     state, engine, folder = run.state, run.engine, run.folder
     old = manifest.read_manifest(folder)  # checked against this data before anything changes
     old = manifest.check_data(old, loaded, config, folder.path, state.is_main_process)
@@ -210,11 +241,9 @@ def start(run: RunPlace, config: RunConfig, loaded: list, typed, started: float)
     logged(log, before, [r for task in requests.values() for r in task])
     session = new_session(config, engine, loaded, state.num_processes, typed, started)
     doc = open_manifest(folder, config, engine, loaded, session, old)
-    state.wait_for_everyone()  # nobody writes before every process has read the log
-    if state.is_main_process:
-        write_manifest(folder, doc)  # before any generation
-    state.wait_for_everyone()
-    return Pending(requests, log, before, doc)
+    written = manifest_written(state, folder, doc)
+    log.first_waits_for(written)  # the manifest on disk before any answer is logged
+    return Pending(requests, log, before, doc, written)
 
 
 def gather(run: RunPlace, config: RunConfig, loaded: list, pending: Pending, here: int):
@@ -278,8 +307,11 @@ def generate_share(run: RunPlace, config: RunConfig, loaded: list, pending: Pend
                     world=world,
                 )
     finally:
-        log.close()
-        engine.close()
+        try:
+            pending.written()  # (whatever came of the generation) before the folder closes
+        finally:
+            log.close()
+            engine.close()
     return here
 
 

@@ -105,6 +105,11 @@ class SampleLog:
         self.path = folder.path / self.name
         self._file = None
         self.damaged: list[str] = []  # "file:line: why" of the lines the last read skipped
+        self._before_first = None  # what must be done before the first line (first_waits_for)
+
+    def first_waits_for(self, done) -> None:
+        """Call ``done`` (it waits for what must be on disk first) before the first line."""
+        self._before_first = done
 
     def shards(self) -> list[Path]:
         owned = self.folder.owned()
@@ -133,6 +138,8 @@ class SampleLog:
 
     def append(self, records: list[dict]) -> None:
         if self._file is None:
+            if self._before_first is not None:
+                self._before_first()
             self.folder.cut_torn_tail(self.name)
             self._file = self.folder.open_append(self.name)
         self._file.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))

@@ -15,13 +15,15 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from mera_multi_hf.data.loaded import load_task_split
 from mera_multi_hf.generation import run as generation
 from mera_multi_hf.generation.config import RunConfig
-from mera_multi_hf.pipeline.outcome import Outcome, score_and_write
 from mera_multi_hf.pipeline.preflight import preflight_run
-from mera_multi_hf.pipeline.run_fields import answered_by_run
+
+if TYPE_CHECKING:
+    from mera_multi_hf.pipeline.outcome import Outcome
 
 
 def run_evaluation(
@@ -56,13 +58,15 @@ def evaluate(config: RunConfig, *, engine=None, typed=None) -> Outcome | None:
         ]
         pending = generation.start(run, config, loaded, typed, started)
         if run.waits_on_server:  # the main process only waits for a server's answers
-            warm_up_in_background()
+            warm_up_in_background(loaded)
         here = generation.generate_share(run, config, loaded, pending)
         if run.waits_on_others:  # idle until the other processes finish their shares
-            warm_up_in_background()
+            warm_up_in_background(loaded)
         generated = generation.gather(run, config, loaded, pending, here)
         if generated is None:  # only the main process scores and writes
             return None
+        from mera_multi_hf.pipeline.run_fields import answered_by_run  # (see score_and_write)
+
         answered = answered_by_run(config, loaded, generated, checked)
         outcome = score_and_write(
             run.folder, loaded, answered, config.scoring(), started, rewrite=config.overwrite
@@ -71,15 +75,26 @@ def evaluate(config: RunConfig, *, engine=None, typed=None) -> Outcome | None:
     return outcome
 
 
-def warm_up_in_background() -> None:
-    """Import what scoring and the outputs need, load the chart's fonts and compile the
-    page's template, in a thread while the run only waits, rather than after."""
-    threading.Thread(target=warm_up_outputs, daemon=True).start()
+def score_and_write(*args, **kwargs) -> Outcome:
+    """:func:`mera_multi_hf.pipeline.outcome.score_and_write`, imported when the answers
+    are in, not before the first request (a run that waits has it by then: the warm-up)."""
+    from mera_multi_hf.pipeline.outcome import score_and_write as score_and_write_run
+
+    return score_and_write_run(*args, **kwargs)
+
+
+def warm_up_in_background(loaded=()) -> None:
+    """Decide the tasks' privacy (what their data says), import what scoring and the
+    outputs need, load the chart's fonts and compile the page's template, in a thread
+    while the run only waits, rather than after."""
+    threading.Thread(target=warm_up_outputs, args=(loaded,), daemon=True).start()
 
 
 # what the score and write stages import where they are used (none of it is needed
 # before the last answer): every one a module the sample tasks' scoring reaches
 AFTER_THE_ANSWERS = (
+    "mera_multi_hf.pipeline.outcome",
+    "mera_multi_hf.pipeline.run_fields",
     "mera_multi_hf.scoring.run_results",
     "mera_multi_hf.scoring.diagnostics",
     "mera_multi_hf.scoring.uncertainty",
@@ -95,10 +110,10 @@ AFTER_THE_ANSWERS = (
 )
 
 
-def warm_up_outputs() -> None:
+def warm_up_outputs(loaded=()) -> None:
     import importlib
 
-    try:  # (errors and all, each is imported again where it is used)
+    try:  # (errors and all, each is decided or imported again where it is used)
         for name in AFTER_THE_ANSWERS:
             importlib.import_module(name)
         from PIL import Image
@@ -111,5 +126,7 @@ def warm_up_outputs() -> None:
         Image.preinit()  # the format plugins that saving the chart's PNG loads
         warm_up()  # the chart's fonts loaded
         results_page.page_template()  # compiled
+        for task in loaded:
+            task.private  # noqa: B018 - decided (read off the data) once, here
     except Exception:  # noqa: BLE001 - the stage that needs it meets the error
         return

@@ -77,6 +77,7 @@ def _font_file() -> Path | None:
 _MEASURE = ImageDraw.Draw(Image.new("L", (1, 1)))
 
 
+@functools.lru_cache(maxsize=1024)  # each text is measured to place it, then to draw it
 def _bbox(text: str, size: int) -> tuple[int, int, int, int]:
     """The pixels ``text`` covers, drawn at (0, 0): left, top, right, bottom."""
     box = _MEASURE.multiline_textbbox(

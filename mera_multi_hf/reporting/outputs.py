@@ -34,8 +34,28 @@ def run_files(
     media of results.html are each loaded task's own (``media_of``: the data stage reads
     them, a chunk at a time), each stored once in its media folder (``results_media/``),
     written into ``stage`` (a staging folder of the output folder) as it is made."""
-    from mera_multi_hf.reporting.page_media import MediaFolder
+    from concurrent.futures import ThreadPoolExecutor
+
     from mera_multi_hf.reporting.reports import report_files
+
+    tasks = results.tasks
+    # the chart's PNG is encoded without the GIL: made in a thread beside the page
+    with ThreadPoolExecutor(1, thread_name_prefix="mera-chart") as pool:
+        reports = pool.submit(report_files, results)
+        files = _run_files(
+            results, loaded, reports, notes, logs, given_logs, answers, context, stage
+        )
+    if submission and results.run.split == "test":
+        files["submission.zip"] = submission_file(
+            loaded, tasks, public_logs(loaded, tasks, logs, given_logs)
+        )
+    return files
+
+
+def _run_files(results, loaded, reports, notes, logs, given_logs, answers, context, stage) -> dict:
+    """:func:`run_files`'s files but the submission; ``reports``: the future of
+    :func:`~mera_multi_hf.reporting.reports.report_files`."""
+    from mera_multi_hf.reporting.page_media import MediaFolder
     from mera_multi_hf.reporting.results_page import MEDIA_FOLDER, PAGE_NAME, render, task_rows
 
     tasks = results.tasks
@@ -49,7 +69,6 @@ def run_files(
     if logs is not None:
         files = {sample_name(d.key, d.split): jsonl(per_task[d.key]) for d in loaded}
     notes += secrets_in_data(files, answers or {})
-    files.update(report_files(results))
     media = MediaFolder(MEDIA_FOLDER, stage)
     rows = [
         row
@@ -58,13 +77,8 @@ def run_files(
             d.key, d.split, per_task[d.key], d.examples, d.media_of(), context, d.private, media
         )
     ]
-    files[PAGE_NAME] = render(list(tasks.values()), results.run, rows, notes, results.summary)
-    files.update(media.files)
-    if submission and results.run.split == "test":
-        files["submission.zip"] = submission_file(
-            loaded, tasks, public_logs(loaded, tasks, logs, given_logs)
-        )
-    return files
+    page = render(list(tasks.values()), results.run, rows, notes, results.summary)
+    return {**files, **reports.result(), PAGE_NAME: page, **media.files}
 
 
 def submission_file(loaded: list, tasks: dict[str, TaskResult], logs: dict) -> bytes:

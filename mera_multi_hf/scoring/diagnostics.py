@@ -31,8 +31,13 @@ SHOWN_IDS = 10  # example ids listed with a count
 
 def _letter_of(task, answer: str, mode: str) -> str | None:
     """The choice an answer names (compared as exact match compares), or None."""
-    table = {normalize(c, mode): c for c in task.choices}
-    return table.get(normalize(answer, mode))
+    return _choice_table(task.choices, mode).get(normalize(answer, mode))
+
+
+@functools.lru_cache(maxsize=64)
+def _choice_table(choices: tuple[str, ...], mode: str) -> dict[str, str]:
+    """Each choice by its normalised form: made once, not once per answer."""
+    return {normalize(c, mode): c for c in choices}
 
 
 def _valid(task, answer: str, mode: str) -> bool:

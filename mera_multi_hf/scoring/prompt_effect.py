@@ -33,6 +33,7 @@ that are small integers (the table's numbers, ids) are numbered by counting, not
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -96,6 +97,8 @@ def _codes(values) -> tuple[np.ndarray, np.ndarray]:
     if values.dtype.kind in "iu" and len(values) and values.min() >= 0:
         if values.max() < 16 * len(values) + 1024:  # small integers (numbers, ids): counted
             present = np.bincount(values) > 0
+            if present.all():  # already numbered 0, 1, ... (groups): their own codes
+                return values.astype(np.intp, copy=False), np.arange(len(present))
             return (np.cumsum(present) - 1)[values], np.flatnonzero(present)
     names, codes = np.unique(values, return_inverse=True)
     return codes.ravel(), names
@@ -107,6 +110,7 @@ def permutation_test(
     strata=None,
     clusters=None,
     *,
+    names=None,
     rounds: int = ROUNDS,
     stop_after: int | None = STOP_AFTER,
     seed=SEED,
@@ -116,29 +120,42 @@ def permutation_test(
     ``clusters`` together (None: every example its own); at most ``rounds`` shuffles,
     stopping once ``stop_after`` reach the observed statistic (None: all ``rounds``).
     ``seed``: an int or a sequence of ints (numpy's SeedSequence); the same inputs and
-    seed give the same p-value."""
+    seed give the same p-value. ``names`` given: the labels are already numbered 0, 1, ...
+    with no number unused (``variants`` indexes ``names``), as the prompt table has
+    numbered its columns for its own rows, and are not numbered again."""
     scores = np.asarray(scores, dtype=float)
     n = len(scores)
-    strata = np.zeros(n, dtype=int) if strata is None else strata
-    clusters = np.arange(n) if clusters is None else clusters
-    if not (len(variants) == len(strata) == len(clusters) == n):
+    if any(labels is not None and len(labels) != n for labels in (variants, strata, clusters)):
         raise ValueError("scores, variants, strata and clusters must be of one length")
     if not np.isfinite(scores).all():
         raise ValueError("every score must be a finite number")
-    variant, names = _codes(variants)
-    stratum, cluster = _codes(strata)[0], _codes(clusters)[0]
-    if len(names) < 2:
-        return PromptEffect(None, 0.0, _name(names), _name(names), 0, n_variants=len(names))
-    counts = np.bincount(variant, minlength=len(names))
-    means = np.bincount(variant, weights=scores, minlength=len(names)) / counts
+    if names is None:
+        variants, names = _codes(variants)
+        strata = None if strata is None else _codes(strata)[0]
+        clusters = None if clusters is None else _codes(clusters)[0]
+    return _numbered_test(scores, variants, names, strata, clusters, rounds, stop_after, seed)
+
+
+def _numbered_test(scores, variant, names, stratum, cluster, rounds, stop_after, seed):
+    """:func:`permutation_test` on labels numbered 0, 1, ... (``stratum`` None: one
+    stratum, ``cluster`` None: every example alone)."""
+    n_variants = len(names)
+    if n_variants < 2:
+        return PromptEffect(None, 0.0, _name(names), _name(names), 0, n_variants=n_variants)
+    stratum = np.zeros(len(scores), dtype=int) if stratum is None else stratum
+    counts = np.bincount(variant, minlength=n_variants)
+    means = np.bincount(variant, weights=scores, minlength=n_variants) / counts
     best, worst = int(np.argmax(means)), int(np.argmin(means))
     centre = np.bincount(stratum, weights=scores) / np.bincount(stratum)
     units = _units(scores, scores - centre[stratum], variant, stratum, cluster)
-    observed = _statistic(
-        np.bincount(units["variant"], weights=units["sum"], minlength=len(names)),
-        np.bincount(units["variant"], weights=units["size"], minlength=len(names)),
+    observed = float(
+        _statistic(
+            np.bincount(units["variant"], weights=units["sum"], minlength=n_variants),
+            np.bincount(units["variant"], weights=units["size"], minlength=n_variants),
+        )
     )
-    p_value, drawn, stopped = _sequential_p(units, len(names), observed, rounds, stop_after, seed)
+    plan = _plan(units, n_variants)
+    p_value, drawn, stopped = _sequential_p(plan, observed, rounds, stop_after, seed)
     return PromptEffect(
         p_value=p_value,
         spread=float(means[best] - means[worst]),
@@ -147,29 +164,36 @@ def permutation_test(
         rounds=drawn,
         unit=units["kind"],
         mixed_clusters=units["mixed"],
-        n_variants=len(names),
-        statistic=float(observed),
+        n_variants=n_variants,
+        statistic=observed,
         stopped_early=stopped,
         stop_after=stop_after,
     )
 
 
-def _sequential_p(units, n_variants, observed, rounds, stop_after, seed) -> tuple:
+def _sequential_p(plan: dict, observed: float, rounds, stop_after, seed) -> tuple:
     """The p-value, the shuffles drawn and whether it stopped early: batches of shuffles
     until ``stop_after`` reach ``observed`` (p = stop_after / shuffles up to that one) or
     ``rounds`` are drawn (p = (1 + reached) / (1 + rounds)). The batches follow a fixed
     schedule, so a seed gives one p-value."""
-    rng, reached, drawn, plan = np.random.default_rng(seed), 0, 0, _plan(units, n_variants)
+    # an int seed's SeedSequence made once (default_rng would make it again each test)
+    seed = _seed_sequence(seed) if isinstance(seed, int) else seed
+    rng, reached, drawn = np.random.default_rng(seed), 0, 0
+    reach = observed - 1e-9 * abs(observed) - 1e-12  # float ties count as reaching it
     while drawn < rounds:
         batch = min(rounds - drawn, max(FIRST_BATCH, drawn))
-        sums, sizes = _shuffled_totals(plan, batch, rng)
-        # float ties count as reaching it
-        hits = np.cumsum(_statistic(sums, sizes) >= observed - 1e-9 * abs(observed) - 1e-12)
-        if stop_after is not None and reached + hits[-1] >= stop_after:
+        hits = np.cumsum(_statistic(*_shuffled_totals(plan, batch, rng)) >= reach)
+        total = int(hits[-1])
+        if stop_after is not None and reached + total >= stop_after:
             last = drawn + 1 + int(np.searchsorted(hits, stop_after - reached))
             return stop_after / last, last, True
-        reached, drawn = reached + int(hits[-1]), drawn + batch
+        reached, drawn = reached + total, drawn + batch
     return (1 + reached) / (1 + rounds), rounds, False
+
+
+@cache
+def _seed_sequence(seed: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence(seed)
 
 
 def _name(names, k: int = 0) -> str | None:
@@ -177,28 +201,32 @@ def _name(names, k: int = 0) -> str | None:
 
 
 def _statistic(sums: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Between-variant sum of squares of centred scores (along the last axis)."""
-    squares = np.divide(sums**2, sizes, out=np.zeros_like(sums), where=sizes > 0)
-    return squares.sum(axis=-1)
+    """Between-variant sum of squares of centred scores (along the last axis); every
+    variant holds a unit, so no size is 0."""
+    return (sums**2 / sizes).sum(axis=-1)
 
 
 def _units(scores, residual, variant, stratum, cluster) -> dict:
     """What a shuffle moves: the clusters (each with its variant, stratum, size, and sums of
     scores and of residuals), or the examples when some cluster mixes variants. A cluster
-    whose examples lie in several strata is exchangeable with clusters of the same strata."""
+    whose examples lie in several strata is exchangeable with clusters of the same strata.
+    ``cluster`` None: every example is a cluster of its own."""
+    examples = {
+        "kind": "cluster",  # each example alone: a cluster of one
+        "mixed": 0,
+        "variant": variant,
+        "stratum": stratum,
+        "size": np.ones(len(variant), dtype=int),
+        "score": scores,
+        "sum": residual,
+    }
+    if cluster is None:
+        return examples
     n_clusters = int(cluster.max()) + 1
     own, mixes = _within(variant, cluster, n_clusters)
     mixed = int(mixes.sum())
     if mixed:
-        return {
-            "kind": "example",
-            "mixed": mixed,
-            "variant": variant,
-            "stratum": stratum,
-            "size": np.ones(len(variant), dtype=int),
-            "score": scores,
-            "sum": residual,
-        }
+        return {**examples, "kind": "example", "mixed": mixed}
     return {
         "kind": "cluster",
         "mixed": 0,
@@ -234,50 +262,78 @@ def _plan(units: dict, n_variants: int) -> dict:
     unit is first counted as its stratum's last kind (``base``: per variant, what that gives
     every shuffle), and a draw moves units to the other kinds; a stratum of more kinds than
     it has units for each variant is dealt one by one. ``deals``: a function and its
-    arguments (before the totals and the generator) per stratum that draws."""
+    arguments (before the totals and the generator) per stratum that draws. A task has a
+    few strata and kinds: they are walked in Python, numpy's calls cost more there."""
     stratum, variant = units["stratum"], units["variant"]
     n_strata = int(stratum.max()) + 1
     capacity = np.bincount(stratum * n_variants + variant, minlength=n_strata * n_variants)
     capacity = capacity.reshape(n_strata, n_variants)
     kinds, many, bounds = _kinds(units, n_strata)
-    n_kinds, last = np.diff(bounds), kinds[bounds[1:] - 1]
-    by_kinds = n_kinds * (capacity > 0).sum(axis=1) <= capacity.sum(axis=1)
-    deals = [
-        (_deal_one_by_one, (units, np.flatnonzero(stratum == s))) for s in np.flatnonzero(~by_kinds)
-    ]
-    for s in np.flatnonzero(by_kinds & (n_kinds > 1)).tolist():
-        present = np.flatnonzero(capacity[s])
-        a, b = bounds[s], bounds[s + 1] - 1
-        deals.append(
-            (_deal_kinds, (capacity[s, present], kinds[a:b] - last[s], many[a:b], present))
-        )
-    return {"base": (last * by_kinds[:, None]).T @ capacity, "deals": deals}
+    base, loose, deals = [], [], []
+    for s, row in enumerate(capacity.tolist()):
+        first, end = bounds[s], bounds[s + 1]
+        last = kinds[end - 1]
+        if (end - first) * (n_variants - row.count(0)) > sum(row):
+            base.append((0.0, 0.0))
+            loose.append((_deal_one_by_one, (units, np.flatnonzero(stratum == s))))
+            continue
+        base.append(last)
+        if end - first > 1:
+            # each kind less the last (whose units the base counts); a stratum that every
+            # variant holds moves rows in place (no index array)
+            moves = [(size - last[0], total - last[1]) for size, total in kinds[first : end - 1]]
+            present = np.flatnonzero(capacity[s]) if 0 in row else slice(None)
+            deals.append(
+                (_deal_kinds, (capacity[s, present], moves, many[first : end - 1], present))
+            )
+    return {"base": np.array(base).T @ capacity, "deals": loose + deals}
 
 
-def _kinds(units: dict, n_strata: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _kinds(units: dict, n_strata: int) -> tuple[list, list, list]:
     """The units' distinct kinds, stratum by stratum: each one's (size, sum of residuals),
     how many units are of it, and where each stratum's kinds begin (and the last ends).
     Units of one stratum alike in size and sum of scores are alike in residuals (counting
     integers is cheaper than hashing the triples)."""
     size, score = units["size"], units["score"]
-    whole = score.astype(int)
+    whole, largest = score.astype(int), int(size.max())
     if (whole == score).all() and whole.min() >= 0:  # sums of 0/1 scores: counted
         score_of, n_scores = whole, int(whole.max()) + 1
+        if largest == 1 and n_scores <= 2:
+            return _binary_kinds(units, n_strata)
     else:
         score_of, names = _codes(score)
         n_scores = len(names)
-    span = (int(size.max()) + 1) * n_scores
+    span = (largest + 1) * n_scores
     kind_of, keys = _codes(units["stratum"] * span + size * n_scores + score_of)
     one = np.empty(len(keys), dtype=int)  # a unit of each kind: any one, they are alike
     one[kind_of] = np.arange(len(kind_of))
     kinds = np.stack([size[one], units["sum"][one]], axis=1)
     bounds = np.searchsorted(keys // span, np.arange(n_strata + 1))
-    return kinds, np.bincount(kind_of, minlength=len(keys)), bounds
+    many = np.bincount(kind_of, minlength=len(keys))
+    return kinds.tolist(), many.tolist(), bounds.tolist()
+
+
+def _binary_kinds(units: dict, n_strata: int) -> tuple[list, list, list]:
+    """:func:`_kinds` where every unit is one example scored 0 or 1: a stratum's kinds are
+    its 0s and its 1s, their residuals ``score - centre`` as the units have them (sums of
+    0/1 are exact in any order), found from per-stratum counts, not per unit."""
+    stratum = units["stratum"]
+    count = np.bincount(stratum, minlength=n_strata).tolist()
+    ones = np.bincount(stratum, weights=units["score"], minlength=n_strata).tolist()
+    kinds, many, bounds = [], [], [0]
+    for n, k in zip(count, ones):
+        centre = k / n
+        for residual, units_of in ((0.0 - centre, n - k), (1.0 - centre, k)):
+            if units_of:
+                kinds.append((1.0, residual))
+                many.append(int(units_of))
+        bounds.append(len(kinds))
+    return kinds, many, bounds
 
 
 def _shuffled_totals(plan: dict, rounds: int, rng) -> tuple:
     """(rounds, variants): each shuffle's per-variant sums of residuals and sizes."""
-    sizes, sums = (np.repeat(column[:, None], rounds, axis=1) for column in plan["base"])
+    sizes, sums = np.repeat(plan["base"][:, :, None], rounds, axis=2)
     for deal, args in plan["deals"]:
         deal(*args, sums, sizes, rng)
     return sums.T, sizes.T
@@ -286,31 +342,33 @@ def _shuffled_totals(plan: dict, rounds: int, rng) -> tuple:
 def _deal_kinds(capacity, moves, many, present, sums, sizes, rng) -> None:
     """One stratum's shuffles as counts: how many units of each kind but the last (``many``:
     how many units of each kind; ``moves``: each one's (size, sum) less the last kind's,
-    whose units are already counted everywhere) each variant (``present``, with
-    ``capacity`` units) gets: a random permutation's table, drawn kind by kind, variant by
-    variant. Arrays are (variants, rounds): a variant's row is contiguous."""
+    whose units are already counted everywhere) each variant (``present``: their rows, a
+    slice where all are; with ``capacity`` units) gets: a random permutation's table,
+    drawn kind by kind, variant by variant. Arrays are (variants, rounds): a variant's row
+    is contiguous."""
     rounds = sums.shape[1]
     # the first kind's units take a random subset of the slots
     got = rng.multivariate_hypergeometric(capacity, int(many[0]), size=rounds).T
     _move(got, moves[0], present, sums, sizes)
-    slots = capacity[:, None] - got if len(moves) > 1 else None
+    if len(moves) == 1:
+        return
+    slots = capacity[:, None] - got
+    rows = range(len(capacity)) if isinstance(present, slice) else present
     for k in range(1, len(moves)):
         left = np.full(rounds, int(many[k]))
         after = slots.sum(axis=0)  # the slots of this variant and those after it
-        for j in range(len(present)):
+        for j in range(len(rows)):
             after -= slots[j]
             # the last variant takes the units left
-            got = (
-                left.copy() if j == len(present) - 1 else rng.hypergeometric(slots[j], after, left)
-            )
-            _move(got, moves[k], present[j], sums, sizes)
+            got = left.copy() if j == len(rows) - 1 else rng.hypergeometric(slots[j], after, left)
+            _move(got, moves[k], rows[j], sums, sizes)
             slots[j] -= got
             left -= got
 
 
 def _move(got, move, variants, sums, sizes) -> None:
     """Count ``got`` units of a kind (``move``: its size and sum less the last kind's) for
-    ``variants``."""
+    ``variants`` (rows: an index array, a slice or one row)."""
     sums[variants] += got * move[1]
     if move[0]:  # kinds of one size (every example alone): the sizes never change
         sizes[variants] += got * move[0]

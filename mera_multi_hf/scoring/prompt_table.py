@@ -81,10 +81,20 @@ def _as_arrays(table: dict) -> dict:
     }
 
 
+class _Numbering(dict):
+    """Value -> its number in order of first appearance: a missing value is numbered as it
+    is met, so one pass of dict look-ups (C loops, no Python code per row) numbers a
+    column."""
+
+    def __missing__(self, value) -> int:
+        self[value] = number = len(self)
+        return number
+
+
 def _first_appearance(values: list) -> tuple[np.ndarray, list[int]]:
     """Each value's number (0-based, in order of first appearance; a dict, not a sort of
-    the texts), and each number's first row (C loops: no Python code per row)."""
-    number = {value: k for k, value in enumerate(dict.fromkeys(values))}
+    the texts), and each number's first row."""
+    number = _Numbering()
     codes = np.fromiter(map(number.__getitem__, values), int, len(values))
     return codes, [values.index(value) for value in number]
 
@@ -99,8 +109,9 @@ def _by_variant(table: dict, names, codes: np.ndarray, n_variants: int) -> dict:
     cell_of, cells = _codes(codes * span + cluster)
     cell = {"variant": cells // span, "size": np.bincount(cell_of, minlength=len(cells))}
     cell["examples"] = np.bincount(cell["variant"], weights=cell["size"], minlength=n_variants)
-    cell["clusters"] = np.bincount(cell["variant"], minlength=n_variants)
-    clusters = cell["clusters"].tolist()
+    cell["clusters"] = c = np.bincount(cell["variant"], minlength=n_variants)
+    cell["correction"] = c / np.maximum(c - 1, 1)  # c / (c - 1), the same for every metric
+    clusters = c.tolist()
     out = {}
     for name in names:  # means over examples: no group metric comes here
         if name in scores:
@@ -119,11 +130,11 @@ def _ratio(num, cell: dict) -> tuple[np.ndarray, np.ndarray]:
     """Per variant: the ratio of its cells' sums (``num``: each cell's sum of scores), and
     its cluster-robust standard error (:func:`~mera_multi_hf.scoring.uncertainty.stderr`;
     a variant's clusters are its cells)."""
-    variant, examples, c = cell["variant"], cell["examples"], cell["clusters"]
-    value = np.bincount(variant, weights=num, minlength=len(c)) / examples
+    variant, examples, n_variants = cell["variant"], cell["examples"], len(cell["clusters"])
+    value = np.bincount(variant, weights=num, minlength=n_variants) / examples
     resid = num - value[variant] * cell["size"]
-    squares = np.bincount(variant, weights=resid**2, minlength=len(c))
-    return value, np.sqrt(c / np.maximum(c - 1, 1) * squares) / examples
+    squares = np.bincount(variant, weights=resid**2, minlength=n_variants)
+    return value, np.sqrt(cell["correction"] * squares) / examples
 
 
 def _per_stratum(table: dict, strata: tuple, codes: np.ndarray) -> dict[str, int]:
@@ -173,12 +184,18 @@ def _tested_metric(result, scores: dict) -> str | None:
 
 def _effect(result, table: dict, codes: np.ndarray, strata) -> dict | None:
     """Whether the score depends on the variant (None: no per-example score to test);
-    the variants, strata and clusters go in as the numbers made here (integers: counted,
-    not sorted), the variants as the table shows them (``codes`` + 1)."""
+    the variants, strata and clusters go in as the numbers made here (0, 1, ..., none
+    unused: not numbered again), the variants named as the table shows them (``codes`` +
+    1)."""
     metric = _tested_metric(result, table["scores"])
     if metric is None:
         return None
     effect = permutation_test(
-        table["scores"][metric], codes + 1, strata, table["cluster"], seed=SEED
+        table["scores"][metric],
+        codes,
+        strata,
+        table["cluster"],
+        names=range(1, int(codes.max(initial=-1)) + 2),
+        seed=SEED,
     )
     return {"metric": metric, **effect.to_dict(), "seed": SEED, "sentence": effect.sentence()}

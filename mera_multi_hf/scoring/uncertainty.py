@@ -331,10 +331,11 @@ def add_task_uncertainty(result) -> None:
     units, reps = _task_reps(result, names)
     result.uncertainty = {m: _record(units[m], reps[m], cluster) for m in names if m in units}
     result.task_score_uncertainty = task_score_replicates(result)[2]
+    scores = {m: np.asarray(v, dtype=float) for m, v in table["scores"].items()}  # once
     for bname, rows in result.breakdown.items():
         keys = np.asarray(table["breakdown"][bname], dtype=object)
         for key, agg in rows.items():
-            u = table_units(table, names, np.flatnonzero(keys == key))
+            u = table_units(table, names, np.flatnonzero(keys == key), scores)
             r = replicates(u, rng_for(result.task, bname, key))
             agg["uncertainty"] = {
                 m: _record(u[m], r[m], cluster) for m in names if m in u and m in agg

@@ -21,11 +21,11 @@ from mera_multi_hf.core.outputs.fs import (
     OWN,
     PLAIN_MODE,
     PRIVATE_FOLDER_MODE,
-    SYNC_EACH_UP_TO,
     LinkRefused,
     _close,
     _drop,
     _entry,
+    _flush,
     _listed,
     _mode_for,
     _open_root,
@@ -349,17 +349,16 @@ class OutputFolder:
         owned, names = self.owned(), set(files)
         keep = names | self.claimed
         temps = {n: _temp_for(n) for n, data in files.items() if not isinstance(data, Path)}
-        # each folder opened once (a page's thousands of media share one); a big set is
-        # flushed by one sync before the renames rather than one fsync per file
-        staged, written, dirs, sync = {}, {}, {}, len(temps) <= SYNC_EACH_UP_TO
+        # each folder opened once (a page's thousands of media share one); the files are
+        # flushed together before the renames (a big set by one sync(2))
+        staged, written, dirs = {}, {}, {}
         try:  # a kill leaves only what the marker lists, temporaries included
             self._write_marker(owned | keep, info, temps=temps.values())
             for name, data in files.items():
                 staged[name], written[name] = self._stage(
-                    name, data, _listed(name, private), temps.get(name), dirs, sync
+                    name, data, _listed(name, private), temps.get(name), dirs, sync=False
                 )
-            if not sync:
-                os.sync()
+            _flush(staged)
             if index:
                 self.remove(index)
             for name in sorted(names - {index}) + ([index] if index in names else []):

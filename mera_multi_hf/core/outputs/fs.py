@@ -119,6 +119,33 @@ def _temp(dir_fd: int, base: str, data: bytes, mode: int, name=None, sync: bool 
     return tmp
 
 
+def _flush(staged: dict) -> None:
+    """Flush the temporaries of a set (``staged``: as :func:`_drop` reads it) to disk
+    before any is renamed: each in a thread, at once (the file system commits concurrent
+    flushes together: six files in about half the time of one after another)."""
+    made = [(dir_fd, tmp) for dir_fd, tmp, src_fd in staged.values() if src_fd is None]
+    if len(made) > SYNC_EACH_UP_TO:  # a big set: one sync(2) rather than an fsync each
+        os.sync()
+        return
+    if len(made) < 2:
+        for dir_fd, tmp in made:
+            _fsync_at(dir_fd, tmp)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(8, len(made)), thread_name_prefix="mera-fsync") as pool:
+        for done in [pool.submit(_fsync_at, dir_fd, tmp) for dir_fd, tmp in made]:
+            done.result()  # an error is raised here
+
+
+def _fsync_at(dir_fd: int, name: str) -> None:
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _drop(staged: dict) -> None:
     """Remove the temporaries of a set that were made and not moved (``staged``: name ->
     (folder descriptor, temporary, None), or a staging folder's file: left there)."""
