@@ -67,5 +67,6 @@ def test_a_converted_split_leaves_nothing_of_its_media_with_the_process(tmp_path
     )
     more_media = full_size_data.folder_bytes(folders[2]) - full_size_data.folder_bytes(folders[1])
     assert more_media > 150 * 1024**2  # pictures of ~250 KB
-    # kept by the allocators, two thirds of the larger split's extra media stayed
-    assert big - small < more_media / 4, (small, big, more_media)
+    # kept by the allocators, two thirds of the larger split's extra media stayed (measured
+    # 105-145 MB here); handed back, what stays is the allocators' noise (10-55 MB)
+    assert big - small < more_media * 2 / 5, (small, big, more_media)
