@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from chat_script import CHAT_SERVER
 
 from mera_multi_hf.core.errors import MeraError
 from mera_multi_hf.core.outputs import OutputFolder
@@ -54,35 +55,14 @@ def test_no_line_is_logged_when_what_comes_first_fails(tmp_path):
 # modules the client process holds when the first request arrives. The warm-up (which
 # reads them on purpose while the run waits) is left out, so that what the first request
 # needed is what is seen.
-RUN = r"""
-import json, sys, threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
+RUN = (
+    CHAT_SERVER
+    + r"""
 seen = []
 
-class Chat(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def _send(self, doc):
-        body = json.dumps(doc).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        self._send({"object": "list", "data": [{"id": "m"}]})
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers["Content-Length"]))
-        if not seen:
-            seen.append(sorted(sys.modules))
-        self._send({"choices": [{"index": 0, "message": {"role": "assistant", "content": "A"}}]})
-
-server = ThreadingHTTPServer(("127.0.0.1", 0), Chat)
-threading.Thread(target=server.serve_forever, daemon=True).start()
+def on_request():
+    if not seen:
+        seen.append(sorted(sys.modules))
 
 from mera_multi_hf.pipeline import evaluate
 
@@ -93,6 +73,7 @@ evaluate.run_evaluation(
 )
 print(json.dumps(seen[0]))
 """
+)
 
 NOT_BEFORE_THE_FIRST_REQUEST = (
     "yaml",  # the card's privacy

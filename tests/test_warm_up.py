@@ -8,33 +8,15 @@ import importlib.util
 import subprocess
 import sys
 
+from chat_script import CHAT_SERVER
+
 from mera_multi_hf.pipeline.evaluate import AFTER_THE_ANSWERS
 
-RUN = r"""
-import gc, json, sys, threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-class Chat(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def _send(self, doc):
-        body = json.dumps(doc).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        self._send({"object": "list", "data": [{"id": "m"}]})
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers["Content-Length"]))
-        self._send({"choices": [{"index": 0, "message": {"role": "assistant", "content": "A"}}]})
-
-server = ThreadingHTTPServer(("127.0.0.1", 0), Chat)
-threading.Thread(target=server.serve_forever, daemon=True).start()
+RUN = (
+    CHAT_SERVER
+    + r"""
+def on_request():
+    pass
 
 from mera_multi_hf.pipeline import evaluate
 
@@ -56,6 +38,7 @@ evaluate.run_evaluation(
     tasks="ruhhh_image", data="sample", limit=6, output_dir=sys.argv[1], no_progress=True,
 )
 """
+)
 
 
 def test_every_module_the_warm_up_names_exists():
