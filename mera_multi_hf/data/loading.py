@@ -194,7 +194,7 @@ def _read(task: TaskSpec, source, kind: str) -> datasets.DatasetDict:
     try:
         cache_dir = arrow_cache_dir(source)
         domains = _domain_configs(task, str(source))
-        options = _parquet_options(source, kind)
+        options = _parquet_options(kind)
         if domains:
             return _load_domains(str(source), domains, cache_dir, options)
         return datasets.load_dataset(str(source), cache_dir=cache_dir, **options)
@@ -204,7 +204,7 @@ def _read(task: TaskSpec, source, kind: str) -> datasets.DatasetDict:
         raise MeraError(f"cannot load {task.key} from {source}: {err}") from None
 
 
-def _parquet_options(source, kind: str) -> dict:
+def _parquet_options(kind: str) -> dict:
     """What `load_dataset` is given to read a raw folder's export (Parquet, always): its
     row groups read one at a time. By default Arrow reads a Parquet file's every row group
     ahead (``pre_buffer``) and holds them until the file is done: a shard's whole media,
