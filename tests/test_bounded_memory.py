@@ -82,6 +82,49 @@ def test_reading_every_medium_of_a_split_keeps_the_resident_set_at_a_chunk(tmp_p
     assert figures["growth"] < figures["media"] / 4, figures
 
 
+# In a process of its own: a mapped split of 48 media items of 1 MiB read request by
+# request (as the openai backend reads them, one request just before it is sent); the
+# resident growth after the first request and the largest over the reading.
+READ_PER_REQUEST = """
+import json, os, sys
+import pyarrow as pa
+from mera_multi_hf.data.arrow_split import RELEASE_BYTES, _mapped
+from mera_multi_hf.data.media_decode import Media
+from mera_multi_hf.generation.request import Request, drop_media, load_media
+
+path, size, n = sys.argv[1], 1024**2, 48
+kind = pa.struct([("image", pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
+                  ("question", pa.string())])
+rows = [{"image": {"bytes": os.urandom(size), "path": None}, "question": "q"} for _ in range(n)]
+table = pa.table({"inputs": pa.array(rows, kind)})
+del rows
+with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+    writer.write_table(table)
+del table
+split = _mapped([path], {}, None)
+start, growth, read = status("VmRSS"), [], 0
+for i in range(n):
+    request = Request("t", "test", i, "<image>", [Media("image", "", field="image")], 1, index=i)
+    load_media([request], split)
+    read += len(request.media[0].data)
+    drop_media([request])
+    growth.append(status("VmRSS") - start)
+print(json.dumps({"first": growth[0], "most": max(growth), "read": read, "bound": RELEASE_BYTES}))
+"""
+
+
+def test_media_read_request_by_request_hand_their_pages_back_by_the_bytes_read(tmp_path):
+    """Handed back after each request, the pages cost the requests more than the reading;
+    handed back once RELEASE_BYTES have come in, the resident set still stays at about
+    that bound, not at the split's media."""
+    figures = in_own_process(tmp_path, READ_PER_REQUEST, tmp_path / "split.arrow")
+    mib = 1024**2
+    assert figures["read"] == 48 * mib
+    assert figures["first"] > mib / 2, figures  # the first item's pages are kept for now
+    assert figures["most"] < figures["bound"] + 6 * mib, figures
+    assert figures["most"] < figures["read"] / 3, figures  # not the 48 MiB read
+
+
 def test_the_pages_media_are_written_as_made_into_the_output_folders_staging(tmp_path):
     out = OutputFolder(tmp_path / "run", kind="run")
     with out.claim(), out.staging() as stage:

@@ -9,7 +9,10 @@ files with pyarrow alone: the same rows, the same fingerprint, a second faster.
 The maps are this module's own (``mmap``), so the pages of media already read can be
 handed back (:meth:`ArrowSplit.release`): a page of a mapped file stays in the process's
 resident set once read, and a run reads every medium of every split; handed back after
-each chunk, the resident set stays at a chunk's media whatever the splits' size.
+each chunk, the resident set stays at a chunk's media whatever the splits' size. Read
+request by request (:meth:`ArrowSplit.pages_read`), they go back once
+:data:`RELEASE_BYTES` have been mapped in since the last time: a hand-back per request
+cost more than the request's reading.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ from mera_multi_hf.data.datasets_hook import fingerprint
 
 MANIFEST = "mera-splits.json"
 MANIFEST_FORMAT = 2  # 2: each split's content hash (data_content) recorded
+# the most of a mapped split's pages that reading request by request leaves resident
+RELEASE_BYTES = 8 * 1024 * 1024
+PAGE = mmap.PAGESIZE
 
 
 class ArrowSplit:
@@ -48,6 +54,7 @@ class ArrowSplit:
         self.table, self.features, self._fingerprint = table, features, fingerprint
         self._content = content  # data_content of these rows, when the manifest recorded it
         self.maps = maps  # the mmaps the table's buffers live in (none: `datasets`' own)
+        self._mapped_in = 0  # bytes read from the maps since their pages last went back
 
     @classmethod
     def of(cls, ds) -> ArrowSplit:
@@ -71,6 +78,15 @@ class ArrowSplit:
         stay in the page cache, and a later read maps them in again."""
         for mapped in self.maps:
             mapped.madvise(mmap.MADV_DONTNEED)
+        self._mapped_in = 0
+
+    def pages_read(self, sizes: list[int]) -> None:
+        """Note values of these sizes copied out of the maps (each counted with a page
+        more: its first and last pages may be partly its); the pages go back once
+        RELEASE_BYTES have come in since they last did."""
+        self._mapped_in += sum(sizes) + PAGE * len(sizes)
+        if self._mapped_in >= RELEASE_BYTES:
+            self.release()
 
     def content(self) -> str:
         """sha256 of the rows (:func:`data_content`), hashed once per prepared split: the

@@ -181,11 +181,15 @@ def example_inputs(task: TaskSpec, examples: list[Example], ds, chunk: int = 64)
         yield from zip(part, inputs)
 
 
-def release_pages(ds) -> None:
+def release_pages(ds, sizes: list[int] | None = None) -> None:
     """Hand back the resident pages of a split this module memory-mapped
-    (:meth:`ArrowSplit.release`); nothing for any other."""
-    if isinstance(ds, ArrowSplit):
+    (:meth:`ArrowSplit.release`); nothing for any other. ``sizes``: those of the values
+    just read, the pages handed back only once enough have come in
+    (:meth:`ArrowSplit.pages_read`)."""
+    if isinstance(ds, ArrowSplit) and sizes is None:
         ds.release()
+    elif isinstance(ds, ArrowSplit):
+        ds.pages_read(sizes)
 
 
 def media_of(task: TaskSpec, examples: list[Example], ds, chunk: int = 64):

@@ -113,7 +113,8 @@ def build_requests(
 
 
 def load_media(requests: list[Request], ds) -> None:
-    """Read the media bytes of these requests (their history's too) from their dataset."""
+    """Read the media bytes of these requests (their history's too) from their dataset:
+    only the media fields' values are read from Arrow, not the rows' other inputs."""
     wanted = [
         (row, media)
         for r in requests
@@ -122,11 +123,16 @@ def load_media(requests: list[Request], ds) -> None:
     ]
     if not wanted:
         return
-    inputs = arrow_view(ds)[[row for row, _ in wanted]].column("inputs").to_pylist()
-    release_pages(ds)  # the bytes are copied out: the mapped pages go back
-    for (_, media), row in zip(wanted, inputs):
+    inputs = arrow_view(ds)[[row for row, _ in wanted]].column("inputs")
+    values = {
+        name: [v for chunk in inputs.chunks for v in chunk.field(name).to_pylist()]
+        for name in {item.field for _, media in wanted for item in media}
+    }
+    for i, (_, media) in enumerate(wanted):
         for item in media:
-            item.data = media_bytes(row[item.field])
+            item.data = media_bytes(values[item.field][i])
+    # the bytes are copied out: the mapped pages go back once enough have come in
+    release_pages(ds, [len(item.data) for _, media in wanted for item in media])
 
 
 def drop_media(requests: list[Request]) -> None:
