@@ -78,6 +78,8 @@ class OpenAIBackend(Backend):
         self.model_id = model
         self.revision = None
         self.base_url = ",".join(self.servers)
+        # each server's chat route, joined once (a request only looks it up)
+        self._routes = {s: join_url(s, "/chat/completions") for s in self.servers}
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.concurrency = concurrency
         self.timeout, self.max_retries, self.backoff = o.timeout, o.max_retries, o.backoff
@@ -182,6 +184,14 @@ class OpenAIBackend(Backend):
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
+    def _failing(self, server: str, problem: str) -> _ServerFailed:
+        """A server still failing after its retries, in words (made only then)."""
+        return _ServerFailed(
+            f"the server at {mask_secrets(server)} is unreachable or failing after "
+            f"{self.max_retries + 1} tries ({problem}); check that it is running and that "
+            "--base-url is right"
+        )
+
     def _client(self):
         """The one HTTP client of every thread and server (core/http_client.py)."""
         from mera_multi_hf.core.http_client import Client
@@ -211,24 +221,18 @@ class OpenAIBackend(Backend):
     def _complete(self, server: str, request: Request) -> tuple[str, float]:
         from mera_multi_hf.core.http_client import RETRY_STATUS, ReplyTooLarge, RequestFailed
 
-        where = f"the server at {mask_secrets(server)}"
-        failing = (
-            f"{where} is unreachable or failing after {self.max_retries + 1} tries "
-            "({}); check that it is running and that --base-url is right"
-        )
         started = time.perf_counter()
         try:
-            response = self._client().post(
-                join_url(server, "/chat/completions"), self.body(request)
-            )
+            response = self._client().post(self._routes[server], self.body(request))
         except ReplyTooLarge as err:
             raise MeraError(f"{err} (for {request.task} id={request.id})") from None
         except RequestFailed as err:
             if not err.transient:
                 raise MeraError(f"{err} (for {request.task} id={request.id})") from None
-            raise _ServerFailed(failing.format(err.problem)) from None
+            raise self._failing(server, err.problem) from None
         if response.status in RETRY_STATUS:  # still failing after the retries
-            raise _ServerFailed(failing.format(f"HTTP {response.status}"))
+            raise self._failing(server, f"HTTP {response.status}")
+        where = f"the server at {mask_secrets(server)}"
         if response.status != 200:
             raise MeraError(
                 f"{where} refused a request for {request.task} id={request.id}: "
