@@ -20,6 +20,8 @@ from mera_multi_hf.core import json_read
 from mera_multi_hf.core.input_files import open_binary
 
 LOG_DIR = "logs"
+# a line's encoder, made once (json.dumps with an option makes one per call)
+_LINE = json.JSONEncoder(ensure_ascii=False)
 
 
 def request_hash(
@@ -142,7 +144,7 @@ class SampleLog:
                 self._before_first()
             self.folder.cut_torn_tail(self.name)
             self._file = self.folder.open_append(self.name)
-        self._file.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        self._file.write("".join(_LINE.encode(r) + "\n" for r in records))
         self._file.flush()  # a kill after this loses nothing
 
     def close(self) -> None:
