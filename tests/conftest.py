@@ -49,3 +49,41 @@ def served_judge(tmp_path_factory):
     server = judge_server.serve(str(judge_dir), "127.0.0.1", 0, device="cpu", batch_size=8)
     yield server
     server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def bundled_run(tmp_path_factory):
+    """`python -m mera_multi_hf evaluate --tasks all` on the bundled samples with the
+    built-in tiny models, run once for the whole session: the first test worker to ask
+    runs it, the others wait for it and read the same folder (the golden numbers, the
+    ZIP's files and the results schema are checked on it; no test writes into it).
+    Returns the output folder and the finished process (its stdout and stderr)."""
+    import json
+    import subprocess
+    import sys
+
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's folder, above each worker's
+    out, record = root / "bundled-run", root / "bundled-run.json"
+    with FileLock(str(root / "bundled-run.lock")):
+        if not record.is_file():
+            done = subprocess.run(
+                [sys.executable, "-m", "mera_multi_hf", "evaluate", "--tasks", "all"]
+                + ["--output-dir", str(out), "--no-progress", "--max-new-tokens", "4"],
+                env={
+                    **os.environ,
+                    "MERA_MULTI_CACHE": str(root / "bundled-run-cache"),
+                    "HF_HUB_OFFLINE": "1",
+                    "HF_DATASETS_OFFLINE": "1",
+                    "TRANSFORMERS_OFFLINE": "1",
+                },
+                capture_output=True,
+                text=True,
+            )
+            finished = {"args": done.args, "returncode": done.returncode}
+            finished.update(stdout=done.stdout, stderr=done.stderr)
+            record.write_text(json.dumps(finished), encoding="utf-8")
+    return out, subprocess.CompletedProcess(**json.loads(record.read_text(encoding="utf-8")))

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
-from mera_multi_hf.cli.main import main
 from mera_multi_hf.demo.sample_data import SAMPLES, bundled_sample
 from mera_multi_hf.tasks.table import MODALITIES, TASKS
 
@@ -22,25 +19,11 @@ def _test_ids(task_key: str) -> list[int]:
     return sorted(m["id"] for m in load_task(task_key, source="sample", split="test")["meta"])
 
 
-def test_evaluate_all_tasks_writes_one_zip_with_18_files(tmp_path, capsys):
+def test_evaluate_all_tasks_writes_one_zip_with_18_files(bundled_run):
     assert set(SAMPLES) == set(TASKS) and all(bundled_sample(k).is_dir() for k in TASKS)
-    out = tmp_path / "all"
-    assert (
-        main(
-            [
-                "evaluate",
-                "--tasks",
-                "all",
-                "--output-dir",
-                str(out),
-                "--no-progress",
-                "--max-new-tokens",
-                "4",
-            ]
-        )
-        == 0
-    )
-    printed = capsys.readouterr().out
+    out, done = bundled_run  # conftest: run once, shared with the golden and schema tests
+    assert done.returncode == 0, done.stderr[-2000:]
+    printed = done.stdout
     with zipfile.ZipFile(out / "submission.zip") as zf:
         names = sorted(n for n in zf.namelist() if n.endswith(".json"))
         assert names == sorted(f"{t.class_name}.json" for t in TASKS.values())
@@ -108,35 +91,11 @@ def _golden_record(out) -> dict:
     return {"numbers": numbers, "answers": answers}
 
 
-def test_golden_numbers_and_answers_of_the_bundled_run(tmp_path):
+def test_golden_numbers_and_answers_of_the_bundled_run(bundled_run):
     """`--tasks all` on the bundled samples gives exactly the recorded numbers and answers.
     Run as a separate process through `python -m mera_multi_hf`, the one entry that no
-    move of the package's modules changes."""
-    out = tmp_path / "golden"
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-    }
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mera_multi_hf",
-            "evaluate",
-            "--tasks",
-            "all",
-            "--output-dir",
-            str(out),
-            "--no-progress",
-            "--max-new-tokens",
-            "4",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    move of the package's modules changes (conftest's bundled_run, once a session)."""
+    out, done = bundled_run
     assert done.returncode == 0, done.stderr[-2000:]
     record = _golden_record(out)
     if os.environ.get("MERA_WRITE_GOLDEN") == "1":
