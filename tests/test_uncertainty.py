@@ -179,6 +179,8 @@ def test_whole_counts_resample_to_the_bits_of_the_float_product(n_clusters):
     }
     assert U._whole_sums(units["counts"], n_clusters) is not None
     assert U._whole_sums(units["shares"], n_clusters) is None
+    for odd in (np.nan, np.inf):  # not whole numbers: the float product
+        assert U._whole_sums(U.Units(np.array([odd, 1.0]), np.ones(2), 2), 2) is None
     got = U.replicates(units, U.rng_for("t", n_clusters))
     want = _float_replicates(units, U.rng_for("t", n_clusters))
     for name in units:

@@ -96,12 +96,21 @@ def replicates(
     for start in range(0, resamples, step):
         counts = cluster_counts(rng, n_clusters, min(step, resamples - start))
         w = None if all(whole.values()) else counts.astype(np.float64)
-        for name, u in units.items():
-            weights, (num, den) = (counts, whole[name]) if whole[name] else (w, (u.num, u.den))
-            den = (weights @ den).reshape((-1,) + (1,) * (u.num.ndim - 1))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[name][start : start + len(counts)] = (weights @ num) / den
+        made: dict = {}  # each distinct vector summed once (a task's scores share den)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for name, u in units.items():
+                weights, (num, den) = (counts, whole[name]) if whole[name] else (w, (u.num, u.den))
+                den = _summed(weights, den, made).reshape((-1,) + (1,) * (u.num.ndim - 1))
+                out[name][start : start + len(counts)] = _summed(weights, num, made) / den
     return out
+
+
+def _summed(weights: np.ndarray, values: np.ndarray, made: dict) -> np.ndarray:
+    """``weights @ values``, once for equal values (``made``: the products so far)."""
+    key = (values.dtype.str, values.shape, values.tobytes())
+    if key not in made:
+        made[key] = weights @ values
+    return made[key]
 
 
 def _whole_sums(units: Units, n_clusters: int) -> tuple | None:
@@ -112,7 +121,7 @@ def _whole_sums(units: Units, n_clusters: int) -> tuple | None:
     goes through the BLAS: its worker threads spin for a while after each product, a
     tenth of a second of CPU for a run's intervals."""
     parts = (units.num, units.den)
-    if not all(np.all(np.isfinite(p) & (p == np.round(p))) for p in parts):
+    if not all((p == np.round(p)).all() for p in parts):  # (NaN too; inf: just below)
         return None
     if max(float(np.abs(p).max(initial=0)) for p in parts) * n_clusters >= 2**53:
         return None
