@@ -362,11 +362,12 @@ def add_task_uncertainty(result) -> None:
     for bname, rows in result.breakdown.items():
         keys = np.asarray(table["breakdown"][bname], dtype=object)
         for key, agg in rows.items():
-            u = table_units(table, names, np.flatnonzero(keys == key), scores)
+            shown = [
+                m for m in names if m in agg
+            ]  # only these get an interval: none resampled in vain
+            u = table_units(table, shown, np.flatnonzero(keys == key), scores)
             r = replicates(u, rng_for(result.task, bname, key))
-            agg["uncertainty"] = {
-                m: _record(u[m], r[m], cluster) for m in names if m in u and m in agg
-            }
+            agg["uncertainty"] = {m: _record(u[m], r[m], cluster) for m in u}
 
 
 def normal_interval(units: Units, cluster: str) -> dict:
