@@ -362,9 +362,8 @@ def add_task_uncertainty(result) -> None:
     for bname, rows in result.breakdown.items():
         keys = np.asarray(table["breakdown"][bname], dtype=object)
         for key, agg in rows.items():
-            shown = [
-                m for m in names if m in agg
-            ]  # only these get an interval: none resampled in vain
+            # only the metrics the row shows get an interval: none is resampled in vain
+            shown = [m for m in names if m in agg]
             u = table_units(table, shown, np.flatnonzero(keys == key), scores)
             r = replicates(u, rng_for(result.task, bname, key))
             agg["uncertainty"] = {m: _record(u[m], r[m], cluster) for m in u}
