@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -197,3 +198,21 @@ def test_score_keeps_its_outputs_of_the_same_predictions(tmp_path):
     )
     after = _outputs(tmp_path / "scored")
     assert all(after[n][:2] != before[n][:2] for n in before)
+
+
+def test_the_code_stamp_lists_the_code_files_rglob_finds(tmp_path):
+    from mera_multi_hf.pipeline.fingerprint import CODE_SUFFIXES, _code_files
+
+    for name in ("a.py", "a/b.py", "a/b/c.j2", "a.py.txt", "z/__pycache__/d.py", "y.js/e.css"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    (tmp_path / "linked").symlink_to(tmp_path / "a", target_is_directory=True)
+    (tmp_path / "link.py").symlink_to(tmp_path / "a.py")
+    want = sorted(
+        p
+        for p in Path(tmp_path).rglob("*")
+        if p.suffix in CODE_SUFFIXES and "__pycache__" not in p.parts
+    )
+    got = sorted(_code_files(str(tmp_path), ()))
+    assert [tmp_path.joinpath(*parts) for parts, _ in got] == want
+    assert [path for _, path in got] == [str(p) for p in want]

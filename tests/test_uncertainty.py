@@ -149,3 +149,39 @@ def test_the_percentile_interval_is_numpys_quantile_to_the_bit(n, columns):
         want = np.quantile(values, [alpha, 1 - alpha], axis=0)
         got = U.percentile_interval(values)
         assert all(np.array_equal(np.asarray(g), w) for g, w in zip(got, want))
+
+
+def _float_replicates(units, rng, resamples=U.RESAMPLES):
+    """The resamples as the float product of the counts gives them (the method's text),
+    a chunk of resamples at a time as :func:`U.replicates` draws them."""
+    n_clusters = len(next(iter(units.values())).num)
+    step, chunks = max(1, U.CELLS_PER_CHUNK // n_clusters), []
+    for start in range(0, resamples, step):
+        w = U.cluster_counts(rng, n_clusters, min(step, resamples - start)).astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            chunks.append(
+                {
+                    name: (w @ u.num) / (w @ u.den).reshape((-1,) + (1,) * (u.num.ndim - 1))
+                    for name, u in units.items()
+                }
+            )
+    return {name: np.concatenate([c[name] for c in chunks]) for name in units}
+
+
+@pytest.mark.parametrize("n_clusters", [1, 2, 7, 240, 2001])
+def test_whole_counts_resample_to_the_bits_of_the_float_product(n_clusters):
+    rng = np.random.default_rng(n_clusters)
+    den = rng.integers(0, 5, n_clusters).astype(float)  # a cluster may hold no example
+    units = {
+        "counts": U.Units(np.minimum(rng.integers(0, 5, n_clusters), den), den, n_clusters),
+        "shares": U.Units(den * rng.random(n_clusters), den, n_clusters),  # the float path
+        "columns": U.Units(rng.integers(0, 3, (n_clusters, 4)).astype(float), den, 9),
+    }
+    assert U._whole_sums(units["counts"], n_clusters) is not None
+    assert U._whole_sums(units["shares"], n_clusters) is None
+    for odd in (np.nan, np.inf):  # not whole numbers: the float product
+        assert U._whole_sums(U.Units(np.array([odd, 1.0]), np.ones(2), 2), 2) is None
+    got = U.replicates(units, U.rng_for("t", n_clusters))
+    want = _float_replicates(units, U.rng_for("t", n_clusters))
+    for name in units:
+        assert np.array_equal(got[name], want[name], equal_nan=True), name

@@ -9,6 +9,9 @@ _ = object
 
 # module-level __getattr__: Python calls it for the lazily imported names
 __getattr__
+# jinja2 calls these on a bytecode cache (reporting/page_templates.py)
+_.load_bytecode
+_.dump_bytecode
 # datasets calls these on a builder; the builder classes are found by their TASK_KEY
 _._info
 _._split_generators

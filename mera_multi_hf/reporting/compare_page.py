@@ -103,17 +103,11 @@ def compare_rows(doc_a, doc_b, tasks) -> list[dict]:
 
 def render(result: dict, rows: list[dict], notes: list[str] = ()) -> str:
     """The page as HTML text."""
-    import jinja2
-
     from mera_multi_hf.reporting.compare_markdown import SCORE_HEAD, overall_line, score_rows
+    from mera_multi_hf.reporting.page_templates import environment
     from mera_multi_hf.reporting.page_texts import coded_page_data
 
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    env = environment()
     counts = {k: sum(r["outcome"] == k for r in rows) for k in OUTCOMES.values()}
     return env.get_template("compare_page.html.j2").render(
         local_only=LOCAL_ONLY if result.get("gold_private") else None,

@@ -43,19 +43,21 @@ def _json(value) -> str:
     return _ENCODE(value)
 
 
-def _pieces(value) -> list[str]:
-    """The value's JSON text cut after each CUT (a piece ends with it)."""
-    parts = CUT.split(_json(value))
+def _pieces(text: str) -> list[str]:
+    """A JSON text cut after each CUT (a piece ends with it)."""
+    parts = CUT.split(text)
     pieces = [parts[i] + parts[i + 1] for i in range(0, len(parts) - 1, 2)]
     return pieces + [parts[-1]] if parts[-1] else pieces
 
 
-def _shared(cells: list[list[list[str]]]) -> list[str]:
+def _shared(cells: Counter, pieces: dict[str, list[str]]) -> list[str]:
     """Each piece worth naming that more than one cell holds (or one cell twice), the
-    most used first."""
-    counts = Counter(
-        piece for row in cells for pieces in row for piece in pieces if len(piece) >= SHARED_MIN
-    )
+    most used first (``cells``: how many cells hold each text, in first-seen order)."""
+    counts: Counter = Counter()
+    for text, n in cells.items():  # (a piece is counted first where it is first seen)
+        for piece in pieces[text]:
+            if len(piece) >= SHARED_MIN:
+                counts[piece] += n
     return [piece for piece, n in counts.most_common() if n > 1]
 
 
@@ -76,10 +78,15 @@ def _coded(pieces: list[str], index: dict[str, int]):
 
 def coded_page_data(rows: list[dict], **extra) -> Markup:
     """The page's JSON (:func:`.page_media.page_data`) with every cell coded and the
-    ``texts`` the cells name."""
+    ``texts`` the cells name. Each distinct cell text is cut and coded once (most cells
+    repeat another's: one in ten of a page's is new)."""
     fields = list(dict.fromkeys(key for row in rows for key in row))
-    cells = [[_pieces(row.get(field)) for field in fields] for row in rows]
-    texts = _shared(cells)
+    cells = [[_json(row.get(field)) for field in fields] for row in rows]
+    counted = Counter(text for row in cells for text in row)
+    pieces = {text: _pieces(text) for text in counted}
+    texts = _shared(counted, pieces)
     index = {text: i for i, text in enumerate(texts)}
-    coded = [dict(zip(fields, (_coded(p, index) for p in row))) for row in cells]
-    return page_data(coded, texts=texts, **extra)
+    coded = {text: _coded(cut, index) for text, cut in pieces.items()}
+    return page_data(
+        [dict(zip(fields, map(coded.get, row))) for row in cells], texts=texts, **extra
+    )

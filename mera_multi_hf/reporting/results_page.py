@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import io
-from pathlib import Path
 from urllib.parse import quote
 
 from mera_multi_hf.core.errors import MediaError
@@ -302,16 +301,13 @@ def _summary(task_results: list[TaskResult], summary: Summary | None, run: RunRe
     }
 
 
-@functools.cache  # compiled once a process (a run compiles it while it waits for answers)
+@functools.cache  # loaded once a process (a run loads it while it waits for answers)
 def page_template():
-    import jinja2
+    from mera_multi_hf.reporting.page_templates import environment
 
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    ).get_template("results_page.html.j2")
+    env = environment()
+    env.get_template("media.html.j2")  # the macros it imports, loaded now, not as it renders
+    return env.get_template("results_page.html.j2")
 
 
 def render(

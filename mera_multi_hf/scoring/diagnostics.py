@@ -31,7 +31,12 @@ SHOWN_IDS = 10  # example ids listed with a count
 
 def _letter_of(task, answer: str, mode: str) -> str | None:
     """The choice an answer names (compared as exact match compares), or None."""
-    return _choice_table(task.choices, mode).get(normalize(answer, mode))
+    return _letter(task.choices, mode, answer)
+
+
+@functools.lru_cache(maxsize=1024)  # a task's answers repeat: each diagnostic asks again
+def _letter(choices: tuple[str, ...], mode: str, answer: str) -> str | None:
+    return _choice_table(choices, mode).get(normalize(answer, mode))
 
 
 @functools.lru_cache(maxsize=64)
@@ -106,21 +111,21 @@ def chi2_sf(x: float, dof: int) -> float:
     return min(1.0, total)
 
 
-@functools.lru_cache(maxsize=64)
-def _pairs(n: int) -> tuple:
-    """The index pairs (i < j) of n items: made once per n (a ranking task asks for the
-    same few sizes once per example group)."""
-    return np.triu_indices(n, 1)
-
-
 def kendall_tau_b(x, y) -> float | None:
-    """Kendall's tau-b of two equally long sequences (ties allowed); None when one is
-    constant."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    i, j = _pairs(len(x))
-    dx, dy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
-    denominator = math.sqrt(np.count_nonzero(dx) * np.count_nonzero(dy))
-    return float(np.sum(dx * dy) / denominator) if denominator else None
+    """Kendall's tau-b of two equally long sequences of numbers (ties allowed); None when
+    one is constant. Plain Python: a ranking group has a handful of answers, where
+    numpy's per-call overhead would be most of the cost (the sums are whole numbers: the
+    same value either way)."""
+    signs = [
+        (_sign(x[i] - x[j]), _sign(y[i] - y[j]))
+        for i, j in itertools.combinations(range(len(x)), 2)
+    ]
+    denominator = math.sqrt(sum(dx != 0 for dx, _ in signs) * sum(dy != 0 for _, dy in signs))
+    return sum(dx * dy for dx, dy in signs) / denominator if denominator else None
+
+
+def _sign(d) -> int:
+    return (d > 0) - (d < 0)
 
 
 def diagnostics(task, examples, answers: list[str], mode: str) -> dict:

@@ -91,14 +91,41 @@ def replicates(
     out = {name: np.full((resamples,) + u.num.shape[1:], np.nan) for name, u in units.items()}
     if n_clusters == 0:
         return out
+    whole = {name: _whole_sums(u, n_clusters) for name, u in units.items()}
     step = max(1, CELLS_PER_CHUNK // n_clusters)
     for start in range(0, resamples, step):
-        w = cluster_counts(rng, n_clusters, min(step, resamples - start)).astype(np.float64)
-        for name, u in units.items():
-            den = (w @ u.den).reshape((-1,) + (1,) * (u.num.ndim - 1))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[name][start : start + len(w)] = (w @ u.num) / den
+        counts = cluster_counts(rng, n_clusters, min(step, resamples - start))
+        w = None if all(whole.values()) else counts.astype(np.float64)
+        made: dict = {}  # each distinct vector summed once (a task's scores share den)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for name, u in units.items():
+                weights, (num, den) = (counts, whole[name]) if whole[name] else (w, (u.num, u.den))
+                den = _summed(weights, den, made).reshape((-1,) + (1,) * (u.num.ndim - 1))
+                out[name][start : start + len(counts)] = _summed(weights, num, made) / den
     return out
+
+
+def _summed(weights: np.ndarray, values: np.ndarray, made: dict) -> np.ndarray:
+    """``weights @ values``, once for equal values (``made``: the products so far)."""
+    key = (values.dtype.str, values.shape, values.tobytes())
+    if key not in made:
+        made[key] = weights @ values
+    return made[key]
+
+
+def _whole_sums(units: Units, n_clusters: int) -> tuple | None:
+    """num and den as integers when every value is a whole number (counts of right
+    answers, of examples, of groups: the usual case), else None (the float product).
+    Their resampled sums are then exact (each under n_clusters times the largest value,
+    itself under 2**53), so the very bits of the float product, which is exact too but
+    goes through the BLAS: its worker threads spin for a while after each product, a
+    tenth of a second of CPU for a run's intervals."""
+    parts = (units.num, units.den)
+    if not all((p == np.round(p)).all() for p in parts):  # (NaN too; inf: just below)
+        return None
+    if max(float(np.abs(p).max(initial=0)) for p in parts) * n_clusters >= 2**53:
+        return None
+    return tuple(p.astype(np.int64) for p in parts)
 
 
 def percentile_interval(reps: np.ndarray) -> tuple:
@@ -335,11 +362,11 @@ def add_task_uncertainty(result) -> None:
     for bname, rows in result.breakdown.items():
         keys = np.asarray(table["breakdown"][bname], dtype=object)
         for key, agg in rows.items():
-            u = table_units(table, names, np.flatnonzero(keys == key), scores)
+            # only the metrics the row shows get an interval: none is resampled in vain
+            shown = [m for m in names if m in agg]
+            u = table_units(table, shown, np.flatnonzero(keys == key), scores)
             r = replicates(u, rng_for(result.task, bname, key))
-            agg["uncertainty"] = {
-                m: _record(u[m], r[m], cluster) for m in names if m in u and m in agg
-            }
+            agg["uncertainty"] = {m: _record(u[m], r[m], cluster) for m in u}
 
 
 def normal_interval(units: Units, cluster: str) -> dict:
