@@ -21,6 +21,7 @@ import jinja2
 FOLDER = Path(__file__).parent / "templates"
 OPTIONS = {"autoescape": True, "trim_blocks": True, "lstrip_blocks": True}
 CACHE_FOLDER = "compiled-templates"  # in the cache root (MERA_MULTI_CACHE)
+COMPILED_BYTES = 16 * 1024 * 1024  # a compiled template is tens of KB: a larger entry is not ours
 
 
 class CompiledTemplates(jinja2.BytecodeCache):
@@ -35,8 +36,12 @@ class CompiledTemplates(jinja2.BytecodeCache):
         return self.folder / f"{bucket.key}-{self.stamp}.bin"
 
     def load_bytecode(self, bucket) -> None:
-        try:
-            bucket.bytecode_from_string(self._path(bucket).read_bytes())
+        from mera_multi_hf.core.input_files import read_bytes
+
+        try:  # (the one input reader: never a FIFO waited on, nor a link followed)
+            bucket.bytecode_from_string(
+                read_bytes(self._path(bucket), COMPILED_BYTES, follow_links=False)
+            )
         except Exception:  # noqa: BLE001 - none yet, unreadable or damaged: compiled again
             bucket.reset()
 
