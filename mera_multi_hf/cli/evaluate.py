@@ -88,6 +88,9 @@ def _run(values: dict, options: list[str]) -> int:
 
         check_processes(processes, launch_options.allow_oversubscribe)
         if not under_launcher():  # the processes run this same command
+            from mera_multi_hf.core.start_up import resume_collections
+
+            resume_collections()
             return launch(processes, options)
     from mera_multi_hf.generation import RunConfig
     from mera_multi_hf.pipeline.evaluate import evaluate
