@@ -8,7 +8,6 @@ import io
 import os
 import platform
 import re
-import shlex
 import sys
 from pathlib import Path
 
@@ -166,6 +165,7 @@ def command_line(config=None, typed: list[str] | None = None) -> str:
     if config is None:
         return mask_secrets(" ".join([Path(sys.argv[0]).name] + sys.argv[1:]))
     import dataclasses
+    import shlex  # (the manifest's: written while the first requests go out)
 
     secret = [f.name for f in dataclasses.fields(config) if f.metadata.get("secret")]
     if typed is not None:
