@@ -106,3 +106,47 @@ def test_an_api_run_reads_the_card_and_imports_scoring_after_its_first_request(t
     assert session["versions"] == package_versions()  # filled in as it was written
     assert session["finished_at"] is not None
     assert len((out / "logs" / "samples-rank0.jsonl").read_text().splitlines()) == 6
+
+
+# The program itself (cli.main.main with the process's own arguments) against a real
+# local server: the cyclic collections it starts, before its work starts and by the first
+# request (core.start_up).
+PROGRAM = (
+    CHAT_SERVER
+    + r"""
+from mera_multi_hf.cli import main as cli
+from mera_multi_hf.core import start_up
+
+collections, seen = [], {}
+gc.callbacks.append(lambda phase, info: phase == "start" and collections.append(1))
+resume = start_up.resume_collections
+
+def resumed():
+    seen.setdefault("before the run's work", len(collections))
+    resume()
+
+start_up.resume_collections = resumed
+
+def on_request():
+    seen.setdefault("collector at the first request", gc.isenabled() and gc.get_freeze_count() > 0)
+
+sys.argv = ["mera-multi", "evaluate", "--backend", "openai", "--model", "m",
+            "--base-url", f"http://127.0.0.1:{server.server_port}/v1", "--tasks", "ruhhh_image",
+            "--data", "sample", "--limit", "6", "--output-dir", sys.argv[1], "--no-progress"]
+code = cli.main()
+print(json.dumps(dict(seen, code=code, enabled_at_exit=gc.isenabled())))
+"""
+)
+
+
+def test_the_program_starts_without_collections_and_resumes_them_for_its_run(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", PROGRAM, str(tmp_path / "run")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "before the run's work": 0,  # its imports and checks: no pass of the collector
+        "collector at the first request": True,  # back, start-up's objects frozen
+        "code": 0,
+        "enabled_at_exit": True,
+    }

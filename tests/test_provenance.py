@@ -524,3 +524,46 @@ def test_extending_a_run_to_more_tasks_adds_to_its_manifest(tmp_path):
     assert run["coverage_change"]["note"].startswith(
         "results now cover 2 of 2 logged examples of ruenvaqa"
     )
+
+
+def _library_version(name):
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def test_recorded_versions_are_importlib_metadatas_for_every_installed_distribution(
+    tmp_path, monkeypatch
+):
+    """installed_version reads the metadata header itself (no importlib.metadata at
+    start-up): the same value as importlib.metadata.version for every distribution of the
+    environment, and for the odd layouts an older installer leaves (a folded field, an
+    empty METADATA, an egg-info file, two copies, an unnormalized name)."""
+    from importlib import metadata
+
+    from mera_multi_hf.core.provenance import PACKAGES, installed_version
+
+    names = {*PACKAGES, *(d.metadata["Name"] for d in metadata.distributions())}
+    assert {n: installed_version(n) for n in names} == {n: _library_version(n) for n in names}
+
+    site = tmp_path / "site"
+    layouts = {
+        "Folded_Pkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: Folded_Pkg\n"
+        "Version: 1.0\n  rc1\nSummary: x\n\nVersion: 9\n",
+        "empty_meta-2.0.dist-info/METADATA": "",
+        "empty_meta-2.0.dist-info/PKG-INFO": "Name: empty-meta\nversion:  2.0 \n",
+        "old_egg-3.1-py3.11.egg-info": "Metadata-Version: 1.0\nName: old-egg\nVersion: 3.1\n",
+        "twice-4.0.dist-info/METADATA": "Name: twice\nVersion: 4.0\n",
+        "twice-5.0.dist-info/METADATA": "Name: twice\nVersion: 5.0\n",
+        "zope.thing-6.0.dist-info/METADATA": "Name: zope.thing\nVersion: 6.0\n",
+        "headless-7.0.dist-info/METADATA": "Name: headless\nSummary: x\n\nVersion: 7.0\n",
+    }
+    for rel, text in layouts.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text(text, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    odd = ["Folded.Pkg", "empty-meta", "Old_Egg", "twice", "Zope-Thing", "headless"]
+    assert [installed_version(n) for n in odd] == [_library_version(n) for n in odd]

@@ -81,13 +81,17 @@ def cmd_evaluate(options: list[str]) -> int:
 
 
 def _run(values: dict, options: list[str]) -> int:
-    from mera_multi_hf.generation.launch import check_processes, launch, under_launcher
-
     launch_options = LaunchOptions(values.pop("processes"), values.pop("allow_oversubscribe"))
     processes = launch_options.processes
-    check_processes(processes, launch_options.allow_oversubscribe)
-    if processes > 1 and not under_launcher():  # the processes run this same command
-        return launch(processes, options)
+    if processes != 1:  # (one process: nothing to check or start, no subprocess imported)
+        from mera_multi_hf.generation.launch import check_processes, launch, under_launcher
+
+        check_processes(processes, launch_options.allow_oversubscribe)
+        if not under_launcher():  # the processes run this same command
+            from mera_multi_hf.core.start_up import resume_collections
+
+            resume_collections()
+            return launch(processes, options)
     from mera_multi_hf.generation import RunConfig
     from mera_multi_hf.pipeline.evaluate import evaluate
 

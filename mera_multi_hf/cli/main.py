@@ -19,6 +19,7 @@ from mera_multi_hf.core.arguments import (
     text_table,
 )
 from mera_multi_hf.core.errors import MeraError
+from mera_multi_hf.core.start_up import hold_collections, resume_collections
 from mera_multi_hf.data.media_checks import MediaLimitOptions
 
 
@@ -279,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         import atexit
         import gc
 
+        hold_collections()  # while it starts (core.start_up): resumed where its work starts
         atexit.register(gc.freeze)
         sys.excepthook = masking.excepthook  # an unexpected traceback is masked too
     masking.remember_environment()
@@ -314,6 +316,8 @@ def _main(argv: list[str]) -> int:
         from mera_multi_hf.tasks import import_task_modules
 
         import_task_modules()  # tasks declared outside the package ($MERA_MULTI_TASKS)
+        if args.func is not evaluate_options:  # (evaluate resumes them where its run starts)
+            resume_collections()
         return args.func(args) or 0
     except MeraError as err:
         print(f"mera-multi: error: {masking.mask_secrets(str(err))}", file=sys.stderr)

@@ -376,6 +376,7 @@ def check_options(options) -> None:
                 _check_text(f, os.fspath(item))
 
 
+@functools.cache  # (a class's hints do not change; a run asks for some twice)
 def _type_hints(cls) -> dict:
     import typing  # here: `tasks` and the lists of commands never need it (quick start-up)
 

@@ -8,7 +8,6 @@ then refuse in one line naming the source and the offline alternative.
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from pathlib import Path
@@ -83,6 +82,8 @@ def _cached_repos(folder: str) -> frozenset:
 
 def did_you_mean(name: str, candidates) -> str:
     """' (did you mean X?)' for a close candidate, else ''."""
+    import difflib  # (a mistake's: a run that goes well never needs it)
+
     close = difflib.get_close_matches(name, list(candidates), n=2, cutoff=0.6)
     return f" (did you mean {' or '.join(close)}?)" if close else ""
 

@@ -17,6 +17,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from mera_multi_hf.core.start_up import resume_collections
 from mera_multi_hf.data.loaded import load_task_split
 from mera_multi_hf.generation import run as generation
 from mera_multi_hf.generation.config import RunConfig
@@ -50,6 +51,7 @@ def evaluate(config: RunConfig, *, engine=None, typed=None) -> Outcome | None:
     specs = generation.select_tasks(config.tasks)
     sources = generation.task_sources(config, specs)
     checked = preflight_run(config, specs, sources, engine=engine)  # before any work
+    resume_collections()  # the program's start-up is over (core.start_up)
     split, limits, limit = config.split, config.limits(), config.limit
     with generation.open_run(config, sources, engine) as run:  # the folder locked till the end
         specs, sources = generation.extended(run, config, specs, sources)  # earlier tasks too

@@ -322,12 +322,12 @@ def get_task(key: str) -> TaskSpec:
             f"a task is named by its key, a string such as 'ruhhh_image' "
             f"(see `mera-multi tasks`), not {type(key).__name__}"
         )
-    import difflib
-
     wanted = key.strip().lower().replace("-", "_")
     for task in TASKS.values():
         if wanted in (task.key, task.class_name.lower()):
             return task
+    import difflib
+
     near = difflib.get_close_matches(wanted, list(TASKS), n=1, cutoff=0.6)
     hint = f" (did you mean {near[0]}?)" if near else ""
     raise MeraError(f"unknown task {key!r}{hint}. Known tasks: {', '.join(TASKS)}")

@@ -17,10 +17,8 @@ served judge, the preflight's probes, the Hub probe) goes through :class:`Client
 
 Built on urllib3 alone (what ``requests`` is built on; ``requests`` with its character
 detectors took a run more CPU to import than all its requests): a connection pool per
-server and thread (a proxy's manager per proxy), the proxy of the environment (``HTTPS_PROXY``, ``NO_PROXY``, ...) and the
-certificates as requests takes them, a user name and password in the URL sent as Basic
-auth, JSON bodies.
-"""
+server and thread (a proxy's manager per proxy); the environment's proxy (HTTPS_PROXY...),
+certificates and a URL's user and password (Basic auth) as requests takes them; JSON."""
 
 from __future__ import annotations
 
@@ -31,7 +29,6 @@ import os
 import socket
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass
 from urllib.parse import unquote, urljoin, urlsplit
 
@@ -214,12 +211,15 @@ WATCHED_POOLS = {"http": _Pool, "https": _TLSPool}  # none retries: Client does
 
 
 def _proxy_of(url: str) -> str | None:
-    """The environment's proxy for ``url`` (``NO_PROXY`` obeyed), as requests finds it."""
-    parts = urlsplit(url)
-    proxies = urllib.request.getproxies_environment()
-    if not proxies or urllib.request.proxy_bypass_environment(parts.hostname or "", proxies):
-        return None
-    return proxies.get(parts.scheme) or proxies.get("all")
+    """The environment's proxy for ``url`` (NO_PROXY obeyed), as requests finds it."""
+    # (urllib.request, 5 ms to import, only where a variable is named *_proxy)
+    if any(v and k[-6:].lower() == "_proxy" for k, v in os.environ.items()):
+        import urllib.request
+
+        parts, proxies = urlsplit(url), urllib.request.getproxies_environment()
+        if proxies and not urllib.request.proxy_bypass_environment(parts.hostname or "", proxies):
+            return proxies.get(parts.scheme) or proxies.get("all")
+    return None
 
 
 def _trusted() -> dict:
