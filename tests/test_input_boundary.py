@@ -49,6 +49,8 @@ ALLOWED = {
     ("data/data_owner.py", "load"): "yaml.load of a string: the card's header, its text "
     "already read through the reader (card_text)",
     ("spaces/flat_modules.py", "read_text"): "the package's own module sources",
+    ("core/provenance.py", "read_text"): "an installed distribution's metadata, found and "
+    "read by importlib.metadata (its header's Version line is all that is parsed)",
     ("core/paths.py", "spec_from_file_location"): "imports a task's builder module, a "
     "Python file the user declared as code (it is run, not read as data)",
     ("data/loading.py", "load_dataset"): "datasets reads a folder that sources.py has "

@@ -5,13 +5,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
-import os
 import platform
-import re
 import sys
 from pathlib import Path
 
-from mera_multi_hf.core.input_files import open_binary, read_bytes, read_text
+from mera_multi_hf.core.input_files import open_binary, read_bytes
 from mera_multi_hf.core.masking import mask_secrets
 
 PACKAGES = (
@@ -38,64 +36,22 @@ def _versions() -> dict[str, str | None]:
     return versions
 
 
-@functools.cache
+@functools.cache  # (what is installed does not change while a run runs)
 def installed_version(name: str) -> str | None:
     """The version of an installed distribution, as ``importlib.metadata.version`` gives
-    it; None when it is not installed.
+    it; None when it is not installed. The distribution is found by importlib.metadata;
+    only its header's Version line is read here: ``version`` parses the whole METADATA
+    file with the email parser (6 ms of an API run's CPU for PACKAGES: torch's is long)."""
+    from importlib import metadata
 
-    Read here from the header of the distribution's metadata file, found where
-    importlib.metadata finds it (the first ``<name>-<version>.dist-info`` or
-    ``.egg-info`` of the ``sys.path`` folders, in order, with the name normalized as
-    it does): importlib.metadata parses whole METADATA files with the email parser (6 ms
-    of an API run before its first request, for PACKAGES). A path entry that is no
-    folder (a zip, an egg) is left to importlib.metadata itself."""
-    key = _normalized(name)
-    for entry in sys.path:
-        found = _metadata_folders(entry)
-        if found is None:
-            return _library_version(name)
-        if key in found:
-            version = _header_version(found[key])
-            # a folded field: importlib.metadata re-indents it, its own way
-            return _library_version(name) if version and "\n" in version else version
-    return None
-
-
-def _normalized(name: str) -> str:
-    """A distribution name as importlib.metadata compares it (PEP 503, with _ for -)."""
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
-@functools.cache  # (what is installed does not change while a run runs)
-def _metadata_folders(entry: str) -> dict[str, str] | None:
-    """The metadata folders of one ``sys.path`` entry, by normalized name (the first one
-    listed of each); {} where there is nothing to list, None for a zip or an egg."""
-    if os.path.basename(entry).lower().endswith(".egg") or os.path.isfile(entry):
-        return None
     try:
-        children = os.listdir(entry or ".")
-    except OSError:
-        return {}
-    found: dict[str, str] = {}
-    for child in children:
-        low = child.lower()
-        if low.endswith((".dist-info", ".egg-info")):
-            key = _normalized(low.rpartition(".")[0].partition("-")[0])
-            found.setdefault(key, os.path.join(entry, child))
-    return found
-
-
-def _header_version(path: str) -> str | None:
-    """The Version field of a metadata file's header (METADATA, else PKG-INFO, else the
-    path itself: an old egg-info file), as the email parser reads it."""
-    for file in (os.path.join(path, "METADATA"), os.path.join(path, "PKG-INFO"), path):
-        try:
-            text = read_text(file)
-        except OSError:  # missing, or a folder: the next one, as importlib.metadata reads
-            continue
-        if text:  # (an empty one: the next, too)
-            return _version_field(io.StringIO(text, newline=None))
-    return None
+        found = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return None
+    text = found.read_text("METADATA") or found.read_text("PKG-INFO") or ""
+    version = _version_field(io.StringIO(text, newline=None))
+    # none, or folded over lines (importlib.metadata re-indents it its own way): the parse
+    return found.version if version is None or "\n" in version else version
 
 
 def _version_field(lines) -> str | None:
@@ -114,15 +70,6 @@ def _version_field(lines) -> str | None:
         if field.lower() == "version":
             value = rest.lstrip(" \t")
     return None if value is None else value.rstrip("\r\n")
-
-
-def _library_version(name: str) -> str | None:
-    from importlib import metadata
-
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def file_sha256(path: str | Path) -> str:
