@@ -110,10 +110,11 @@ def test_an_api_run_reads_the_card_and_imports_scoring_after_its_first_request(t
 
 # The program itself (cli.main.main with the process's own arguments) against a real
 # local server: the cyclic collections it starts, before its work starts and by the first
-# request (core.start_up).
+# request, and the BLAS setting numpy finds when it loads (core.start_up).
 PROGRAM = (
     CHAT_SERVER
     + r"""
+import os
 from mera_multi_hf.cli import main as cli
 from mera_multi_hf.core import start_up
 
@@ -129,10 +130,12 @@ start_up.resume_collections = resumed
 
 def on_request():
     seen.setdefault("collector at the first request", gc.isenabled() and gc.get_freeze_count() > 0)
+    seen.setdefault("BLAS threads' spin", os.environ.get("OPENBLAS_THREAD_TIMEOUT"))
 
 sys.argv = ["mera-multi", "evaluate", "--backend", "openai", "--model", "m",
             "--base-url", f"http://127.0.0.1:{server.server_port}/v1", "--tasks", "ruhhh_image",
             "--data", "sample", "--limit", "6", "--output-dir", sys.argv[1], "--no-progress"]
+seen["numpy loaded before the program"] = "numpy" in sys.modules  # (it reads the setting then)
 code = cli.main()
 print(json.dumps(dict(seen, code=code, enabled_at_exit=gc.isenabled())))
 """
@@ -147,6 +150,8 @@ def test_the_program_starts_without_collections_and_resumes_them_for_its_run(tmp
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {
         "before the run's work": 0,  # its imports and checks: no pass of the collector
         "collector at the first request": True,  # back, start-up's objects frozen
+        "BLAS threads' spin": "4",  # set before numpy loaded: its threads sleep at once
+        "numpy loaded before the program": False,
         "code": 0,
         "enabled_at_exit": True,
     }

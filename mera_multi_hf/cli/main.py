@@ -19,7 +19,7 @@ from mera_multi_hf.core.arguments import (
     text_table,
 )
 from mera_multi_hf.core.errors import MeraError
-from mera_multi_hf.core.start_up import hold_collections, resume_collections
+from mera_multi_hf.core.start_up import program_start, resume_collections
 from mera_multi_hf.data.media_checks import MediaLimitOptions
 
 
@@ -274,14 +274,8 @@ def _is_utf8(arg: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is None:  # the program itself: at exit the interpreter's last collections would
-        # walk every object torch and transformers made (about a second); frozen, they are
-        # left to the OS, which frees them anyway
-        import atexit
-        import gc
-
-        hold_collections()  # while it starts (core.start_up): resumed where its work starts
-        atexit.register(gc.freeze)
+    if argv is None:  # the program itself (core.start_up: its collector, its BLAS threads)
+        program_start()
         sys.excepthook = masking.excepthook  # an unexpected traceback is masked too
     masking.remember_environment()
     try:
