@@ -186,9 +186,11 @@ def release_pages(ds, sizes: list[int] | None = None) -> None:
     (:meth:`ArrowSplit.release`); nothing for any other. ``sizes``: those of the values
     just read, the pages handed back only once enough have come in
     (:meth:`ArrowSplit.pages_read`)."""
-    if isinstance(ds, ArrowSplit) and sizes is None:
+    if not isinstance(ds, ArrowSplit):
+        return
+    if sizes is None:
         ds.release()
-    elif isinstance(ds, ArrowSplit):
+    else:
         ds.pages_read(sizes)
 
 
