@@ -228,6 +228,18 @@ def test_the_reader_reads_regular_files_and_bounds_them(tmp_path):
         input_files.read_bytes(file, one_name=True)
 
 
+@pytest.mark.skipif(not os.path.isfile("/proc/self/cmdline"), reason="needs Linux /proc")
+def test_a_file_longer_than_its_stat_is_read_to_its_end_or_to_the_limit():
+    """A /proc file stats as 0 bytes, as a file that grew after the stat: the reader reads
+    past the stat's size to the end, and still refuses it past the limit."""
+    whole = input_files.read_bytes("/proc/self/cmdline")
+    assert len(whole) > 3  # the command line, at least "python"
+    assert whole == Path("/proc/self/cmdline").read_bytes()
+    assert input_files.read_bytes("/proc/self/cmdline", len(whole)) == whole
+    with pytest.raises(InputFileError, match="larger than the limit of 3 bytes"):
+        input_files.read_bytes("/proc/self/cmdline", 3)
+
+
 # ---- through the command line: one line, no hang, no traceback ----
 
 

@@ -82,19 +82,25 @@ def check_regular(path, *, follow_links: bool = True, one_name: bool = False) ->
     return _checked(path, info, one_name)
 
 
-def open_binary(path, *, follow_links: bool = True, one_name: bool = False) -> BinaryIO:
-    """``path`` opened for reading (binary, buffered) once it is a regular file, checked
-    before the open (nothing blocks) and again on the descriptor (nothing swapped)."""
+def _open_checked(path, follow_links: bool, one_name: bool) -> tuple[int, os.stat_result]:
+    """A descriptor of ``path`` and its stat, once it is a regular file: checked before
+    the open (nothing blocks) and again on the descriptor (nothing swapped)."""
     check_regular(path, follow_links=follow_links, one_name=one_name)
     try:
         fd = os.open(path, _OPEN if follow_links else _OPEN | os.O_NOFOLLOW)
     except OSError as err:
         raise _refusal(path, err) from None
     try:
-        _checked(path, os.fstat(fd), one_name)
+        return fd, _checked(path, os.fstat(fd), one_name)
     except InputFileError:
         os.close(fd)
         raise
+
+
+def open_binary(path, *, follow_links: bool = True, one_name: bool = False) -> BinaryIO:
+    """``path`` opened for reading (binary, buffered) once it is a regular file, checked
+    before the open (nothing blocks) and again on the descriptor (nothing swapped)."""
+    fd, _ = _open_checked(path, follow_links, one_name)
     return os.fdopen(fd, "rb")
 
 
@@ -102,18 +108,31 @@ def read_bytes(
     path, limit: int | None = None, *, follow_links: bool = True, one_name: bool = False
 ) -> bytes:
     """The bytes of a regular file; more than ``limit`` of them is refused (a buffer of
-    the file's size is read, not of the limit)."""
-    with open_binary(path, follow_links=follow_links, one_name=one_name) as fh:
-        if limit is None:
-            data = fh.read()
-        else:  # to the limit only if it grew after the stat
-            want = min(os.fstat(fh.fileno()).st_size, limit) + 1
-            data = fh.read(want)
-            if len(data) == want <= limit:
-                data += fh.read(limit + 1 - want)
+    the file's size is read, not of the limit). Read from the descriptor itself: a
+    build reads every media file here, and a buffered file object cost more than the
+    read."""
+    fd, info = _open_checked(path, follow_links, one_name)
+    with os.fdopen(fd, "rb", buffering=0) as raw:  # closes the descriptor
+        # the stat's size and one more: a file that did not grow ends in one read
+        data = _read_to(raw, info.st_size + 1, limit)
     if limit is not None and len(data) > limit:
         raise InputFileError(path, f"larger than the limit of {limit} bytes")
     return data
+
+
+def _read_to(raw, first: int, limit: int | None) -> bytes:
+    """What is left of ``raw`` (asking for ``first`` bytes at first), to the end or to
+    one byte past ``limit``."""
+    cap = None if limit is None else limit + 1
+    parts, got, ask = [], 0, first
+    while cap is None or got < cap:
+        part = raw.read(ask if cap is None else min(ask, cap - got))
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+        ask = max(first, 2**20)  # it grew since the stat: on in blocks
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def read_text(path, limit: int | None = None, *, errors: str = "strict") -> str:

@@ -70,16 +70,19 @@ class _Duplicate(ValueError):
 
 
 def depth(value) -> int:
-    """How deeply a parsed JSON value nests (iteratively: no recursion to exhaust)."""
+    """How deeply a parsed JSON value nests (level by level: no recursion to exhaust).
+    A container with items is one level deeper than its own level."""
     if not isinstance(value, (dict, list)):
         return 1
-    deepest, stack = 1, [(value, 1)]
-    while stack:  # only containers go on the stack; a node's items are one level deeper
-        node, level = stack.pop()
-        items = node.values() if isinstance(node, dict) else node
-        if items:
-            deepest = max(deepest, level + 1)
-        stack += [(c, level + 1) for c in items if isinstance(c, (dict, list))]
+    deepest, level, containers = 1, 1, [value]
+    while containers:
+        inner: list = []
+        for node in containers:
+            items = node.values() if isinstance(node, dict) else node
+            if items:
+                deepest = level + 1
+                inner += [c for c in items if isinstance(c, (dict, list))]
+        level, containers = level + 1, inner
     return deepest
 
 

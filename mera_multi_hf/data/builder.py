@@ -126,23 +126,26 @@ def with_domain(meta: dict, domains: tuple[str, ...]) -> dict:
     return {**meta, "domain": domain}
 
 
-def encoded_table(features: datasets.Features, media_fields: tuple, rows: list) -> pa.Table:
+def encoded_table(
+    features: datasets.Features, media_fields: tuple, rows: list, schema: pa.Schema | None = None
+) -> pa.Table:
     """Checked examples as one Arrow table of ``features``: the media values encoded by
     their feature, the rest (plain JSON values, their types already checked) converted by
     Arrow in one call. datasets' generic per-example encoding (a recursive walk of every
     value, looking for NumPy and torch objects) cost the build more than its own checks;
-    a value Arrow will not take as it is goes through that encoding instead."""
-    inputs = features["inputs"]
+    a value Arrow will not take as it is goes through that encoding instead. ``schema``:
+    ``features.arrow_schema``, which datasets computes anew on each call, given once."""
+    inputs, schema = features["inputs"], schema or features.arrow_schema
     for row in rows:
         media = row["inputs"]
         for name in media_fields:
             if media[name] is not None:
                 media[name] = inputs[name].encode_example(media[name])
     try:
-        return pa.Table.from_pylist(rows, schema=features.arrow_schema)
+        return pa.Table.from_pylist(rows, schema=schema)
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         encoded = [features.encode_example(row) for row in rows]
-        return pa.Table.from_pylist(encoded, schema=features.arrow_schema)
+        return pa.Table.from_pylist(encoded, schema=schema)
 
 
 class MeraBuilder(datasets.ArrowBasedBuilder):
@@ -225,6 +228,7 @@ class MeraBuilder(datasets.ArrowBasedBuilder):
         takes its domain's records, picked before their media is read."""
         domain = self.config.name if self.config.name in self.task().domains else None
         features, media_fields = self.info.features, self.task().media_fields
+        schema = features.arrow_schema
         size = (
             self._writer_batch_size
             or get_arrow_writer_batch_size_from_features(features)
@@ -234,7 +238,11 @@ class MeraBuilder(datasets.ArrowBasedBuilder):
         for example in self.raw.records(split, domain):
             rows.append(example)
             if len(rows) == size:
-                yield Key(0, example["meta"]["id"]), encoded_table(features, media_fields, rows)
+                table = encoded_table(features, media_fields, rows, schema)
+                yield Key(0, example["meta"]["id"]), table
                 rows = []
         if rows:
-            yield Key(0, rows[-1]["meta"]["id"]), encoded_table(features, media_fields, rows)
+            yield (
+                Key(0, rows[-1]["meta"]["id"]),
+                encoded_table(features, media_fields, rows, schema),
+            )
